@@ -1,0 +1,71 @@
+# pmemlab top-level Makefile.
+#   make                  build the module (against KDIR) and the userspace parts
+#   make KDIR=/lib/modules/<ver>/build   build the module against those headers
+#   make check-build      build against every installed headers tree with W=1; fail on warnings
+#   make test             install what is missing, then host tests, then guest tests in the VM
+#   make demo             run the default experiment (in the emulated-NVDIMM guest without pmem)
+#   make sweep CONFIG=configs/x.toml [TARGET=/dev/pmemN]   one sweep on this machine
+
+SHELL := /bin/bash
+TOP := $(abspath $(dir $(lastword $(MAKEFILE_LIST))))
+VENV := $(TOP)/.venv
+PYTHON := $(VENV)/bin/python
+
+# KDIR: the running kernel's headers, else the newest installed tree (said out loud).
+ifeq ($(origin KDIR),undefined)
+  RUNNING_KDIR := /lib/modules/$(shell uname -r)/build
+  ifneq ($(wildcard $(RUNNING_KDIR)/Makefile),)
+    KDIR := $(RUNNING_KDIR)
+  else
+    KDIR := $(lastword $(sort $(wildcard /lib/modules/*/build)))
+    KDIR_NOTE := make: no headers for the running kernel $(shell uname -r); building against $(KDIR)
+  endif
+endif
+KVER = $(shell cat $(KDIR)/include/config/kernel.release 2>/dev/null)
+
+.PHONY: all module userspace deps check-build test test-host test-guest demo sweep clean help
+
+all: module userspace
+
+help:
+	@sed -n '2,8p' $(TOP)/Makefile | sed 's/^# *//'
+
+deps:
+	@$(TOP)/scripts/install-deps
+
+# Out-of-tree build in build/<kernel release>/ so that trees for several kernels coexist and
+# the sources stay free of build products.
+module:
+	@if [ -z "$(KDIR)" ] || [ ! -f "$(KDIR)/Makefile" ]; then \
+		echo "make: no kernel headers found (KDIR=$(KDIR)); run scripts/install-deps" >&2; exit 1; fi
+	$(if $(KDIR_NOTE),@echo "$(KDIR_NOTE)" >&2)
+	@mkdir -p $(TOP)/build/$(KVER)
+	@cp -a $(TOP)/Kbuild $(TOP)/kmod $(TOP)/build/$(KVER)/
+	$(MAKE) -C $(KDIR) M=$(TOP)/build/$(KVER) $(if $(W),W=$(W)) modules
+	@echo "make: built $(TOP)/build/$(KVER)/pmemlab.ko"
+
+userspace:
+	@if [ -f $(TOP)/userspace/Makefile ]; then $(MAKE) -C $(TOP)/userspace; fi
+
+check-build:
+	@$(TOP)/scripts/check-build
+
+test:
+	@$(TOP)/scripts/run-tests
+
+test-host: deps
+	@$(PYTHON) -m pytest -q $(TOP)/tests/host
+
+test-guest: deps
+	@$(TOP)/scripts/vm -- $(PYTHON) -m pytest -q tests/guest
+
+demo:
+	@$(TOP)/scripts/demo $(if $(TARGET),--target $(TARGET))
+
+sweep: deps
+	@test -n "$(CONFIG)" || { echo "make: give CONFIG=configs/<name>.toml" >&2; exit 1; }
+	@$(TOP)/scripts/sweep $(CONFIG) $(if $(TARGET),--target $(TARGET))
+
+clean:
+	rm -rf $(TOP)/build
+	@if [ -f $(TOP)/userspace/Makefile ]; then $(MAKE) -C $(TOP)/userspace clean; fi

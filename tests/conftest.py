@@ -1,0 +1,10 @@
+"""Make tests/testlib.py and the userspace package importable from every test directory."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+_TESTS = Path(__file__).resolve().parent
+for _path in (_TESTS, _TESTS.parent / "userspace"):
+    if str(_path) not in sys.path:
+        sys.path.insert(0, str(_path))

@@ -1,0 +1,93 @@
+"""Fixtures for tests that run inside the emulated-NVDIMM guest (started by scripts/vm)."""
+from __future__ import annotations
+
+import os
+import subprocess
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+
+from testlib import load_vm_script
+
+SYSFS = Path("/sys/kernel/pmemlab")
+BAD_LOG = load_vm_script().BAD_LOG
+
+
+_HERE = Path(__file__).resolve().parent
+
+
+def pytest_collection_modifyitems(config, items):
+    # A session-wide hook: mark only the items of this directory.
+    if os.environ.get("PMEMLAB_VM") != "1":
+        skip = pytest.mark.skip(reason="guest test: runs inside scripts/vm only")
+        for item in items:
+            if _HERE in Path(item.fspath).resolve().parents:
+                item.add_marker(skip)
+
+
+def kernel_log() -> list[str]:
+    return subprocess.run(["dmesg"], capture_output=True, text=True, check=True).stdout.splitlines()
+
+
+@pytest.fixture(autouse=True)
+def clean_kernel_log() -> Iterator[None]:
+    """Fail the test that caused an oops, WARN, lockup or stall, not just the whole boot."""
+    if os.environ.get("PMEMLAB_VM") != "1":
+        yield
+        return
+    before = len(kernel_log())
+    yield
+    new = kernel_log()[before:]
+    bad = [line for line in new if BAD_LOG.search(line)]
+    assert not bad, "kernel log during this test:\n" + "\n".join(new[-60:])
+
+
+@pytest.fixture(scope="session")
+def ko() -> Path:
+    path = os.environ.get("PMEMLAB_KO", "")
+    assert path and Path(path).exists(), f"module not built for this kernel (PMEMLAB_KO={path!r})"
+    return Path(path)
+
+
+@pytest.fixture(scope="session")
+def pmem_dev() -> str:
+    devs = os.environ.get("PMEMLAB_PMEM", "").split()
+    assert devs, "no fsdax namespace on the emulated NVDIMM"
+    return devs[0]
+
+
+@pytest.fixture(scope="session")
+def dram_pmem_dev() -> str:
+    devs = os.environ.get("PMEMLAB_PMEM_DRAM", "").split()
+    if not devs:
+        pytest.skip("guest booted without memmap= DRAM-emulated pmem")
+    return devs[0]
+
+
+def module_loaded() -> bool:
+    return Path("/sys/module/pmemlab").exists()
+
+
+@contextmanager
+def loaded(ko: Path, **params: str) -> Iterator[Path]:
+    """insmod with params, yield the sysfs directory, rmmod on the way out."""
+    if module_loaded():
+        subprocess.run(["rmmod", "pmemlab"], check=True)
+    args = [f"{k}={v}" for k, v in params.items()]
+    res = subprocess.run(["insmod", str(ko), *args], capture_output=True, text=True)
+    assert res.returncode == 0, f"insmod {' '.join(args)} failed: {res.stderr.strip()}"
+    try:
+        yield SYSFS
+    finally:
+        if module_loaded():
+            subprocess.run(["rmmod", "pmemlab"], check=True)
+
+
+@pytest.fixture
+def module(ko: Path):
+    """Factory: `with module(target=...) as sysfs:`."""
+    def factory(**params: str):
+        return loaded(ko, **params)
+    return factory
