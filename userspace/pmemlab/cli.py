@@ -1,0 +1,250 @@
+"""Command line: `pmemlab info | params | run | sweep | summarize | abort`."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any, Sequence
+
+import pandas as pd
+
+from pmemlab import __version__, ipmctl, machine
+from pmemlab import params as P
+from pmemlab.config import count_points, expand, load_config
+from pmemlab.errors import ConfigError, Interrupted, ParamRefused, PmemlabError
+from pmemlab.sweep import SweepOptions, run_sweep, sidecar_path, summary_path, write_summary
+from pmemlab.sysfs import Module, sysfs_root
+from pmemlab.table import BASE_COLUMNS, rows_for_outcome
+
+RUN_TABLE_COLUMNS: tuple[str, ...] = (
+    "thread", "cpu", "thread_node", "thread_op", "ops", "bytes", "elapsed_ns", "bw_gbps", "irqoff_pct",
+    "lat_ns_min", "lat_ns_mean", "lat_ns_p50", "lat_ns_p99", "lat_ns_p999", "lat_ns_p9999", "lat_ns_max",
+)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(
+        prog="pmemlab",
+        description="Drive the pmemlab.ko persistent-memory microbenchmark module: "
+                    "machine facts, single runs, and config-driven sweeps into tidy CSV.",
+    )
+    ap.add_argument("--version", action="version", version=f"pmemlab {__version__}")
+    ap.add_argument("--sysfs", metavar="DIR", help="module sysfs directory (default: $PMEMLAB_SYSFS or /sys/kernel/pmemlab)")
+    sub = ap.add_subparsers(dest="command", metavar="COMMAND")
+    sub.required = True
+
+    p = sub.add_parser("info", help="target, module, CPU, NUMA and NVDIMM facts")
+    p.add_argument("--json", action="store_true", help="machine-readable JSON")
+
+    p = sub.add_parser("params", help="list the run parameters, defaults and allowed values")
+    p.add_argument("--json", action="store_true")
+
+    p = sub.add_parser("run", help="one measurement: pmemlab run op=ntstore access_size=256 threads=2")
+    p.add_argument("assignments", nargs="*", metavar="KEY=VALUE", help="run parameters (others keep their defaults)")
+    out = p.add_mutually_exclusive_group()
+    out.add_argument("--csv", action="store_true", help="print the rows as CSV (same columns as a sweep)")
+    out.add_argument("--json", action="store_true", help="print the rows as JSON")
+    p.add_argument("--target", help="refuse to run unless the module's target is this (e.g. /dev/pmem0)")
+    p.add_argument("--timeout", type=float, default=600.0, metavar="S", help="abort the run after S seconds (600)")
+
+    p = sub.add_parser("sweep", help="run a TOML sweep config into a CSV")
+    p.add_argument("config", type=Path, help="sweep config (TOML)")
+    p.add_argument("-o", "--output", type=Path, help="CSV to write (default: results/<sweep name>.csv)")
+    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                   help="override a [base] parameter (repeatable)")
+    p.add_argument("--target", help="refuse to run unless the module's target is this")
+    p.add_argument("--fail-fast", action="store_true", help="stop at the first failed point")
+    p.add_argument("--fresh", action="store_true", help="discard an existing CSV instead of resuming it")
+    p.add_argument("--strict", action="store_true",
+                   help="points this machine cannot run are errors (default: recorded as skipped)")
+    p.add_argument("--dry-run", action="store_true", help="expand and validate, print the points, run nothing")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+    p = sub.add_parser("summarize", help="(re)write NAME.summary.csv: mean, stddev, 95%% CI across repeats")
+    p.add_argument("csv", type=Path)
+
+    sub.add_parser("abort", help="stop the module's active run")
+    return ap
+
+
+def parse_assignments(items: Sequence[str], what: str = "argument") -> dict[str, str]:
+    out: dict[str, str] = {}
+    for item in items:
+        if "=" not in item:
+            raise ConfigError(f"{what} {item!r} is not KEY=VALUE", "write e.g. access_size=256")
+        k, v = item.split("=", 1)
+        out[k.strip()] = v.strip()
+    return out
+
+
+def _module(args: argparse.Namespace) -> Module:
+    return Module(sysfs_root(args.sysfs))
+
+
+def _online_cpus() -> int:
+    return machine.cpu_info(machine.HostPaths())["online_cpus"]
+
+
+# --------------------------------------------------------------------------
+def cmd_info(args: argparse.Namespace) -> int:
+    info = machine.gather_info(_module(args))
+    if args.json:
+        print(json.dumps(info, indent=2, default=str))
+    else:
+        print(machine.format_info(info))
+    return 0
+
+
+def cmd_params(args: argparse.Namespace) -> int:
+    if args.json:
+        print(json.dumps([{"name": p.name, "default": p.default, "allowed": p.allowed(), "unit": p.unit,
+                           "doc": p.doc} for p in P.PARAMS.values()], indent=2))
+        return 0
+    w = max(len(n) for n in P.PARAMS)
+    for p in P.PARAMS.values():
+        print(f"{p.name:<{w}}  default {str(p.default) or '(empty)':<10} {p.doc}\n{'':<{w}}  allowed: {p.allowed()}")
+    return 0
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    raw = parse_assignments(args.assignments)
+    values, problems = P.normalize(raw)
+    mod = _module(args)
+    facts = None
+    if not problems:
+        mod.require_loaded()
+        facts = mod.target_facts(online_cpus=_online_cpus())
+        problems = P.check_point(values, facts)
+    if problems:
+        msgs = "\n".join(f"  {p.key} = {p.value!r}: {p.reason} (allowed: {p.allowed})" for p in problems)
+        unsupported = all(p.kind == "unsupported" for p in problems)
+        raise ConfigError(f"{'this target cannot run' if unsupported else 'invalid parameters'}:\n{msgs}",
+                          "change the values; nothing was sent to the module")
+    mod.check_target(args.target)
+    info = machine.gather_info(mod, with_tools=False)
+    cond = machine.conditions(info)
+    outcome = None
+    try:
+        outcome = mod.run(values, timeout_s=args.timeout)
+        status = "ok" if outcome.ok else ("timeout" if outcome.state == "timeout" else "error")
+        error = "" if outcome.ok else (outcome.error or outcome.state)
+    except ParamRefused as exc:
+        status, error = "refused", f"{exc.key}={exc.value}: {exc.reason}"
+    ids = {"sweep": "run", "point": 0, "point_key": "", "repeat": 0}
+    rows = rows_for_outcome(ids, values, outcome, status, error, cond.get("tsc_khz"), cond)
+    df = pd.DataFrame(rows)
+    if args.csv:
+        cols = [c for c in BASE_COLUMNS if c in df.columns] + [c for c in df.columns if c not in BASE_COLUMNS]
+        df[cols].to_csv(sys.stdout, index=False)
+    elif args.json:
+        print(json.dumps(rows, indent=2, default=str))
+    else:
+        changed = " ".join(f"{k}={values[k]}" for k in raw)
+        print(f"pmemlab run on {cond.get('target')} ({cond.get('target_kind')}): {changed or 'defaults'}")
+        if status == "ok":
+            cols = [c for c in RUN_TABLE_COLUMNS if c in df.columns and df[c].notna().any()]
+            print(df[cols].to_string(index=False, float_format=lambda x: f"{x:.3f}"))
+        else:
+            print(f"status: {status}: {error}")
+    if status != "ok":
+        print(f"pmemlab: run {status}: {error}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def cmd_sweep(args: argparse.Namespace) -> int:
+    overrides = parse_assignments(args.set, "--set")
+    cfg = load_config(args.config, overrides=overrides)
+    if args.strict:
+        cfg.on_unsupported = "error"
+    mod = _module(args)
+    loaded = mod.loaded()
+    facts = mod.target_facts(online_cpus=_online_cpus()) if loaded else None
+    info = machine.gather_info(mod) if loaded or not args.dry_run else None
+    discovered = machine.discovered_defaults(info) if info else {}
+    points = expand(cfg, facts, discovered)  # every problem is raised here, before any run
+    runs = len(points) * (cfg.adaptive.min_repeats if cfg.adaptive else cfg.repeats)
+    skipped = [p for p in points if p.skip_reason]
+    output = args.output or Path("results") / f"{cfg.name}.csv"
+    if args.dry_run:
+        print(f"{cfg.name}: {count_points(cfg)} combinations, {len(points)} points after filters, "
+              f"{runs} runs{' (adaptive, at least)' if cfg.adaptive else ''}; "
+              f"{len(skipped)} points skipped on this machine{'' if loaded else ' (module not loaded: not checked)'}")
+        est = _estimate_s(points, cfg)
+        if est:
+            print(f"estimated run time: at least {est / 60:.1f} min")
+        varied = [p.varied | ({"skip": p.skip_reason} if p.skip_reason else {}) for p in points]
+        if varied and varied[0]:
+            print(pd.DataFrame(varied).to_string(max_rows=40))
+        print(f"output would go to {output}")
+        return 0
+    mod.require_loaded()
+    mod.check_target(args.target or cfg.target)
+    if skipped:
+        reasons = sorted({p.skip_reason for p in skipped})
+        print(f"pmemlab: {len(skipped)} of {len(points)} points cannot run here and are recorded as skipped: "
+              + "; ".join(reasons[:5]), file=sys.stderr)
+    assert info is not None
+    media = ipmctl.MediaCounters(runner=machine.run_tool, available=bool(info.get("ipmctl", {}).get("available")))
+    opts = SweepOptions(output=output, fail_fast=args.fail_fast, fresh=args.fresh,
+                        progress=not args.no_progress, argv=sys.argv[:])
+    report = run_sweep(cfg, points, mod, info, opts, media)
+    print(f"{cfg.name}: {report.runs} runs ({report.ok} ok, {report.failed} failed, {report.skipped} skipped"
+          f"{f', {report.resumed} resumed' if report.resumed else ''}) -> {report.csv} "
+          f"(sidecar {sidecar_path(report.csv)}, summary {summary_path(report.csv)})")
+    return 1 if report.failed and report.ok == 0 else 0
+
+
+def _estimate_s(points: Sequence[Any], cfg: Any) -> float:
+    reps = cfg.adaptive.min_repeats if cfg.adaptive else cfg.repeats
+    total = 0.0
+    for p in points:
+        if p.skip_reason:
+            continue
+        if p.params["mode"] == "bandwidth" and not p.params["count"]:
+            total += p.params["duration_ms"] / 1000.0 * reps
+    return total
+
+
+def cmd_summarize(args: argparse.Namespace) -> int:
+    if not args.csv.exists():
+        raise PmemlabError(f"{args.csv} does not exist", "give the CSV a sweep wrote")
+    path = write_summary(args.csv)
+    print(f"summary -> {path}")
+    return 0
+
+
+def cmd_abort(args: argparse.Namespace) -> int:
+    mod = _module(args)
+    mod.require_loaded()
+    state = mod.state()
+    if state != "running":
+        print(f"no active run (state: {state})")
+        return 0
+    mod.abort()
+    print("abort requested")
+    return 0
+
+
+COMMANDS = {"info": cmd_info, "params": cmd_params, "run": cmd_run, "sweep": cmd_sweep,
+            "summarize": cmd_summarize, "abort": cmd_abort}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return COMMANDS[args.command](args)
+    except PmemlabError as exc:
+        print(exc.one_line(), file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        print("pmemlab: interrupted", file=sys.stderr)
+        return Interrupted.exit_code
+    except BrokenPipeError:
+        return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

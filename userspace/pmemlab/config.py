@@ -1,0 +1,606 @@
+"""Sweep configs (TOML): parse, expand into points, validate everything before a run.
+
+Format (see configs/README for the full description):
+
+    [sweep]
+    name = "bw-size"                 # default: the file name
+    repeats = 3                      # runs per point
+    filters = ["access_size <= stride or stride == 0"]   # keep points where all are true
+    # target = "/dev/pmem0"          # refuse to run on another target
+    # timeout_s = 600                # per run
+    # on_unsupported = "skip"        # or "error": points this machine cannot run
+    [sweep.adaptive]                 # optional: repeat until the CI is tight enough
+    metric = "bw_gbps"
+    ci_target = 0.02                 # 95 % CI half-width / mean
+    max_repeats = 20
+
+    [base]                           # parameters shared by every point
+    mode = "bandwidth"
+    duration_ms = 500
+
+    [axes]                           # cartesian product, in this order (last varies fastest)
+    op = ["load", "ntstore", "store+clwb"]
+    access_size = "64..64K *2"       # range: START..END, then *FACTOR or +STEP (default +1)
+
+    [[zip]]                          # zipped axis: lists of one length, walked together
+    threads = [1, 2, 4]
+    cpus = ["0", "0-1", "0-3"]
+
+Every problem names the key, the value, the allowed range and the config line.
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import itertools
+import json
+import math
+import re
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable, Mapping
+
+from pmemlab import params as P
+from pmemlab.errors import ConfigError
+
+MAX_POINTS = 1_000_000
+MAX_RANGE_VALUES = 100_000
+SWEEP_KEYS = frozenset({"name", "description", "repeats", "filters", "target", "timeout_s", "on_unsupported", "adaptive"})
+ADAPTIVE_KEYS = frozenset({"metric", "ci_target", "max_repeats", "min_repeats"})
+TOP_KEYS = frozenset({"sweep", "base", "axes", "zip"})
+RANGE_RE = re.compile(r"^\s*(\S+?)\s*\.\.\s*(\S+?)\s*(?:([*+x])\s*(\S+))?\s*$")
+
+
+# --------------------------------------------------------------------------
+# locating keys in the TOML text (tomllib keeps no positions)
+# --------------------------------------------------------------------------
+class LineIndex:
+    """Maps (table, key) to the 1-based line where `key =` is written."""
+
+    _HEADER = re.compile(r"^\s*(\[\[?)\s*([A-Za-z0-9_.\-\"' ]+?)\s*\]\]?\s*(#.*)?$")
+    _KEY = re.compile(r"^\s*([A-Za-z0-9_\-]+|\"[^\"]+\"|'[^']+')\s*=")
+
+    def __init__(self, text: str) -> None:
+        self.lines = text.splitlines()
+        self.where: dict[tuple[str, str], int] = {}
+        self.tables: dict[str, int] = {}
+        table = ""
+        counts: dict[str, int] = {}
+        for no, line in enumerate(self.lines, start=1):
+            m = self._HEADER.match(line)
+            if m:
+                name = m.group(2).replace('"', "").replace("'", "").strip()
+                if m.group(1) == "[[":
+                    idx = counts.get(name, 0)
+                    counts[name] = idx + 1
+                    name = f"{name}#{idx}"
+                table = name
+                self.tables.setdefault(table, no)
+                continue
+            k = self._KEY.match(line)
+            if k:
+                key = k.group(1).strip("\"'")
+                self.where.setdefault((table, key), no)
+
+    def line(self, table: str, key: str | None = None) -> int | None:
+        if key is None:
+            return self.tables.get(table)
+        return self.where.get((table, key)) or self.tables.get(table)
+
+    def find_after(self, start: int | None, needle: str) -> int | None:
+        """First line at or after `start` that contains `needle` (for list items)."""
+        begin = (start or 1) - 1
+        for i in range(begin, len(self.lines)):
+            if needle in self.lines[i]:
+                return i + 1
+        return start
+
+
+@dataclass
+class Axis:
+    """One axis of the product: a single key, or a zip group of keys."""
+
+    keys: tuple[str, ...]
+    values: list[tuple[Any, ...]]
+    table: str  # "axes" or "zip#N"
+
+
+@dataclass
+class Adaptive:
+    metric: str
+    ci_target: float
+    max_repeats: int
+    min_repeats: int
+
+
+@dataclass
+class Point:
+    index: int
+    params: dict[str, Any]  # complete, canonical
+    varied: dict[str, Any]  # the axis values of this point
+    key: str  # stable identity for resume: hash of the complete parameters
+    skip_reason: str = ""  # non-empty: this machine cannot run it
+
+
+@dataclass
+class SweepConfig:
+    path: Path | None
+    text: str
+    data: dict[str, Any]
+    name: str
+    description: str = ""
+    repeats: int = 1
+    adaptive: Adaptive | None = None
+    filters: list[tuple[str, int | None]] = field(default_factory=list)
+    target: str | None = None
+    timeout_s: float = 600.0
+    on_unsupported: str = "skip"
+    base: dict[str, Any] = field(default_factory=dict)
+    axes: list[Axis] = field(default_factory=list)
+    lines: LineIndex | None = None
+
+    @property
+    def axis_keys(self) -> list[str]:
+        return [k for ax in self.axes for k in ax.keys]
+
+
+class Problems:
+    """Collects config problems with their line; raises them together."""
+
+    def __init__(self, source: str) -> None:
+        self.source = source
+        self.items: list[str] = []
+        self._seen: set[str] = set()
+
+    def add(self, line: int | None, text: str) -> None:
+        where = f"{self.source}:{line}" if line else self.source
+        msg = f"{where}: {text}"
+        if msg not in self._seen:
+            self._seen.add(msg)
+            self.items.append(msg)
+
+    def add_problem(self, line: int | None, table: str, prob: P.Problem) -> None:
+        prefix = f"{table}." if table else ""
+        self.add(line, f"{prefix}{prob.key} = {_show(prob.value)}: {prob.reason} (allowed: {prob.allowed})")
+
+    def raise_if_any(self) -> None:
+        if not self.items:
+            return
+        shown = self.items[:25]
+        more = len(self.items) - len(shown)
+        text = "\n".join(shown) + (f"\n... and {more} more" if more > 0 else "")
+        n = len(self.items)
+        raise ConfigError(
+            f"invalid config ({n} problem{'s' if n != 1 else ''}):\n{text}",
+            "correct the config; nothing was sent to the module",
+        )
+
+
+def _show(value: Any) -> str:
+    return json.dumps(value) if isinstance(value, str) else repr(value)
+
+
+# --------------------------------------------------------------------------
+# value ranges: "64..65536 *2", "1..8", "0..100 +10", "4K..1G *4"
+# --------------------------------------------------------------------------
+def expand_range(text: str, kind: str) -> list[int]:
+    m = RANGE_RE.match(text)
+    if not m:
+        raise ValueError(f"not a range: {text!r}")
+    conv = P.parse_size if kind == "size" else P.parse_int
+    start, end = conv(m.group(1)), conv(m.group(2))
+    op = m.group(3) or "+"
+    step_text = m.group(4) or "1"
+    step = conv(step_text) if op == "+" else P.parse_int(step_text)
+    if end < start:
+        raise ValueError(f"range {text!r} ends before it starts")
+    values: list[int] = []
+    v = start
+    if op in ("*", "x"):
+        if step < 2:
+            raise ValueError(f"range {text!r}: factor must be >= 2")
+        if start <= 0:
+            raise ValueError(f"range {text!r}: a geometric range must start above 0")
+        while v <= end:
+            values.append(v)
+            v *= step
+            if len(values) > MAX_RANGE_VALUES:
+                break
+    else:
+        if step < 1:
+            raise ValueError(f"range {text!r}: step must be >= 1")
+        count = (end - start) // step + 1
+        if count > MAX_RANGE_VALUES:
+            raise ValueError(f"range {text!r} has {count} values (at most {MAX_RANGE_VALUES})")
+        values = list(range(start, end + 1, step))
+    if len(values) > MAX_RANGE_VALUES:
+        raise ValueError(f"range {text!r} has more than {MAX_RANGE_VALUES} values")
+    return values
+
+
+def axis_values(key: str, raw: Any) -> list[Any]:
+    """An axis value in the config -> list of raw values (ranges expanded)."""
+    items = raw if isinstance(raw, list) else [raw]
+    out: list[Any] = []
+    kind = P.PARAMS[key].kind if key in P.PARAMS else ""
+    for item in items:
+        if isinstance(item, str) and ".." in item and kind in ("int", "size"):
+            out.extend(expand_range(item, kind))
+        else:
+            out.append(item)
+    return out
+
+
+# --------------------------------------------------------------------------
+# filters: a safe subset of Python expressions over parameter names
+# --------------------------------------------------------------------------
+_ALLOWED_NODES = (
+    ast.Expression, ast.BoolOp, ast.And, ast.Or, ast.UnaryOp, ast.Not, ast.USub, ast.UAdd,
+    ast.Compare, ast.Eq, ast.NotEq, ast.Lt, ast.LtE, ast.Gt, ast.GtE, ast.In, ast.NotIn,
+    ast.BinOp, ast.Add, ast.Sub, ast.Mult, ast.Div, ast.FloorDiv, ast.Mod, ast.Pow,
+    ast.Name, ast.Load, ast.Constant, ast.List, ast.Tuple,
+)
+
+
+def compile_filter(expr: str) -> ast.Expression:
+    try:
+        tree = ast.parse(expr, mode="eval")
+    except SyntaxError as exc:
+        raise ValueError(f"syntax error at column {exc.offset}") from None
+    for node in ast.walk(tree):
+        if not isinstance(node, _ALLOWED_NODES):
+            raise ValueError(f"{type(node).__name__} is not allowed (use comparisons, and/or/not, arithmetic)")
+        if isinstance(node, ast.Name) and node.id not in P.PARAMS:
+            raise ValueError(f"unknown name {node.id!r}{P.suggest(node.id)}")
+    return tree
+
+
+def eval_filter(tree: ast.AST, env: Mapping[str, Any]) -> Any:
+    def ev(node: ast.AST) -> Any:
+        if isinstance(node, ast.Expression):
+            return ev(node.body)
+        if isinstance(node, ast.Constant):
+            return node.value
+        if isinstance(node, ast.Name):
+            return env[node.id]
+        if isinstance(node, (ast.List, ast.Tuple)):
+            return [ev(e) for e in node.elts]
+        if isinstance(node, ast.BoolOp):
+            if isinstance(node.op, ast.And):
+                return all(ev(v) for v in node.values)
+            return any(ev(v) for v in node.values)
+        if isinstance(node, ast.UnaryOp):
+            v = ev(node.operand)
+            if isinstance(node.op, ast.Not):
+                return not v
+            return -v if isinstance(node.op, ast.USub) else +v
+        if isinstance(node, ast.BinOp):
+            a, b = ev(node.left), ev(node.right)
+            ops = {ast.Add: lambda: a + b, ast.Sub: lambda: a - b, ast.Mult: lambda: a * b,
+                   ast.Div: lambda: a / b, ast.FloorDiv: lambda: a // b, ast.Mod: lambda: a % b,
+                   ast.Pow: lambda: a ** b}
+            return ops[type(node.op)]()
+        if isinstance(node, ast.Compare):
+            left = ev(node.left)
+            for op, comp in zip(node.ops, node.comparators):
+                right = ev(comp)
+                res = {ast.Eq: lambda: left == right, ast.NotEq: lambda: left != right,
+                       ast.Lt: lambda: left < right, ast.LtE: lambda: left <= right,
+                       ast.Gt: lambda: left > right, ast.GtE: lambda: left >= right,
+                       ast.In: lambda: left in right, ast.NotIn: lambda: left not in right}[type(op)]()
+                if not res:
+                    return False
+                left = right
+            return True
+        raise ValueError(f"cannot evaluate {type(node).__name__}")  # pragma: no cover
+
+    return ev(tree)
+
+
+# --------------------------------------------------------------------------
+# loading
+# --------------------------------------------------------------------------
+def load_config(path: str | Path, overrides: Mapping[str, Any] | None = None) -> SweepConfig:
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"cannot read config {p}: {exc.strerror}", "check the path") from None
+    return parse_config(text, source=str(p), path=p, overrides=overrides)
+
+
+def parse_config(text: str, source: str = "<config>", path: Path | None = None,
+                 overrides: Mapping[str, Any] | None = None) -> SweepConfig:
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{source}: not valid TOML: {exc}", "fix the TOML syntax") from None
+    lines = LineIndex(text)
+    probs = Problems(source)
+    name = path.stem if path else "sweep"
+    cfg = SweepConfig(path=path, text=text, data=data, name=name, lines=lines)
+
+    for key in data:
+        if key not in TOP_KEYS:
+            probs.add(lines.line("", key) or lines.line(key),
+                      f"unknown section or key {key!r} (allowed: [sweep], [base], [axes], [[zip]])")
+
+    sweep = data.get("sweep", {})
+    if not isinstance(sweep, dict):
+        probs.add(lines.line("", "sweep"), "sweep must be a table [sweep]")
+        sweep = {}
+    _parse_sweep_section(cfg, sweep, lines, probs)
+
+    base = data.get("base", {})
+    if not isinstance(base, dict):
+        probs.add(lines.line("", "base"), "base must be a table [base]")
+        base = {}
+    base = dict(base)
+    for key, value in (overrides or {}).items():
+        base[key] = value
+    for key, value in base.items():
+        line = lines.line("base", key)
+        if key not in P.PARAMS:
+            probs.add_problem(line, "base", P.unknown_key_problem(key, value))
+            continue
+        if isinstance(value, (list, dict)) and P.PARAMS[key].kind not in ("ops", "cpus"):
+            probs.add(line, f"base.{key} = {_show(value)}: [base] takes one value; put lists under [axes]")
+            continue
+        try:
+            cfg.base[key] = P.canonical(key, value)
+        except P.ConfigValueError as exc:
+            probs.add_problem(line, "base", exc.problem)
+
+    seen: dict[str, str] = {}
+    axes = data.get("axes", {})
+    if not isinstance(axes, dict):
+        probs.add(lines.line("", "axes"), "axes must be a table [axes]")
+        axes = {}
+    for key, raw in axes.items():
+        ax = _parse_axis(("axes",), {key: raw}, "axes", lines, probs, seen, cfg.base)
+        if ax:
+            cfg.axes.append(ax)
+    zips = data.get("zip", [])
+    if isinstance(zips, dict):
+        zips = [zips]
+    if not isinstance(zips, list):
+        probs.add(lines.line("", "zip"), "zip must be an array of tables [[zip]]")
+        zips = []
+    for i, group in enumerate(zips):
+        table = f"zip#{i}"
+        if not isinstance(group, dict) or not group:
+            probs.add(lines.line(table), f"[[zip]] #{i + 1} must hold one or more keys = lists")
+            continue
+        ax = _parse_axis(("zip",), group, table, lines, probs, seen, cfg.base)
+        if ax:
+            cfg.axes.append(ax)
+
+    probs.raise_if_any()
+    return cfg
+
+
+def _parse_sweep_section(cfg: SweepConfig, sweep: dict[str, Any], lines: LineIndex, probs: Problems) -> None:
+    for key in sweep:
+        if key not in SWEEP_KEYS:
+            probs.add(lines.line("sweep", key), f"sweep.{key}: unknown key (allowed: {', '.join(sorted(SWEEP_KEYS))})")
+    if "name" in sweep:
+        if isinstance(sweep["name"], str) and re.fullmatch(r"[A-Za-z0-9_.\-]+", sweep["name"]):
+            cfg.name = sweep["name"]
+        else:
+            probs.add(lines.line("sweep", "name"), f"sweep.name = {_show(sweep['name'])}: letters, digits, _ . - only")
+    cfg.description = str(sweep.get("description", ""))
+    if "repeats" in sweep:
+        r = sweep["repeats"]
+        if isinstance(r, int) and not isinstance(r, bool) and 1 <= r <= 10000:
+            cfg.repeats = r
+        else:
+            probs.add(lines.line("sweep", "repeats"), f"sweep.repeats = {_show(r)}: not an integer in 1..10000")
+    if "target" in sweep:
+        t = sweep["target"]
+        if isinstance(t, str) and (t == "dram" or t.startswith("/dev/")):
+            cfg.target = t
+        else:
+            probs.add(lines.line("sweep", "target"), f"sweep.target = {_show(t)}: must be /dev/pmemN or dram")
+    if "timeout_s" in sweep:
+        t = sweep["timeout_s"]
+        if isinstance(t, (int, float)) and not isinstance(t, bool) and t > 0:
+            cfg.timeout_s = float(t)
+        else:
+            probs.add(lines.line("sweep", "timeout_s"), f"sweep.timeout_s = {_show(t)}: must be a number > 0")
+    if "on_unsupported" in sweep:
+        v = sweep["on_unsupported"]
+        if v in ("skip", "error"):
+            cfg.on_unsupported = v
+        else:
+            probs.add(lines.line("sweep", "on_unsupported"), f"sweep.on_unsupported = {_show(v)}: one of skip, error")
+    filters = sweep.get("filters", [])
+    if isinstance(filters, str):
+        filters = [filters]
+    if not isinstance(filters, list):
+        probs.add(lines.line("sweep", "filters"), "sweep.filters must be a list of expressions")
+        filters = []
+    fline = lines.line("sweep", "filters")
+    for expr in filters:
+        line = lines.find_after(fline, str(expr)) if isinstance(expr, str) else fline
+        if not isinstance(expr, str):
+            probs.add(line, f"sweep.filters: {_show(expr)} is not a string expression")
+            continue
+        try:
+            compile_filter(expr)
+            cfg.filters.append((expr, line))
+        except ValueError as exc:
+            probs.add(line, f"sweep.filters: {_show(expr)}: {exc}")
+    if "adaptive" in sweep:
+        _parse_adaptive(cfg, sweep["adaptive"], lines, probs)
+
+
+def _parse_adaptive(cfg: SweepConfig, ad: Any, lines: LineIndex, probs: Problems) -> None:
+    from pmemlab.results import KNOWN_RESULT_COLUMNS
+
+    table = "sweep.adaptive"
+    if not isinstance(ad, dict):
+        probs.add(lines.line("sweep", "adaptive"), "sweep.adaptive must be a table")
+        return
+    for key in ad:
+        if key not in ADAPTIVE_KEYS:
+            probs.add(lines.line(table, key), f"{table}.{key}: unknown key (allowed: {', '.join(sorted(ADAPTIVE_KEYS))})")
+    metric = ad.get("metric", "bw_gbps")
+    if metric not in KNOWN_RESULT_COLUMNS:
+        probs.add(lines.line(table, "metric"), f"{table}.metric = {_show(metric)}: not a result column "
+                  f"(allowed: {', '.join(c for c in KNOWN_RESULT_COLUMNS if not c.startswith('thread'))})")
+    target = ad.get("ci_target", 0.02)
+    if not isinstance(target, (int, float)) or isinstance(target, bool) or not 0 < target < 1:
+        probs.add(lines.line(table, "ci_target"), f"{table}.ci_target = {_show(target)}: relative half-width, 0 < x < 1 (e.g. 0.02)")
+        target = 0.02
+    min_r = ad.get("min_repeats", max(cfg.repeats, 2))
+    max_r = ad.get("max_repeats", 20)
+    for key, val in (("min_repeats", min_r), ("max_repeats", max_r)):
+        if not isinstance(val, int) or isinstance(val, bool) or not 2 <= val <= 10000:
+            probs.add(lines.line(table, key), f"{table}.{key} = {_show(val)}: an integer in 2..10000")
+            return
+    if max_r < min_r:
+        probs.add(lines.line(table, "max_repeats"), f"{table}.max_repeats = {max_r}: smaller than min_repeats {min_r}")
+        return
+    cfg.adaptive = Adaptive(metric=str(metric), ci_target=float(target), max_repeats=max_r, min_repeats=min_r)
+
+
+def _parse_axis(kind: tuple[str, ...], group: Mapping[str, Any], table: str, lines: LineIndex,
+                probs: Problems, seen: dict[str, str], base: Mapping[str, Any]) -> Axis | None:
+    keys: list[str] = []
+    columns: list[list[Any]] = []
+    ok = True
+    for key, raw in group.items():
+        line = lines.line(table, key)
+        if key not in P.PARAMS:
+            probs.add_problem(line, table.split("#")[0], P.unknown_key_problem(key, raw))
+            ok = False
+            continue
+        if key in seen:
+            probs.add(line, f"{key}: already an axis in [{seen[key]}]; a parameter can vary in one place only")
+            ok = False
+            continue
+        if key in base:
+            probs.add(line, f"{key}: set in [base] and varied here; keep it in one place")
+            ok = False
+            continue
+        seen[key] = table.split("#")[0]
+        try:
+            raw_values = axis_values(key, raw)
+        except ValueError as exc:
+            p = P.PARAMS[key]
+            probs.add(line, f"{table.split('#')[0]}.{key} = {_show(raw)}: {exc} (allowed: {p.allowed()}; "
+                      "ranges: START..END *FACTOR or +STEP)")
+            ok = False
+            continue
+        if not raw_values:
+            probs.add(line, f"{key}: an empty list of values")
+            ok = False
+            continue
+        values: list[Any] = []
+        for rv in raw_values:
+            try:
+                values.append(P.canonical(key, rv))
+            except P.ConfigValueError as exc:
+                probs.add_problem(line, table.split("#")[0], exc.problem)
+                ok = False
+        dupes = {v for v in values if values.count(v) > 1}
+        if dupes and kind == ("axes",):
+            probs.add(line, f"{key}: repeated values {sorted(map(str, dupes))}")
+            ok = False
+        keys.append(key)
+        columns.append(values)
+    if not ok or not keys:
+        return None
+    if kind == ("zip",):
+        lengths = {len(c) for c in columns}
+        if len(lengths) != 1:
+            desc = ", ".join(f"{k} has {len(c)}" for k, c in zip(keys, columns))
+            probs.add(lines.line(table), f"[[zip]] lists must have one length: {desc}")
+            return None
+    return Axis(keys=tuple(keys), values=list(zip(*columns)), table=table)
+
+
+# --------------------------------------------------------------------------
+# expansion + validation of every point
+# --------------------------------------------------------------------------
+def point_key(params: Mapping[str, Any]) -> str:
+    blob = json.dumps({k: params[k] for k in sorted(params)}, sort_keys=True, default=str)
+    return hashlib.sha1(blob.encode()).hexdigest()[:12]
+
+
+def count_points(cfg: SweepConfig) -> int:
+    return math.prod(len(ax.values) for ax in cfg.axes) if cfg.axes else 1
+
+
+def expand(cfg: SweepConfig, facts: P.TargetFacts | None = None,
+           discovered: Mapping[str, Any] | None = None) -> list[Point]:
+    """All points, filtered and validated. Raises ConfigError listing every problem.
+
+    `discovered` holds defaults found on this machine (interleave geometry from
+    ndctl); they apply where neither [base] nor an axis sets the key.
+    """
+    probs = Problems(str(cfg.path) if cfg.path else "<config>")
+    lines = cfg.lines or LineIndex(cfg.text)
+    total = count_points(cfg)
+    if total > MAX_POINTS:
+        probs.add(None, f"the axes give {total} points (at most {MAX_POINTS})")
+        probs.raise_if_any()
+    base = P.defaults()
+    for key, value in (discovered or {}).items():
+        if key in P.PARAMS and key not in cfg.base and key not in cfg.axis_keys:
+            base[key] = P.canonical(key, value)
+    base.update(cfg.base)
+    filters = [(expr, line, compile_filter(expr)) for expr, line in cfg.filters]
+
+    points: list[Point] = []
+    unsupported: list[str] = []
+    combos: Iterable[tuple[tuple[Any, ...], ...]] = itertools.product(*(ax.values for ax in cfg.axes))
+    for combo in combos:
+        params = dict(base)
+        varied: dict[str, Any] = {}
+        for ax, vals in zip(cfg.axes, combo):
+            for k, v in zip(ax.keys, vals):
+                params[k] = v
+                varied[k] = v
+        keep = True
+        for expr, line, tree in filters:
+            try:
+                if not eval_filter(tree, params):
+                    keep = False
+                    break
+            except Exception as exc:  # noqa: BLE001 - any evaluation error is a config error
+                probs.add(line, f"sweep.filters: {_show(expr)} fails for {_fmt_varied(varied)}: {exc}")
+                keep = False
+                break
+        if not keep:
+            continue
+        skip = ""
+        for prob in P.check_point(params, facts):
+            table, line = _origin(cfg, lines, prob.key)
+            if prob.kind == "unsupported" and cfg.on_unsupported == "skip":
+                skip = skip or f"{prob.key}: {prob.reason}"
+                continue
+            where = f" (at {_fmt_varied(varied)})" if varied else ""
+            probs.add(line, f"{table}.{prob.key} = {_show(prob.value)}: {prob.reason}{where} (allowed: {prob.allowed})")
+        if skip:
+            unsupported.append(skip)
+        points.append(Point(index=len(points), params=params, varied=varied, key=point_key(params), skip_reason=skip))
+    probs.raise_if_any()
+    if not points:
+        raise ConfigError("the filters leave no point to run", "loosen sweep.filters")
+    return points
+
+
+def _origin(cfg: SweepConfig, lines: LineIndex, key: str) -> tuple[str, int | None]:
+    for ax in cfg.axes:
+        if key in ax.keys:
+            return ax.table.split("#")[0], lines.line(ax.table, key)
+    if key in cfg.base:
+        return "base", lines.line("base", key)
+    return "default", lines.line("base") or lines.line("sweep")
+
+
+def _fmt_varied(varied: Mapping[str, Any]) -> str:
+    return " ".join(f"{k}={v}" for k, v in varied.items())

@@ -1,0 +1,64 @@
+"""Errors the controller reports as one line: what went wrong, and how to fix it."""
+
+from __future__ import annotations
+
+
+class PmemlabError(Exception):
+    """An error shown to the user as `pmemlab: <cause>; fix: <fix>`."""
+
+    exit_code = 1
+
+    def __init__(self, cause: str, fix: str = "") -> None:
+        super().__init__(cause)
+        self.cause = cause
+        self.fix = fix
+
+    def one_line(self) -> str:
+        line = f"pmemlab: {self.cause}"
+        if self.fix:
+            line += f"; fix: {self.fix}"
+        return line
+
+    def __str__(self) -> str:
+        return self.one_line()
+
+
+class ModuleNotLoaded(PmemlabError):
+    """The sysfs directory of the module does not exist."""
+
+
+class ModuleAccessError(PmemlabError):
+    """A sysfs file could not be read or written (permissions, missing file)."""
+
+
+class ModuleBusy(PmemlabError):
+    """A run is active: the module refuses writes with EBUSY."""
+
+
+class WrongTarget(PmemlabError):
+    """The module is loaded on another target than the one asked for."""
+
+
+class ParamRefused(PmemlabError):
+    """The module refused a parameter value (EINVAL, ERANGE, EOPNOTSUPP)."""
+
+    def __init__(self, key: str, value: str, reason: str) -> None:
+        super().__init__(
+            f"the module refused {key}={value}: {reason}",
+            "check the value against docs/interface.md (`pmemlab params` lists the allowed ranges)",
+        )
+        self.key = key
+        self.value = value
+        self.reason = reason
+
+
+class ConfigError(PmemlabError):
+    """A sweep config or a `key=value` argument is invalid."""
+
+    exit_code = 2
+
+
+class Interrupted(PmemlabError):
+    """Ctrl-C: the module run was aborted."""
+
+    exit_code = 130

@@ -1,0 +1,443 @@
+"""`pmemlab info`: facts about the target and the machine, and the run conditions
+every result row carries (shared/experiments.md: target kind and device, NUMA node,
+interleave geometry, page size, CPU model, frequency source, prefetchers, kernel,
+toolkit version, interrupts off during timing).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import shutil
+import socket
+import struct
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+from pmemlab import __version__
+from pmemlab.params import parse_cpulist
+from pmemlab.sysfs import Module
+
+CPU_FEATURES_OF_INTEREST: tuple[str, ...] = (
+    "clflush", "clflushopt", "clwb", "sse2", "avx", "avx2", "avx512f", "rdtscp", "constant_tsc", "nonstop_tsc",
+)
+MSR_MISC_FEATURE_CONTROL = 0x1A4
+
+ToolRunner = Callable[[list[str]], "ToolResult"]
+
+
+@dataclass
+class ToolResult:
+    returncode: int
+    stdout: str
+    stderr: str = ""
+
+
+def run_tool(argv: list[str], timeout: float = 20.0) -> ToolResult:
+    """Run an external tool; a missing tool gives returncode 127."""
+    if shutil.which(argv[0]) is None:
+        return ToolResult(127, "", f"{argv[0]}: not installed")
+    try:
+        cp = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, check=False)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return ToolResult(126, "", str(exc))
+    return ToolResult(cp.returncode, cp.stdout, cp.stderr)
+
+
+@dataclass
+class HostPaths:
+    """Where /proc and /sys are (tests point these at fixture trees)."""
+
+    proc: Path = Path("/proc")
+    sys: Path = Path("/sys")
+    dev: Path = Path("/dev")
+
+
+def _read(path: Path) -> str | None:
+    try:
+        return path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return None
+
+
+def toolkit_revision() -> str:
+    """`git describe` of the tree this package runs from, else the package version."""
+    here = Path(__file__).resolve().parent
+    try:
+        cp = subprocess.run(["git", "-C", str(here), "describe", "--always", "--dirty", "--tags"],
+                            capture_output=True, text=True, timeout=10, check=False)
+        if cp.returncode == 0 and cp.stdout.strip():
+            return cp.stdout.strip()
+    except (OSError, subprocess.TimeoutExpired):
+        pass
+    return f"v{__version__}"
+
+
+# --------------------------------------------------------------------------
+def cpu_info(host: HostPaths) -> dict[str, Any]:
+    text = _read(host.proc / "cpuinfo") or ""
+    model = vendor = ""
+    flags: set[str] = set()
+    mhz: list[float] = []
+    sockets: set[str] = set()
+    for line in text.splitlines():
+        if ":" not in line:
+            continue
+        key, _, val = line.partition(":")
+        key, val = key.strip(), val.strip()
+        if key == "model name" and not model:
+            model = val
+        elif key == "vendor_id" and not vendor:
+            vendor = val
+        elif key == "flags" and not flags:
+            flags = set(val.split())
+        elif key == "cpu MHz":
+            try:
+                mhz.append(float(val))
+            except ValueError:
+                pass
+        elif key == "physical id":
+            sockets.add(val)
+    online_text = _read(host.sys / "devices/system/cpu/online")
+    try:
+        online = len(parse_cpulist(online_text)) if online_text else (os.cpu_count() or 1)
+    except ValueError:
+        online = os.cpu_count() or 1
+    return {
+        "model": model or platform.processor() or "unknown",
+        "vendor": vendor,
+        "online_cpus": online,
+        "sockets": len(sockets) or None,
+        "features": {f: (f in flags) for f in CPU_FEATURES_OF_INTEREST},
+        "mhz_reported": round(sum(mhz) / len(mhz), 1) if mhz else None,
+        "hypervisor": "hypervisor" in flags,
+    }
+
+
+def numa_info(host: HostPaths) -> dict[str, Any]:
+    base = host.sys / "devices/system/node"
+    nodes: list[dict[str, Any]] = []
+    try:
+        entries = sorted((p for p in base.iterdir() if p.name.startswith("node") and p.name[4:].isdigit()),
+                         key=lambda p: int(p.name[4:]))
+    except OSError:
+        entries = []
+    for p in entries:
+        node: dict[str, Any] = {"node": int(p.name[4:]), "cpus": (_read(p / "cpulist") or "").strip()}
+        meminfo = _read(p / "meminfo") or ""
+        for line in meminfo.splitlines():
+            if "MemTotal:" in line:
+                try:
+                    node["mem_total_kib"] = int(line.split("MemTotal:")[1].split()[0])
+                except (IndexError, ValueError):
+                    pass
+        dist = (_read(p / "distance") or "").split()
+        node["distances"] = [int(d) for d in dist if d.isdigit()]
+        nodes.append(node)
+    return {"nodes": nodes, "source": str(base) if nodes else "none"}
+
+
+def read_prefetch_msr(host: HostPaths, cpu: int = 0) -> tuple[int | None, str]:
+    """MSR 0x1a4 of one CPU (bits 0-3 set = prefetchers off), or why it is unknown."""
+    path = host.dev / f"cpu/{cpu}/msr"
+    if not path.exists():
+        return None, "unknown: no /dev/cpu/N/msr (sudo modprobe msr)"
+    try:
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            data = os.pread(fd, 8, MSR_MISC_FEATURE_CONTROL)
+        finally:
+            os.close(fd)
+    except PermissionError:
+        return None, "unknown: reading the MSR needs root"
+    except OSError as exc:
+        return None, f"unknown: MSR 0x1a4 not readable ({exc.strerror}; not an Intel CPU or a VM?)"
+    if len(data) != 8:
+        return None, "unknown: short MSR read"
+    val = struct.unpack("<Q", data)[0]
+    state = "all on" if val & 0xF == 0 else ("all off" if val & 0xF == 0xF else "partly off")
+    return val, state
+
+
+# --------------------------------------------------------------------------
+def ndctl_topology(doc: Any) -> dict[str, Any]:
+    """Regions (with mappings and namespaces) and DIMMs from `ndctl list -RNDi` JSON.
+
+    ndctl prints a list or an object depending on what matched (a bare namespace
+    list, {"dimms": [...], "regions": [...]}, or buses holding those); walk it all.
+    """
+    regions: list[dict[str, Any]] = []
+    dimms: list[dict[str, Any]] = []
+    loose_namespaces: list[dict[str, Any]] = []
+
+    def walk(node: Any, in_region: bool = False) -> None:
+        if isinstance(node, list):
+            for item in node:
+                walk(item, in_region)
+            return
+        if not isinstance(node, dict):
+            return
+        dev = str(node.get("dev", ""))
+        if dev.startswith("region"):
+            regions.append(node)
+            return
+        if dev.startswith("nmem"):
+            dimms.append(node)
+            return
+        if dev.startswith("namespace") and not in_region:
+            loose_namespaces.append(node)
+            return
+        for value in node.values():
+            if isinstance(value, (list, dict)):
+                walk(value, in_region)
+
+    walk(doc)
+    out_regions = []
+    for r in regions:
+        mappings = r.get("mappings", []) or []
+        out_regions.append({
+            "dev": r.get("dev"),
+            "size": r.get("size"),
+            "type": r.get("type"),
+            "align": r.get("align"),
+            "numa_node": r.get("numa_node"),
+            "target_node": r.get("target_node"),
+            "iset_id": r.get("iset_id"),
+            "persistence_domain": r.get("persistence_domain"),
+            "state": r.get("state", "enabled"),
+            "interleave_ways": r.get("interleave_ways", len(mappings) or None),
+            "mappings": [{"dimm": m.get("dimm"), "position": m.get("position"), "offset": m.get("offset"),
+                          "length": m.get("length")} for m in mappings],
+            "namespaces": [_ns(n) for n in r.get("namespaces", []) or []],
+        })
+    return {
+        "regions": out_regions,
+        "dimms": [{"dev": d.get("dev"), "id": d.get("id"), "handle": d.get("handle"), "phys_id": d.get("phys_id"),
+                   "state": d.get("state", "enabled")} for d in dimms],
+        "namespaces": [_ns(n) for n in loose_namespaces],
+    }
+
+
+def _ns(n: dict[str, Any]) -> dict[str, Any]:
+    return {k: n.get(k) for k in ("dev", "mode", "map", "size", "blockdev", "chardev", "numa_node", "target_node",
+                                  "align", "sector_size", "uuid", "state") if k in n}
+
+
+def target_in_topology(topo: dict[str, Any], target: str | None) -> dict[str, Any]:
+    """The namespace and region of `/dev/pmemN` (blockdev match)."""
+    if not target or not target.startswith("/dev/"):
+        return {}
+    name = target[len("/dev/"):]
+    for region in topo.get("regions", []):
+        for ns in region.get("namespaces", []):
+            if ns.get("blockdev") == name or ns.get("chardev") == name:
+                return {"namespace": ns, "region": {k: v for k, v in region.items() if k != "namespaces"}}
+    for ns in topo.get("namespaces", []):
+        if ns.get("blockdev") == name:
+            return {"namespace": ns, "region": None}
+    return {}
+
+
+def ndctl_info(runner: ToolRunner) -> dict[str, Any]:
+    res = runner(["ndctl", "list", "-RNDi"])
+    if res.returncode == 127:
+        return {"available": False, "note": "ndctl not installed (apt-get install ndctl)"}
+    if res.returncode != 0:
+        return {"available": True, "error": (res.stderr or "").strip()[:300] or f"exit {res.returncode}"}
+    text = res.stdout.strip()
+    if not text:
+        return {"available": True, "topology": {"regions": [], "dimms": [], "namespaces": []},
+                "note": "ndctl found no NVDIMM regions"}
+    try:
+        doc = json.loads(text)
+    except json.JSONDecodeError as exc:
+        return {"available": True, "error": f"unparsable ndctl JSON: {exc}"}
+    return {"available": True, "topology": ndctl_topology(doc)}
+
+
+# --------------------------------------------------------------------------
+def gather_info(module: Module | None, host: HostPaths | None = None,
+                runner: ToolRunner | None = None, with_tools: bool = True) -> dict[str, Any]:
+    host = host or HostPaths()
+    runner = runner or run_tool
+    uname = platform.uname()
+    cpu = cpu_info(host)
+    info: dict[str, Any] = {
+        "toolkit": {"version": __version__, "revision": toolkit_revision()},
+        "host": {"hostname": socket.gethostname(), "kernel": uname.release, "kernel_build": uname.version,
+                 "arch": uname.machine},
+        "cpu": cpu,
+        "numa": numa_info(host),
+    }
+    mod: dict[str, Any] = {"loaded": False}
+    facts: dict[str, Any] = {}
+    if module is not None:
+        mod["sysfs"] = str(module.root)
+        if module.loaded():
+            facts = module.facts()
+            mod.update(loaded=True, version=facts.get("version"), facts=facts,
+                       parameters=module.module_parameters(), run_params=module.current_params(),
+                       state=module.read_opt("state"), last_error=module.read_opt("last_error") or "")
+        else:
+            mod["note"] = f"module not loaded ({module.root} missing): sudo insmod kmod/pmemlab.ko target=/dev/pmem0"
+    info["module"] = mod
+
+    tsc_khz = facts.get("tsc_khz")
+    cpu["tsc"] = {
+        "tsc_khz": tsc_khz,
+        "source": "module (kernel-calibrated tsc_khz)" if tsc_khz else "unknown (module not loaded)",
+        "invariant": bool(cpu["features"].get("constant_tsc") and cpu["features"].get("nonstop_tsc")),
+    }
+    if facts.get("cpu_features"):
+        cpu["module_features"] = str(facts["cpu_features"]).split()
+    if facts.get("widths"):
+        cpu["widths"] = [int(w) for w in str(facts["widths"]).split() if w.isdigit()]
+
+    target: dict[str, Any] = {
+        "device": facts.get("target"),
+        "kind": facts.get("target_kind"),
+        "size": facts.get("target_size"),
+        "node": facts.get("target_node"),
+        "page_size": facts.get("target_page_size"),
+        "fs_signature": facts.get("fs_signature"),
+    }
+    if with_tools:
+        nd = ndctl_info(runner)
+        info["ndctl"] = {k: v for k, v in nd.items() if k != "topology"}
+        topo = nd.get("topology")
+        if topo is not None:
+            info["ndctl"]["regions"] = topo["regions"]
+            info["ndctl"]["dimms"] = topo["dimms"]
+            found = target_in_topology(topo, target["device"])
+            if found:
+                target["namespace"] = found["namespace"]
+                region = found.get("region") or {}
+                target["region"] = region.get("dev")
+                target["interleave_ways"] = region.get("interleave_ways")
+                target["mappings"] = region.get("mappings", [])
+                target["dimms"] = [m.get("dimm") for m in region.get("mappings", [])]
+        from pmemlab import ipmctl
+
+        info["ipmctl"] = ipmctl.probe(runner)
+    info["target"] = target
+
+    msr_val, msr_state = read_prefetch_msr(host)
+    info["prefetch"] = {
+        "control": facts.get("prefetch_control", "unknown"),
+        "run_param": (mod.get("run_params") or {}).get("prefetch"),
+        "msr_0x1a4": None if msr_val is None else hex(msr_val),
+        "state": msr_state,
+    }
+    return info
+
+
+def conditions(info: dict[str, Any]) -> dict[str, Any]:
+    """The run conditions copied into every CSV row (constant for a sweep)."""
+    t = info.get("target", {})
+    cpu = info.get("cpu", {})
+    mod = info.get("module", {})
+    return {
+        "target": t.get("device"),
+        "target_kind": t.get("kind"),
+        "target_size": t.get("size"),
+        "target_node": t.get("node"),
+        "target_page_size": t.get("page_size"),
+        "target_region": t.get("region"),
+        "target_interleave_ways": t.get("interleave_ways"),
+        "cpu_model": cpu.get("model"),
+        "tsc_khz": cpu.get("tsc", {}).get("tsc_khz"),
+        "freq_source": "tsc" + (" (invariant)" if cpu.get("tsc", {}).get("invariant") else ""),
+        "prefetch_control": info.get("prefetch", {}).get("control"),
+        "kernel": info.get("host", {}).get("kernel"),
+        "hostname": info.get("host", {}).get("hostname"),
+        "module_version": mod.get("version"),
+        "toolkit_version": info.get("toolkit", {}).get("revision"),
+    }
+
+
+def discovered_defaults(info: dict[str, Any]) -> dict[str, Any]:
+    """Parameter defaults learnt from the machine (interleave geometry from ndctl)."""
+    ways = info.get("target", {}).get("interleave_ways")
+    return {"interleave_ways": ways} if isinstance(ways, int) and ways >= 1 else {}
+
+
+def format_info(info: dict[str, Any]) -> str:
+    """Readable `pmemlab info`."""
+    lines: list[str] = []
+
+    def add(label: str, value: Any) -> None:
+        if value is None or value == "" or value == []:
+            value = "-"
+        lines.append(f"  {label:<22} {value}")
+
+    def size(n: Any) -> str:
+        if not isinstance(n, int):
+            return "-" if n is None else str(n)
+        for unit, mult in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+            if n >= mult:
+                return f"{n / mult:.2f} {unit} ({n} B)"
+        return f"{n} B"
+
+    t, mod, cpu = info["target"], info["module"], info["cpu"]
+    lines.append("target")
+    if mod.get("loaded"):
+        add("device", t.get("device"))
+        add("kind", t.get("kind"))
+        add("size", size(t.get("size")))
+        add("numa node", t.get("node"))
+        add("mapping page size", size(t.get("page_size")))
+        add("fs signature", t.get("fs_signature"))
+        ns = t.get("namespace") or {}
+        if ns:
+            add("namespace", f"{ns.get('dev')} mode={ns.get('mode')} map={ns.get('map')} size={size(ns.get('size'))}")
+        add("region", t.get("region"))
+        add("interleave ways", t.get("interleave_ways"))
+        if t.get("mappings"):
+            add("mappings", ", ".join(f"{m.get('dimm')}@{m.get('position')}" for m in t["mappings"]))
+    else:
+        add("module", mod.get("note", "not loaded"))
+    lines.append("module")
+    add("sysfs", mod.get("sysfs"))
+    add("version", mod.get("version"))
+    add("state", mod.get("state"))
+    if mod.get("parameters"):
+        add("load parameters", " ".join(f"{k}={v}" for k, v in mod["parameters"].items()))
+    if mod.get("run_params"):
+        add("run parameters", " ".join(f"{k}={v}" for k, v in mod["run_params"].items()))
+    lines.append("cpu")
+    add("model", cpu.get("model"))
+    add("online cpus", cpu.get("online_cpus"))
+    add("features", " ".join(f for f, on in cpu.get("features", {}).items() if on))
+    add("module features", " ".join(cpu.get("module_features", [])))
+    add("widths", " ".join(map(str, cpu.get("widths", []))))
+    tsc = cpu.get("tsc", {})
+    add("tsc", f"{tsc.get('tsc_khz')} kHz, {tsc.get('source')}, invariant={tsc.get('invariant')}")
+    pf = info.get("prefetch", {})
+    add("prefetchers", f"control={pf.get('control')} run_param={pf.get('run_param')} msr 0x1a4={pf.get('msr_0x1a4')} ({pf.get('state')})")
+    lines.append("numa")
+    for n in info["numa"]["nodes"]:
+        add(f"node{n['node']}", f"cpus {n.get('cpus')}, {size((n.get('mem_total_kib') or 0) * 1024)}, distances {n.get('distances')}")
+    lines.append("host")
+    add("hostname", info["host"].get("hostname"))
+    add("kernel", info["host"].get("kernel"))
+    add("toolkit", f"{info['toolkit']['version']} ({info['toolkit']['revision']})")
+    nd = info.get("ndctl")
+    if nd is not None:
+        lines.append("nvdimm")
+        add("ndctl", "available" if nd.get("available") else nd.get("note"))
+        if nd.get("error"):
+            add("ndctl error", nd["error"])
+        if nd.get("note") and nd.get("available"):
+            add("note", nd["note"])
+        for r in nd.get("regions", []):
+            add(r.get("dev"), f"{r.get('type')} size={size(r.get('size'))} ways={r.get('interleave_ways')} "
+                f"numa={r.get('numa_node')} dimms={','.join(str(m.get('dimm')) for m in r.get('mappings', []))}")
+        if nd.get("dimms"):
+            add("dimms", " ".join(str(d.get("dev")) for d in nd["dimms"]))
+    ip = info.get("ipmctl")
+    if ip is not None:
+        add("ipmctl", "available" if ip.get("available") else ip.get("note"))
+    return "\n".join(lines)

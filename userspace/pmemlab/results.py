@@ -1,0 +1,125 @@
+"""The module's `result` file -> result columns with units in their names.
+
+`result` has one line per thread and one `thread=all` line, each a list of
+`key=value` fields. Parsing is generic: a field the controller does not know yet
+becomes a column under its own name (a `*_ticks` field also gets a `*_ns` twin).
+
+Naming (all times exist in TSC ticks, converted with the module's `tsc_khz`):
+- `ticks`, `ns`           -> `elapsed_ticks`, `elapsed_ns`
+- `lat_<stat>` (ticks)    -> `lat_ticks_<stat>` and `lat_ns_<stat>`   (stat: min mean stddev p50 ... max)
+- `<name>_ticks`          -> kept, plus `<name>_ns`
+- `bw_mbps`               -> kept, plus `bw_gbps` (= bytes / elapsed_ns, i.e. 1e9 B/s)
+- `node`, `op`            -> `thread_node`, `thread_op` (the thread's own NUMA node and op)
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+LAT_STATS: tuple[str, ...] = ("min", "mean", "stddev", "p50", "p90", "p99", "p999", "p9999", "max")
+
+# Known result columns in CSV order; unknown fields are appended after these.
+KNOWN_RESULT_COLUMNS: tuple[str, ...] = (
+    "cpu",
+    "thread_node",
+    "thread_op",
+    "ops",
+    "bytes",
+    "elapsed_ticks",
+    "elapsed_ns",
+    "bw_mbps",
+    "bw_gbps",
+    "segments",
+    "gap_ticks",
+    "gap_ns",
+    "irqoff_pct",
+    "lat_overhead_ticks",
+    "lat_overhead_ns",
+    *(f"lat_ticks_{s}" for s in LAT_STATS),
+    *(f"lat_ns_{s}" for s in LAT_STATS),
+)
+
+_RENAME = {"node": "thread_node", "op": "thread_op", "ticks": "elapsed_ticks", "ns": "elapsed_ns"}
+_FIELD_RE = re.compile(r"(\S+?)=(\S*)")
+
+
+def parse_value(text: str) -> Any:
+    """int, float or the string itself."""
+    try:
+        return int(text, 10)
+    except ValueError:
+        pass
+    if text.lower().startswith("0x"):
+        try:
+            return int(text, 16)
+        except ValueError:
+            pass
+    try:
+        return float(text)
+    except ValueError:
+        return text
+
+
+def parse_result_text(text: str) -> list[dict[str, Any]]:
+    """Raw fields per line, in file order."""
+    rows: list[dict[str, Any]] = []
+    for line in text.splitlines():
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        fields = {k: parse_value(v) for k, v in _FIELD_RE.findall(line)}
+        if fields:
+            rows.append(fields)
+    return rows
+
+
+def ticks_to_ns(ticks: float, tsc_khz: float | None) -> float | None:
+    if tsc_khz is None or tsc_khz <= 0 or not isinstance(ticks, (int, float)):
+        return None
+    return ticks * 1e6 / tsc_khz
+
+
+def columns_for(raw: dict[str, Any], tsc_khz: float | None, reserved: frozenset[str] = frozenset()) -> dict[str, Any]:
+    """Rename the raw fields of one line and add converted columns."""
+    out: dict[str, Any] = {}
+    for key, val in raw.items():
+        if key == "thread":
+            out["thread"] = val
+            continue
+        if key in _RENAME:
+            out[_RENAME[key]] = val
+            continue
+        if key.startswith("lat_") and key[4:] in LAT_STATS:
+            stat = key[4:]
+            out[f"lat_ticks_{stat}"] = val
+            out[f"lat_ns_{stat}"] = ticks_to_ns(val, tsc_khz)
+            continue
+        name = f"result_{key}" if key in reserved else key
+        out[name] = val
+        if key.endswith("_ticks"):
+            out[name[: -len("_ticks")] + "_ns"] = ticks_to_ns(val, tsc_khz)
+    if "elapsed_ticks" in out and out.get("elapsed_ns") in (None, ""):
+        out["elapsed_ns"] = ticks_to_ns(out["elapsed_ticks"], tsc_khz)
+    nbytes, ns = out.get("bytes"), out.get("elapsed_ns")
+    if isinstance(nbytes, (int, float)) and isinstance(ns, (int, float)) and ns > 0:
+        out["bw_gbps"] = nbytes / ns
+    elif isinstance(out.get("bw_mbps"), (int, float)):
+        out["bw_gbps"] = out["bw_mbps"] / 1000.0
+    return out
+
+
+def parse_result(text: str, tsc_khz: float | None, reserved: frozenset[str] = frozenset()) -> list[dict[str, Any]]:
+    """Result rows (one per thread, then the `thread=all` row last)."""
+    rows = [columns_for(raw, tsc_khz, reserved) for raw in parse_result_text(text)]
+    for row in rows:
+        row.setdefault("thread", "all")
+    rows.sort(key=lambda r: (str(r["thread"]) == "all", _thread_num(r["thread"])))
+    return rows
+
+
+def _thread_num(t: Any) -> int:
+    try:
+        return int(t)
+    except (TypeError, ValueError):
+        return -1

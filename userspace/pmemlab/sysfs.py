@@ -1,0 +1,299 @@
+"""Talking to pmemlab.ko through /sys/kernel/pmemlab (docs/interface.md).
+
+The root is configurable (`--sysfs`, env PMEMLAB_SYSFS) so tests can drive a fake
+module: a directory tree plus an `SysfsIO` whose `write` emulates the module.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Mapping
+
+from pmemlab import params as P
+from pmemlab.errors import (
+    Interrupted,
+    ModuleAccessError,
+    ModuleBusy,
+    ModuleNotLoaded,
+    ParamRefused,
+    WrongTarget,
+)
+
+DEFAULT_SYSFS = Path("/sys/kernel/pmemlab")
+DEFAULT_MODPARAMS = Path("/sys/module/pmemlab/parameters")
+
+FACT_FILES: tuple[str, ...] = (
+    "version",
+    "target",
+    "target_kind",
+    "target_size",
+    "target_node",
+    "target_page_size",
+    "tsc_khz",
+    "cpu_features",
+    "widths",
+    "prefetch_control",
+    "fs_signature",
+)
+INT_FACTS = frozenset({"target_size", "target_node", "target_page_size", "tsc_khz"})
+
+
+def sysfs_root(option: str | os.PathLike[str] | None = None) -> Path:
+    if option:
+        return Path(option)
+    env = os.environ.get("PMEMLAB_SYSFS")
+    return Path(env) if env else DEFAULT_SYSFS
+
+
+class SysfsIO:
+    """Plain file access; the fake module in the tests overrides `write`."""
+
+    def read(self, path: Path) -> str:
+        with open(path, "r", encoding="utf-8", errors="replace") as fh:
+            return fh.read()
+
+    def write(self, path: Path, text: str) -> None:
+        fd = os.open(path, os.O_WRONLY | os.O_TRUNC)
+        try:
+            data = text.encode()
+            os.write(fd, data)
+        finally:
+            os.close(fd)
+
+
+@dataclass
+class RunOutcome:
+    """What one module run gave: final state, result text, timing."""
+
+    state: str  # done | error:<reason> | timeout
+    result: str = ""
+    error: str = ""
+    started: float = 0.0
+    elapsed_s: float = 0.0
+    params: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        return self.state == "done"
+
+
+_LOAD_FIX = (
+    "load it: sudo insmod kmod/pmemlab.ko target=/dev/pmem0 (or target=dram), "
+    "or point --sysfs / PMEMLAB_SYSFS at the right directory"
+)
+
+
+class Module:
+    """The loaded module, seen through its sysfs directory."""
+
+    def __init__(self, root: Path | None = None, io: SysfsIO | None = None,
+                 modparams: Path | None = None) -> None:
+        self.root = Path(root) if root is not None else sysfs_root()
+        self.io = io or SysfsIO()
+        if modparams is None:
+            env = os.environ.get("PMEMLAB_MODPARAMS")
+            modparams = Path(env) if env else (
+                DEFAULT_MODPARAMS if self.root == DEFAULT_SYSFS else self.root / ".." / "module-parameters")
+        self.modparams = modparams
+
+    # -- basic access ---------------------------------------------------
+    def loaded(self) -> bool:
+        return (self.root / "state").exists()
+
+    def require_loaded(self) -> None:
+        if not self.root.is_dir():
+            raise ModuleNotLoaded(f"module not loaded ({self.root} does not exist)", _LOAD_FIX)
+        if not (self.root / "state").exists():
+            raise ModuleNotLoaded(f"{self.root} has no `state` file: not a pmemlab module directory", _LOAD_FIX)
+
+    def read(self, name: str) -> str:
+        path = self.root / name
+        try:
+            return self.io.read(path).strip()
+        except FileNotFoundError:
+            if not self.root.is_dir():
+                raise ModuleNotLoaded(f"module not loaded ({self.root} does not exist)", _LOAD_FIX) from None
+            raise ModuleAccessError(
+                f"{path} does not exist (module version mismatch?)",
+                "rebuild and reload the module from this tree (make && sudo rmmod pmemlab && sudo insmod ...)",
+            ) from None
+        except PermissionError:
+            raise ModuleAccessError(f"permission denied reading {path}", "run as root (sudo pmemlab ...)") from None
+
+    def read_opt(self, name: str) -> str | None:
+        try:
+            return self.read(name)
+        except ModuleAccessError:
+            return None
+
+    def write(self, name: str, value: str) -> None:
+        path = self.root / name
+        try:
+            self.io.write(path, value + "\n")
+        except FileNotFoundError:
+            self.require_loaded()
+            raise ModuleAccessError(
+                f"{path} does not exist: this module has no `{name}`",
+                "rebuild and reload the module from this tree, or drop the parameter",
+            ) from None
+        except PermissionError:
+            raise ModuleAccessError(f"permission denied writing {path}", "run as root (sudo pmemlab ...)") from None
+        except OSError as exc:
+            if exc.errno == errno.EBUSY:
+                raise ModuleBusy(
+                    f"a run is active (writing {name} gave EBUSY)",
+                    "wait for it to finish or stop it with `pmemlab abort`",
+                ) from None
+            if exc.errno in (errno.EINVAL, errno.ERANGE, errno.EOPNOTSUPP, errno.ENODEV, errno.ENOSPC):
+                reason = self.read_opt("last_error") or os.strerror(exc.errno)
+                raise ParamRefused(name, value, reason) from None
+            raise ModuleAccessError(f"writing {path} failed: {exc.strerror}", "see the kernel log (dmesg | grep pmemlab)") from None
+
+    # -- facts ------------------------------------------------------------
+    def facts(self) -> dict[str, Any]:
+        """Target facts (docs/interface.md 'Target facts'); missing files are left out."""
+        self.require_loaded()
+        out: dict[str, Any] = {}
+        for name in FACT_FILES:
+            text = self.read_opt(name)
+            if text is None:
+                continue
+            if name in INT_FACTS:
+                try:
+                    out[name] = int(text, 0)
+                    continue
+                except ValueError:
+                    pass
+            out[name] = text
+        phys = self.read_opt("target_phys")
+        if phys is not None:
+            out["target_phys"] = phys
+        return out
+
+    def target_facts(self, online_cpus: int | None = None) -> P.TargetFacts:
+        f = self.facts()
+        widths: tuple[int, ...] | None = None
+        if "widths" in f:
+            try:
+                widths = tuple(int(w) for w in str(f["widths"]).split())
+            except ValueError:
+                widths = None
+        feats = frozenset(str(f["cpu_features"]).split()) if "cpu_features" in f else None
+        return P.TargetFacts(
+            target_size=f.get("target_size") if isinstance(f.get("target_size"), int) else None,
+            cpu_features=feats,
+            widths=widths,
+            prefetch_control=f.get("prefetch_control"),
+            online_cpus=online_cpus,
+            extra=f,
+        )
+
+    def current_params(self) -> dict[str, str]:
+        out: dict[str, str] = {}
+        for name in P.PARAM_NAMES:
+            val = self.read_opt(name)
+            if val is not None:
+                out[name] = val
+        return out
+
+    def module_parameters(self) -> dict[str, str]:
+        """Load-time parameters (/sys/module/pmemlab/parameters)."""
+        out: dict[str, str] = {}
+        try:
+            entries = sorted(self.modparams.iterdir())
+        except OSError:
+            return out
+        for path in entries:
+            try:
+                out[path.name] = self.io.read(path).strip()
+            except OSError:
+                out[path.name] = "(unreadable)"
+        return out
+
+    def check_target(self, want: str | None) -> None:
+        if not want:
+            return
+        have = self.read("target")
+        if have != want:
+            raise WrongTarget(
+                f"the module is loaded on target={have}, not {want}",
+                f"sudo rmmod pmemlab && sudo insmod kmod/pmemlab.ko target={want}",
+            )
+
+    def state(self) -> str:
+        return self.read("state")
+
+    def abort(self) -> None:
+        self.write("abort", "1")
+
+    # -- one run ----------------------------------------------------------
+    def set_params(self, values: Mapping[str, Any]) -> None:
+        """Write every parameter (canonical values); retry order-dependent refusals once."""
+        pending = [(k, P.to_sysfs(k, v)) for k, v in values.items()]
+        refused: list[tuple[str, str, ParamRefused]] = []
+        for key, text in pending:
+            try:
+                self.write(key, text)
+            except ParamRefused as exc:
+                refused.append((key, text, exc))
+        for key, text, _ in refused:
+            self.write(key, text)  # raises ParamRefused if still refused
+
+    def run(self, values: Mapping[str, Any], timeout_s: float = 600.0,
+            poll_s: float = 0.002, on_poll: Callable[[], None] | None = None) -> RunOutcome:
+        """Write parameters, start, poll `state` until done/error, read `result`.
+
+        Ctrl-C during the run writes `abort`, waits for the module to stop and
+        raises Interrupted. A timeout aborts the run and returns state `timeout`.
+        """
+        self.require_loaded()
+        state = self.state()
+        if state == "running":
+            raise ModuleBusy("a run is already active", "wait for it or stop it with `pmemlab abort`")
+        self.set_params(values)
+        started = time.time()
+        t0 = time.monotonic()
+        try:
+            self.write("run", "1")
+            delay = poll_s
+            while True:
+                state = self.state()
+                if state != "running" and state != "idle":
+                    break
+                if time.monotonic() - t0 > timeout_s:
+                    self._abort_and_wait()
+                    return RunOutcome("timeout", error=f"no result after {timeout_s:g} s; run aborted",
+                                      started=started, elapsed_s=time.monotonic() - t0, params=dict(values))
+                if on_poll:
+                    on_poll()
+                time.sleep(delay)
+                delay = min(delay * 1.5, 0.05)
+        except KeyboardInterrupt:
+            self._abort_and_wait()
+            raise Interrupted("interrupted (Ctrl-C); the module run was aborted") from None
+        elapsed = time.monotonic() - t0
+        if state == "done":
+            return RunOutcome("done", result=self.read("result"), started=started, elapsed_s=elapsed,
+                              params=dict(values))
+        reason = state.split(":", 1)[1].strip() if ":" in state else state
+        detail = self.read_opt("last_error") or ""
+        return RunOutcome(f"error:{reason}", error=detail or reason, started=started, elapsed_s=elapsed,
+                          params=dict(values))
+
+    def _abort_and_wait(self, wait_s: float = 10.0) -> None:
+        try:
+            self.abort()
+        except Exception:  # noqa: BLE001 - best effort while stopping
+            return
+        t0 = time.monotonic()
+        while time.monotonic() - t0 < wait_s:
+            try:
+                if self.state() != "running":
+                    return
+            except Exception:  # noqa: BLE001
+                return
+            time.sleep(0.01)

@@ -1,0 +1,146 @@
+"""The tidy CSV: its columns, the rows of one run, and an append-only writer that
+keeps the file valid at every moment (whole rows per write, header rewritten
+atomically when a new result field appears)."""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+import os
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Iterable, Mapping, Sequence
+
+from pmemlab import ipmctl
+from pmemlab.params import PARAM_NAMES
+from pmemlab.results import KNOWN_RESULT_COLUMNS, parse_result
+from pmemlab.sysfs import RunOutcome
+
+ID_COLUMNS: tuple[str, ...] = ("sweep", "point", "point_key", "repeat", "thread", "status", "error")
+CONDITION_COLUMNS: tuple[str, ...] = (
+    "target", "target_kind", "target_size", "target_node", "target_page_size", "target_region",
+    "target_interleave_ways", "cpu_model", "tsc_khz", "freq_source", "prefetch_control", "kernel",
+    "hostname", "module_version", "toolkit_version",
+)
+TIME_COLUMNS: tuple[str, ...] = ("started_at", "run_s")
+STATUSES: tuple[str, ...] = ("ok", "error", "timeout", "refused", "skipped")
+
+BASE_COLUMNS: tuple[str, ...] = (
+    *ID_COLUMNS, *PARAM_NAMES, *KNOWN_RESULT_COLUMNS, *ipmctl.COLUMNS, *CONDITION_COLUMNS, *TIME_COLUMNS,
+)
+RESERVED: frozenset[str] = frozenset(set(ID_COLUMNS) | set(PARAM_NAMES) | set(CONDITION_COLUMNS) | set(TIME_COLUMNS))
+
+COLUMN_DOC: dict[str, str] = {
+    "sweep": "sweep name",
+    "point": "index of the point in the expanded config",
+    "point_key": "hash of the complete parameters (identity used by resume)",
+    "repeat": "repeat number, 0-based",
+    "thread": "worker thread number, or 'all' for the aggregate row",
+    "status": "ok | error | timeout | refused | skipped",
+    "error": "why the run failed or was skipped",
+    "elapsed_ticks": "run time, TSC ticks", "elapsed_ns": "run time, ns",
+    "bw_mbps": "bandwidth as the module reports it, MB/s", "bw_gbps": "bandwidth, 1e9 bytes/s (bytes / elapsed_ns)",
+    "gap_ticks": "time lost between segments, TSC ticks", "gap_ns": "the same in ns",
+    "irqoff_pct": "% of the timed run with interrupts off",
+    "lat_ticks_*": "latency statistics, TSC ticks (timer overhead subtracted)", "lat_ns_*": "the same in ns",
+    "media_read_64b": "ipmctl MediaReads delta over the run, 64 B units (summed over DIMMs)",
+    "media_write_64b": "ipmctl MediaWrites delta, 64 B units", "read_request_64b": "ipmctl ReadRequests delta",
+    "write_request_64b": "ipmctl WriteRequests delta", "ewr": "effective write ratio = write_request / media_write",
+    "err": "effective read ratio = read_request / media_read",
+    "target_size": "bytes", "target_page_size": "bytes of the kernel mapping's pages",
+    "tsc_khz": "TSC rate used for ticks -> ns", "started_at": "UTC start of the run", "run_s": "wall seconds of the run",
+    "access_size": "bytes", "stride": "bytes", "working_set": "bytes", "window_offset": "bytes",
+    "hotspot_size": "bytes", "pass_offset": "bytes", "fence_interval": "bytes", "interleave_gran": "bytes",
+    "width": "bytes per instruction", "duration_ms": "ms", "delay_ticks": "TSC ticks",
+}
+
+
+def now_iso() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+def rows_for_outcome(ids: Mapping[str, Any], params: Mapping[str, Any], outcome: RunOutcome | None,
+                     status: str, error: str, tsc_khz: float | None, cond: Mapping[str, Any],
+                     media: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
+    """Rows of one (point, repeat): a row per thread then the aggregate; one row if it failed."""
+    started = (datetime.fromtimestamp(outcome.started, timezone.utc).isoformat(timespec="seconds")
+               if outcome and outcome.started else now_iso())
+    common: dict[str, Any] = {**ids, **{k: params.get(k) for k in PARAM_NAMES}, **cond,
+                              "started_at": started, "run_s": round(outcome.elapsed_s, 6) if outcome else None}
+    if status != "ok" or outcome is None:
+        return [{**common, "thread": "all", "status": status, "error": error}]
+    result_rows = parse_result(outcome.result, tsc_khz, RESERVED)
+    if not result_rows:
+        return [{**common, "thread": "all", "status": "error", "error": "the module's result file is empty"}]
+    rows = []
+    for r in result_rows:
+        row = {**common, **r, "status": "ok", "error": ""}
+        if str(r.get("thread")) == "all" and media:
+            row.update(media)
+        rows.append(row)
+    return rows
+
+
+def _cell(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "1" if value else "0"
+    if isinstance(value, float):
+        if math.isnan(value):
+            return ""
+        return repr(value)
+    return str(value)
+
+
+class CsvSink:
+    """Append-only CSV; every append writes whole rows and flushes them to disk."""
+
+    def __init__(self, path: Path, columns: Sequence[str]) -> None:
+        self.path = path
+        self.columns: list[str] = list(columns)
+
+    @staticmethod
+    def read_existing(path: Path) -> tuple[list[str], list[dict[str, str]]]:
+        """Header and rows of an existing CSV; a torn last line (no newline) is dropped."""
+        text = path.read_text(encoding="utf-8")
+        if text and not text.endswith("\n"):
+            text = text[: text.rfind("\n") + 1]
+        reader = csv.DictReader(io.StringIO(text))
+        rows = [dict(r) for r in reader if r and None not in r]
+        return list(reader.fieldnames or []), rows
+
+    def rewrite(self, rows: Iterable[Mapping[str, Any]]) -> None:
+        tmp = self.path.with_name(self.path.name + ".tmp")
+        with open(tmp, "w", encoding="utf-8", newline="") as fh:
+            w = csv.writer(fh, lineterminator="\n")
+            w.writerow(self.columns)
+            for row in rows:
+                w.writerow([_cell(row.get(c)) for c in self.columns])
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, self.path)
+
+    def ensure_header(self) -> None:
+        if not self.path.exists() or self.path.stat().st_size == 0:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self.rewrite([])
+
+    def append(self, rows: Sequence[Mapping[str, Any]]) -> None:
+        new = [k for row in rows for k in row if k not in self.columns]
+        if new:
+            header, old = self.read_existing(self.path)
+            self.columns = list(dict.fromkeys([*self.columns, *header, *new]))
+            self.rewrite(old)
+        buf = io.StringIO()
+        w = csv.writer(buf, lineterminator="\n")
+        for row in rows:
+            w.writerow([_cell(row.get(c)) for c in self.columns])
+        data = buf.getvalue().encode("utf-8")
+        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND)
+        try:
+            os.write(fd, data)  # one write call: a row is in the file whole or not at all
+            os.fsync(fd)
+        finally:
+            os.close(fd)
