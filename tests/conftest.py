@@ -8,3 +8,7 @@ _TESTS = Path(__file__).resolve().parent
 for _path in (_TESTS, _TESTS.parent / "userspace"):
     if str(_path) not in sys.path:
         sys.path.insert(0, str(_path))
+
+
+def pytest_configure(config) -> None:
+    config.addinivalue_line("markers", "slow: a long run (tens of seconds or more)")

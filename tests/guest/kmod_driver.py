@@ -1,0 +1,101 @@
+"""A raw driver of /sys/kernel/pmemlab for the module's own tests: plain writes (so each errno
+is seen as the module returned it), the run/poll cycle and the result parser. Kept apart from
+the controller on purpose: these tests judge the module, not the controller."""
+from __future__ import annotations
+
+import errno
+import os
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+SYSFS = Path("/sys/kernel/pmemlab")
+
+OPS = ["load", "ntload", "store", "ntstore", "store+clwb", "store+clflushopt", "store+clflush"]
+WRITE_OPS = [op for op in OPS if op not in ("load", "ntload")]
+PATTERNS = ["seq", "rand", "stride", "hotspot"]
+MODES = ["latency", "bandwidth"]
+
+
+class WriteRefused(OSError):
+    """A sysfs write the module refused; .reason is what last_error said."""
+
+    def __init__(self, name: str, value: str, err: int, reason: str) -> None:
+        super().__init__(err, f"{name}={value!r}: {os.strerror(err)} ({reason})")
+        self.name, self.value, self.reason = name, value, reason
+
+
+@dataclass
+class Result:
+    rows: list[dict[str, str]] = field(default_factory=list)
+
+    @property
+    def threads(self) -> list[dict[str, str]]:
+        return [r for r in self.rows if r.get("thread") != "all"]
+
+    @property
+    def total(self) -> dict[str, str]:
+        (row,) = [r for r in self.rows if r.get("thread") == "all"]
+        return row
+
+
+class Module:
+    def __init__(self, root: Path = SYSFS) -> None:
+        self.root = root
+
+    def read(self, name: str) -> str:
+        return (self.root / name).read_text().strip()
+
+    def write_raw(self, name: str, data: bytes) -> None:
+        fd = os.open(self.root / name, os.O_WRONLY)
+        try:
+            os.write(fd, data)
+        finally:
+            os.close(fd)
+
+    def write(self, name: str, value: object) -> None:
+        text = str(value)
+        try:
+            self.write_raw(name, text.encode() + b"\n")
+        except OSError as exc:
+            raise WriteRefused(name, text, exc.errno or errno.EIO, self.last_error()) from None
+
+    def last_error(self) -> str:
+        try:
+            return self.read("last_error")
+        except OSError:
+            return ""
+
+    def set(self, **params: object) -> None:
+        for name, value in params.items():
+            self.write(name, value)
+
+    def state(self) -> str:
+        return self.read("state")
+
+    def start(self) -> None:
+        self.write("run", 1)
+
+    def wait(self, timeout: float = 120.0) -> str:
+        deadline = time.monotonic() + timeout
+        while (state := self.state()) == "running":
+            if time.monotonic() > deadline:
+                self.write("abort", 1)
+                raise TimeoutError(f"run still running after {timeout} s")
+            time.sleep(0.05)
+        return state
+
+    def result(self) -> Result:
+        rows = []
+        for line in self.read("result").splitlines():
+            fields = dict(item.split("=", 1) for item in line.split() if "=" in item)
+            if fields:
+                rows.append(fields)
+        return Result(rows)
+
+    def run(self, timeout: float = 120.0, **params: object) -> Result:
+        self.set(**params)
+        self.start()
+        state = self.wait(timeout)
+        assert state == "done", f"run ended in state {state!r}; last_error: {self.last_error()!r}"
+        return self.result()
