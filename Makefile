@@ -23,7 +23,7 @@ ifeq ($(origin KDIR),undefined)
 endif
 KVER = $(shell cat $(KDIR)/include/config/kernel.release 2>/dev/null)
 
-.PHONY: all module userspace deps check-build test test-host test-guest demo sweep clean help
+.PHONY: all module userspace deps check-build test test-host test-guest demo sweep clean help dkms-install dkms-remove
 
 all: module userspace
 
@@ -65,6 +65,20 @@ demo:
 sweep: deps
 	@test -n "$(CONFIG)" || { echo "make: give CONFIG=configs/<name>.toml" >&2; exit 1; }
 	@$(TOP)/scripts/sweep $(CONFIG) $(if $(TARGET),--target $(TARGET))
+
+# DKMS: the version comes from dkms.conf; the source tree is what Kbuild needs and no more.
+DKMS_VERSION = $(shell sed -n 's/^PACKAGE_VERSION="\(.*\)"/\1/p' $(TOP)/dkms.conf)
+dkms-install:
+	rm -rf /usr/src/pmemlab-$(DKMS_VERSION)
+	mkdir -p /usr/src/pmemlab-$(DKMS_VERSION)
+	cp -a $(TOP)/Kbuild $(TOP)/kmod $(TOP)/dkms.conf /usr/src/pmemlab-$(DKMS_VERSION)/
+	dkms add -m pmemlab -v $(DKMS_VERSION)
+	dkms build -m pmemlab -v $(DKMS_VERSION)
+	dkms install -m pmemlab -v $(DKMS_VERSION)
+
+dkms-remove:
+	-dkms remove -m pmemlab -v $(DKMS_VERSION) --all
+	rm -rf /usr/src/pmemlab-$(DKMS_VERSION)
 
 clean:
 	rm -rf $(TOP)/build
