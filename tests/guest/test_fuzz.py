@@ -1,0 +1,131 @@
+"""Interface fuzzing: thousands of random and adversarial writes across every sysfs attribute,
+from several processes at once and during runs, then a normal measurement that must come out
+right. The kernel log is checked after the test by conftest.clean_kernel_log."""
+from __future__ import annotations
+
+import errno
+import json
+import os
+import random
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from kmod_driver import SYSFS, Module
+from test_module import check_consistent
+
+MiB = 1 << 20
+WRITES_PER_PROCESS = 2600
+PROCESSES = 4  # 10,400 writes in all
+
+# Files whose writes have side effects beyond a parameter: fuzzed separately and sparingly.
+CONTROL = {"run", "abort"}
+
+ADVERSARIAL = [
+    b"", b"\n", b"0", b"-0", b"-1", b"-9223372036854775808", b"9223372036854775807",
+    b"18446744073709551615", b"18446744073709551616", b"99999999999999999999999999999",
+    b"0x40", b"0b1", b"1e3", b"64K", b"64k", b"1G", b"1T", b"64 ", b" 64", b"6 4", b"64\n\n",
+    b"\x00", b"64\x00", b"\xff\xfe", b"load,", b",load", b"load,,store", b"store+", b"+clwb",
+    b"0-", b"-3", b"0-99999", b"1,1,1", b"3-1", b"%s%s%n", b"../../etc", b"A" * 4096,
+    b"9" * 4095, b"load," * 800,
+]
+
+
+def writable_attributes() -> list[str]:
+    names = []
+    for path in sorted(SYSFS.iterdir()):
+        if path.is_file() and os.stat(path).st_mode & 0o200 and path.name not in CONTROL:
+            names.append(path.name)
+    return names
+
+
+def fuzz_worker(seed: int, names: list[str], count: int) -> tuple[int, int, list[str]]:
+    rng = random.Random(seed)
+    mod = Module()
+    accepted = refused = 0
+    unexpected: list[str] = []
+    for _ in range(count):
+        name = rng.choice(names)
+        kind = rng.random()
+        if kind < 0.4:
+            data = rng.choice(ADVERSARIAL)
+        elif kind < 0.7:
+            data = bytes(rng.getrandbits(8) for _ in range(rng.randint(1, 64)))
+        elif kind < 0.9:
+            data = str(rng.choice([0, 1, 8, 64, 4096, 1 << 20, 1 << 30, 1 << 40, -(1 << rng.randint(0, 63)),
+                                   rng.getrandbits(64)])).encode()
+        else:
+            data = rng.choice([b"load", b"store+clwb", b"seq", b"rand", b"latency", b"sfence", b"0-1", b"on"])
+        if rng.random() < 0.5:
+            data += b"\n"
+        if rng.random() < 0.01:
+            try:
+                mod.write_raw("run", b"1\n")
+            except OSError:
+                pass
+        try:
+            mod.write_raw(name, data)
+            accepted += 1
+        except OSError as exc:
+            refused += 1
+            if exc.errno not in (errno.EINVAL, errno.ERANGE, errno.EOPNOTSUPP, errno.EBUSY, errno.E2BIG):
+                unexpected.append(f"{name}={data[:40]!r}: {exc}")
+    try:
+        mod.write_raw("abort", b"1\n")
+    except OSError:
+        pass
+    return accepted, refused, unexpected
+
+
+def test_fuzz_every_attribute(module, pmem_dev: str) -> None:
+    with module(target=pmem_dev) as sysfs:
+        names = writable_attributes()
+        assert len(names) >= 20, names
+        # Separate processes, not threads: each write is its own syscall from its own task.
+        procs = [subprocess.Popen([sys.executable, __file__, str(seed), str(WRITES_PER_PROCESS), *names],
+                                  stdout=subprocess.PIPE, text=True, cwd=Path(__file__).parent)
+                 for seed in range(PROCESSES)]
+        outcomes = []
+        for p in procs:
+            out, _ = p.communicate(timeout=600)
+            assert p.returncode == 0
+            outcomes.append(json.loads(out))
+        accepted = sum(o[0] for o in outcomes)
+        refused = sum(o[1] for o in outcomes)
+        unexpected = [u for o in outcomes for u in o[2]]
+        assert accepted + refused == PROCESSES * WRITES_PER_PROCESS
+        assert refused > accepted, "random bytes should mostly be refused"
+        assert not unexpected, unexpected[:10]
+
+        mod = Module(sysfs)
+        state = mod.wait(timeout=120)
+        assert state != "running"
+        # Put everything back to known values and measure: the module must still be right.
+        mod.set(mode="bandwidth", op="load", read_pct=0, width=0, access_size=256, stride=0, window_offset=0,
+                working_set=8 * MiB, pattern="seq", passes=1, pass_offset=0, fence="none", fence_interval=0,
+                flush="line", threads=2, cpus="", placement="per-thread", interleave_ways=1,
+                interleave_gran=4096, dimms_per_thread=1, duration_ms=50, count=0, delay_ticks=0, probe=0,
+                seed=1, prefetch="on", cold=0, samples=0)
+        check_consistent(mod.run(), "bandwidth", 256, 2)
+
+
+@pytest.mark.parametrize("name", ["op", "cpus", "access_size"])
+def test_every_length_up_to_a_page(module, pmem_dev: str, name: str) -> None:
+    """Values of every length up to a page plus one, with and without a newline."""
+    with module(target=pmem_dev) as sysfs:
+        mod = Module(sysfs)
+        before = mod.read(name)
+        for length in list(range(0, 80)) + [4094, 4095, 4096, 4097]:
+            for data in (b"7" * length, b"7" * length + b"\n"):
+                try:
+                    mod.write_raw(name, data)
+                except OSError as exc:
+                    assert exc.errno in (errno.EINVAL, errno.ERANGE, errno.E2BIG, errno.EOPNOTSUPP), exc
+        mod.write(name, before)
+        assert Path(sysfs / name).read_text().strip() == before
+
+
+if __name__ == "__main__":
+    print(json.dumps(fuzz_worker(int(sys.argv[1]), sys.argv[3:], int(sys.argv[2]))))
