@@ -140,6 +140,7 @@ class SweepConfig:
     base: dict[str, Any] = field(default_factory=dict)
     axes: list[Axis] = field(default_factory=list)
     lines: LineIndex | None = None
+    source: str = "<config>"
 
     @property
     def axis_keys(self) -> list[str]:
@@ -320,7 +321,7 @@ def parse_config(text: str, source: str = "<config>", path: Path | None = None,
     lines = LineIndex(text)
     probs = Problems(source)
     name = path.stem if path else "sweep"
-    cfg = SweepConfig(path=path, text=text, data=data, name=name, lines=lines)
+    cfg = SweepConfig(path=path, text=text, data=data, name=name, lines=lines, source=source)
 
     for key in data:
         if key not in TOP_KEYS:
@@ -541,7 +542,7 @@ def expand(cfg: SweepConfig, facts: P.TargetFacts | None = None,
     `discovered` holds defaults found on this machine (interleave geometry from
     ndctl); they apply where neither [base] nor an axis sets the key.
     """
-    probs = Problems(str(cfg.path) if cfg.path else "<config>")
+    probs = Problems(cfg.source)
     lines = cfg.lines or LineIndex(cfg.text)
     total = count_points(cfg)
     if total > MAX_POINTS:

@@ -76,20 +76,26 @@ def t_ppf(p: float, df: float) -> float:
         return 0.0
     if p < 0.5:
         return -t_ppf(1.0 - p, df)
+    q = 1.0 - p  # invert the upper tail directly: no cancellation in 1 - cdf
     lo, hi = 0.0, 1.0
-    while t_cdf(hi, df) < p:
+    while _t_tail(hi, df) > q:
         hi *= 2.0
         if hi > 1e12:
             return math.inf
-    for _ in range(200):
+    for _ in range(300):
         mid = 0.5 * (lo + hi)
-        if t_cdf(mid, df) < p:
+        if _t_tail(mid, df) > q:
             lo = mid
         else:
             hi = mid
-        if hi - lo <= 1e-12 * max(1.0, hi):
+        if hi - lo <= 4e-16 * hi:
             break
     return 0.5 * (lo + hi)
+
+
+def _t_tail(t: float, df: float) -> float:
+    """P(T > t) for t >= 0."""
+    return 0.5 * betainc(df / 2.0, 0.5, df / (df + t * t))
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,348 @@
+"""Sweep configs: ranges, expansion, zip, filters, and every validation error path."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from textwrap import dedent
+
+import pytest
+
+from pmemlab import params as P
+from pmemlab.config import count_points, expand, expand_range, load_config, parse_config
+from pmemlab.errors import ConfigError
+
+CONFIGS = Path(__file__).resolve().parents[2] / "configs"
+
+
+def cfg(text: str, **kw):
+    return parse_config(dedent(text), source="t.toml", **kw)
+
+
+def error_of(text: str, facts=None) -> str:
+    with pytest.raises(ConfigError) as ei:
+        expand(cfg(text), facts)
+    return ei.value.one_line()
+
+
+@pytest.mark.parametrize("text,kind,values", [
+    ("64..65536 *2", "size", [64 << i for i in range(11)]),
+    ("64..64K *4", "size", [64, 256, 1024, 4096, 16384, 65536]),
+    ("1..4", "int", [1, 2, 3, 4]),
+    ("0..100 +25", "int", [0, 25, 50, 75, 100]),
+    ("4K..16K +4K", "size", [4096, 8192, 12288, 16384]),
+    ("64..1000 *2", "size", [64, 128, 256, 512]),
+    ("5..5", "int", [5]),
+])
+def test_ranges(text, kind, values):
+    assert expand_range(text, kind) == values
+
+
+@pytest.mark.parametrize("text", ["10..1", "64..128 *1", "0..64 *2", "1..5 +0", "a..b", "1..", "1..10000000"])
+def test_bad_ranges(text):
+    with pytest.raises(ValueError):
+        expand_range(text, "int")
+
+
+def test_cartesian_product_zip_and_order():
+    c = cfg("""
+        [sweep]
+        repeats = 2
+        [base]
+        mode = "bandwidth"
+        duration_ms = 10
+        [axes]
+        op = ["load", "ntstore"]
+        access_size = "64..256 *2"
+        [[zip]]
+        threads = [1, 2]
+        cpus = ["0", "0-1"]
+    """)
+    assert count_points(c) == 2 * 3 * 2
+    pts = expand(c)
+    assert len(pts) == 12
+    assert [p.varied for p in pts[:3]] == [
+        {"op": "load", "access_size": 64, "threads": 1, "cpus": "0"},
+        {"op": "load", "access_size": 64, "threads": 2, "cpus": "0-1"},
+        {"op": "load", "access_size": 128, "threads": 1, "cpus": "0"},
+    ]
+    assert all(p.params["duration_ms"] == 10 and p.params["mode"] == "bandwidth" for p in pts)
+    assert all(p.params["pattern"] == "seq" for p in pts)  # defaults filled in
+    assert len({p.key for p in pts}) == 12
+    assert c.repeats == 2
+
+
+def test_filters_keep_matching_points():
+    pts = expand(cfg("""
+        [sweep]
+        filters = ["access_size <= stride", "op != 'load' or access_size < 1024"]
+        [base]
+        pattern = "stride"
+        [axes]
+        op = ["load", "ntstore"]
+        access_size = [64, 256, 1024]
+        stride = [256, 4096]
+    """))
+    got = {(p.params["op"], p.params["access_size"], p.params["stride"]) for p in pts}
+    assert ("load", 1024, 4096) not in got
+    assert ("ntstore", 1024, 4096) in got
+    assert all(a <= s for _, a, s in got)
+    # (64, 256) x (256, 4096) for both ops = 8, plus ntstore 1024/4096
+    assert len(got) == 9
+
+
+def test_filter_count_exact():
+    pts = expand(cfg("""
+        [sweep]
+        filters = ["access_size <= stride"]
+        [axes]
+        access_size = [64, 256, 1024]
+        stride = [256, 4096]
+    """))
+    assert sorted((p.params["access_size"], p.params["stride"]) for p in pts) == [
+        (64, 256), (64, 4096), (256, 256), (256, 4096), (1024, 4096)]
+
+
+def test_overrides_and_discovered_defaults():
+    c = cfg("""
+        [base]
+        duration_ms = 100
+        [axes]
+        op = ["load"]
+    """, overrides={"duration_ms": "5"})
+    pts = expand(c, discovered={"interleave_ways": 6})
+    assert pts[0].params["duration_ms"] == 5
+    assert pts[0].params["interleave_ways"] == 6
+    c2 = cfg("""
+        [base]
+        interleave_ways = 2
+    """)
+    assert expand(c2, discovered={"interleave_ways": 6})[0].params["interleave_ways"] == 2
+
+
+def test_default_config_expands_and_validates():
+    c = load_config(CONFIGS / "default.toml")
+    facts = P.TargetFacts(target_size=256 << 20, cpu_features=frozenset("sse2 avx avx2 clflush clflushopt clwb".split()),
+                          widths=(8, 16, 32), prefetch_control="none", online_cpus=2)
+    pts = expand(c, facts)
+    assert len(pts) == 9 and not any(p.skip_reason for p in pts)
+    assert {p.params["op"] for p in pts} == {"load", "ntstore", "store+clwb"}
+    assert {p.params["access_size"] for p in pts} == {64, 512, 4096}
+
+
+# ---- every error path names key, value, allowed range and line --------------------------------
+ERRORS = [
+    # (config, expected fragments)
+    ("""
+        [base]
+        acess_size = 64
+     """, ["t.toml:3:", "acess_size", "unknown parameter", "did you mean 'access_size'"]),
+    ("""
+        [base]
+        mode = "fast"
+     """, ["t.toml:3:", "base.mode", '"fast"', "allowed: one of latency, bandwidth"]),
+    ("""
+        [base]
+        op = "load"
+        [axes]
+        access_size = [64, 3, 128]
+     """, ["t.toml:5:", "axes.access_size = 3", "below the minimum", "allowed: 8..64M"]),
+    ("""
+        [axes]
+        access_size = "64..16 *2"
+     """, ["t.toml:3:", "axes.access_size", "ends before it starts", "START..END"]),
+    ("""
+        [axes]
+        access_size = "64..1K *1"
+     """, ["t.toml:3:", "factor must be >= 2"]),
+    ("""
+        [axes]
+        window_offset = [0, 100]
+     """, ["t.toml:3:", "window_offset = 100", "not a multiple of 4096"]),
+    ("""
+        [axes]
+        op = ["load", "stor"]
+     """, ["t.toml:3:", "unknown op 'stor'", "allowed: an op or a comma list"]),
+    ("""
+        [base]
+        threads = 2
+        [axes]
+        threads = [1, 2]
+     """, ["t.toml:5:", "threads: set in [base] and varied here"]),
+    ("""
+        [axes]
+        threads = [1, 2]
+        [[zip]]
+        threads = [1, 2]
+        cpus = ["0", "0-1"]
+     """, ["t.toml:5:", "already an axis"]),
+    ("""
+        [[zip]]
+        threads = [1, 2, 3]
+        cpus = ["0", "0-1"]
+     """, ["t.toml:2:", "one length", "threads has 3", "cpus has 2"]),
+    ("""
+        [axes]
+        op = []
+     """, ["t.toml:3:", "empty list"]),
+    ("""
+        [axes]
+        access_size = [64, 64]
+     """, ["t.toml:3:", "repeated values"]),
+    ("""
+        [sweep]
+        repeats = 0
+     """, ["t.toml:3:", "sweep.repeats = 0", "1..10000"]),
+    ("""
+        [sweep]
+        reps = 3
+     """, ["t.toml:3:", "sweep.reps: unknown key"]),
+    ("""
+        [sweep]
+        name = "has space"
+     """, ["t.toml:3:", "sweep.name"]),
+    ("""
+        [sweep]
+        target = "pmem0"
+     """, ["t.toml:3:", "sweep.target", "/dev/pmemN or dram"]),
+    ("""
+        [sweep]
+        timeout_s = -1
+     """, ["t.toml:3:", "timeout_s"]),
+    ("""
+        [sweep]
+        on_unsupported = "ignore"
+     """, ["t.toml:3:", "on_unsupported", "skip, error"]),
+    ("""
+        [sweep]
+        filters = [
+          "access_size <= stride",
+          "acess_size > 1",
+        ]
+     """, ["t.toml:5:", "unknown name 'acess_size'", "did you mean 'access_size'"]),
+    ("""
+        [sweep]
+        filters = ["__import__('os')"]
+     """, ["t.toml:3:", "Call is not allowed"]),
+    ("""
+        [sweep]
+        filters = ["access_size <="]
+     """, ["t.toml:3:", "syntax error"]),
+    ("""
+        [sweep]
+        filters = ["op < 5"]
+        [axes]
+        op = ["load"]
+     """, ["t.toml:3:", "fails for op=load", "'<' not supported"]),
+    ("""
+        [sweep]
+        [sweep.adaptive]
+        metric = "speed"
+     """, ["t.toml:4:", "sweep.adaptive.metric", "not a result column", "bw_gbps"]),
+    ("""
+        [sweep.adaptive]
+        ci_target = 5
+     """, ["t.toml:3:", "ci_target", "0 < x < 1"]),
+    ("""
+        [sweep.adaptive]
+        min_repeats = 5
+        max_repeats = 3
+     """, ["t.toml:4:", "max_repeats = 3", "smaller than min_repeats 5"]),
+    ("""
+        [sweep.adaptive]
+        max_repeats = 1
+     """, ["t.toml:3:", "max_repeats = 1", "2..10000"]),
+    ("""
+        [params]
+        op = "load"
+     """, ["t.toml:2:", "unknown section or key 'params'"]),
+    ("""
+        [base]
+        access_size = [64, 128]
+     """, ["t.toml:3:", "put lists under [axes]"]),
+    ("""
+        [base]
+        mode = "bandwidth"
+        [axes]
+        access_size = [64, 100]
+        width = [8, 32]
+     """, ["t.toml:5:", "axes.access_size = 100", "not a multiple of width 8", "(at access_size=100 width=8)",
+           "allowed: 8..64M, a multiple of width"]),
+    ("""
+        [base]
+        access_size = 256
+        stride = 128
+     """, ["t.toml:4:", "base.stride = 128", "smaller than access_size 256"]),
+    ("""
+        [axes]
+        threads = [1, 2]
+        [base]
+        op = "load,ntstore"
+     """, ["t.toml:5:", "base.op", "a list of 2 ops for threads = 1"]),
+    ("""
+        [sweep]
+        filters = ["access_size > 1G"]
+     """, ["t.toml:3:", "syntax error"]),
+]
+
+
+@pytest.mark.parametrize("text,fragments", ERRORS)
+def test_validation_errors(text, fragments):
+    msg = error_of(text)
+    for frag in fragments:
+        assert frag in msg, f"{frag!r} not in {msg!r}"
+    assert msg.startswith("pmemlab: invalid config")
+    assert "nothing was sent to the module" in msg
+
+
+def test_all_problems_reported_together():
+    msg = error_of("""
+        [base]
+        mode = "fast"
+        pattern = "zigzag"
+        [axes]
+        op = ["nope"]
+    """)
+    assert "(3 problems)" in msg
+    assert "t.toml:3:" in msg and "t.toml:4:" in msg and "t.toml:6:" in msg
+
+
+def test_toml_syntax_error():
+    with pytest.raises(ConfigError) as ei:
+        cfg("[base\nmode = 1\n")
+    assert "not valid TOML" in ei.value.one_line() and "line 1" in ei.value.one_line()
+
+
+def test_missing_file(tmp_path):
+    with pytest.raises(ConfigError) as ei:
+        load_config(tmp_path / "nope.toml")
+    assert "cannot read config" in str(ei.value)
+
+
+def test_filters_leaving_nothing():
+    with pytest.raises(ConfigError) as ei:
+        expand(cfg("""
+            [sweep]
+            filters = ["threads > 100"]
+        """))
+    assert "leave no point" in str(ei.value)
+
+
+def test_unsupported_points_skip_or_error():
+    facts = P.TargetFacts(target_size=1 << 30, cpu_features=frozenset({"sse2", "clflush"}), widths=(8, 16),
+                          prefetch_control="none", online_cpus=2)
+    text = """
+        [axes]
+        op = ["load", "store+clwb"]
+        threads = [1, 4]
+    """
+    pts = expand(cfg(text), facts)
+    assert len(pts) == 4
+    skipped = {(p.params["op"], p.params["threads"]): p.skip_reason for p in pts}
+    assert skipped[("load", 1)] == ""
+    assert "clwb" in skipped[("store+clwb", 1)]
+    assert "online CPUs" in skipped[("load", 4)]
+    strict = cfg(text)
+    strict.on_unsupported = "error"
+    with pytest.raises(ConfigError) as ei:
+        expand(strict, facts)
+    assert "store+clwb needs clwb" in str(ei.value) and "t.toml:3:" in str(ei.value)

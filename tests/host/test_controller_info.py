@@ -1,0 +1,142 @@
+"""`pmemlab info` against fixture trees: ndctl JSON (ndctl list -RNDi), /proc/cpuinfo, NUMA sysfs."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent / "fixtures"))
+from fake_pmemlab import make_fake  # noqa: E402
+
+import pmemlab.cli as cli  # noqa: E402
+import pmemlab.machine as machine  # noqa: E402
+
+FIX = Path(__file__).resolve().parent / "fixtures"
+
+CPUINFO = """processor\t: 0
+vendor_id\t: GenuineIntel
+model name\t: Intel(R) Xeon(R) Platinum 8260 CPU @ 2.40GHz
+physical id\t: 0
+cpu MHz\t\t: 2400.000
+flags\t\t: fpu sse2 avx avx2 avx512f clflush clflushopt clwb rdtscp constant_tsc nonstop_tsc
+
+processor\t: 1
+vendor_id\t: GenuineIntel
+model name\t: Intel(R) Xeon(R) Platinum 8260 CPU @ 2.40GHz
+physical id\t: 1
+cpu MHz\t\t: 2400.000
+flags\t\t: fpu sse2 avx avx2 avx512f clflush clflushopt clwb rdtscp constant_tsc nonstop_tsc
+"""
+
+
+@pytest.fixture
+def host(tmp_path):
+    proc = tmp_path / "proc"
+    proc.mkdir()
+    (proc / "cpuinfo").write_text(CPUINFO)
+    sysd = tmp_path / "sys"
+    (sysd / "devices/system/cpu").mkdir(parents=True)
+    (sysd / "devices/system/cpu/online").write_text("0-1\n")
+    for n, cpus, dist in ((0, "0", "10 21"), (1, "1", "21 10")):
+        d = sysd / f"devices/system/node/node{n}"
+        d.mkdir(parents=True)
+        (d / "cpulist").write_text(cpus + "\n")
+        (d / "distance").write_text(dist + "\n")
+        (d / "meminfo").write_text(f"Node {n} MemTotal:       196608000 kB\nNode {n} MemFree: 1 kB\n")
+    return machine.HostPaths(proc=proc, sys=sysd, dev=tmp_path / "dev")
+
+
+def ndctl_runner(argv):
+    if argv[:2] == ["ndctl", "list"]:
+        return machine.ToolResult(0, (FIX / "ndctl-list-RNDi.json").read_text())
+    return machine.ToolResult(127, "", "not installed")
+
+
+def test_info_facts(tmp_path, host):
+    fake = make_fake(tmp_path)
+    info = machine.gather_info(fake.module(), host, runner=ndctl_runner)
+    t = info["target"]
+    assert t["device"] == "/dev/pmem0" and t["kind"] == "fsdax" and t["size"] == 1 << 30
+    assert t["page_size"] == 2097152 and t["node"] == 0
+    assert t["namespace"]["mode"] == "fsdax" and t["namespace"]["dev"] == "namespace0.0"
+    assert t["region"] == "region0" and t["interleave_ways"] == 6
+    assert sorted(t["dimms"]) == [f"nmem{i}" for i in range(6)]
+    assert len(info["ndctl"]["regions"]) == 2 and info["ndctl"]["regions"][1]["state"] == "disabled"
+    assert len(info["ndctl"]["dimms"]) == 6
+    cpu = info["cpu"]
+    assert cpu["model"].startswith("Intel(R) Xeon(R) Platinum 8260") and cpu["online_cpus"] == 2 and cpu["sockets"] == 2
+    assert cpu["features"]["clwb"] and cpu["features"]["avx512f"] and cpu["features"]["rdtscp"]
+    assert cpu["tsc"]["tsc_khz"] == 2_000_000 and cpu["tsc"]["invariant"] is True
+    assert cpu["widths"] == [8, 16, 32]
+    nodes = info["numa"]["nodes"]
+    assert [n["node"] for n in nodes] == [0, 1] and nodes[1]["distances"] == [21, 10]
+    assert nodes[0]["mem_total_kib"] == 196608000
+    mod = info["module"]
+    assert mod["loaded"] and mod["version"] == "0.1.0" and mod["parameters"]["target"] == "/dev/pmem0"
+    assert mod["run_params"]["op"] == "load"
+    assert info["prefetch"]["control"] == "none" and "modprobe msr" in info["prefetch"]["state"]
+    assert info["ipmctl"]["available"] is False and info["host"]["kernel"]
+    cond = machine.conditions(info)
+    assert cond["target_interleave_ways"] == 6 and cond["target_region"] == "region0"
+    assert cond["cpu_model"].startswith("Intel") and cond["tsc_khz"] == 2_000_000
+    assert machine.discovered_defaults(info) == {"interleave_ways": 6}
+    text = machine.format_info(info)
+    assert "region0" in text and "interleave ways" in text and "nmem0" in text
+
+
+def test_ndctl_shapes():
+    # ndctl prints a bare list of namespaces for `ndctl list`, and buses with -B
+    bare = [{"dev": "namespace1.0", "mode": "fsdax", "blockdev": "pmem1", "size": 1}]
+    topo = machine.ndctl_topology(bare)
+    assert machine.target_in_topology(topo, "/dev/pmem1")["namespace"]["dev"] == "namespace1.0"
+    buses = [{"provider": "ACPI.NFIT", "dev": "ndbus0", "regions": json.loads((FIX / "ndctl-list-RNDi.json").read_text())["regions"]}]
+    topo = machine.ndctl_topology(buses)
+    assert [r["dev"] for r in topo["regions"]] == ["region0", "region1"]
+    assert machine.target_in_topology(topo, "/dev/pmem7") == {}
+    assert machine.target_in_topology(topo, "dram") == {}
+
+
+def test_ndctl_missing_or_broken():
+    assert machine.ndctl_info(lambda a: machine.ToolResult(127, "", ""))["available"] is False
+    assert "unparsable" in machine.ndctl_info(lambda a: machine.ToolResult(0, "{oops"))["error"]
+    assert "no NVDIMM" in machine.ndctl_info(lambda a: machine.ToolResult(0, ""))["note"]
+
+
+def test_info_without_module(tmp_path, host):
+    from pmemlab.sysfs import Module
+
+    info = machine.gather_info(Module(tmp_path / "absent"), host, runner=ndctl_runner)
+    assert info["module"]["loaded"] is False and "insmod" in info["module"]["note"]
+    assert info["cpu"]["tsc"]["tsc_khz"] is None
+    assert "not loaded" in machine.format_info(info)
+
+
+def test_cli_info_json(tmp_path, host, monkeypatch, capsys):
+    fake = make_fake(tmp_path)
+    monkeypatch.setattr(cli, "_module", lambda args: fake.module())
+    monkeypatch.setattr(machine, "run_tool", ndctl_runner)
+    monkeypatch.setattr(machine, "HostPaths", lambda: host)
+    assert cli.main(["info", "--json"]) == 0
+    info = json.loads(capsys.readouterr().out)
+    assert info["target"]["interleave_ways"] == 6 and info["numa"]["nodes"][1]["node"] == 1
+    assert info["target"]["namespace"]["blockdev"] == "pmem0"
+    assert cli.main(["info"]) == 0
+    assert "Platinum 8260" in capsys.readouterr().out
+
+
+def test_sweep_takes_interleave_geometry_from_ndctl(tmp_path, host, monkeypatch):
+    fake = make_fake(tmp_path)
+    monkeypatch.setattr(cli, "_module", lambda args: fake.module())
+    monkeypatch.setattr(cli, "_online_cpus", lambda: 2)
+    monkeypatch.setattr(machine, "run_tool", ndctl_runner)
+    cfg = tmp_path / "c.toml"
+    cfg.write_text('[base]\nduration_ms = 1\nplacement = "per-dimm"\n[axes]\ndimms_per_thread = [1, 6]\n')
+    out = tmp_path / "c.csv"
+    assert cli.main(["sweep", str(cfg), "-o", str(out), "--no-progress"]) == 0
+    df = pd.read_csv(out)
+    assert (df["interleave_ways"] == 6).all() and (df["target_interleave_ways"] == 6).all()
+    assert [r["interleave_ways"] for r in fake.runs] == ["6", "6"]

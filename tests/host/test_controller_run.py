@@ -1,0 +1,179 @@
+"""Single runs against the fake module: state transitions, result parsing, errors."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent / "fixtures"))
+from fake_pmemlab import make_fake  # noqa: E402
+
+import pmemlab.cli as cli  # noqa: E402
+from pmemlab import params as P  # noqa: E402
+from pmemlab.errors import (  # noqa: E402
+    Interrupted, ModuleAccessError, ModuleBusy, ModuleNotLoaded, ParamRefused, WrongTarget,
+)
+from pmemlab.results import parse_result, ticks_to_ns  # noqa: E402
+from pmemlab.sysfs import Module  # noqa: E402
+
+
+@pytest.fixture
+def fake(tmp_path, monkeypatch):
+    f = make_fake(tmp_path)
+    monkeypatch.setattr(cli, "_module", lambda args: f.module())
+    monkeypatch.setattr(cli, "_online_cpus", lambda: 4)
+    return f
+
+
+def values(**kw):
+    v, probs = P.normalize(kw)
+    assert not probs
+    return v
+
+
+def test_run_writes_params_and_reads_result(fake):
+    out = fake.module().run(values(op="ntstore", access_size="256", threads=2, duration_ms=3))
+    assert out.ok and out.state == "done"
+    assert fake.runs[-1]["op"] == "ntstore" and fake.runs[-1]["access_size"] == "256"
+    assert fake.runs[-1]["threads"] == "2" and fake.runs[-1]["cpus"] == ""  # every parameter written
+    rows = parse_result(out.result, fake.tsc_khz)
+    assert [r["thread"] for r in rows] == [0, 1, "all"]
+
+
+def test_result_parsing_units_and_unknown_fields():
+    text = ("thread=0 cpu=2 node=1 op=load ops=10 bytes=640 ticks=3000 ns=1500 bw_mbps=426 segments=1 "
+            "gap_ticks=20 irqoff_pct=100 lat_p99=500 lat_overhead_ticks=30 new_counter=7 wait_ticks=40\n"
+            "thread=all cpu=-1 node=1 op=load ops=10 bytes=640 ticks=3000 ns=1500 bw_mbps=426\n")
+    rows = parse_result(text, 2_000_000, frozenset({"mode"}))
+    r = rows[0]
+    assert r["thread_node"] == 1 and r["thread_op"] == "load" and r["elapsed_ticks"] == 3000
+    assert r["lat_ticks_p99"] == 500 and r["lat_ns_p99"] == pytest.approx(250.0)
+    assert r["lat_overhead_ns"] == pytest.approx(15.0)
+    assert r["gap_ns"] == pytest.approx(10.0)
+    assert r["new_counter"] == 7 and r["wait_ticks"] == 40 and r["wait_ns"] == pytest.approx(20.0)
+    assert r["bw_gbps"] == pytest.approx(640 / 1500)
+    assert not any("cycles" in k for k in r)
+    assert ticks_to_ns(2_000, 2_000_000) == pytest.approx(1000.0)
+    assert parse_result("thread=0 mode=7\n", 1000, frozenset({"mode"}))[0]["result_mode"] == 7
+
+
+def test_run_error_state_reports_reason(fake):
+    fake.fail = lambda p: "window beyond target"
+    out = fake.module().run(values())
+    assert not out.ok and out.state == "error:window beyond target"
+    assert "window beyond target" in out.error
+
+
+def test_refused_value_reads_last_error(fake):
+    fake.refuse = {"access_size=4096": "access_size exceeds the per-thread region"}
+    with pytest.raises(ParamRefused) as ei:
+        fake.module().run(values(access_size=4096))
+    assert "access_size=4096" in ei.value.one_line() and "per-thread region" in ei.value.one_line()
+
+
+def test_busy_module(fake):
+    (fake.root / "state").write_text("running\n")
+    with pytest.raises(ModuleBusy) as ei:
+        fake.module().run(values())
+    assert "fix:" in ei.value.one_line() and "pmemlab abort" in ei.value.one_line()
+
+
+def test_timeout_aborts(fake):
+    fake.run_s = 5.0
+    out = fake.module().run(values(), timeout_s=0.05)
+    assert out.state == "timeout" and fake.aborts == 1
+    assert (fake.root / "state").read_text().strip() != "running"
+
+
+def test_ctrl_c_aborts_the_module_run(fake):
+    fake.interrupt_at_run = 1
+    with pytest.raises(Interrupted):
+        fake.module().run(values())
+    assert fake.aborts == 1
+    assert (fake.root / "state").read_text().strip() == "error:aborted"
+
+
+def test_module_not_loaded(tmp_path, capsys):
+    with pytest.raises(ModuleNotLoaded) as ei:
+        Module(tmp_path / "nothing").run(values())
+    line = ei.value.one_line()
+    assert "\n" not in line and "module not loaded" in line and "insmod" in line
+    rc = cli.main(["--sysfs", str(tmp_path / "nothing"), "run", "op=load"])
+    err = capsys.readouterr().err.strip()
+    assert rc == 1 and err.count("\n") == 0 and err.startswith("pmemlab: module not loaded") and "fix:" in err
+
+
+def test_permission_denied_is_one_line(tmp_path):
+    f = make_fake(tmp_path)
+
+    def deny(path, text):
+        raise PermissionError(13, "Permission denied")
+
+    f.write = deny  # type: ignore[method-assign]
+    with pytest.raises(ModuleAccessError) as ei:
+        f.module().run(values())
+    assert "permission denied" in ei.value.one_line() and "run as root" in ei.value.one_line()
+
+
+def test_wrong_target(fake):
+    with pytest.raises(WrongTarget) as ei:
+        fake.module().check_target("/dev/pmem1")
+    assert "target=/dev/pmem0, not /dev/pmem1" in ei.value.one_line() and "insmod" in ei.value.one_line()
+    fake.module().check_target("/dev/pmem0")
+
+
+def test_cli_run_table(fake, capsys):
+    rc = cli.main(["run", "op=ntstore", "access_size=256", "threads=2", "mode=latency", "duration_ms=2"])
+    out = capsys.readouterr().out
+    assert rc == 0
+    assert "pmemlab run on /dev/pmem0 (fsdax)" in out
+    assert "bw_gbps" in out and "lat_ns_p99" in out and "all" in out
+
+
+def test_cli_run_csv_and_json(fake, capsys):
+    assert cli.main(["run", "op=load", "duration_ms=2", "--csv"]) == 0
+    from io import StringIO
+
+    df = pd.read_csv(StringIO(capsys.readouterr().out))
+    assert list(df["thread"].astype(str)) == ["0", "all"]
+    assert {"bw_gbps", "elapsed_ns", "elapsed_ticks", "op", "access_size", "target", "tsc_khz"} <= set(df.columns)
+    assert cli.main(["run", "op=load", "duration_ms=2", "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert rows[-1]["thread"] == "all" and rows[-1]["status"] == "ok"
+
+
+def test_cli_run_rejects_bad_values_before_the_module(fake, capsys):
+    before = len(fake.runs)
+    rc = cli.main(["run", "op=stor", "access_size=3"])
+    err = capsys.readouterr().err
+    assert rc == 2 and "op = 'stor'" in err and "access_size = '3'" in err
+    rc = cli.main(["run", "access_size=100", "width=8"])
+    assert rc == 2 and "not a multiple of width 8" in capsys.readouterr().err
+    rc = cli.main(["run", "threads=8"])
+    assert rc == 2 and "cannot run" in capsys.readouterr().err
+    rc = cli.main(["run", "nonsense"])
+    assert rc == 2 and "not KEY=VALUE" in capsys.readouterr().err
+    assert len(fake.runs) == before
+    assert (fake.root / "access_size").read_text().strip() == "64"  # nothing was written
+
+
+def test_cli_run_error_exit_code(fake, capsys):
+    fake.fail = lambda p: "boom"
+    rc = cli.main(["run", "duration_ms=2"])
+    cap = capsys.readouterr()
+    assert rc == 1 and "status: error" in cap.out and "pmemlab: run error: boom" in cap.err
+
+
+def test_cli_abort(fake, capsys):
+    assert cli.main(["abort"]) == 0
+    assert "no active run" in capsys.readouterr().out
+
+
+def test_cli_params_lists_every_parameter(capsys):
+    assert cli.main(["params", "--json"]) == 0
+    names = [p["name"] for p in json.loads(capsys.readouterr().out)]
+    assert names == list(P.PARAM_NAMES)

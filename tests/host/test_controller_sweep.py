@@ -1,0 +1,280 @@
+"""Sweeps against the fake module: CSV schema, sidecar, resume, Ctrl-C, failures, adaptive repeats."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from textwrap import dedent
+
+import pandas as pd
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent / "fixtures"))
+from fake_pmemlab import make_fake  # noqa: E402
+
+import pmemlab.cli as cli  # noqa: E402
+import pmemlab.machine as machine  # noqa: E402
+from pmemlab import ipmctl  # noqa: E402
+from pmemlab.params import PARAM_NAMES  # noqa: E402
+from pmemlab.table import CONDITION_COLUMNS, ID_COLUMNS  # noqa: E402
+
+FIX = Path(__file__).resolve().parent / "fixtures"
+
+CONFIG = """
+[sweep]
+name = "t"
+repeats = 2
+
+[base]
+mode = "bandwidth"
+duration_ms = 2
+working_set = "1M"
+
+[axes]
+op = ["load", "ntstore", "store+clwb"]
+access_size = "64..4096 *8"
+"""
+
+
+@pytest.fixture
+def env(tmp_path, monkeypatch):
+    fake = make_fake(tmp_path)
+    monkeypatch.setattr(cli, "_module", lambda args: fake.module())
+    monkeypatch.setattr(cli, "_online_cpus", lambda: 2)
+    monkeypatch.setattr(machine, "run_tool", lambda argv: machine.ToolResult(127, "", "not installed"))
+    cfg = tmp_path / "t.toml"
+    cfg.write_text(CONFIG)
+    return fake, cfg, tmp_path / "results" / "t.csv"
+
+
+def sweep(cfg, out, *extra):
+    return cli.main(["sweep", str(cfg), "-o", str(out), "--no-progress", *extra])
+
+
+def test_csv_schema_and_sidecar(env):
+    fake, cfg, out = env
+    assert sweep(cfg, out) == 0
+    df = pd.read_csv(out)
+    assert len(fake.runs) == 9 * 2
+    # a row per (point, repeat, thread) plus an aggregate row per (point, repeat)
+    assert len(df) == 9 * 2 * 2
+    assert (df.groupby(["point", "repeat"]).size() == 2).all()
+    agg = df[df["thread"] == "all"]
+    assert len(agg) == 18 and (agg["status"] == "ok").all()
+    cols = list(df.columns)
+    assert cols[: len(ID_COLUMNS)] == list(ID_COLUMNS)
+    for c in [*PARAM_NAMES, *CONDITION_COLUMNS, "bw_gbps", "bw_mbps", "elapsed_ns", "elapsed_ticks", "irqoff_pct",
+              "gap_ticks", "gap_ns", "thread_node", "cpu", "ewr", "err", "media_write_64b", "started_at", "run_s"]:
+        assert c in cols, c
+    assert not [c for c in cols if "cycle" in c]
+    assert df["bw_gbps"].dtype.kind == "f" and (df["bw_gbps"] > 0).all()
+    assert set(df["access_size"]) == {64, 512, 4096} and set(df["op"]) == {"load", "ntstore", "store+clwb"}
+    assert (df["target"] == "/dev/pmem0").all() and (df["target_kind"] == "fsdax").all()
+    assert (df["tsc_khz"] == 2_000_000).all() and (df["target_page_size"] == 2097152).all()
+    assert df["ewr"].isna().all()  # no ipmctl here
+    assert ((df["elapsed_ns"] - df["elapsed_ticks"] * 1e6 / 2_000_000).abs() <= 1).all()
+    side = json.loads(out.with_suffix(".json").read_text())
+    assert side["status"] == "complete" and side["sweep"] == "t" and side["points"] == 9
+    assert side["started_at"] and side["ended_at"]
+    assert side["config"]["text"].strip() == CONFIG.strip()
+    assert side["toolkit"]["revision"]
+    assert side["machine"]["module"]["version"] == "0.1.0"
+    assert any("ipmctl" in n for n in side["notes"])
+    assert side["sessions"][0]["runs"] == 18 and side["sessions"][0]["ok"] == 18
+    summ = pd.read_csv(out.with_name("t.summary.csv"))
+    assert len(summ) == 9 and (summ["n"] == 2).all()
+    assert {"bw_gbps_mean", "bw_gbps_stddev", "bw_gbps_ci95"} <= set(summ.columns)
+
+
+def test_resume_skips_completed_points(env):
+    fake, cfg, out = env
+    assert sweep(cfg, out) == 0
+    df = pd.read_csv(out)
+    # Lose the last three (point, repeat) runs and tear the last line, as a crash would.
+    keep_pairs = set(map(tuple, df[["point", "repeat"]].drop_duplicates().values.tolist()[:-3]))
+    kept = df[[tuple(x) in keep_pairs for x in df[["point", "repeat"]].values.tolist()]]
+    text = kept.to_csv(index=False) + "t,8,abc,1,0,ok,,band"
+    out.write_text(text)
+    fake.runs.clear()
+    assert sweep(cfg, out) == 0
+    assert len(fake.runs) == 3
+    df2 = pd.read_csv(out)
+    assert len(df2) == len(df)
+    assert not df2.duplicated(["point_key", "repeat", "thread"]).any()
+    side = json.loads(out.with_suffix(".json").read_text())
+    assert len(side["sessions"]) == 2 and side["sessions"][1]["resumed_runs"] == 15
+    fake.runs.clear()
+    assert sweep(cfg, out) == 0 and fake.runs == []
+    assert sweep(cfg, out, "--fresh") == 0 and len(fake.runs) == 18
+
+
+def test_ctrl_c_leaves_valid_csv_and_resume_finishes(env, capsys):
+    fake, cfg, out = env
+    fake.interrupt_at_run = 5
+    rc = sweep(cfg, out)
+    err = capsys.readouterr().err
+    assert rc == 130
+    assert "interrupted" in err and "resume" in err and err.strip().count("\n") == 0
+    assert fake.aborts == 1 and (fake.root / "state").read_text().strip() == "error:aborted"
+    df = pd.read_csv(out)  # valid CSV
+    assert len(df[df["thread"] == "all"]) == 4 and (df["status"] == "ok").all()
+    side = json.loads(out.with_suffix(".json").read_text())
+    assert side["status"] == "interrupted" and side["ended_at"]
+    fake.interrupt_at_run = None
+    fake.runs.clear()
+    assert sweep(cfg, out) == 0
+    assert len(fake.runs) == 18 - 4
+    df = pd.read_csv(out)
+    assert len(df[df["thread"] == "all"]) == 18
+
+
+def test_failed_points_are_recorded_and_sweep_goes_on(env):
+    fake, cfg, out = env
+    fake.fail = lambda p: "media error" if p["op"] == "ntstore" and p["access_size"] == "512" else None
+    fake.refuse = {"access_size=4096": "too large for this window"}
+    assert sweep(cfg, out) == 0
+    df = pd.read_csv(out)
+    agg = df[df["thread"] == "all"]
+    err = agg[agg["status"] == "error"]
+    assert len(err) == 2 and (err["error"].str.contains("media error")).all()
+    refused = agg[agg["status"] == "refused"]
+    assert len(refused) == 6 and refused["error"].str.contains("too large for this window").all()
+    assert (agg["status"] == "ok").sum() == 18 - 8
+    # failed rows are single aggregate rows without results
+    assert df[df["status"] != "ok"]["bw_gbps"].isna().all()
+    # resume retries the failed runs only
+    fake.fail = None
+    fake.refuse = {}
+    fake.runs.clear()
+    assert sweep(cfg, out) == 0
+    assert len(fake.runs) == 8
+    assert (pd.read_csv(out).query("thread == 'all'")["status"] == "ok").sum() == 18
+
+
+def test_fail_fast(env, capsys):
+    fake, cfg, out = env
+    fake.fail = lambda p: "boom"
+    assert sweep(cfg, out, "--fail-fast") == 1
+    assert "failed: error: boom" in capsys.readouterr().err
+    assert len(fake.runs) == 1
+    assert len(pd.read_csv(out)) == 1
+    assert json.loads(out.with_suffix(".json").read_text())["status"] == "failed"
+
+
+def test_bad_config_never_touches_the_module(env, capsys):
+    fake, cfg, out = env
+    cfg.write_text(CONFIG.replace('access_size = "64..4096 *8"', 'access_size = [64, 100]'))
+    assert sweep(cfg, out) == 2
+    err = capsys.readouterr().err
+    assert "access_size = 100" in err and "t.toml:13:" in err and "not a multiple of width 32" in err
+    assert fake.runs == [] and not out.exists()
+    assert (fake.root / "op").read_text().strip() == "load"
+
+
+def test_module_not_loaded(tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr(machine, "run_tool", lambda argv: machine.ToolResult(127, "", ""))
+    cfg = tmp_path / "t.toml"
+    cfg.write_text(CONFIG)
+    rc = cli.main(["--sysfs", str(tmp_path / "none"), "sweep", str(cfg), "-o", str(tmp_path / "o.csv"), "--no-progress"])
+    err = capsys.readouterr().err
+    assert rc == 1 and err.startswith("pmemlab: module not loaded") and err.strip().count("\n") == 0
+
+
+def test_wrong_target_refused(env, capsys):
+    fake, cfg, out = env
+    assert sweep(cfg, out, "--target", "/dev/pmem1") == 1
+    assert "not /dev/pmem1" in capsys.readouterr().err and fake.runs == []
+
+
+def test_unsupported_points_recorded_as_skipped(env):
+    fake, cfg, out = env
+    (fake.root / "cpu_features").write_text("sse2 avx avx2 clflush rdtscp\n")  # no clwb
+    assert sweep(cfg, out) == 0
+    df = pd.read_csv(out)
+    sk = df[df["status"] == "skipped"]
+    assert len(sk) == 3 * 2 and (sk["op"] == "store+clwb").all() and sk["error"].str.contains("clwb").all()
+    assert len(fake.runs) == 6 * 2
+    assert sweep(cfg, out, "--fresh", "--strict") == 2
+
+
+def test_new_result_fields_become_columns(env):
+    fake, cfg, out = env
+    fake.interrupt_at_run = 3
+    assert sweep(cfg, out) == 130
+    fake.interrupt_at_run = None
+    fake.extra_fields = "retired_loads=123 stall_ticks=4000"
+    assert sweep(cfg, out) == 0
+    df = pd.read_csv(out)
+    assert {"retired_loads", "stall_ticks", "stall_ns"} <= set(df.columns)
+    assert df["retired_loads"].isna().sum() == 4 and (df["retired_loads"].dropna() == 123).all()
+    assert (df["stall_ns"].dropna() == 2000.0).all()
+
+
+def test_adaptive_repeats_stop_at_target_or_cap(env):
+    fake, cfg, out = env
+    cfg.write_text(dedent("""
+        [sweep]
+        name = "t"
+        [sweep.adaptive]
+        metric = "bw_gbps"
+        ci_target = 0.5
+        min_repeats = 3
+        max_repeats = 6
+        [base]
+        duration_ms = 2
+        [axes]
+        op = ["load"]
+    """))
+    assert sweep(cfg, out) == 0
+    assert len(fake.runs) == 3  # noise ~1 %, a 50 % target is met at once
+    cfg.write_text(cfg.read_text().replace("ci_target = 0.5", "ci_target = 0.00001"))
+    fake.runs.clear()
+    assert sweep(cfg, out) == 0
+    assert len(fake.runs) == 3  # resumed 3, then 3 more up to the cap
+    df = pd.read_csv(out)
+    assert sorted(df[df["thread"] == "all"]["repeat"]) == [0, 1, 2, 3, 4, 5]
+
+
+def test_media_counters_from_ipmctl(env, monkeypatch):
+    fake, cfg, out = env
+    snaps = [(FIX / "ipmctl-performance-before.txt").read_text(), (FIX / "ipmctl-performance-after.txt").read_text()]
+    calls = {"n": 0}
+
+    def tool(argv):
+        if argv[0] == "ipmctl":
+            calls["n"] += 1
+            return machine.ToolResult(0, snaps[(calls["n"] - 1) % 2])
+        return machine.ToolResult(127, "", "")
+
+    monkeypatch.setattr(machine, "run_tool", tool)
+    cfg.write_text(CONFIG.replace("repeats = 2", "repeats = 1"))
+    # probe call (1) then before/after per run: keep before=odd calls after the probe
+    calls["n"] = 1
+    assert sweep(cfg, out) == 0
+    df = pd.read_csv(out)
+    agg = df[df["thread"] == "all"]
+    assert ((agg["ewr"] - 0.625).abs() < 1e-12).all() and ((agg["err"] - 1.0).abs() < 1e-12).all()
+    assert (agg["media_write_64b"] == 8192).all()
+    assert df[df["thread"] != "all"]["ewr"].isna().all()
+    side = json.loads(out.with_suffix(".json").read_text())
+    assert side["machine"]["ipmctl"]["available"] is True
+
+
+def test_dry_run_runs_nothing(env, capsys):
+    fake, cfg, out = env
+    assert sweep(cfg, out, "--dry-run") == 0
+    text = capsys.readouterr().out
+    assert "9 points" in text and "18 runs" in text and fake.runs == [] and not out.exists()
+
+
+def test_summarize_command(env, capsys):
+    fake, cfg, out = env
+    assert sweep(cfg, out) == 0
+    out.with_name("t.summary.csv").unlink()
+    assert cli.main(["summarize", str(out)]) == 0
+    assert out.with_name("t.summary.csv").exists()
+
+
+def test_ipmctl_columns_constant():
+    assert ipmctl.COLUMNS == ("media_read_64b", "media_write_64b", "read_request_64b", "write_request_64b", "ewr", "err")
