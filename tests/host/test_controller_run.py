@@ -75,6 +75,16 @@ def test_refused_value_reads_last_error(fake):
     assert "access_size=4096" in ei.value.one_line() and "per-thread region" in ei.value.one_line()
 
 
+def test_state_back_to_idle_ends_the_poll(fake):
+    fake.run_s = 5.0
+    m = fake.module()
+    import threading
+
+    threading.Timer(0.05, lambda: (fake.root / "state").write_text("idle\n")).start()
+    out = m.run(values(), timeout_s=3)
+    assert out.state.startswith("error:") and "without a result" in out.error
+
+
 def test_busy_module(fake):
     (fake.root / "state").write_text("running\n")
     with pytest.raises(ModuleBusy) as ei:

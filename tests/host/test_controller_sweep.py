@@ -152,6 +152,17 @@ def test_failed_points_are_recorded_and_sweep_goes_on(env):
     assert (pd.read_csv(out).query("thread == 'all'")["status"] == "ok").sum() == 18
 
 
+def test_refusal_at_start_is_recorded(env):
+    fake, cfg, out = env
+    fake.refuse_start = lambda p: "working set past the end of the target" if p["op"] == "load" else None
+    assert sweep(cfg, out) == 0
+    agg = pd.read_csv(out).query("thread == 'all'")
+    refused = agg[agg["status"] == "refused"]
+    assert len(refused) == 6 and (refused["op"] == "load").all()
+    assert refused["error"].str.startswith("refused at start: working set past the end").all()
+    assert len(fake.runs) == 12
+
+
 def test_fail_fast(env, capsys):
     fake, cfg, out = env
     fake.fail = lambda p: "boom"

@@ -131,7 +131,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         status = "ok" if outcome.ok else ("timeout" if outcome.state == "timeout" else "error")
         error = "" if outcome.ok else (outcome.error or outcome.state)
     except ParamRefused as exc:
-        status, error = "refused", f"{exc.key}={exc.value}: {exc.reason}"
+        status = "refused"
+        error = f"refused at start: {exc.reason}" if exc.key == "run" else f"{exc.key}={exc.value}: {exc.reason}"
     ids = {"sweep": "run", "point": 0, "point_key": "", "repeat": 0}
     rows = rows_for_outcome(ids, values, outcome, status, error, cond.get("tsc_khz"), cond)
     df = pd.DataFrame(rows)

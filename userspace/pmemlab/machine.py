@@ -351,6 +351,7 @@ def conditions(info: dict[str, Any]) -> dict[str, Any]:
         "tsc_khz": cpu.get("tsc", {}).get("tsc_khz"),
         "freq_source": "tsc" + (" (invariant)" if cpu.get("tsc", {}).get("invariant") else ""),
         "prefetch_control": info.get("prefetch", {}).get("control"),
+        "prefetch_msr": info.get("prefetch", {}).get("msr_0x1a4"),
         "kernel": info.get("host", {}).get("kernel"),
         "hostname": info.get("host", {}).get("hostname"),
         "module_version": mod.get("version"),

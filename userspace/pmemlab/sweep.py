@@ -286,8 +286,9 @@ def _one_run(pt: Point, ids: dict[str, Any], module: Module, cfg: SweepConfig, o
     try:
         outcome = module.run(pt.params, timeout_s=cfg.timeout_s, poll_s=opts.poll_s)
     except ParamRefused as exc:
+        why = f"refused at start: {exc.reason}" if exc.key == "run" else f"{exc.key}={exc.value}: {exc.reason}"
         return rows_for_outcome(ids, pt.params, RunOutcome("refused", started=time.time()), "refused",
-                                f"{exc.key}={exc.value}: {exc.reason}", tsc_khz, cond)
+                                why, tsc_khz, cond)
     after = media.snapshot() if media else None
     mdelta = ipmctl.delta(before, after) if before and after else None
     if outcome.ok:

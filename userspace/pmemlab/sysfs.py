@@ -262,7 +262,7 @@ class Module:
             delay = poll_s
             while True:
                 state = self.state()
-                if state != "running" and state != "idle":
+                if state != "running":  # the module sets `running` before the write returns
                     break
                 if time.monotonic() - t0 > timeout_s:
                     self._abort_and_wait()
@@ -279,6 +279,8 @@ class Module:
         if state == "done":
             return RunOutcome("done", result=self.read("result"), started=started, elapsed_s=elapsed,
                               params=dict(values))
+        if state == "idle":
+            state = "error:stopped without a result (aborted from elsewhere?)"
         reason = state.split(":", 1)[1].strip() if ":" in state else state
         detail = self.read_opt("last_error") or ""
         return RunOutcome(f"error:{reason}", error=detail or reason, started=started, elapsed_s=elapsed,

@@ -20,7 +20,7 @@ from pmemlab.sysfs import RunOutcome
 ID_COLUMNS: tuple[str, ...] = ("sweep", "point", "point_key", "repeat", "thread", "status", "error")
 CONDITION_COLUMNS: tuple[str, ...] = (
     "target", "target_kind", "target_size", "target_node", "target_page_size", "target_region",
-    "target_interleave_ways", "cpu_model", "tsc_khz", "freq_source", "prefetch_control", "kernel",
+    "target_interleave_ways", "cpu_model", "tsc_khz", "freq_source", "prefetch_control", "prefetch_msr", "kernel",
     "hostname", "module_version", "toolkit_version",
 )
 TIME_COLUMNS: tuple[str, ...] = ("started_at", "run_s")
@@ -49,7 +49,10 @@ COLUMN_DOC: dict[str, str] = {
     "write_request_64b": "ipmctl WriteRequests delta", "ewr": "effective write ratio = write_request / media_write",
     "err": "effective read ratio = read_request / media_read",
     "target_size": "bytes", "target_page_size": "bytes of the kernel mapping's pages",
-    "tsc_khz": "TSC rate used for ticks -> ns", "started_at": "UTC start of the run", "run_s": "wall seconds of the run",
+    "tsc_khz": "TSC rate used for ticks -> ns",
+    "prefetch": "run parameter: hardware prefetchers on/off for the run",
+    "prefetch_control": "how the module can switch prefetchers (msr-0x1a4 or none)",
+    "prefetch_msr": "MSR 0x1a4 of CPU 0 when the sweep started (0xf = all four prefetchers off; empty = unreadable)", "started_at": "UTC start of the run", "run_s": "wall seconds of the run",
     "access_size": "bytes", "stride": "bytes", "working_set": "bytes", "window_offset": "bytes",
     "hotspot_size": "bytes", "pass_offset": "bytes", "fence_interval": "bytes", "interleave_gran": "bytes",
     "width": "bytes per instruction", "duration_ms": "ms", "delay_ticks": "TSC ticks",
