@@ -346,3 +346,23 @@ def test_unsupported_points_skip_or_error():
     with pytest.raises(ConfigError) as ei:
         expand(strict, facts)
     assert "store+clwb needs clwb" in str(ei.value) and "t.toml:3:" in str(ei.value)
+
+
+def test_readme_example_expands():
+    text = (CONFIGS / "README").read_text()
+    block = text.split("One complete example", 1)[1].split("This gives", 1)[0]
+    example = "\n".join(line[4:] for line in block.splitlines() if line.startswith("    "))
+    c = parse_config(example, source="README")
+    assert count_points(c) == 72
+    pts = expand(c)
+    assert 0 < len(pts) < 72
+    assert c.adaptive and c.adaptive.max_repeats == 12 and c.name == "bw-size"
+    assert all(p.params["pattern"] == "rand" for p in pts)
+
+
+def test_mixed_list_of_values_and_ranges():
+    pts = expand(cfg("""
+        [axes]
+        access_size = [64, "1K..4K *2"]
+    """))
+    assert [p.params["access_size"] for p in pts] == [64, 1024, 2048, 4096]

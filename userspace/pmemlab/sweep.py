@@ -143,7 +143,11 @@ def run_sweep(cfg: SweepConfig, points: list[Point], module: Module, info: dict[
         report.resumed = len(done)
     else:
         sink.ensure_header()
-    all_rows: list[dict[str, Any]] = kept  # aggregate rows feed adaptive repeats and the summary
+    # ok values of the adaptive metric per point (aggregate rows), for the stopping rule
+    by_point: dict[str, list[Mapping[str, Any]]] = {}
+    for r in kept:
+        if r.get("thread") == "all":
+            by_point.setdefault(r.get("point_key", ""), []).append(r)
 
     previous: dict[str, Any] = {}
     if side.exists():
@@ -188,7 +192,9 @@ def run_sweep(cfg: SweepConfig, points: list[Point], module: Module, info: dict[
 
     def record(rows: list[dict[str, Any]]) -> None:
         sink.append(rows)
-        all_rows.extend(r for r in rows if str(r.get("thread")) == "all")
+        for r in rows:
+            if str(r.get("thread")) == "all":
+                by_point.setdefault(str(r.get("point_key")), []).append(r)
 
     try:
         for pt in points:
@@ -198,7 +204,7 @@ def run_sweep(cfg: SweepConfig, points: list[Point], module: Module, info: dict[
                     if repeat >= cfg.adaptive.max_repeats:
                         break
                     if repeat >= cfg.adaptive.min_repeats:
-                        s = summarize(metric_values(all_rows, pt.key, cfg.adaptive.metric))
+                        s = summarize(metric_values(by_point.get(pt.key, []), pt.key, cfg.adaptive.metric))
                         if s.n == 0:  # every run of this point failed or was skipped
                             break
                         if s.n >= 2 and not math.isnan(s.ci95_rel) and s.ci95_rel <= cfg.adaptive.ci_target:
