@@ -61,6 +61,19 @@ def test_result_parsing_units_and_unknown_fields():
     assert parse_result("thread=0 mode=7\n", 1000, frozenset({"mode"}))[0]["result_mode"] == 7
 
 
+def test_histogram_parsing():
+    from pmemlab.results import parse_histogram
+
+    cols = parse_histogram("thread lo_ticks hi_ticks count\n0 600 608 12\n1 1200 1216 3\n", 2_000_000)
+    assert cols == [
+        {"thread": 0, "lo_ticks": 600, "hi_ticks": 608, "count": 12, "lo_ns": 300.0, "hi_ns": 304.0},
+        {"thread": 1, "lo_ticks": 1200, "hi_ticks": 1216, "count": 3, "lo_ns": 600.0, "hi_ns": 608.0},
+    ]
+    kv = parse_histogram("thread=0 lo_ticks=10 hi_ticks=12 count=1\ngarbage\n", 1_000_000)
+    assert kv == [{"thread": 0, "lo_ticks": 10, "hi_ticks": 12, "count": 1, "lo_ns": 10.0, "hi_ns": 12.0}]
+    assert parse_histogram("", 1000) == []
+
+
 def test_run_error_state_reports_reason(fake):
     fake.fail = lambda p: "window beyond target"
     out = fake.module().run(values())

@@ -289,3 +289,25 @@ def test_summarize_command(env, capsys):
 
 def test_ipmctl_columns_constant():
     assert ipmctl.COLUMNS == ("media_read_64b", "media_write_64b", "read_request_64b", "write_request_64b", "ewr", "err")
+
+
+def test_latency_histograms_and_run_id(env):
+    fake, cfg, out = env
+    cfg.write_text(CONFIG.replace('mode = "bandwidth"', 'mode = "latency"\ncount = 1000'))
+    fake.interrupt_at_run = 7
+    assert sweep(cfg, out) == 130
+    hist = pd.read_csv(out.with_name("t.hist.csv"))
+    assert len(hist) == 6 * 3  # runs 1..6 completed, 3 buckets each, one thread
+    fake.interrupt_at_run = None
+    assert sweep(cfg, out) == 0
+    df = pd.read_csv(out)
+    hist = pd.read_csv(out.with_name("t.hist.csv"))
+    assert list(hist.columns) == ["sweep", "point", "point_key", "repeat", "thread", "lo_ticks", "hi_ticks",
+                                  "lo_ns", "hi_ns", "count"]
+    assert len(hist) == 18 * 3
+    assert not hist.duplicated(["point_key", "repeat", "thread", "lo_ticks"]).any()
+    assert (hist["lo_ns"] == hist["lo_ticks"] / 2).all()
+    assert set(zip(hist["point_key"], hist["repeat"])) == set(zip(df["point_key"], df["repeat"]))
+    agg = df[df["thread"] == "all"]
+    assert agg["lat_ns_p99"].notna().all() and (agg["lat_ns_p99"] == agg["lat_ticks_p99"] / 2).all()
+    assert agg["run_id"].notna().all()

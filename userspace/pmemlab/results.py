@@ -123,3 +123,30 @@ def _thread_num(t: Any) -> int:
         return int(t)
     except (TypeError, ValueError):
         return -1
+
+
+HIST_FIELDS: tuple[str, ...] = ("thread", "lo_ticks", "hi_ticks", "count")
+
+
+def parse_histogram(text: str, tsc_khz: float | None) -> list[dict[str, Any]]:
+    """`histogram`: `thread lo_ticks hi_ticks count` per non-empty bucket (whitespace
+    columns or key=value fields; a header line is skipped). Adds lo_ns / hi_ns."""
+    rows: list[dict[str, Any]] = []
+    for line in text.splitlines():
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        if "=" in line:
+            fields: dict[str, Any] = {k: parse_value(v) for k, v in _FIELD_RE.findall(line)}
+        else:
+            parts = line.split()
+            if len(parts) != len(HIST_FIELDS) or not parts[1].isdigit():
+                continue  # header or unknown line
+            fields = {k: parse_value(v) for k, v in zip(HIST_FIELDS, parts)}
+        if not all(k in fields for k in HIST_FIELDS[1:]):
+            continue
+        fields.setdefault("thread", "all")
+        fields["lo_ns"] = ticks_to_ns(fields["lo_ticks"], tsc_khz)
+        fields["hi_ns"] = ticks_to_ns(fields["hi_ticks"], tsc_khz)
+        rows.append(fields)
+    return rows

@@ -19,10 +19,10 @@ from pmemlab.config import Point, SweepConfig
 from pmemlab.errors import Interrupted, ParamRefused, PmemlabError
 from pmemlab.machine import conditions
 from pmemlab.params import PARAM_NAMES
-from pmemlab.results import KNOWN_RESULT_COLUMNS
+from pmemlab.results import KNOWN_RESULT_COLUMNS, parse_histogram
 from pmemlab.stats import summarize
 from pmemlab.sysfs import Module, RunOutcome
-from pmemlab.table import BASE_COLUMNS, COLUMN_DOC, CsvSink, now_iso, rows_for_outcome
+from pmemlab.table import BASE_COLUMNS, COLUMN_DOC, HIST_COLUMNS, CsvSink, now_iso, rows_for_outcome
 
 SUMMARY_SKIP = frozenset({"cpu", "thread_node", "thread_op"})
 
@@ -33,6 +33,10 @@ def sidecar_path(csv_path: Path) -> Path:
 
 def summary_path(csv_path: Path) -> Path:
     return csv_path.with_name(csv_path.stem + ".summary.csv")
+
+
+def histogram_path(csv_path: Path) -> Path:
+    return csv_path.with_name(csv_path.stem + ".hist.csv")
 
 
 @dataclass
@@ -123,7 +127,7 @@ def run_sweep(cfg: SweepConfig, points: list[Point], module: Module, info: dict[
     out.parent.mkdir(parents=True, exist_ok=True)
     side = sidecar_path(out)
     if opts.fresh:
-        for p in (out, side, summary_path(out)):
+        for p in (out, side, summary_path(out), histogram_path(out)):
             if p.exists():
                 p.unlink()
 
@@ -143,6 +147,11 @@ def run_sweep(cfg: SweepConfig, points: list[Point], module: Module, info: dict[
         report.resumed = len(done)
     else:
         sink.ensure_header()
+    hist_sink = CsvSink(histogram_path(out), HIST_COLUMNS)
+    if hist_sink.path.exists():
+        hheader, hrows = CsvSink.read_existing(hist_sink.path)
+        hist_sink.columns = list(dict.fromkeys([*HIST_COLUMNS, *hheader]))
+        hist_sink.rewrite(r for r in hrows if (r.get("point_key", ""), _int(r.get("repeat"))) in done)
     # ok values of the adaptive metric per point (aggregate rows), for the stopping rule
     by_point: dict[str, list[Mapping[str, Any]]] = {}
     for r in kept:
@@ -167,6 +176,7 @@ def run_sweep(cfg: SweepConfig, points: list[Point], module: Module, info: dict[
         "description": cfg.description,
         "csv": out.name,
         "summary_csv": summary_path(out).name,
+        "histogram_csv": histogram_path(out).name,
         "started_at": previous.get("started_at", session["started_at"]),
         "ended_at": None,
         "status": "running",
@@ -218,7 +228,10 @@ def run_sweep(cfg: SweepConfig, points: list[Point], module: Module, info: dict[
                     repeat += 1
                     continue
                 ids = {"sweep": cfg.name, "point": pt.index, "point_key": pt.key, "repeat": repeat}
-                rows = _one_run(pt, ids, module, cfg, opts, tsc_khz, cond, media)
+                rows, hist = _one_run(pt, ids, module, cfg, opts, tsc_khz, cond, media)
+                if hist:
+                    hist_sink.ensure_header()
+                    hist_sink.append(hist)
                 record(rows)
                 report.runs += 1
                 st = rows[-1]["status"]
@@ -285,26 +298,35 @@ def run_sweep(cfg: SweepConfig, points: list[Point], module: Module, info: dict[
 
 
 def _one_run(pt: Point, ids: dict[str, Any], module: Module, cfg: SweepConfig, opts: SweepOptions,
-             tsc_khz: float | None, cond: Mapping[str, Any], media: ipmctl.MediaCounters | None) -> list[dict[str, Any]]:
+             tsc_khz: float | None, cond: Mapping[str, Any], media: ipmctl.MediaCounters | None,
+             ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     if pt.skip_reason:
-        return rows_for_outcome(ids, pt.params, None, "skipped", pt.skip_reason, tsc_khz, cond)
+        return rows_for_outcome(ids, pt.params, None, "skipped", pt.skip_reason, tsc_khz, cond), []
     before = media.snapshot() if media else None
     try:
         outcome = module.run(pt.params, timeout_s=cfg.timeout_s, poll_s=opts.poll_s)
     except ParamRefused as exc:
         why = f"refused at start: {exc.reason}" if exc.key == "run" else f"{exc.key}={exc.value}: {exc.reason}"
         return rows_for_outcome(ids, pt.params, RunOutcome("refused", started=time.time()), "refused",
-                                why, tsc_khz, cond)
+                                why, tsc_khz, cond), []
     after = media.snapshot() if media else None
     mdelta = ipmctl.delta(before, after) if before and after else None
     if outcome.ok:
-        return rows_for_outcome(ids, pt.params, outcome, "ok", "", tsc_khz, cond, mdelta)
+        hist = [{**ids, **h} for h in parse_histogram(outcome.histogram, tsc_khz)]
+        return rows_for_outcome(ids, pt.params, outcome, "ok", "", tsc_khz, cond, mdelta), hist
     status = "timeout" if outcome.state == "timeout" else "error"
     reason = outcome.state.split(":", 1)[1] if ":" in outcome.state else outcome.state
     err = outcome.error if outcome.error and outcome.error != reason else reason
     if outcome.error and outcome.error != reason and status == "error":
         err = f"{reason}: {outcome.error}"
-    return rows_for_outcome(ids, pt.params, outcome, status, err, tsc_khz, cond)
+    return rows_for_outcome(ids, pt.params, outcome, status, err, tsc_khz, cond), []
+
+
+def _int(text: Any) -> int:
+    try:
+        return int(text)
+    except (TypeError, ValueError):
+        return -1
 
 
 def summarize_csv(csv_path: Path) -> pd.DataFrame:

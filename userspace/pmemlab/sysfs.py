@@ -75,6 +75,8 @@ class RunOutcome:
     started: float = 0.0
     elapsed_s: float = 0.0
     params: dict[str, Any] = field(default_factory=dict)
+    histogram: str = ""
+    run_id: str | None = None
 
     @property
     def ok(self) -> bool:
@@ -278,7 +280,8 @@ class Module:
         elapsed = time.monotonic() - t0
         if state == "done":
             return RunOutcome("done", result=self.read("result"), started=started, elapsed_s=elapsed,
-                              params=dict(values))
+                              params=dict(values), histogram=self.read_opt("histogram") or "",
+                              run_id=self.read_opt("run_id"))
         if state == "idle":
             state = "error:stopped without a result (aborted from elsewhere?)"
         reason = state.split(":", 1)[1].strip() if ":" in state else state

@@ -23,7 +23,9 @@ CONDITION_COLUMNS: tuple[str, ...] = (
     "target_interleave_ways", "cpu_model", "tsc_khz", "freq_source", "prefetch_control", "prefetch_msr", "kernel",
     "hostname", "module_version", "toolkit_version",
 )
-TIME_COLUMNS: tuple[str, ...] = ("started_at", "run_s")
+TIME_COLUMNS: tuple[str, ...] = ("started_at", "run_s", "run_id")
+HIST_COLUMNS: tuple[str, ...] = ("sweep", "point", "point_key", "repeat", "thread", "lo_ticks", "hi_ticks",
+                                 "lo_ns", "hi_ns", "count")
 STATUSES: tuple[str, ...] = ("ok", "error", "timeout", "refused", "skipped")
 
 BASE_COLUMNS: tuple[str, ...] = (
@@ -53,6 +55,7 @@ COLUMN_DOC: dict[str, str] = {
     "prefetch": "run parameter: hardware prefetchers on/off for the run",
     "prefetch_control": "how the module can switch prefetchers (msr-0x1a4 or none)",
     "prefetch_msr": "MSR 0x1a4 of CPU 0 when the sweep started (0xf = all four prefetchers off; empty = unreadable)", "started_at": "UTC start of the run", "run_s": "wall seconds of the run",
+    "run_id": "the module's run counter for this run (when it has one)",
     "access_size": "bytes", "stride": "bytes", "working_set": "bytes", "window_offset": "bytes",
     "hotspot_size": "bytes", "pass_offset": "bytes", "fence_interval": "bytes", "interleave_gran": "bytes",
     "width": "bytes per instruction", "duration_ms": "ms", "delay_ticks": "TSC ticks",
@@ -70,7 +73,8 @@ def rows_for_outcome(ids: Mapping[str, Any], params: Mapping[str, Any], outcome:
     started = (datetime.fromtimestamp(outcome.started, timezone.utc).isoformat(timespec="seconds")
                if outcome and outcome.started else now_iso())
     common: dict[str, Any] = {**ids, **{k: params.get(k) for k in PARAM_NAMES}, **cond,
-                              "started_at": started, "run_s": round(outcome.elapsed_s, 6) if outcome else None}
+                              "started_at": started, "run_s": round(outcome.elapsed_s, 6) if outcome else None,
+                              "run_id": outcome.run_id if outcome else None}
     if status != "ok" or outcome is None:
         return [{**common, "thread": "all", "status": status, "error": error}]
     result_rows = parse_result(outcome.result, tsc_khz, RESERVED)
