@@ -1,0 +1,110 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * compat.h - every kernel-version difference pmemlab meets, in one place.
+ * Each shim names the versions it is for (see shared/notes/kernel-compat.md).
+ * Built and checked against Debian 6.1 and 6.12; the other branches follow
+ * the headers of the versions named.
+ */
+#ifndef PMEMLAB_COMPAT_H
+#define PMEMLAB_COMPAT_H
+
+#include <linux/version.h>
+#include <linux/blkdev.h>
+#include <linux/dax.h>
+#include <linux/sysfs.h>
+#include <asm/msr.h>
+
+/* ---- opening the block device exclusively ---- */
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 9, 0)
+/* 6.9+: bdev_file_open_by_path() returns a struct file; close with bdev_fput() */
+#define PL_HAVE_HOLDER_OPS 1
+typedef struct file *pl_bdev_t;
+#define pl_bdev_open(path, holder, hops) \
+	bdev_file_open_by_path(path, BLK_OPEN_READ | BLK_OPEN_WRITE, holder, hops)
+#define pl_bdev(b)			file_bdev(b)
+#define pl_bdev_close(b, holder)	bdev_fput(b)
+#elif LINUX_VERSION_CODE >= KERNEL_VERSION(6, 8, 0)
+/* 6.8 (and late 6.6.y): bdev_open_by_path() returns a bdev_handle */
+#define PL_HAVE_HOLDER_OPS 1
+typedef struct bdev_handle *pl_bdev_t;
+#define pl_bdev_open(path, holder, hops) \
+	bdev_open_by_path(path, BLK_OPEN_READ | BLK_OPEN_WRITE, holder, hops)
+#define pl_bdev(b)			((b)->bdev)
+#define pl_bdev_close(b, holder)	bdev_release(b)
+#elif LINUX_VERSION_CODE >= KERNEL_VERSION(6, 5, 0)
+/* 6.5 .. 6.7: blkdev_get_by_path() with blk_mode_t and holder ops */
+#define PL_HAVE_HOLDER_OPS 1
+typedef struct block_device *pl_bdev_t;
+#define pl_bdev_open(path, holder, hops) \
+	blkdev_get_by_path(path, BLK_OPEN_READ | BLK_OPEN_WRITE, holder, hops)
+#define pl_bdev(b)			(b)
+#define pl_bdev_close(b, holder)	blkdev_put(b, holder)
+#else
+/* <= 6.4: fmode_t, FMODE_EXCL with a holder, no holder ops */
+#define PL_HAVE_HOLDER_OPS 0
+typedef struct block_device *pl_bdev_t;
+#define PL_FMODE	(FMODE_READ | FMODE_WRITE | FMODE_EXCL)
+#define pl_bdev_open(path, holder, hops)	blkdev_get_by_path(path, PL_FMODE, holder)
+#define pl_bdev(b)			(b)
+#define pl_bdev_close(b, holder)	blkdev_put(b, PL_FMODE)
+#endif
+
+/* ---- DAX lookup and mapping ---- */
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 0, 0)
+/* 6.0+: holder and holder ops; returns NULL if another holder claimed it */
+#define pl_dax_get(bd, off, h)	fs_dax_get_by_bdev(bd, off, h, NULL)
+#define pl_dax_put(d, h)	fs_put_dax(d, h)
+#elif LINUX_VERSION_CODE >= KERNEL_VERSION(5, 17, 0)
+/* 5.17 .. 5.19: start offset, no holder */
+#define pl_dax_get(bd, off, h)	fs_dax_get_by_bdev(bd, off)
+#define pl_dax_put(d, h)	fs_put_dax(d)
+#else
+/* <= 5.16: compute the partition offset ourselves */
+#define pl_dax_get(bd, off, h) \
+	(*(off) = (u64)get_start_sect(bd) << SECTOR_SHIFT, fs_dax_get_by_bdev(bd))
+#define pl_dax_put(d, h)	fs_put_dax(d)
+#endif
+
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(5, 19, 0)
+/* 5.19+: access mode argument; pfn = NULL fits pfn_t * and (6.17+) unsigned long * */
+#define pl_dax_map(d, pg, n, ka)	dax_direct_access(d, pg, n, DAX_ACCESS, ka, NULL)
+#else
+#define pl_dax_map(d, pg, n, ka)	dax_direct_access(d, pg, n, ka, NULL)
+#endif
+
+/* ---- bin_attribute read(): const attribute from 6.13 ---- */
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 18, 0)
+/* 6.18+: only the const .read and the const .bin_attrs array */
+#define PL_BIN_CONST	const
+#define PL_BIN_READ	read
+#define PL_BIN_ATTRS	bin_attrs
+#define PL_BIN_ARRAY	const struct bin_attribute *const
+#elif LINUX_VERSION_CODE >= KERNEL_VERSION(6, 13, 0)
+/* 6.13 .. 6.17: the transition fields .read_new and .bin_attrs_new */
+#define PL_BIN_CONST	const
+#define PL_BIN_READ	read_new
+#define PL_BIN_ATTRS	bin_attrs_new
+#define PL_BIN_ARRAY	const struct bin_attribute *const
+#else
+/* <= 6.12: non-const */
+#define PL_BIN_CONST
+#define PL_BIN_READ	read
+#define PL_BIN_ATTRS	bin_attrs
+#define PL_BIN_ARRAY	struct bin_attribute *
+#endif
+
+/* ---- MSR accessors renamed to the q names in 6.16 ---- */
+#if LINUX_VERSION_CODE < KERNEL_VERSION(6, 16, 0)
+/* <= 6.15: only the l names exist */
+#define rdmsrq_safe_on_cpu	rdmsrl_safe_on_cpu
+#define wrmsrq_safe_on_cpu	wrmsrl_safe_on_cpu
+#define rdmsrq_safe		rdmsrl_safe
+#endif
+
+/* ---- huge-page vmalloc ---- */
+#if LINUX_VERSION_CODE < KERNEL_VERSION(5, 18, 0)
+/* <= 5.17: no vmalloc_huge(); plain vmalloc gives 4 KiB pages (reported as such) */
+#define vmalloc_huge(size, gfp)	__vmalloc(size, gfp)
+#endif
+
+#endif /* PMEMLAB_COMPAT_H */

@@ -1,0 +1,185 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * gen.c - pmemlab address generators and PRNG.
+ *
+ * A generator yields byte offsets inside one worker's region.  Slot j of
+ * pass k starts at (k mod passes) * pass_offset + j * step; a pass has
+ * nslots slots, the largest count for which the last access of the last
+ * pass still ends inside the span.  seq/stride/hotspot walk the slots in
+ * order, rand draws each slot uniformly (xoshiro256**, Lemire's unbiased
+ * bounded integers).  With a per-DIMM mapping the offsets first live in a
+ * "virtual" region made of this worker's interleave chunks only and are
+ * then mapped to the region: chunk c of the virtual region is DIMM
+ * first_dimm + (c mod dimms) (mod ways) of interleave round c / dimms.
+ */
+#include "pl_core.h"
+
+static u64 splitmix64(u64 *x)
+{
+	u64 z = (*x += 0x9e3779b97f4a7c15ULL);
+
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+	return z ^ (z >> 31);
+}
+
+void pl_rng_seed(struct pl_rng *r, u64 seed, u64 stream)
+{
+	u64 x = seed ^ (stream * 0xd1342543de82ef95ULL);
+	int i;
+
+	for (i = 0; i < 4; i++)
+		r->s[i] = splitmix64(&x);
+	if (!(r->s[0] | r->s[1] | r->s[2] | r->s[3]))
+		r->s[0] = 1;
+}
+
+static inline u64 rotl(u64 x, int k)
+{
+	return (x << k) | (x >> (64 - k));
+}
+
+u64 pl_rng_next(struct pl_rng *r)
+{
+	u64 *s = r->s;
+	u64 res = rotl(s[1] * 5, 7) * 9;
+	u64 t = s[1] << 17;
+
+	s[2] ^= s[0];
+	s[3] ^= s[1];
+	s[1] ^= s[2];
+	s[0] ^= s[3];
+	s[2] ^= t;
+	s[3] = rotl(s[3], 45);
+	return res;
+}
+
+u64 pl_rng_below(struct pl_rng *r, u64 n)
+{
+	pl_u128 m = (pl_u128)pl_rng_next(r) * n;
+	u64 lo = (u64)m;
+
+	if (lo < n) {
+		u64 thresh = -n % n;
+
+		while (lo < thresh) {
+			m = (pl_u128)pl_rng_next(r) * n;
+			lo = (u64)m;
+		}
+	}
+	return (u64)(m >> 64);
+}
+
+/* bytes of the virtual region of a per-DIMM mapping */
+static u64 dimm_span(const struct pl_gen_cfg *c)
+{
+	u64 rounds = c->span / (c->ways * c->gran);
+
+	return rounds * c->dimms * c->gran;
+}
+
+static u64 gen_span(const struct pl_gen_cfg *c)
+{
+	return c->ways ? dimm_span(c) : c->span;
+}
+
+static u64 gen_nslots(const struct pl_gen_cfg *c, u64 span)
+{
+	u64 last = (c->passes - 1) * c->pass_offset + c->access;
+
+	if (last > span)
+		return 0;
+	return (span - last) / c->step + 1;
+}
+
+u64 pl_gen_map(const struct pl_gen_cfg *c, u64 v)
+{
+	u64 chunk, within, round, dimm;
+
+	if (!c->ways)
+		return v;
+	chunk = v / c->gran;
+	within = v % c->gran;
+	round = chunk / c->dimms;
+	dimm = (c->first_dimm + chunk % c->dimms) % c->ways;
+	return (round * c->ways + dimm) * c->gran + within;
+}
+
+int pl_gen_check(const struct pl_gen_cfg *c, u64 *extent, const char **why)
+{
+	u64 span, k;
+
+	if (!c->access || !c->step || !c->passes || c->step < c->access) {
+		*why = "access, step and passes must be non-zero and step >= access";
+		return -1;
+	}
+	if (c->passes > 1 && c->pass_offset > c->span / (c->passes - 1)) {
+		*why = "(passes - 1) * pass_offset exceeds the region";
+		return -1;
+	}
+	if (c->ways) {
+		if (!c->gran || !c->dimms || c->dimms > c->ways) {
+			*why = "per-dimm needs interleave_gran > 0 and 1 <= dimms_per_thread <= interleave_ways";
+			return -1;
+		}
+		if (c->gran % c->step) {
+			*why = "per-dimm: the slot step must divide interleave_gran";
+			return -1;
+		}
+		for (k = 0; k < c->passes; k++)
+			if ((k * c->pass_offset) % c->step + c->access > c->step) {
+				*why = "per-dimm: a pass offset makes accesses straddle interleave chunks";
+				return -1;
+			}
+		if (!dimm_span(c)) {
+			*why = "per-dimm: region smaller than one interleave round (ways x gran)";
+			return -1;
+		}
+	}
+	span = gen_span(c);
+	if (!gen_nslots(c, span)) {
+		*why = "region too small for one access per pass";
+		return -1;
+	}
+	/*
+	 * Largest virtual offset + 1: (passes-1)*pass_offset + (nslots-1)*step
+	 * + access <= span by construction of nslots.  The per-DIMM map sends
+	 * [0, dimm_span) into [0, rounds * ways * gran) <= c->span, and an
+	 * access never straddles a chunk (checked above), so it stays inside.
+	 */
+	*extent = c->ways ? (c->span / (c->ways * c->gran)) * c->ways * c->gran : span;
+	return 0;
+}
+
+void pl_gen_init(struct pl_gen *g, const struct pl_gen_cfg *c)
+{
+	g->c = *c;
+	g->nslots = gen_nslots(c, gen_span(c));
+	g->slot = 0;
+	g->pass = 0;
+	g->in_pass = 0;
+	pl_rng_seed(&g->rng, c->seed, c->stream);
+}
+
+u64 pl_gen_next(struct pl_gen *g)
+{
+	u64 slot, v;
+
+	if (g->c.pattern == PL_PAT_RAND) {
+		slot = pl_rng_below(&g->rng, g->nslots);
+		if (++g->in_pass == g->nslots) {
+			g->in_pass = 0;
+			if (++g->pass == g->c.passes)
+				g->pass = 0;
+		}
+	} else {
+		slot = g->slot;
+		if (++g->slot == g->nslots) {
+			g->slot = 0;
+			if (++g->pass == g->c.passes)
+				g->pass = 0;
+		}
+	}
+	v = g->pass * g->c.pass_offset + slot * g->c.step;
+	return pl_gen_map(&g->c, v);
+}

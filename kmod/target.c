@@ -1,0 +1,292 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * target.c - the memory pmemlab measures: a whole fsdax namespace mapped
+ * through the kernel's DAX API, or a DRAM buffer on a chosen node.
+ */
+#define pr_fmt(fmt) "pmemlab: " fmt
+
+#include <linux/kernel.h>
+#include <linux/blkdev.h>
+#include <linux/dax.h>
+#include <linux/vmalloc.h>
+#include <linux/kthread.h>
+#include <linux/completion.h>
+#include <linux/uaccess.h>
+#include <linux/string.h>
+#include <linux/mm.h>
+#include <asm/pgtable_types.h>
+#include <asm/pgtable.h>
+#include "pmemlab.h"
+
+#if PL_HAVE_HOLDER_OPS
+/* 6.5+: the disk is going away (e.g. ndctl disable-namespace): stop using it */
+static void pl_mark_dead(struct block_device *bdev, bool surprise)
+{
+	WRITE_ONCE(pl.t.dead, 1);
+	pr_warn("target %pg is going away; runs stop\n", bdev);
+}
+
+static const struct blk_holder_ops pl_hops = {
+	.mark_dead = pl_mark_dead,
+};
+#define PL_HOPS (&pl_hops)
+#else
+#define PL_HOPS NULL
+#endif
+
+/* smallest page size used by the kernel mapping of [addr, addr + size) */
+static u64 pl_page_size(char *addr, u64 size)
+{
+	unsigned long a = (unsigned long)addr, end = a + size;
+	u64 min = 0, ps;
+	unsigned int level;
+
+	while (a < end) {
+		if (!lookup_address(a, &level))
+			return 0;
+		ps = level == PG_LEVEL_1G ? PUD_SIZE :
+		     level == PG_LEVEL_2M ? PMD_SIZE : PAGE_SIZE;
+		if (!min || ps < min)
+			min = ps;
+		if (min == PAGE_SIZE)
+			break;
+		a = (a & ~(unsigned long)(ps - 1)) + ps;
+		cond_resched();
+	}
+	return min;
+}
+
+/* known file system signatures in the first 64 KiB + 72 bytes */
+static const char *pl_fs_signature(struct pl_target *t)
+{
+	u8 buf[8];
+
+	if (t->size < 0x10048)
+		return "none";
+	if (copy_mc_to_kernel(buf, t->kaddr, 4))
+		return "unreadable";
+	if (!memcmp(buf, "XFSB", 4))
+		return "xfs";
+	if (copy_mc_to_kernel(buf, t->kaddr + 1024 + 56, 2))
+		return "unreadable";
+	if (buf[0] == 0x53 && buf[1] == 0xef)
+		return "ext4";
+	if (copy_mc_to_kernel(buf, t->kaddr + 0x10040, 8))
+		return "unreadable";
+	if (!memcmp(buf, "_BHRfS_M", 8))
+		return "btrfs";
+	return "none";
+}
+
+static int pl_fsdax_open(struct pl_target *t, const char *path)
+{
+	struct block_device *bdev;
+	u64 start = 0, bytes;
+	long pages, got;
+	void *kaddr;
+	int id, err;
+
+	t->bdev = pl_bdev_open(path, t, PL_HOPS);
+	if (IS_ERR(t->bdev)) {
+		err = PTR_ERR(t->bdev);
+		t->bdev = NULL;
+		if (err == -EBUSY)
+			pr_err("%s is held (mounted, or claimed by dm/md or another exclusive opener)\n",
+			       path);
+		else
+			pr_err("cannot open %s exclusively: error %d\n", path, err);
+		return err;
+	}
+	bdev = pl_bdev(t->bdev);
+	if (!blk_queue_dax(bdev_get_queue(bdev))) {
+		pr_err("%s is not DAX-capable (need an fsdax namespace)\n", path);
+		err = -EOPNOTSUPP;
+		goto err_close;
+	}
+	t->dax = pl_dax_get(bdev, &start, t);
+	if (!t->dax) {
+		pr_err("%s: no DAX device (not fsdax, misaligned, or claimed by a DAX file system)\n",
+		       path);
+		err = -EOPNOTSUPP;
+		goto err_close;
+	}
+	bytes = bdev_nr_bytes(bdev);
+	pages = PHYS_PFN(bytes);
+	if (!pages) {
+		pr_err("%s is empty\n", path);
+		err = -ENOSPC;
+		goto err_put;
+	}
+	id = dax_read_lock();
+	got = pl_dax_map(t->dax, PHYS_PFN(start), pages, &kaddr);
+	dax_read_unlock(id);
+	if (got < 0) {
+		pr_err("%s: dax_direct_access failed: %ld (bad blocks?)\n", path, got);
+		err = got;
+		goto err_put;
+	}
+	if (got < pages)
+		pr_warn("%s: only %ld of %ld pages are contiguous; using those\n",
+			path, got, pages);
+	t->kind = PL_TARGET_FSDAX;
+	t->kaddr = kaddr;
+	t->size = (u64)got << PAGE_SHIFT;
+	t->node = dev_to_node(disk_to_dev(bdev->bd_disk));
+	t->phys = slow_virt_to_phys(kaddr);
+	t->page_size = pl_page_size(t->kaddr, t->size);
+	t->fs_sig = pl_fs_signature(t);
+	return 0;
+
+err_put:
+	pl_dax_put(t->dax, t);
+	t->dax = NULL;
+err_close:
+	pl_bdev_close(t->bdev, t);
+	t->bdev = NULL;
+	return err;
+}
+
+struct pl_dram_alloc {
+	u64 size;
+	void *p;
+	struct completion done;
+};
+
+/* runs on a CPU of the wanted node: huge vmalloc follows the local policy */
+static int pl_dram_alloc_fn(void *arg)
+{
+	struct pl_dram_alloc *a = arg;
+
+	a->p = vmalloc_huge(a->size, GFP_KERNEL | __GFP_NOWARN);
+	complete(&a->done);
+	/* wait for kthread_stop(), so that no module code runs after rmmod */
+	while (!kthread_should_stop()) {
+		set_current_state(TASK_IDLE);
+		if (!kthread_should_stop())
+			schedule();
+		__set_current_state(TASK_RUNNING);
+	}
+	return 0;
+}
+
+static void *pl_dram_alloc_huge(u64 size, int node)
+{
+	struct pl_dram_alloc a = { .size = size };
+	struct task_struct *k;
+	unsigned int cpu;
+
+	cpu = cpumask_any_and(cpumask_of_node(node), cpu_online_mask);
+	if (cpu >= nr_cpu_ids) {
+		pr_err("dram_pages=2m needs an online CPU on node %d (use 4k)\n", node);
+		return NULL;
+	}
+	init_completion(&a.done);
+	k = kthread_create_on_node(pl_dram_alloc_fn, &a, node, "pmemlab-alloc");
+	if (IS_ERR(k))
+		return NULL;
+	kthread_bind(k, cpu);
+	wake_up_process(k);
+	wait_for_completion(&a.done);
+	kthread_stop(k);
+	return a.p;
+}
+
+static int pl_dram_open(struct pl_target *t, u64 size, int node, bool huge)
+{
+	unsigned long off, mixed = 0;
+	struct page *pg;
+
+	if (node < 0)
+		node = numa_node_id();
+	if (node >= MAX_NUMNODES || !node_online(node)) {
+		pr_err("dram_node %d is not an online node\n", node);
+		return -EINVAL;
+	}
+	if (size < PAGE_SIZE || size > (1ULL << 46) || size % PAGE_SIZE) {
+		pr_err("dram_size %llu: need a multiple of 4096 between 4K and 64T\n", size);
+		return -EINVAL;
+	}
+	t->kaddr = huge ? pl_dram_alloc_huge(size, node) :
+			  vmalloc_node(size, node);
+	if (!t->kaddr) {
+		pr_err("cannot allocate %llu bytes of DRAM on node %d\n", size, node);
+		return -ENOMEM;
+	}
+	t->vmalloced = true;
+	t->kind = PL_TARGET_DRAM;
+	t->size = size;
+	t->node = page_to_nid(vmalloc_to_page(t->kaddr));
+	for (off = 0; off < size; off += PAGE_SIZE) {
+		pg = vmalloc_to_page(t->kaddr + off);
+		if (page_to_nid(pg) != t->node)
+			mixed++;
+		if (!(off & ((64UL << 20) - 1)))
+			cond_resched();
+	}
+	if (mixed || t->node != node)
+		pr_warn("dram target: wanted node %d, got node %d (%lu pages elsewhere)\n",
+			node, t->node, mixed);
+	/* non-zero contents, so loads never meet a special zero pattern */
+	memset(t->kaddr, 0xa5, size);
+	t->phys = slow_virt_to_phys(t->kaddr);
+	t->page_size = pl_page_size(t->kaddr, t->size);
+	t->fs_sig = "none";
+	return 0;
+}
+
+int pl_target_open(struct pl_target *t, const char *spec, u64 dram_size,
+		   int dram_node, bool dram_huge)
+{
+	if (!spec || !*spec) {
+		pr_err("no target: load with target=/dev/pmemN or target=dram\n");
+		return -EINVAL;
+	}
+	if (!strcmp(spec, "dram"))
+		return pl_dram_open(t, dram_size, dram_node, dram_huge);
+	if (strncmp(spec, "/dev/", 5)) {
+		pr_err("target '%s': want /dev/pmemN or dram\n", spec);
+		return -EINVAL;
+	}
+	return pl_fsdax_open(t, spec);
+}
+
+void pl_target_close(struct pl_target *t)
+{
+	if (t->dax) {
+		pl_dax_put(t->dax, t);
+		t->dax = NULL;
+	}
+	if (t->bdev) {
+		pl_bdev_close(t->bdev, t);
+		t->bdev = NULL;
+	}
+	if (t->vmalloced) {
+		vfree(t->kaddr);
+		t->vmalloced = false;
+	}
+	t->kaddr = NULL;
+}
+
+/* enter a measurement segment: the mapping stays valid until leave */
+int pl_target_enter(struct pl_target *t)
+{
+	int id;
+
+	if (READ_ONCE(t->dead))
+		return -ENXIO;
+	if (t->kind != PL_TARGET_FSDAX)
+		return 0;
+	id = dax_read_lock();
+	if (!dax_alive(t->dax)) {
+		dax_read_unlock(id);
+		WRITE_ONCE(t->dead, 1);
+		return -ENXIO;
+	}
+	return id;
+}
+
+void pl_target_leave(struct pl_target *t, int id)
+{
+	if (t->kind == PL_TARGET_FSDAX)
+		dax_read_unlock(id);
+}
