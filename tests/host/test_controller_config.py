@@ -263,10 +263,14 @@ ERRORS = [
         [base]
         mode = "bandwidth"
         [axes]
-        access_size = [64, 100]
+        access_size = [64, 16]
         width = [8, 32]
-     """, ["t.toml:5:", "axes.access_size = 100", "not a multiple of width 8", "(at access_size=100 width=8)",
-           "allowed: 8..64M, a multiple of width"]),
+     """, ["t.toml:5:", "axes.access_size = 16", "not a multiple of width 32", "(at access_size=16 width=32)",
+           "allowed: 32..64M, a multiple of width"]),
+    ("""
+        [axes]
+        access_size = [64, 100]
+     """, ["t.toml:3:", "axes.access_size = 100", "not a multiple of 64", "allowed: 8, 16, 32 or a multiple of 64"]),
     ("""
         [base]
         access_size = 256

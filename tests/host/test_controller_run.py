@@ -174,8 +174,8 @@ def test_cli_run_rejects_bad_values_before_the_module(fake, capsys):
     rc = cli.main(["run", "op=stor", "access_size=3"])
     err = capsys.readouterr().err
     assert rc == 2 and "op = 'stor'" in err and "access_size = '3'" in err
-    rc = cli.main(["run", "access_size=100", "width=8"])
-    assert rc == 2 and "not a multiple of width 8" in capsys.readouterr().err
+    rc = cli.main(["run", "access_size=16", "width=32"])
+    assert rc == 2 and "not a multiple of width 32" in capsys.readouterr().err
     rc = cli.main(["run", "threads=8"])
     assert rc == 2 and "cannot run" in capsys.readouterr().err
     rc = cli.main(["run", "nonsense"])
@@ -200,3 +200,11 @@ def test_cli_params_lists_every_parameter(capsys):
     assert cli.main(["params", "--json"]) == 0
     names = [p["name"] for p in json.loads(capsys.readouterr().out)]
     assert names == list(P.PARAM_NAMES)
+
+
+def test_parameters_an_older_module_lacks(fake):
+    (fake.root / "segment_ms").unlink()
+    assert fake.module().run(values(duration_ms=2)).ok  # default value: skipped
+    with pytest.raises(ModuleAccessError) as ei:
+        fake.module().run(values(segment_ms=10))
+    assert "has no `segment_ms`" in ei.value.one_line()

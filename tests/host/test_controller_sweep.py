@@ -178,7 +178,7 @@ def test_bad_config_never_touches_the_module(env, capsys):
     cfg.write_text(CONFIG.replace('access_size = "64..4096 *8"', 'access_size = [64, 100]'))
     assert sweep(cfg, out) == 2
     err = capsys.readouterr().err
-    assert "access_size = 100" in err and "t.toml:13:" in err and "not a multiple of width 32" in err
+    assert "access_size = 100" in err and "t.toml:13:" in err and "not a multiple of 64" in err
     assert fake.runs == [] and not out.exists()
     assert (fake.root / "op").read_text().strip() == "load"
 

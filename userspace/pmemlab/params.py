@@ -59,6 +59,7 @@ class Param:
     hi: int | None = None
     multiple_of: int | None = None
     unit: str = ""
+    documented: bool = True  # in docs/interface.md (False: a module extension seen in kmod/)
 
     def allowed(self) -> str:
         """The allowed values, as shown in error messages."""
@@ -93,30 +94,35 @@ PARAMS: dict[str, Param] = {
         _p("op", "ops", "load", "op for every thread, or a comma list, one per thread"),
         _p("read_pct", "int", 0, "within each thread, % of accesses that are loads (0 = no mixing)", lo=0, hi=99, unit="%"),
         _p("width", "enum", 0, "bytes per instruction (0 = widest supported)", choices=WIDTHS, unit="B"),
-        _p("access_size", "size", 64, "bytes per access, a multiple of width", lo=8, hi=MAX_ACCESS, unit="B"),
+        _p("access_size", "size", 64, "bytes per access: 8, 16, 32 or a multiple of 64, and a multiple of width", lo=8, hi=MAX_ACCESS, unit="B"),
         _p("stride", "size", 0, "bytes between access starts (0 = access_size rounded up to 64)", lo=0, hi=None, unit="B"),
         _p("window_offset", "size", 0, "byte offset of the window in the target", lo=0, multiple_of=4096, unit="B"),
-        _p("working_set", "size", 0, "bytes of the window (0 = to the end of the target)", lo=0, unit="B"),
+        _p("working_set", "size", 0, "bytes of the window (0 = to the end of the target)", lo=0, multiple_of=8, unit="B"),
         _p("pattern", "enum", "seq", "access pattern", choices=("seq", "rand", "stride", "hotspot")),
-        _p("hotspot_size", "size", 4096, "bytes of the circular hot region (hotspot pattern)", lo=64, unit="B"),
-        _p("passes", "int", 1, "passes over the sequence before it repeats", lo=1, hi=2**31 - 1),
-        _p("pass_offset", "size", 0, "start offset added per pass", lo=0, unit="B"),
+        _p("hotspot_size", "size", 4096, "bytes of the circular hot region (hotspot pattern)", lo=8, hi=1 << 40, multiple_of=8, unit="B"),
+        _p("passes", "int", 1, "passes over the sequence before it repeats", lo=1, hi=4096),
+        _p("pass_offset", "size", 0, "start offset added per pass", lo=0, hi=1 << 40, multiple_of=8, unit="B"),
         _p("fence", "enum", "none", "fence instruction", choices=("none", "sfence", "mfence")),
-        _p("fence_interval", "size", 0, "bytes between fences (0 = after every access)", lo=0, unit="B"),
+        _p("fence_interval", "size", 0, "bytes between fences (0 = after every access)", lo=0, hi=1 << 40, multiple_of=64, unit="B"),
         _p("flush", "enum", "line", "flush after each line or after the whole access", choices=("line", "access")),
         _p("cpus", "cpus", "", "CPU list (empty = distinct cores of the target's node first)"),
         _p("placement", "enum", "per-thread", "how threads share the window", choices=("global", "per-thread", "per-dimm")),
         _p("interleave_ways", "int", 1, "DIMMs in the interleave set (per-dimm placement)", lo=1, hi=64),
-        _p("interleave_gran", "size", 4096, "interleave granularity, a power of two (per-dimm placement)", lo=64, hi=1 * GiB, unit="B"),
+        _p("interleave_gran", "size", 4096, "interleave granularity, a power of two (per-dimm placement)", lo=64, hi=1 * GiB, multiple_of=64, unit="B"),
         _p("dimms_per_thread", "int", 1, "DIMMs each thread spreads over (per-dimm placement)", lo=1, hi=64),
-        _p("duration_ms", "int", 1000, "bandwidth run length", lo=1, hi=24 * 3600 * 1000, unit="ms"),
-        _p("count", "int", 0, "accesses per thread (latency: samples; bandwidth: 0 = run for duration_ms)", lo=0, hi=U64_MAX),
-        _p("delay_ticks", "int", 0, "busy wait between accesses, TSC ticks", lo=0, hi=U64_MAX, unit="ticks"),
+        _p("duration_ms", "int", 1000, "bandwidth run length", lo=1, hi=3600 * 1000, unit="ms"),
+        _p("count", "int", 0, "accesses per thread (latency: samples; bandwidth: 0 = run for duration_ms)", lo=0, hi=1 << 40),
+        _p("delay_ticks", "int", 0, "busy wait between accesses, TSC ticks", lo=0, hi=1 << 36, unit="ticks"),
         _p("probe", "bool", 0, "1 = thread 0 measures latency while the others stream"),
         _p("seed", "int", 1, "seed of the random patterns", lo=0, hi=U64_MAX),
         _p("prefetch", "enum", "on", "hardware prefetchers on/off (off needs prefetch_control)", choices=("on", "off")),
         _p("cold", "bool", 0, "latency mode: flush each line before it is measured"),
         _p("samples", "int", 0, "raw latency samples kept per thread", lo=0, hi=MAX_SAMPLES),
+        # In kmod/sysfs.c but not yet in docs/interface.md; written only when the module has them.
+        _p("warm", "bool", 0, "latency mode: touch each line before it is measured (module extension)",
+           documented=False),
+        _p("segment_ms", "int", 5, "length of a timed segment between IRQ-on gaps (module extension)",
+           lo=1, hi=200, unit="ms", documented=False),
     )
 }
 
@@ -337,7 +343,11 @@ def check_point(params: Mapping[str, Any], facts: TargetFacts | None = None) -> 
     width = params["width"]
     eff_width = width or f.widest() or 8
     access = params["access_size"]
-    if access < eff_width or access % eff_width:
+    if access < 64 and access & (access - 1):
+        bad("access_size", "below 64 and not 8, 16 or 32", "8, 16, 32 or a multiple of 64, up to 64M")
+    elif access >= 64 and access % 64:
+        bad("access_size", "not a multiple of 64", "8, 16, 32 or a multiple of 64, up to 64M")
+    elif access < eff_width or access % eff_width:
         bad("access_size", f"not a multiple of width {eff_width}", f"{eff_width}..64M, a multiple of width")
     stride = params["stride"]
     if stride:

@@ -234,8 +234,14 @@ class Module:
 
     # -- one run ----------------------------------------------------------
     def set_params(self, values: Mapping[str, Any]) -> None:
-        """Write every parameter (canonical values); retry order-dependent refusals once."""
-        pending = [(k, P.to_sysfs(k, v)) for k, v in values.items()]
+        """Write every parameter (canonical values); retry order-dependent refusals once.
+
+        A parameter this module has no file for is skipped while it holds its default
+        (the schema may know parameters an older module lacks); set to anything else,
+        it is an error naming the missing file.
+        """
+        pending = [(k, P.to_sysfs(k, v)) for k, v in values.items()
+                   if not (k in P.PARAMS and v == P.PARAMS[k].default and not (self.root / k).exists())]
         refused: list[tuple[str, str, ParamRefused]] = []
         for key, text in pending:
             try:
