@@ -55,10 +55,17 @@ def test_result_parsing_units_and_unknown_fields():
     assert r["lat_overhead_ns"] == pytest.approx(15.0)
     assert r["gap_ns"] == pytest.approx(10.0)
     assert r["new_counter"] == 7 and r["wait_ticks"] == 40 and r["wait_ns"] == pytest.approx(20.0)
-    assert r["bw_gbps"] == pytest.approx(640 / 1500)
+    assert r["bw_gbps"] == pytest.approx(0.426)
+    assert parse_result("thread=0 bytes=640 ns=1500\n", 1000)[0]["bw_gbps"] == pytest.approx(640 / 1500)
+    real = parse_result("thread=all cpu=-1 node=-1 role=all op=mixed width=32 mode=latency ops=5 reads=3 writes=2 "
+                        "bytes=320 ticks=100 ns=50 bw_mbps=6400.000 lat_n=5 lat_mean=12.500\n", 2_000_000,
+                        frozenset({"mode", "width", "op"}))[0]
+    assert real["thread_role"] == "all" and real["thread_op"] == "mixed" and real["width_used"] == 32
+    assert real["thread_mode"] == "latency" and real["reads"] == 3 and real["lat_n"] == 5
+    assert real["lat_ns_mean"] == pytest.approx(6.25) and real["bw_gbps"] == pytest.approx(6.4)
     assert not any("cycles" in k for k in r)
     assert ticks_to_ns(2_000, 2_000_000) == pytest.approx(1000.0)
-    assert parse_result("thread=0 mode=7\n", 1000, frozenset({"mode"}))[0]["result_mode"] == 7
+    assert parse_result("thread=0 seed=7\n", 1000, frozenset({"seed"}))[0]["result_seed"] == 7
 
 
 def test_histogram_parsing():

@@ -8,8 +8,12 @@ Naming (all times exist in TSC ticks, converted with the module's `tsc_khz`):
 - `ticks`, `ns`           -> `elapsed_ticks`, `elapsed_ns`
 - `lat_<stat>` (ticks)    -> `lat_ticks_<stat>` and `lat_ns_<stat>`   (stat: min mean stddev p50 ... max)
 - `<name>_ticks`          -> kept, plus `<name>_ns`
-- `bw_mbps`               -> kept, plus `bw_gbps` (= bytes / elapsed_ns, i.e. 1e9 B/s)
-- `node`, `op`            -> `thread_node`, `thread_op` (the thread's own NUMA node and op)
+- `node`, `op`, `role`, `mode` -> `thread_node`, `thread_op`, `thread_role`, `thread_mode`
+  (what the thread did; the parameter columns keep what was asked for)
+- `width`                 -> `width_used` (the instruction width the run used; the `width`
+  parameter may be 0 = widest)
+- `bw_mbps` (MB/s = 1e6 B/s; the aggregate is the sum over threads) -> kept, plus
+  `bw_gbps` = bw_mbps / 1000 (bytes / elapsed_ns when the module gives no bw_mbps)
 """
 
 from __future__ import annotations
@@ -23,8 +27,13 @@ LAT_STATS: tuple[str, ...] = ("min", "mean", "stddev", "p50", "p90", "p99", "p99
 KNOWN_RESULT_COLUMNS: tuple[str, ...] = (
     "cpu",
     "thread_node",
+    "thread_role",
     "thread_op",
+    "thread_mode",
+    "width_used",
     "ops",
+    "reads",
+    "writes",
     "bytes",
     "elapsed_ticks",
     "elapsed_ns",
@@ -36,11 +45,13 @@ KNOWN_RESULT_COLUMNS: tuple[str, ...] = (
     "irqoff_pct",
     "lat_overhead_ticks",
     "lat_overhead_ns",
+    "lat_n",
     *(f"lat_ticks_{s}" for s in LAT_STATS),
     *(f"lat_ns_{s}" for s in LAT_STATS),
 )
 
-_RENAME = {"node": "thread_node", "op": "thread_op", "ticks": "elapsed_ticks", "ns": "elapsed_ns"}
+_RENAME = {"node": "thread_node", "op": "thread_op", "role": "thread_role", "mode": "thread_mode",
+           "width": "width_used", "ticks": "elapsed_ticks", "ns": "elapsed_ns"}
 _FIELD_RE = re.compile(r"(\S+?)=(\S*)")
 
 
@@ -102,10 +113,10 @@ def columns_for(raw: dict[str, Any], tsc_khz: float | None, reserved: frozenset[
     if "elapsed_ticks" in out and out.get("elapsed_ns") in (None, ""):
         out["elapsed_ns"] = ticks_to_ns(out["elapsed_ticks"], tsc_khz)
     nbytes, ns = out.get("bytes"), out.get("elapsed_ns")
-    if isinstance(nbytes, (int, float)) and isinstance(ns, (int, float)) and ns > 0:
-        out["bw_gbps"] = nbytes / ns
-    elif isinstance(out.get("bw_mbps"), (int, float)):
+    if isinstance(out.get("bw_mbps"), (int, float)):
         out["bw_gbps"] = out["bw_mbps"] / 1000.0
+    elif isinstance(nbytes, (int, float)) and isinstance(ns, (int, float)) and ns > 0:
+        out["bw_gbps"] = nbytes / ns
     return out
 
 
