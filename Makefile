@@ -21,7 +21,8 @@ ifeq ($(origin KDIR),undefined)
     KDIR_NOTE := make: no headers for the running kernel $(shell uname -r); building against $(KDIR)
   endif
 endif
-KVER = $(shell cat $(KDIR)/include/config/kernel.release 2>/dev/null)
+# The release the headers belong to (Debian's include/config/kernel.release is not it on 6.1).
+KVER = $(shell sed -n 's/^\#define UTS_RELEASE "\(.*\)"/\1/p' $(KDIR)/include/generated/utsrelease.h 2>/dev/null)
 
 .PHONY: all module userspace deps check-build test test-host test-guest demo sweep clean help dkms-install dkms-remove
 
