@@ -601,7 +601,7 @@ static struct bin_attribute pl_bin_histogram = {
 };
 
 static struct bin_attribute pl_bin_samples = {
-	.attr = { .name = "samples", .mode = 0444 },
+	.attr = { .name = "raw_samples", .mode = 0444 },
 	.PL_BIN_READ = samples_read,
 };
 
