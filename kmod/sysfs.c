@@ -187,7 +187,7 @@ static int pl_parse_num(const struct pl_param *p, const char *s, u64 *v)
 	const char *name = p->attr.attr.name;
 	char num[32];
 	size_t len = strlen(s);
-	unsigned int shift = 0;
+	unsigned int shift = 0, base;
 
 	if (len >= sizeof(num))
 		return pl_fail(-EINVAL, "%s: value too long", name);
@@ -202,7 +202,9 @@ static int pl_parse_num(const struct pl_param *p, const char *s, u64 *v)
 		if (shift)
 			num[len - 1] = '\0';
 	}
-	if (num[0] == '-' || num[0] == '+' || kstrtoull(num, 0, v))
+	/* decimal, or hex with 0x; never octal (a leading 0 means nothing) */
+	base = (num[0] == '0' && (num[1] == 'x' || num[1] == 'X')) ? 16 : 10;
+	if (num[0] == '-' || num[0] == '+' || kstrtoull(num, base, v))
 		return pl_fail(-EINVAL, "%s: '%s' is not a non-negative integer%s", name, s,
 			       p->type == PT_SIZE ? " (K/M/G/T suffixes allowed)" : "");
 	if (*v > (~0ULL >> shift))
