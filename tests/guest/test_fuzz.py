@@ -107,7 +107,7 @@ def test_fuzz_every_attribute(module, pmem_dev: str) -> None:
                 working_set=8 * MiB, pattern="seq", passes=1, pass_offset=0, fence="none", fence_interval=0,
                 flush="line", threads=2, cpus="", placement="per-thread", interleave_ways=1,
                 interleave_gran=4096, dimms_per_thread=1, duration_ms=50, count=0, delay_ticks=0, probe=0,
-                seed=1, prefetch="on", cold=0, samples=0)
+                seed=1, prefetch="on", cold=0, warm=0, samples=0, segment_ms=5)
         check_consistent(mod.run(), "bandwidth", 256, 2)
 
 

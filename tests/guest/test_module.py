@@ -225,6 +225,8 @@ def test_sixty_second_run_without_lockup(module, pmem_dev: str) -> None:
     with module(target=pmem_dev) as sysfs:
         mod = Module(sysfs)
         res = mod.run(timeout=180, op="ntstore", duration_ms=60_000, threads=2, working_set=64 * MiB)
-        total = res.total
-        assert int(total["ns"]) >= 55e9
-        assert int(total["segments"]) > 60  # cut into many IRQ-off segments
+        tsc_hz = int(mod.read("tsc_khz")) * 1000
+        for row in res.threads:
+            wall_s = (int(row["ticks"]) + int(row["gap_ticks"])) / tsc_hz
+            assert 55 <= wall_s <= 120, row
+            assert int(row["segments"]) > 60, row  # cut into many short IRQ-off segments
