@@ -4,7 +4,8 @@
 #   make check-build      build against every installed headers tree with W=1; fail on warnings
 #   make test             install what is missing, then host tests, then guest tests in the VM
 #   make demo             run the default experiment (in the emulated-NVDIMM guest without pmem)
-#   make sweep CONFIG=configs/x.toml [TARGET=/dev/pmemN]   one sweep on this machine
+#   make sweep CONFIG=configs/x.toml [TARGET=/dev/pmemN | VM=1]   one sweep (sweep-all: every config)
+#   make plots            render every CSV under results/ into plots/
 
 SHELL := /bin/bash
 TOP := $(abspath $(dir $(lastword $(MAKEFILE_LIST))))
@@ -24,12 +25,12 @@ endif
 # The release the headers belong to (Debian's include/config/kernel.release is not it on 6.1).
 KVER = $(shell sed -n 's/^\#define UTS_RELEASE "\(.*\)"/\1/p' $(KDIR)/include/generated/utsrelease.h 2>/dev/null)
 
-.PHONY: all module userspace deps check-build test test-host test-guest demo sweep clean help dkms-install dkms-remove
+.PHONY: all module userspace deps check-build test test-host test-guest demo sweep sweep-all plots clean help dkms-install dkms-remove
 
 all: module userspace
 
 help:
-	@sed -n '2,8p' $(TOP)/Makefile | sed 's/^# *//'
+	@sed -n '2,9p' $(TOP)/Makefile | sed 's/^# *//'
 
 deps:
 	@$(TOP)/scripts/install-deps
@@ -60,12 +61,23 @@ test-host: deps
 test-guest: deps
 	@$(TOP)/scripts/vm -- $(PYTHON) -m pytest -q tests/guest
 
-demo:
-	@$(TOP)/scripts/demo $(if $(TARGET),--target $(TARGET))
+# Without TARGET, demo runs in the emulated-NVDIMM guest; sweep and sweep-all run where the
+# module is loaded (or on TARGET), or in the guest with VM=1.
+DEMO_CONFIGS ?= configs/default.toml
+WHERE = $(if $(TARGET),--target $(TARGET),$(if $(VM),--vm))
+
+demo: deps
+	@$(TOP)/scripts/run-configs $(if $(TARGET),--target $(TARGET),--vm) $(DEMO_CONFIGS)
 
 sweep: deps
 	@test -n "$(CONFIG)" || { echo "make: give CONFIG=configs/<name>.toml" >&2; exit 1; }
-	@$(TOP)/scripts/sweep $(CONFIG) $(if $(TARGET),--target $(TARGET))
+	@$(TOP)/scripts/run-configs $(WHERE) $(CONFIG)
+
+sweep-all: deps
+	@$(TOP)/scripts/run-configs $(WHERE) $(filter-out $(TOP)/configs/default.toml,$(wildcard $(TOP)/configs/*.toml))
+
+plots: deps
+	@$(PYTHON) -m pmemlab plot-all $(TOP)/results -o $(TOP)/plots
 
 # DKMS: the version comes from dkms.conf; the source tree is what Kbuild needs and no more.
 DKMS_VERSION = $(shell sed -n 's/^PACKAGE_VERSION="\(.*\)"/\1/p' $(TOP)/dkms.conf)
