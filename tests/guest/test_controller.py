@@ -1,0 +1,112 @@
+"""The controller against the real module in the guest: a 3 x 3 sweep on the fsdax namespace,
+a bad config that never touches the module, Ctrl-C mid-sweep, resume."""
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from kmod_driver import Module
+
+OPS = ["load", "ntstore", "store+clwb"]
+SIZES = [64, 256, 1024]
+
+SWEEP_3X3 = """
+[sweep]
+name = "guest-3x3"
+repeats = 1
+
+[base]
+mode = "bandwidth"
+pattern = "seq"
+threads = 1
+working_set = "16M"
+duration_ms = 40
+
+[axes]
+op = ["load", "ntstore", "store+clwb"]
+access_size = [64, 256, 1024]
+"""
+
+
+def pmemlab(*args: str, **kw) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "pmemlab", *args], capture_output=True, text=True, **kw)
+
+
+@pytest.fixture
+def loaded(module, pmem_dev: str):
+    with module(target=pmem_dev) as sysfs:
+        yield Module(sysfs)
+
+
+def test_info_reads_the_module(loaded: Module) -> None:
+    res = pmemlab("info", "--json")
+    assert res.returncode == 0, res.stderr
+    assert loaded.read("version") in res.stdout and "fsdax" in res.stdout
+
+
+def test_sweep_3x3(loaded: Module, tmp_path: Path) -> None:
+    config = tmp_path / "sweep.toml"
+    config.write_text(SWEEP_3X3)
+    out = tmp_path / "out.csv"
+    res = pmemlab("sweep", str(config), "-o", str(out), "--no-progress")
+    assert res.returncode == 0, res.stdout + res.stderr
+    df = pd.read_csv(out)
+    assert (df["status"] == "ok").all(), df[["status", "error"]]
+    agg = df[df["thread"].astype(str) == "all"]
+    assert len(agg) == 9
+    assert sorted(map(tuple, agg[["op", "access_size"]].drop_duplicates().values.tolist())) == \
+        sorted((op, size) for op in OPS for size in SIZES)
+    assert (agg["bytes"] == agg["ops"] * agg["access_size"]).all()
+    assert (agg["bw_gbps"] > 0).all()
+    assert (agg["target_kind"] == "fsdax").all()
+    assert (df["tsc_khz"] == int(loaded.read("tsc_khz"))).all()
+    assert out.with_suffix(".json").exists()  # the sidecar
+
+
+def test_bad_config_never_touches_the_module(loaded: Module, tmp_path: Path) -> None:
+    config = tmp_path / "bad.toml"
+    config.write_text(SWEEP_3X3.replace('access_size = [64, 256, 1024]', 'access_size = [64, 100]'))
+    run_id = loaded.read("run_id")
+    op_before = loaded.read("op")
+    loaded.write("op", "ntload")
+    res = pmemlab("sweep", str(config), "-o", str(tmp_path / "bad.csv"))
+    assert res.returncode != 0
+    assert "access_size" in res.stderr and "100" in res.stderr
+    assert loaded.read("run_id") == run_id
+    assert loaded.read("op") == "ntload"  # not even a parameter was written
+    loaded.write("op", op_before)
+
+
+def test_ctrl_c_mid_sweep_then_resume(loaded: Module, tmp_path: Path) -> None:
+    config = tmp_path / "long.toml"
+    config.write_text(SWEEP_3X3.replace("duration_ms = 40", "duration_ms = 1500"))
+    out = tmp_path / "long.csv"
+    proc = subprocess.Popen([sys.executable, "-m", "pmemlab", "sweep", str(config), "-o", str(out),
+                             "--no-progress"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if out.exists() and len(out.read_text().splitlines()) >= 3:  # header + a point's rows
+            break
+        time.sleep(0.2)
+    time.sleep(0.3)
+    proc.send_signal(signal.SIGINT)
+    proc.communicate(timeout=60)
+    assert proc.returncode != 0
+    assert loaded.wait(timeout=30) != "running"
+    partial = pd.read_csv(out)
+    done_points = set(partial.loc[partial["status"] == "ok", "point"])
+    assert 0 < len(done_points) < 9
+    # The module is usable, and a rerun finishes only what is missing.
+    runs_before = int(loaded.read("run_id"))
+    res = pmemlab("sweep", str(config), "-o", str(out), "--no-progress", timeout=300)
+    assert res.returncode == 0, res.stderr
+    full = pd.read_csv(out)
+    agg = full[full["thread"].astype(str) == "all"]
+    assert agg.loc[agg["status"] == "ok", "point"].nunique() == 9
+    assert int(loaded.read("run_id")) - runs_before == 9 - len(done_points)
