@@ -167,19 +167,19 @@ u64 pl_gen_next(struct pl_gen *g)
 
 	if (g->c.pattern == PL_PAT_RAND) {
 		slot = pl_rng_below(&g->rng, g->nslots);
+		v = g->pass * g->c.pass_offset + slot * g->c.step;
 		if (++g->in_pass == g->nslots) {
 			g->in_pass = 0;
 			if (++g->pass == g->c.passes)
 				g->pass = 0;
 		}
 	} else {
-		slot = g->slot;
+		v = g->pass * g->c.pass_offset + g->slot * g->c.step;
 		if (++g->slot == g->nslots) {
 			g->slot = 0;
 			if (++g->pass == g->c.passes)
 				g->pass = 0;
 		}
 	}
-	v = g->pass * g->c.pass_offset + slot * g->c.step;
 	return pl_gen_map(&g->c, v);
 }
