@@ -1,0 +1,42 @@
+"""`pmemlab plot` and `pmemlab plot-all`: argument parsers and command functions.
+
+Kept free of matplotlib imports so that building the parser stays cheap."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+
+def add_plot_parsers(sub: Any) -> None:
+    p = sub.add_parser("plot", help="render sweep CSVs: the experiment's recipe, or a generic plot with --x/--y")
+    p.add_argument("csv", type=Path, nargs="+", help="sweep CSV(s) (NAME.csv; several are merged, e.g. one per target)")
+    p.add_argument("-o", "--output", type=Path, default=Path("plots"), metavar="DIR", help="directory for the figures (plots/)")
+    p.add_argument("--x", help="column on the x axis (generic plot)")
+    p.add_argument("--y", help="column on the y axis (generic plot; default bw_gbps or lat_ns_mean)")
+    p.add_argument("--hue", help="column that makes one series per value")
+    p.add_argument("--facet", help="column that makes one panel per value")
+    p.add_argument("--logx", action="store_true", help="log2 x axis")
+    p.add_argument("--logy", action="store_true", help="log10 y axis")
+    p.add_argument("--recipe", help="recipe to use instead of the one named by the sweep (see --list)")
+    p.add_argument("--list", action="store_true", help="list the recipes and exit")
+    p.add_argument("--name", help="file name of the figure, without extension")
+    p.add_argument("--format", default="png,svg", help="comma list of formats (png,svg)")
+
+    p = sub.add_parser("plot-all", help="render every sweep CSV under RESULTS_DIR with its experiment's recipe")
+    p.add_argument("results", type=Path, nargs="?", default=Path("results"), metavar="RESULTS_DIR")
+    p.add_argument("-o", "--output", type=Path, default=Path("plots"), metavar="PLOTS_DIR")
+    p.add_argument("--format", default="png,svg", help="comma list of formats (png,svg)")
+
+
+def cmd_plot(args: argparse.Namespace) -> int:
+    from pmemlab.plots.render import plot_command
+
+    return plot_command(args)
+
+
+def cmd_plot_all(args: argparse.Namespace) -> int:
+    from pmemlab.plots.render import plot_all_command
+
+    return plot_all_command(args)
