@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Any, Sequence
@@ -12,7 +13,7 @@ import pandas as pd
 
 from pmemlab import __version__, ipmctl, machine
 from pmemlab import params as P
-from pmemlab.config import count_points, expand, load_config
+from pmemlab.config import count_points, expand, load_config, target_loads
 from pmemlab.errors import ConfigError, Interrupted, ParamRefused, PmemlabError
 from pmemlab.sweep import SweepOptions, run_sweep, sidecar_path, summary_path, write_summary
 from pmemlab.sysfs import Module, sysfs_root
@@ -60,7 +61,19 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--strict", action="store_true",
                    help="points this machine cannot run are errors (default: recorded as skipped)")
     p.add_argument("--dry-run", action="store_true", help="expand and validate, print the points, run nothing")
+    p.add_argument("--scale", default=os.environ.get("PMEMLAB_SCALE", "full"), metavar="NAME",
+                   help="apply the config's [scale.NAME] overlay, e.g. quick (default: $PMEMLAB_SCALE or full)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+    p = sub.add_parser("targets", help="the module loads a config compares: one 'LABEL INSMOD-ARGS' line each")
+    p.add_argument("config", type=Path)
+    p.add_argument("--pmem", default=os.environ.get("PMEMLAB_PMEM", "/dev/pmem0").split(" ")[0], metavar="DEV",
+                   help="fsdax device for @PMEM@ (default: first of $PMEMLAB_PMEM, else /dev/pmem0)")
+    p.add_argument("--scale", default=os.environ.get("PMEMLAB_SCALE", "full"), metavar="NAME")
+
+    from pmemlab.plots.command import add_plot_parsers
+
+    add_plot_parsers(sub)
 
     p = sub.add_parser("summarize", help="(re)write NAME.summary.csv: mean, stddev, 95%% CI across repeats")
     p.add_argument("csv", type=Path)
@@ -157,7 +170,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 def cmd_sweep(args: argparse.Namespace) -> int:
     overrides = parse_assignments(args.set, "--set")
-    cfg = load_config(args.config, overrides=overrides)
+    cfg = load_config(args.config, overrides=overrides, scale=args.scale)
     if args.strict:
         cfg.on_unsupported = "error"
     mod = _module(args)
@@ -209,6 +222,13 @@ def _estimate_s(points: Sequence[Any], cfg: Any) -> float:
     return total
 
 
+def cmd_targets(args: argparse.Namespace) -> int:
+    cfg = load_config(args.config, scale=args.scale)
+    for label, insmod_args in target_loads(cfg, args.pmem):
+        print(f"{label} {insmod_args}")
+    return 0
+
+
 def cmd_summarize(args: argparse.Namespace) -> int:
     if not args.csv.exists():
         raise PmemlabError(f"{args.csv} does not exist", "give the CSV a sweep wrote")
@@ -230,13 +250,20 @@ def cmd_abort(args: argparse.Namespace) -> int:
 
 
 COMMANDS = {"info": cmd_info, "params": cmd_params, "run": cmd_run, "sweep": cmd_sweep,
-            "summarize": cmd_summarize, "abort": cmd_abort}
+            "summarize": cmd_summarize, "abort": cmd_abort, "targets": cmd_targets}
+
+
+def _plot_commands() -> dict[str, Any]:
+    from pmemlab.plots.command import cmd_plot, cmd_plot_all
+
+    return {"plot": cmd_plot, "plot-all": cmd_plot_all}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
-        return COMMANDS[args.command](args)
+        command = COMMANDS.get(args.command) or _plot_commands()[args.command]
+        return command(args)
     except PmemlabError as exc:
         print(exc.one_line(), file=sys.stderr)
         return exc.exit_code

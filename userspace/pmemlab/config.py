@@ -47,9 +47,12 @@ from pmemlab.errors import ConfigError
 
 MAX_POINTS = 1_000_000
 MAX_RANGE_VALUES = 100_000
-SWEEP_KEYS = frozenset({"name", "description", "repeats", "filters", "target", "timeout_s", "on_unsupported", "adaptive"})
+SWEEP_KEYS = frozenset({"name", "description", "repeats", "filters", "target", "timeout_s", "on_unsupported", "adaptive",
+                        "targets"})
 ADAPTIVE_KEYS = frozenset({"metric", "ci_target", "max_repeats", "min_repeats"})
-TOP_KEYS = frozenset({"sweep", "base", "axes", "zip"})
+TOP_KEYS = frozenset({"sweep", "base", "axes", "zip", "scale"})
+FULL_SCALE = "full"
+PMEM_PLACEHOLDER = "@PMEM@"
 RANGE_RE = re.compile(r"^\s*(\S+?)\s*\.\.\s*(\S+?)\s*(?:([*+x])\s*(\S+))?\s*$")
 
 
@@ -83,6 +86,16 @@ class LineIndex:
             if k:
                 key = k.group(1).strip("\"'")
                 self.where.setdefault((table, key), no)
+
+    def alias(self, prefix: str) -> None:
+        """Tables under `prefix` (a scale's overlay, e.g. "scale.quick.") answer for the table
+        they replace ("scale.quick.base" for "base"), so problems name the overlay's lines."""
+        for (table, key), no in list(self.where.items()):
+            if table.startswith(prefix):
+                self.where[(table[len(prefix):], key)] = no
+        for table, no in list(self.tables.items()):
+            if table.startswith(prefix):
+                self.tables[table[len(prefix):]] = no
 
     def line(self, table: str, key: str | None = None) -> int | None:
         if key is None:
@@ -141,6 +154,9 @@ class SweepConfig:
     axes: list[Axis] = field(default_factory=list)
     lines: LineIndex | None = None
     source: str = "<config>"
+    scale: str = FULL_SCALE  # the [scale.NAME] overlay applied ("full": the config as written)
+    scales: tuple[str, ...] = ()  # the overlays the config defines
+    targets: dict[str, str] = field(default_factory=dict)  # label -> insmod arguments
 
     @property
     def axis_keys(self) -> list[str]:
@@ -303,25 +319,33 @@ def eval_filter(tree: ast.AST, env: Mapping[str, Any]) -> Any:
 # --------------------------------------------------------------------------
 # loading
 # --------------------------------------------------------------------------
-def load_config(path: str | Path, overrides: Mapping[str, Any] | None = None) -> SweepConfig:
+def load_config(path: str | Path, overrides: Mapping[str, Any] | None = None,
+                scale: str | None = None) -> SweepConfig:
     p = Path(path)
     try:
         text = p.read_text(encoding="utf-8")
     except OSError as exc:
         raise ConfigError(f"cannot read config {p}: {exc.strerror}", "check the path") from None
-    return parse_config(text, source=str(p), path=p, overrides=overrides)
+    return parse_config(text, source=str(p), path=p, overrides=overrides, scale=scale)
 
 
 def parse_config(text: str, source: str = "<config>", path: Path | None = None,
-                 overrides: Mapping[str, Any] | None = None) -> SweepConfig:
+                 overrides: Mapping[str, Any] | None = None, scale: str | None = None) -> SweepConfig:
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{source}: not valid TOML: {exc}", "fix the TOML syntax") from None
     lines = LineIndex(text)
+    scales = _scale_names(data, lines, source)
+    applied = _chosen_scale(scale, scales, source)
+    if applied != FULL_SCALE:
+        data = apply_scale(data, applied)
+        lines.alias(f"scale.{applied}.")
+    data.pop("scale", None)
     probs = Problems(source)
     name = path.stem if path else "sweep"
-    cfg = SweepConfig(path=path, text=text, data=data, name=name, lines=lines, source=source)
+    cfg = SweepConfig(path=path, text=text, data=data, name=name, lines=lines, source=source,
+                      scale=applied, scales=scales)
 
     for key in data:
         if key not in TOP_KEYS:
@@ -333,6 +357,8 @@ def parse_config(text: str, source: str = "<config>", path: Path | None = None,
         probs.add(lines.line("", "sweep"), "sweep must be a table [sweep]")
         sweep = {}
     _parse_sweep_section(cfg, sweep, lines, probs)
+    if applied != FULL_SCALE:
+        cfg.description = f"{cfg.description} [scale: {applied}]".strip()
 
     base = data.get("base", {})
     if not isinstance(base, dict):
@@ -392,6 +418,8 @@ def _parse_sweep_section(cfg: SweepConfig, sweep: dict[str, Any], lines: LineInd
         else:
             probs.add(lines.line("sweep", "name"), f"sweep.name = {_show(sweep['name'])}: letters, digits, _ . - only")
     cfg.description = str(sweep.get("description", ""))
+    if "targets" in sweep:
+        _parse_targets(cfg, sweep["targets"], lines, probs)
     if "repeats" in sweep:
         r = sweep["repeats"]
         if isinstance(r, int) and not isinstance(r, bool) and 1 <= r <= 10000:
@@ -435,6 +463,91 @@ def _parse_sweep_section(cfg: SweepConfig, sweep: dict[str, Any], lines: LineInd
             probs.add(line, f"sweep.filters: {_show(expr)}: {exc}")
     if "adaptive" in sweep:
         _parse_adaptive(cfg, sweep["adaptive"], lines, probs)
+
+
+def _scale_names(data: Mapping[str, Any], lines: LineIndex, source: str) -> tuple[str, ...]:
+    scales = data.get("scale", {})
+    if not isinstance(scales, dict) or not all(isinstance(v, dict) for v in scales.values()):
+        raise ConfigError(f"{source}:{lines.line('scale') or lines.line('', 'scale') or ''}: "
+                          "scale must hold tables [scale.NAME.base], [scale.NAME.axes], ...",
+                          "see configs/README (Scale)")
+    for name, overlay in scales.items():
+        bad = [k for k in overlay if k not in ("sweep", "base", "axes", "zip")]
+        if name == FULL_SCALE or bad:
+            what = "'full' is the config as written" if name == FULL_SCALE else f"unknown keys {bad}"
+            raise ConfigError(f"{source}:{lines.line(f'scale.{name}') or ''}: scale.{name}: {what}",
+                              "a scale holds sweep, base, axes and zip tables only")
+    return tuple(scales)
+
+
+def _chosen_scale(scale: str | None, scales: tuple[str, ...], source: str) -> str:
+    if scale in (None, "", FULL_SCALE):
+        return FULL_SCALE
+    if scale in scales:
+        return scale
+    if not scales:
+        return FULL_SCALE  # a config without scales is run as written at every scale
+    raise ConfigError(f"{source}: no scale {scale!r} (this config has: {', '.join((FULL_SCALE, *scales))})",
+                      "choose one of them")
+
+
+def apply_scale(data: Mapping[str, Any], scale: str) -> dict[str, Any]:
+    """The config with [scale.NAME] laid over it.
+
+    sweep/base/axes keys replace the config's keys one by one; a key set in the overlay's
+    [base] leaves the axes, a key of the overlay's [axes] leaves [base] and the zips; an
+    overlay [[zip]] list replaces every [[zip]] of the config.
+    """
+    overlay = data["scale"][scale]
+    out: dict[str, Any] = {k: v for k, v in data.items() if k != "scale"}
+    sweep = dict(out.get("sweep", {}))
+    sweep.update(overlay.get("sweep", {}))
+    base = dict(out.get("base", {}))
+    axes = dict(out.get("axes", {}))
+    zips = [dict(z) for z in out.get("zip", [])] if isinstance(out.get("zip", []), list) else out.get("zip")
+    if "zip" in overlay:
+        zips = [dict(z) for z in overlay["zip"]]
+    moved = set(overlay.get("base", {})) | set(overlay.get("axes", {}))
+    zip_keys = {k for z in zips or [] if isinstance(z, dict) for k in z}
+    for key in moved | zip_keys:
+        if key not in overlay.get("base", {}):
+            base.pop(key, None)
+        if key not in overlay.get("axes", {}):
+            axes.pop(key, None)
+    if "zip" not in overlay and isinstance(zips, list):
+        zips = [{k: v for k, v in z.items() if k not in moved} for z in zips]
+        zips = [z for z in zips if z]
+    base.update(overlay.get("base", {}))
+    axes.update(overlay.get("axes", {}))
+    out["sweep"], out["base"], out["axes"] = sweep, base, axes
+    out["zip"] = zips if zips is not None else []
+    if not out["zip"]:
+        out.pop("zip")
+    return out
+
+
+def _parse_targets(cfg: SweepConfig, targets: Any, lines: LineIndex, probs: Problems) -> None:
+    """[sweep.targets]: label = "insmod arguments" per module load the experiment compares."""
+    line = lines.line("sweep.targets") or lines.line("sweep", "targets")
+    if not isinstance(targets, dict) or not targets:
+        probs.add(line, 'sweep.targets must be a table of label = "insmod arguments" (e.g. dram-4k = '
+                  '"target=dram dram_pages=4k")')
+        return
+    for label, args in targets.items():
+        where = lines.line("sweep.targets", label) or line
+        if not re.fullmatch(r"[A-Za-z0-9_.\-]+", label):
+            probs.add(where, f"sweep.targets.{label}: a label takes letters, digits, _ . - only")
+        elif not isinstance(args, str) or not re.search(r"(^|\s)target=\S", args):
+            probs.add(where, f"sweep.targets.{label} = {_show(args)}: must hold target=/dev/pmemN, "
+                      f"target={PMEM_PLACEHOLDER} or target=dram")
+        else:
+            cfg.targets[label] = args
+
+
+def target_loads(cfg: SweepConfig, pmem: str) -> list[tuple[str, str]]:
+    """(label, insmod arguments) of every module load the config compares; @PMEM@ -> `pmem`."""
+    targets = cfg.targets or {"pmem": f"target={PMEM_PLACEHOLDER}"}
+    return [(label, args.replace(PMEM_PLACEHOLDER, pmem)) for label, args in targets.items()]
 
 
 def _parse_adaptive(cfg: SweepConfig, ad: Any, lines: LineIndex, probs: Problems) -> None:
