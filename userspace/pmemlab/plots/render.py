@@ -1,0 +1,175 @@
+"""The generic figure, saving figures, and the `plot` / `plot-all` commands."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections import defaultdict
+from pathlib import Path
+from typing import Sequence
+
+import pandas as pd
+from matplotlib.figure import Figure
+
+from pmemlab.errors import ConfigError, PmemlabError
+from pmemlab.plots.data import Results, caption, is_sweep_csv, load_results, size_label, sweep_name
+from pmemlab.plots.recipes import RECIPES
+from pmemlab.plots.style import add_caption, bytes_axis, legend, new_figure, note, series
+
+SIZE_COLUMNS = frozenset({"access_size", "stride", "working_set", "window_offset", "hotspot_size", "pass_offset",
+                          "fence_interval", "interleave_gran", "target_size", "target_page_size"})
+Y_UNITS = {"bw_gbps": "Bandwidth (GB/s)", "bw_mbps": "Bandwidth (MB/s)", "ewr": "Effective write ratio"}
+
+
+def axis_label(column: str) -> str:
+    if column in Y_UNITS:
+        return Y_UNITS[column]
+    if column.startswith("lat_ns_"):
+        return f"Latency {column[len('lat_ns_'):]} (ns)"
+    if column in SIZE_COLUMNS:
+        return f"{column} (bytes)"
+    return column
+
+
+def default_y(df: pd.DataFrame) -> str:
+    """bw_gbps for bandwidth sweeps, lat_ns_mean for latency sweeps."""
+    if "mode" in df and (df["mode"] == "latency").all() and "lat_ns_mean" in df:
+        return "lat_ns_mean"
+    return "bw_gbps"
+
+
+def default_x(results: Results) -> str:
+    """The first axis of the sweep (from the sidecar), else the first parameter that varies."""
+    for side in results.sidecars:
+        for key, values in (side.get("axes") or {}).items():
+            if len(set(values)) > 1:
+                return key
+    from pmemlab.params import PARAM_NAMES
+
+    ok = results.ok()
+    for key in PARAM_NAMES:
+        if key in ok and ok[key].nunique() > 1:
+            return key
+    raise ConfigError(f"{results.name}: no parameter varies; nothing to put on the x axis", "give --x COLUMN")
+
+
+def generic_figure(results: Results, x: str, y: str, hue: str | None = None, facet: str | None = None,
+                   logx: bool = False, logy: bool = False) -> Figure:
+    """y against x, one series per hue value, one panel per facet value, error bars from repeats."""
+    df = results.ok()
+    for column in (x, y, hue, facet):
+        if column and column not in df.columns and column not in results.rows.columns:
+            raise ConfigError(f"no column {column!r} in {results.name}",
+                              "columns: " + ", ".join(c for c in results.rows.columns[:60]))
+    panels = list(dict.fromkeys(df[facet])) if facet and not df.empty else [None]
+    fig, axes = new_figure(len(panels))
+    for ax, value in zip(axes, panels):
+        sub = df if facet is None else df[df[facet] == value]
+        if sub.empty:
+            note(ax, "no successful runs")
+        else:
+            series(ax, sub, x, y, hue, label_of=_value_label(hue))
+        if facet is not None:
+            ax.set_title(f"{facet} = {_value_label(facet)(value)}", fontsize=9)
+        if logx:
+            bytes_axis(ax) if x in SIZE_COLUMNS else ax.set_xscale("log", base=2)
+        if logy:
+            ax.set_yscale("log")
+        ax.set_xlabel(axis_label(x))
+        ax.set_ylabel(axis_label(y))
+        legend(ax, hue)
+    fig.suptitle(f"{results.name}: {y} vs {x}", fontsize=10)
+    add_caption(fig, caption(results))
+    return fig
+
+
+def _value_label(column: str | None):
+    if column in SIZE_COLUMNS:
+        return lambda v: size_label(v)
+    return str
+
+
+def recipe_figure(results: Results, recipe: str | None = None) -> Figure:
+    name = recipe or results.name
+    if name not in RECIPES:
+        raise ConfigError(f"no recipe {name!r}", "recipes: " + ", ".join(RECIPES) + "; or give --x and --y")
+    return RECIPES[name](results)
+
+
+def save_figure(fig: Figure, out_dir: Path, name: str, formats: Sequence[str] = ("png", "svg")) -> list[Path]:
+    out_dir.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for fmt in formats:
+        path = out_dir / f"{name}.{fmt}"
+        fig.savefig(path, dpi=150)
+        paths.append(path)
+    return paths
+
+
+def _formats(text: str) -> list[str]:
+    formats = [f.strip().lower() for f in text.split(",") if f.strip()]
+    bad = [f for f in formats if f not in ("png", "svg", "pdf")]
+    if bad or not formats:
+        raise ConfigError(f"--format {text!r}: unknown format {bad[0] if bad else ''}", "png, svg or pdf")
+    return formats
+
+
+# --------------------------------------------------------------------------
+# commands
+# --------------------------------------------------------------------------
+def plot_command(args: argparse.Namespace) -> int:
+    if args.list:
+        for name, fn in RECIPES.items():
+            print(f"{name:<16} {(fn.__doc__ or '').strip().splitlines()[0]}")
+        return 0
+    missing = [str(p) for p in args.csv if not p.exists()]
+    if missing:
+        raise PmemlabError(f"no such CSV: {', '.join(missing)}", "give the CSV a sweep wrote")
+    results = load_results(args.csv)
+    if args.x or args.y or args.hue or args.facet:
+        x = args.x or default_x(results)
+        fig = generic_figure(results, x, args.y or default_y(results.ok()), args.hue, args.facet,
+                             args.logx, args.logy)
+        name = args.name or f"{results.name}.{args.y or default_y(results.ok())}-vs-{x}"
+    elif (args.recipe or results.name) in RECIPES:
+        fig = recipe_figure(results, args.recipe)
+        name = args.name or (args.recipe or results.name)
+    else:
+        x = default_x(results)
+        fig = generic_figure(results, x, default_y(results.ok()), logx=args.logx, logy=args.logy)
+        name = args.name or results.name
+    for path in save_figure(fig, args.output, name, _formats(args.format)):
+        print(f"plot: {path}")
+    return 0
+
+
+def find_experiments(results_dir: Path) -> dict[str, list[Path]]:
+    """Sweep CSVs under `results_dir` grouped by sweep name (NAME.csv and NAME@LABEL.csv merge)."""
+    groups: dict[str, list[Path]] = defaultdict(list)
+    if results_dir.is_dir():
+        for path in sorted(results_dir.rglob("*.csv")):
+            if is_sweep_csv(path) and path.stat().st_size > 0:
+                groups[sweep_name(path)].append(path)
+    return dict(groups)
+
+
+def plot_all_command(args: argparse.Namespace) -> int:
+    groups = find_experiments(args.results)
+    if not groups:
+        print(f"pmemlab plot-all: nothing to plot: no sweep CSV under {args.results}/")
+        return 0
+    formats = _formats(args.format)
+    failed = 0
+    for name, paths in sorted(groups.items()):
+        try:
+            results = load_results(paths)
+            if name in RECIPES:
+                fig = recipe_figure(results)
+            else:
+                fig = generic_figure(results, default_x(results), default_y(results.ok()))
+            written = save_figure(fig, args.output, name, formats)
+            print(f"plot-all: {name} ({len(paths)} CSV) -> {', '.join(str(p) for p in written)}")
+        except (PmemlabError, KeyError, ValueError) as exc:
+            failed += 1
+            print(f"plot-all: {name}: not rendered: {exc}", file=sys.stderr)
+    return 1 if failed else 0

@@ -1,0 +1,116 @@
+"""Drawing helpers shared by the recipes: figures without pyplot (headless, no global state),
+series with error bars, byte-size log axes, the caption line, heatmaps, and notes."""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Sequence
+
+import matplotlib
+
+matplotlib.use("Agg")  # headless; must precede any pyplot import elsewhere
+
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+from matplotlib.axes import Axes  # noqa: E402
+from matplotlib.figure import Figure  # noqa: E402
+from matplotlib.ticker import FuncFormatter, LogLocator, MaxNLocator  # noqa: E402
+
+from pmemlab.plots.data import mean_over_repeats, size_label  # noqa: E402
+
+CAPTION_GID = "pmemlab-caption"
+BW_LABEL = "Bandwidth (GB/s)"
+LAT_LABEL = "Latency (ns)"
+
+
+def new_figure(panels: int = 1, rows: int = 1, width_per_panel: float = 4.6, height: float = 3.6,
+               sharey: bool = False) -> tuple[Figure, list[Axes]]:
+    fig = Figure(figsize=(max(width_per_panel * panels, 5.0), height * rows + 0.5))
+    axes = fig.subplots(rows, panels, sharey=sharey, squeeze=False)
+    return fig, [ax for row in axes for ax in row]
+
+
+def add_caption(fig: Figure, text: str) -> None:
+    """The caption line (target, machine, date) under the axes."""
+    fig.tight_layout(rect=(0, 0.06, 1, 1))
+    fig.text(0.01, 0.012, text, fontsize=6.5, color="0.3", ha="left", va="bottom", wrap=True, gid=CAPTION_GID)
+
+
+def caption_of(fig: Figure) -> str:
+    return next((t.get_text() for t in fig.texts if t.get_gid() == CAPTION_GID), "")
+
+
+def bytes_axis(ax: Axes, axis: str = "x") -> None:
+    """A log2 axis labelled in B / KiB / MiB / GiB."""
+    formatter = FuncFormatter(lambda v, _pos: size_label(v) if v > 0 else "")
+    if axis == "x":
+        ax.set_xscale("log", base=2)
+        ax.xaxis.set_major_formatter(formatter)
+        ax.xaxis.set_major_locator(LogLocator(base=4))
+        ax.tick_params(axis="x", labelrotation=45)
+    else:
+        ax.set_yscale("log", base=2)
+        ax.yaxis.set_major_formatter(formatter)
+
+
+def series(ax: Axes, df: pd.DataFrame, x: str, y: str, hue: str | None = None,
+           label_of: Callable[[Any], str] = str, order: Sequence[Any] | None = None,
+           marker: str = "o", linestyle: str = "-", prefix: str = "") -> None:
+    """One line per value of `hue`: the mean of `y` over repeats at each `x`, error bars = 1 std."""
+    groups = [(None, df)] if hue is None else list(df.groupby(hue, sort=True, dropna=False))
+    if order is not None and hue is not None:
+        rank = {v: i for i, v in enumerate(order)}
+        groups.sort(key=lambda g: rank.get(g[0], len(rank)))
+    for value, grp in groups:
+        stats = mean_over_repeats(grp, [x], y).sort_values(x)
+        if stats.empty:
+            continue
+        label = prefix + label_of(value) if hue is not None else (prefix or y)
+        ax.errorbar(stats[x], stats["mean"], yerr=stats["std"] if (stats["n"] > 1).any() else None,
+                    marker=marker, markersize=4, linestyle=linestyle, capsize=2.5, label=label)
+
+
+def grouped_bars(ax: Axes, stats: pd.DataFrame, category: str, hue: str, categories: Sequence[Any],
+                 hues: Sequence[Any], label_of: Callable[[Any], str] = str,
+                 category_label: Callable[[Any], str] = str) -> None:
+    """Bars of stats['mean'] (error bars stats['std']) per category, one colour per hue value."""
+    width = 0.8 / max(len(hues), 1)
+    xs = np.arange(len(categories))
+    for i, h in enumerate(hues):
+        sub = stats[stats[hue] == h].set_index(category)
+        heights = [sub["mean"].get(c, np.nan) for c in categories]
+        errs = [sub["std"].get(c, 0.0) for c in categories]
+        ax.bar(xs + (i - (len(hues) - 1) / 2) * width, heights, width, yerr=errs, capsize=2.5,
+               label=label_of(h))
+    ax.set_xticks(xs)
+    ax.set_xticklabels([category_label(c) for c in categories])
+
+
+def heatmap(ax: Axes, df: pd.DataFrame, x: str, row: str, value: str, fig: Figure,
+            x_label: Callable[[Any], str] = str, row_label: Callable[[Any], str] = str,
+            colorbar_label: str = "") -> None:
+    """Mean of `value` over repeats on a grid of `row` (y) by `x` (columns)."""
+    stats = mean_over_repeats(df, [row, x], value)
+    grid = stats.pivot(index=row, columns=x, values="mean").sort_index().sort_index(axis=1)
+    image = ax.imshow(grid.values, aspect="auto", origin="lower", cmap="viridis")
+    ax.set_xticks(range(len(grid.columns)))
+    ax.set_xticklabels([x_label(c) for c in grid.columns], rotation=45, ha="right")
+    ax.set_yticks(range(len(grid.index)))
+    ax.set_yticklabels([row_label(r) for r in grid.index])
+    bar = fig.colorbar(image, ax=ax)
+    bar.set_label(colorbar_label or value)
+
+
+def integer_x(ax: Axes) -> None:
+    """Whole numbers only on the x axis (threads, DIMMs)."""
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+
+
+def note(ax: Axes, text: str) -> None:
+    """A message in an axis that has no data to show (the reason why)."""
+    ax.text(0.5, 0.5, text, transform=ax.transAxes, ha="center", va="center", fontsize=8, wrap=True,
+            color="0.35")
+
+
+def legend(ax: Axes, title: str | None = None) -> None:
+    if ax.get_legend_handles_labels()[0]:
+        ax.legend(title=title, fontsize=7, title_fontsize=7)
