@@ -88,9 +88,13 @@ def load_results(paths: Sequence[Path]) -> Results:
     return Results(name=name, rows=rows, hist=hist, sidecars=sidecars, paths=list(paths))
 
 
+TEXT_COLUMNS = {c: str for c in ("toolkit_version", "module_version", "kernel", "hostname", "cpu_model", "target",
+                                 "op", "error", "sweep", "point_key", "thread")}
+
+
 def _read_csv(path: Path) -> pd.DataFrame:
     try:
-        return pd.read_csv(path, low_memory=False)
+        return pd.read_csv(path, low_memory=False, dtype=TEXT_COLUMNS)
     except pd.errors.EmptyDataError:
         return pd.DataFrame()
 

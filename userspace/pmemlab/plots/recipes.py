@@ -13,8 +13,8 @@ from matplotlib.figure import Figure
 from pmemlab.params import WRITE_OPS
 from pmemlab.plots.data import Results, caption, mean_over_repeats, size_label
 from pmemlab.plots.style import (
-    BW_LABEL, LAT_LABEL, add_caption, bytes_axis, grouped_bars, heatmap, integer_x, legend, new_figure, note,
-    series,
+    BW_LABEL, LAT_LABEL, add_caption, bytes_axis, grouped_bars, heatmap, integer_x, legend, log_y_if_wide,
+    new_figure, note, series,
 )
 
 Recipe = Callable[[Results], Figure]
@@ -73,6 +73,7 @@ def idle_latency(results: Results) -> Figure:
                             on=["access", "target_label"], how="left")
         stats["std"] = stats["sample_std"].fillna(stats["std"])
         grouped_bars(ax, stats, "access", "target_label", list(dict.fromkeys(df["access"])), _targets(df))
+        log_y_if_wide(ax, stats)
         legend(ax, "target")
     ax.set_ylabel(LAT_LABEL)
     ax.set_xlabel("Access")

@@ -125,7 +125,10 @@ def plot_command(args: argparse.Namespace) -> int:
     missing = [str(p) for p in args.csv if not p.exists()]
     if missing:
         raise PmemlabError(f"no such CSV: {', '.join(missing)}", "give the CSV a sweep wrote")
-    results = load_results(args.csv)
+    csvs = [p for p in args.csv if is_sweep_csv(p)]  # NAME.hist.csv / NAME.summary.csv ride along with NAME.csv
+    if not csvs:
+        raise PmemlabError("no sweep CSV among the arguments (only .hist.csv / .summary.csv)", "give NAME.csv")
+    results = load_results(csvs)
     if args.x or args.y or args.hue or args.facet:
         x = args.x or default_x(results)
         fig = generic_figure(results, x, args.y or default_y(results.ok()), args.hue, args.facet,

@@ -79,7 +79,8 @@ def grouped_bars(ax: Axes, stats: pd.DataFrame, category: str, hue: str, categor
         sub = stats[stats[hue] == h].set_index(category)
         heights = [sub["mean"].get(c, np.nan) for c in categories]
         errs = [sub["std"].get(c, 0.0) for c in categories]
-        ax.bar(xs + (i - (len(hues) - 1) / 2) * width, heights, width, yerr=errs, capsize=2.5,
+        below = [min(e, m) if np.isfinite(m) else 0.0 for e, m in zip(errs, heights)]  # bars stay >= 0
+        ax.bar(xs + (i - (len(hues) - 1) / 2) * width, heights, width, yerr=[below, errs], capsize=2.5,
                label=label_of(h))
     ax.set_xticks(xs)
     ax.set_xticklabels([category_label(c) for c in categories])
@@ -98,6 +99,16 @@ def heatmap(ax: Axes, df: pd.DataFrame, x: str, row: str, value: str, fig: Figur
     ax.set_yticklabels([row_label(r) for r in grid.index])
     bar = fig.colorbar(image, ax=ax)
     bar.set_label(colorbar_label or value)
+
+
+def log_y_if_wide(ax: Axes, stats: pd.DataFrame, ratio: float = 50.0) -> None:
+    """A log y axis when means and error bars span more than `ratio` (outliers of an emulated
+    device would flatten every bar on a linear axis); the paper's linear axis otherwise."""
+    means = stats["mean"][stats["mean"] > 0]
+    if means.empty:
+        return
+    if (means + stats.loc[means.index, "std"]).max() / means.min() > ratio:
+        ax.set_yscale("log")
 
 
 def integer_x(ax: Axes) -> None:
