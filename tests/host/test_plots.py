@@ -322,6 +322,11 @@ def test_plot_picks_the_recipe_by_sweep_name(experiments, tmp_path, capsys):
     assert (tmp_path / "tail-latency.png").exists() and (tmp_path / "tail-latency.svg").exists()
 
 
+def test_plot_refuses_to_mix_sweeps(experiments, tmp_path, capsys):
+    rc = cli.main(["plot", str(experiments["bw-size"][0]), str(experiments["ewr"][0]), "-o", str(tmp_path)])
+    assert rc != 0 and "2 sweeps (bw-size, ewr)" in capsys.readouterr().err
+
+
 def test_plot_bad_column_is_a_clear_error(experiments, tmp_path, capsys):
     rc = cli.main(["plot", str(experiments["bw-size"][0]), "--x", "nope", "-o", str(tmp_path)])
     assert rc != 0 and "no column 'nope'" in capsys.readouterr().err

@@ -128,6 +128,10 @@ def plot_command(args: argparse.Namespace) -> int:
     csvs = [p for p in args.csv if is_sweep_csv(p)]  # NAME.hist.csv / NAME.summary.csv ride along with NAME.csv
     if not csvs:
         raise PmemlabError("no sweep CSV among the arguments (only .hist.csv / .summary.csv)", "give NAME.csv")
+    sweeps = sorted({sweep_name(p) for p in csvs})
+    if len(sweeps) > 1 and not (args.x or args.y):
+        raise ConfigError(f"the CSVs hold {len(sweeps)} sweeps ({', '.join(sweeps)}); a figure shows one",
+                          "plot them one at a time, or use plot-all RESULTS_DIR")
     results = load_results(csvs)
     if args.x or args.y or args.hue or args.facet:
         x = args.x or default_x(results)
