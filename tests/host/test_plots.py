@@ -60,6 +60,8 @@ def results_dir(tmp_path_factory) -> Path:
                     (out / sibling.name).write_bytes(sibling.read_bytes())
         else:
             _fake_results(out, tmp_path_factory.mktemp("fake"), name)
+    if (RECORDED / "SKIPPED").exists():
+        (out / "SKIPPED").write_bytes((RECORDED / "SKIPPED").read_bytes())
     return out
 
 
@@ -168,6 +170,8 @@ def test_emulation(experiments):
     assert ax.get_xlabel() == BW and ax.get_ylabel() == LAT and ax.get_yscale() == "log"
     ran = set(results.ok()["target_label"])
     assert set(legend_labels(ax)) == ran and "pmem" in ran and "dram" in ran
+    for entry in results.not_run:  # loads insmod refused (no second node in the guest) are named
+        assert f"not run: {entry.split(':')[0]}" in caption_of(fig)
     assert_caption(fig, results)
 
 
@@ -343,3 +347,14 @@ def test_error_bars_come_from_repeats(experiments):
         assert all(container.has_yerr for container in ax.containers)
     df = pd.read_csv(experiments["bw-threads"][0])
     assert (df["status"] == "ok").any()
+
+
+@pytest.mark.parametrize("name", list(RECIPES))
+def test_recipe_renders_a_csv_without_runs(experiments, tmp_path, name):
+    """A sweep that has written only its header (just started) still gets a figure that says so."""
+    header = experiments[name][0].read_text().splitlines()[0]
+    path = tmp_path / f"{name}.csv"
+    path.write_text(header + "\n")
+    fig = RECIPES[name](load_results([path]))
+    texts = [t.get_text() for ax in fig.axes for t in ax.texts]
+    assert any("no successful runs" in t or "unavailable" in t for t in texts)

@@ -25,6 +25,7 @@ class Results:
     hist: pd.DataFrame | None = None
     sidecars: list[dict[str, Any]] = field(default_factory=list)
     paths: list[Path] = field(default_factory=list)
+    not_run: list[str] = field(default_factory=list)  # "LABEL: why" of module loads that failed
 
     def ok(self) -> pd.DataFrame:
         """Aggregate rows (thread = all) of the runs that succeeded."""
@@ -80,12 +81,29 @@ def load_results(paths: Sequence[Path]) -> Results:
             except (OSError, json.JSONDecodeError):
                 pass
     rows = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
-    if rows.empty:
+    if rows.empty and "sweep" not in rows.columns:
         raise PmemlabError(f"no rows in {', '.join(str(p) for p in paths)}", "run the sweep first")
     rows["target_label"] = _target_labels(rows, {p.name: label_from_path(p) for p in paths})
     hist = pd.concat(hists, ignore_index=True) if hists else None
     name = str(rows["sweep"].dropna().iloc[0]) if "sweep" in rows and rows["sweep"].notna().any() else paths[0].stem
-    return Results(name=name, rows=rows, hist=hist, sidecars=sidecars, paths=list(paths))
+    return Results(name=name, rows=rows, hist=hist, sidecars=sidecars, paths=list(paths),
+                   not_run=loads_not_run(paths, name))
+
+
+SKIPPED_FILE = "SKIPPED"  # beside the CSVs: a "NAME@LABEL: reason" line per module load that failed
+
+
+def loads_not_run(paths: Sequence[Path], name: str) -> list[str]:
+    """The `LABEL: reason` of this sweep's loads listed in SKIPPED files beside its CSVs."""
+    found: list[str] = []
+    for folder in dict.fromkeys(p.parent for p in paths):
+        listing = folder / SKIPPED_FILE
+        if not listing.exists():
+            continue
+        for line in listing.read_text(encoding="utf-8", errors="replace").splitlines():
+            if line.startswith(f"{name}{TARGET_LABEL_SEPARATOR}"):
+                found.append(line[len(name) + 1:].strip())
+    return list(dict.fromkeys(found))
 
 
 TEXT_COLUMNS = {c: str for c in ("toolkit_version", "module_version", "kernel", "hostname", "cpu_model", "target",
@@ -178,6 +196,9 @@ def caption(results: Results) -> str:
     versions = _unique(rows.get("toolkit_version", []))
     if versions:
         parts.append(f"pmemlab {', '.join(versions)}")
+    for entry in results.not_run:
+        label, _, why = entry.partition(":")
+        parts.append(f"not run: {label} ({why.rsplit(': ', 1)[-1].strip()})")
     scale = _scale(results.sidecars)
     if scale:
         parts.append(f"scale: {scale}")
