@@ -358,3 +358,17 @@ def test_recipe_renders_a_csv_without_runs(experiments, tmp_path, name):
     fig = RECIPES[name](load_results([path]))
     texts = [t.get_text() for ax in fig.axes for t in ax.texts]
     assert any("no successful runs" in t or "unavailable" in t for t in texts)
+
+
+def test_sweep_without_recipe_gets_one_series_per_other_axis(experiments, tmp_path):
+    """e.g. configs/default.toml (make demo): x = access size (log2), one series per op."""
+    from pmemlab.plots.render import fallback_figure
+
+    path = tmp_path / "default.csv"
+    df = pd.read_csv(experiments["bw-size"][0])
+    df = df[df["threads"] == 1]  # left varying: op and access_size, as in default.toml
+    df.assign(sweep="default").to_csv(path, index=False)
+    fig = fallback_figure(load_results([path]))
+    (ax, *_) = data_axes(fig)
+    assert ax.get_xlabel() == "access_size (bytes)" and ax.get_xscale() == "log" and ax.get_ylabel() == BW
+    assert legend_labels(ax) == sorted(df["op"].dropna().unique())

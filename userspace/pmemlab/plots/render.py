@@ -38,19 +38,29 @@ def default_y(df: pd.DataFrame) -> str:
     return "bw_gbps"
 
 
-def default_x(results: Results) -> str:
-    """The first axis of the sweep (from the sidecar), else the first parameter that varies."""
-    for side in results.sidecars:
-        for key, values in (side.get("axes") or {}).items():
-            if len(set(values)) > 1:
-                return key
+def varied_parameters(results: Results) -> list[str]:
+    """Parameters that take more than one value among the successful runs, in parameter order."""
     from pmemlab.params import PARAM_NAMES
 
     ok = results.ok()
-    for key in PARAM_NAMES:
-        if key in ok and ok[key].nunique() > 1:
-            return key
+    return [key for key in PARAM_NAMES if key in ok and ok[key].nunique() > 1]
+
+
+def default_x(results: Results) -> str:
+    """A numeric parameter that varies (sizes first), else any that varies."""
+    varied = varied_parameters(results)
+    ok = results.ok()
+    numeric = [k for k in varied if pd.api.types.is_numeric_dtype(ok[k])]
+    sizes = [k for k in numeric if k in SIZE_COLUMNS]
+    for choice in (sizes, numeric, varied):
+        if choice:
+            return choice[0]
     raise ConfigError(f"{results.name}: no parameter varies; nothing to put on the x axis", "give --x COLUMN")
+
+
+def default_hue(results: Results, x: str) -> str | None:
+    """The first other parameter that varies: one series per value instead of an average over it."""
+    return next((k for k in varied_parameters(results) if k != x), None)
 
 
 def generic_figure(results: Results, x: str, y: str, hue: str | None = None, facet: str | None = None,
@@ -81,6 +91,12 @@ def generic_figure(results: Results, x: str, y: str, hue: str | None = None, fac
     fig.suptitle(f"{results.name}: {y} vs {x}", fontsize=10)
     add_caption(fig, caption(results))
     return fig
+
+
+def fallback_figure(results: Results) -> Figure:
+    """A sweep without a recipe: y against a varied parameter, one series per another."""
+    x = default_x(results)
+    return generic_figure(results, x, default_y(results.ok()), default_hue(results, x), logx=x in SIZE_COLUMNS)
 
 
 def _value_label(column: str | None):
@@ -142,8 +158,7 @@ def plot_command(args: argparse.Namespace) -> int:
         fig = recipe_figure(results, args.recipe)
         name = args.name or (args.recipe or results.name)
     else:
-        x = default_x(results)
-        fig = generic_figure(results, x, default_y(results.ok()), logx=args.logx, logy=args.logy)
+        fig = fallback_figure(results)
         name = args.name or results.name
     for path in save_figure(fig, args.output, name, _formats(args.format)):
         print(f"plot: {path}")
@@ -173,7 +188,7 @@ def plot_all_command(args: argparse.Namespace) -> int:
             if name in RECIPES:
                 fig = recipe_figure(results)
             else:
-                fig = generic_figure(results, default_x(results), default_y(results.ok()))
+                fig = fallback_figure(results)
             written = save_figure(fig, args.output, name, formats)
             print(f"plot-all: {name} ({len(paths)} CSV) -> {', '.join(str(p) for p in written)}")
         except (PmemlabError, KeyError, ValueError) as exc:
