@@ -85,7 +85,7 @@ def test_bad_config_never_touches_the_module(loaded: Module, tmp_path: Path) -> 
 
 def test_ctrl_c_mid_sweep_then_resume(loaded: Module, tmp_path: Path) -> None:
     config = tmp_path / "long.toml"
-    config.write_text(SWEEP_3X3.replace("duration_ms = 40", "duration_ms = 1500"))
+    config.write_text(SWEEP_3X3.replace("duration_ms = 40", "duration_ms = 600"))
     out = tmp_path / "long.csv"
     proc = subprocess.Popen([sys.executable, "-m", "pmemlab", "sweep", str(config), "-o", str(out),
                              "--no-progress"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)

@@ -18,16 +18,26 @@ from kmod_driver import MODES, OPS, PATTERNS, Module, Result, WriteRefused
 MiB = 1 << 20
 
 
-@pytest.fixture(scope="module", params=["fsdax", "dram"])
+@pytest.fixture(params=["fsdax", "dram"])
 def target(request, ko: Path, pmem_dev: str):
-    """The module loaded once per target kind for the consistency matrix."""
+    """The module loaded for one target kind; kept loaded across the consistency matrix (a
+    reload per test would cost more than the runs) unless another test unloaded it."""
     spec = {"target": pmem_dev} if request.param == "fsdax" else {"target": "dram", "dram_size": "64M"}
+    sysfs = Path("/sys/kernel/pmemlab")
+    loaded_target = (sysfs / "target").read_text().strip() if (sysfs / "target").exists() else None
+    if loaded_target != spec["target"] or (request.param == "dram" and
+                                           (sysfs / "target_size").read_text().strip() != str(64 * MiB)):
+        subprocess.run(["rmmod", "pmemlab"], capture_output=True)
+        args = [f"{k}={v}" for k, v in spec.items()]
+        res = subprocess.run(["insmod", str(ko), *args], capture_output=True, text=True)
+        assert res.returncode == 0, res.stderr
+    return request.param, Module()
+
+
+@pytest.fixture(scope="module", autouse=True)
+def unload_after_this_file():
+    yield
     subprocess.run(["rmmod", "pmemlab"], capture_output=True)
-    args = [f"{k}={v}" for k, v in spec.items()]
-    res = subprocess.run(["insmod", str(ko), *args], capture_output=True, text=True)
-    assert res.returncode == 0, res.stderr
-    yield request.param, Module()
-    subprocess.run(["rmmod", "pmemlab"], check=True)
 
 
 def usable_ops(mod: Module) -> list[str]:
