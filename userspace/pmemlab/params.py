@@ -118,11 +118,8 @@ PARAMS: dict[str, Param] = {
         _p("prefetch", "enum", "on", "hardware prefetchers on/off (off needs prefetch_control)", choices=("on", "off")),
         _p("cold", "bool", 0, "latency mode: flush each line before it is measured"),
         _p("samples", "int", 0, "raw latency samples kept per thread", lo=0, hi=MAX_SAMPLES),
-        # In kmod/sysfs.c but not yet in docs/interface.md; written only when the module has them.
-        _p("warm", "bool", 0, "latency mode: touch each line before it is measured (module extension)",
-           documented=False),
-        _p("segment_ms", "int", 5, "length of a timed segment between IRQ-on gaps (module extension)",
-           lo=1, hi=200, unit="ms", documented=False),
+        _p("warm", "bool", 0, "latency mode: load each line (then mfence) before it is measured; excludes cold"),
+        _p("segment_ms", "int", 5, "length of one IRQ-off timed segment", lo=1, hi=200, unit="ms"),
     )
 }
 
