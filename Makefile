@@ -4,7 +4,8 @@
 #   make check-build      build against every installed headers tree with W=1; fail on warnings
 #   make test             install what is missing, then host tests, then guest tests in the VM
 #   make demo             run the default experiment (in the emulated-NVDIMM guest without pmem)
-#   make sweep CONFIG=configs/x.toml [TARGET=/dev/pmemN | VM=1]   one sweep (sweep-all: every config)
+#   make sweep CONFIG=configs/x.toml [TARGET=/dev/pmemN | VM=1] [SCALE=quick]   one sweep
+#   make sweep-all [TARGET=... | VM=1] [SCALE=quick]   every experiment of configs/
 #   make plots            render every CSV under results/ into plots/
 
 SHELL := /bin/bash
@@ -30,7 +31,7 @@ KVER = $(shell sed -n 's/^\#define UTS_RELEASE "\(.*\)"/\1/p' $(KDIR)/include/ge
 all: module userspace
 
 help:
-	@sed -n '2,9p' $(TOP)/Makefile | sed 's/^# *//'
+	@sed -n '2,10p' $(TOP)/Makefile | sed 's/^# *//'
 
 deps:
 	@$(TOP)/scripts/install-deps
@@ -63,18 +64,20 @@ test-guest: deps
 
 # Without TARGET, demo runs in the emulated-NVDIMM guest; sweep and sweep-all run where the
 # module is loaded (or on TARGET), or in the guest with VM=1.
-DEMO_CONFIGS ?= configs/default.toml
+# The demo: the papers' headline figures at the quick scale (a few minutes in the guest).
+DEMO_CONFIGS ?= $(addprefix configs/,idle-latency.toml bw-threads.toml bw-size.toml tail-latency.toml flush-instr.toml)
+DEMO_SCALE ?= quick
 WHERE = $(if $(TARGET),--target $(TARGET),$(if $(VM),--vm))
 
 demo: deps
-	@$(TOP)/scripts/run-configs $(if $(TARGET),--target $(TARGET),--vm) $(DEMO_CONFIGS)
+	@$(TOP)/scripts/run-configs $(if $(TARGET),--target $(TARGET),--vm) --scale $(DEMO_SCALE) $(DEMO_CONFIGS)
 
 sweep: deps
 	@test -n "$(CONFIG)" || { echo "make: give CONFIG=configs/<name>.toml" >&2; exit 1; }
-	@$(TOP)/scripts/run-configs $(WHERE) $(CONFIG)
+	@$(TOP)/scripts/run-configs $(WHERE) $(if $(SCALE),--scale $(SCALE)) $(CONFIG)
 
 sweep-all: deps
-	@$(TOP)/scripts/run-configs $(WHERE) $(filter-out $(TOP)/configs/default.toml,$(wildcard $(TOP)/configs/*.toml))
+	@$(TOP)/scripts/run-configs $(WHERE) $(if $(SCALE),--scale $(SCALE)) $(filter-out $(TOP)/configs/default.toml,$(wildcard $(TOP)/configs/*.toml))
 
 plots: deps
 	@$(PYTHON) -m pmemlab plot-all $(TOP)/results -o $(TOP)/plots
