@@ -94,6 +94,6 @@ def test_writes_stay_inside_the_window(module, pmem_dev: str, filled: int, op: s
 def test_one_sequential_pass_changes_exactly_the_window(module, pmem_dev: str, filled: int, op: str) -> None:
     access, threads = 256, 2
     ranges = run_and_diff(module, pmem_dev, filled, op=op, pattern="seq", placement="per-thread",
-                          threads=threads, access_size=access, mode="bandwidth", duration_ms=0,
+                          threads=threads, access_size=access, mode="bandwidth",
                           count=WINDOW // threads // access)
     assert ranges == [(WINDOW_OFFSET, WINDOW_OFFSET + WINDOW)]
