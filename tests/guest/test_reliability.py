@@ -89,6 +89,7 @@ def test_non_dax_device_is_refused(ko: Path, tmp_path: Path) -> None:
     backing = tmp_path / "loop.img"
     with open(backing, "wb") as fh:
         fh.truncate(64 * MiB)
+    subprocess.run(["modprobe", "loop"], capture_output=True)
     loop = subprocess.run(["losetup", "--find", "--show", str(backing)], capture_output=True, text=True)
     if loop.returncode != 0:
         pytest.skip(f"no loop device in this guest: {loop.stderr.strip()}")
