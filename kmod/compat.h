@@ -49,6 +49,19 @@ typedef struct block_device *pl_bdev_t;
 #define pl_bdev_close(b, holder)	blkdev_put(b, PL_FMODE)
 #endif
 
+/*
+ * ->mark_dead() is called with bdev->bd_holder_lock held.  Up to 6.6 the
+ * caller drops it afterwards; from 6.7 (Jan Kara, "fs: Avoid grabbing
+ * sb->s_umount under bdev->bd_holder_lock") the callee must drop it.
+ * Getting this wrong leaves the lock held and hangs the next bdev_fput().
+ * (A 6.6.y backport of that change is not known; unverified.)
+ */
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 7, 0)
+#define pl_holder_unlock(bdev)	mutex_unlock(&(bdev)->bd_holder_lock)
+#else
+#define pl_holder_unlock(bdev)	do { } while (0)
+#endif
+
 /* ---- DAX lookup and mapping ---- */
 #if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 0, 0)
 /* 6.0+: holder and holder ops; returns NULL if another holder claimed it */

@@ -21,8 +21,10 @@
 #if PL_HAVE_HOLDER_OPS
 /* 6.5+: the disk is going away (e.g. ndctl disable-namespace): stop using it */
 static void pl_mark_dead(struct block_device *bdev, bool surprise)
+	__releases(&bdev->bd_holder_lock)
 {
 	WRITE_ONCE(pl.t.dead, 1);
+	pl_holder_unlock(bdev);
 	pr_warn("target %pg is going away; runs stop\n", bdev);
 }
 
