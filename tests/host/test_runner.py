@@ -1,0 +1,351 @@
+"""The user backend's native runner and the shared kernels it is built from.
+
+- every op x width writes (or only reads) what it should, checked in memory
+  (libplcore.so: the same objects as pmemlab-run, called through ctypes);
+- flush, fence and non-temporal variants emit the intended instructions
+  (objdump of the built objects, function by function);
+- address generators: seq covers every slot once per pass; rand stays in
+  the window, is aligned, uniform (chi-square) and reproducible; stride and
+  hotspot;
+- histogram percentiles agree with numpy within the bucket error;
+- pmemlab-run: the module's result format, exact counts, the module's refusals.
+"""
+from __future__ import annotations
+
+import ctypes
+import re
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from pmemlab.results import parse_result
+
+TOP = Path(__file__).resolve().parents[2]
+RUNNER_DIR = TOP / "userspace" / "runner"
+RUNNER = RUNNER_DIR / "pmemlab-run"
+
+OPS = ("load", "ntload", "store", "ntstore", "store+clwb", "store+clflushopt", "store+clflush",
+       "copy", "ntcopy")
+WRITES = {"store", "ntstore", "store+clwb", "store+clflushopt", "store+clflush", "copy", "ntcopy"}
+PAT_SEQ, PAT_RAND, PAT_STRIDE, PAT_HOTSPOT = range(4)
+
+
+def cpu_flags() -> set[str]:
+    for line in Path("/proc/cpuinfo").read_text().splitlines():
+        if line.startswith("flags"):
+            return set(line.split(":", 1)[1].split())
+    return set()
+
+
+FLAGS = cpu_flags()
+WIDTHS = [8, 16] + ([32] if "avx2" in FLAGS else []) + ([64] if "avx512f" in FLAGS else [])
+
+
+def runnable(op: str, width: int) -> bool:
+    if op == "ntload" and width == 8:
+        return False
+    need = {"store+clwb": "clwb", "store+clflushopt": "clflushopt"}.get(op)
+    return need is None or need in FLAGS
+
+
+@pytest.fixture(scope="module")
+def built() -> Path:
+    res = subprocess.run(["make", "-s", "-C", str(TOP / "userspace")], capture_output=True, text=True)
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert "warning" not in res.stderr, res.stderr
+    return RUNNER_DIR
+
+
+@pytest.fixture(scope="module")
+def lib(built: Path) -> ctypes.CDLL:
+    lib = ctypes.CDLL(str(built / "libplcore.so"))
+    u64, p = ctypes.c_uint64, ctypes.c_void_p
+    lib.pl_test_kernel.argtypes = [ctypes.c_int, ctypes.c_uint, p, u64, u64, ctypes.c_int, u64]
+    lib.pl_test_op_name.restype = ctypes.c_char_p
+    lib.pl_test_gen.argtypes = [ctypes.c_int, u64, u64, u64, u64, u64, u64, u64, p, u64, p, p,
+                                ctypes.POINTER(ctypes.c_char_p)]
+    lib.pl_test_hist.argtypes = [p, u64, p, ctypes.c_uint, p, p]
+    return lib
+
+
+def op_index(lib: ctypes.CDLL, name: str) -> int:
+    for i in range(len(OPS)):
+        if lib.pl_test_op_name(i).decode() == name:
+            return i
+    raise KeyError(name)
+
+
+def aligned(nbytes: int, align: int = 4096) -> np.ndarray:
+    raw = np.zeros(nbytes + align, dtype=np.uint8)
+    off = (-raw.ctypes.data) % align
+    return raw[off:off + nbytes]
+
+
+# --------------------------------------------------------------------------- data
+KERNEL_CASES = [(op, w, n, fl) for op in OPS for w in WIDTHS for n in (8, 16, 32, 64, 256, 4096) for fl in (0, 1)
+                if runnable(op, w) and n >= w and (n >= 64 or not fl)]
+
+
+@pytest.mark.parametrize("op,width,n,flush", KERNEL_CASES)
+def test_kernel_data(lib: ctypes.CDLL, op: str, width: int, n: int, flush: int) -> None:
+    buf = aligned(3 * 8192)
+    rng = np.random.default_rng(n * 131 + width)
+    buf[:] = rng.integers(1, 255, size=buf.size, dtype=np.uint8)
+    before = buf.copy()
+    off, delta = 4096, 8192
+    v = 0x0123456789ABCDEF ^ (n * width)
+    rc = lib.pl_test_kernel(op_index(lib, op), width, buf.ctypes.data + off, n, v, flush, delta)
+    assert rc == 0
+    words = buf.view(np.uint64)
+    if op in ("load", "ntload"):
+        assert np.array_equal(buf, before), f"{op} changed memory"
+        return
+    if op in ("copy", "ntcopy"):
+        assert np.array_equal(buf[off:off + n], before[off + delta:off + delta + n]), "copy: dest != source"
+        assert np.array_equal(buf[off + delta:], before[off + delta:]), "copy wrote to its source"
+    else:
+        got = words[off // 8:(off + n) // 8]
+        assert np.all(got == np.uint64(v)), f"{op} w{width}: stored {got[:4]} not {v:#x}"
+    # nothing outside [off, off + n) moved
+    assert np.array_equal(buf[:off], before[:off])
+    if op not in ("copy", "ntcopy"):
+        assert np.array_equal(buf[off + n:], before[off + n:])
+    else:
+        assert np.array_equal(buf[off + n:off + delta], before[off + n:off + delta])
+
+
+# --------------------------------------------------------------------------- instructions
+def functions(obj: Path) -> dict[str, str]:
+    out = subprocess.run(["objdump", "-d", "--no-show-raw-insn", str(obj)], capture_output=True,
+                         text=True, check=True).stdout
+    funcs: dict[str, list[str]] = {}
+    cur = None
+    for line in out.splitlines():
+        m = re.match(r"^[0-9a-f]+ <([^>]+)>:$", line)
+        if m:
+            cur = m.group(1)
+            funcs[cur] = []
+        elif cur and "\t" in line:
+            funcs[cur].append(line.split("\t", 1)[1].strip())
+    return {k: "\n".join(v) for k, v in funcs.items()}
+
+
+def mnemonics(text: str) -> set[str]:
+    return {ln.split()[0] for ln in text.splitlines() if ln.strip()}
+
+
+def test_objdump_access_kernels(built: Path) -> None:
+    f = functions(built / "core-ops.o")
+    flushes = {"clwb", "clflushopt", "clflush"}
+    nt = {"movnti", "movntdq", "vmovntdq"}
+    want = {  # function -> (must contain, must not contain)
+        "pl_k_load_8": ({"mov"}, flushes | nt),
+        "pl_k_load_16": ({"movdqa"}, flushes | nt),
+        "pl_k_load_32": ({"vmovdqa"}, flushes | nt),
+        "pl_k_load_64": ({"vmovdqa64"}, flushes | nt),
+        "pl_k_ntload_16": ({"movntdqa"}, flushes | nt),
+        "pl_k_ntload_32": ({"vmovntdqa"}, flushes | nt),
+        "pl_k_ntload_64": ({"vmovntdqa"}, flushes | nt),
+        "pl_k_store_16": ({"movdqa"}, flushes | nt),
+        "pl_k_store_32": ({"vmovdqa"}, flushes | nt),
+        "pl_k_ntstore_8": ({"movnti"}, flushes | {"movntdq", "vmovntdq"}),
+        "pl_k_ntstore_16": ({"movntdq"}, flushes | {"movnti", "vmovntdq"}),
+        "pl_k_ntstore_32": ({"vmovntdq"}, flushes | {"movnti", "movntdq"}),
+        "pl_k_ntstore_64": ({"vmovntdq"}, flushes | {"movnti", "movntdq"}),
+    }
+    for w in (8, 16, 32, 64):
+        for fl in flushes:
+            want[f"pl_k_{fl}_{w}"] = ({fl}, (flushes - {fl}) | nt)
+    for name, (must, mustnot) in want.items():
+        assert name in f, f"{name} missing from core-ops.o"
+        m = mnemonics(f[name])
+        assert must <= m, f"{name}: {must - m} not emitted ({sorted(m)})"
+        assert not (mustnot & m), f"{name}: unexpected {mustnot & m}"
+    # register width of the vector forms
+    assert "%ymm" in f["pl_k_ntstore_32"] and "%zmm" in f["pl_k_ntstore_64"]
+    assert "%xmm" in f["pl_k_store_16"] and "%zmm" in f["pl_k_store_64"]
+    # no fences inside the access kernels: fences belong to the engine
+    for name in want:
+        assert not ({"sfence", "mfence"} & mnemonics(f[name])), name
+
+
+def test_objdump_fences_and_copy(built: Path) -> None:
+    e = functions(built / "core-engine.o")
+    bw = mnemonics(e["pl_eng_bw"])
+    assert {"sfence", "mfence"} <= bw, "pl_eng_bw must issue the configured fence"
+    lat = mnemonics(e["pl_eng_lat"])
+    assert {"mfence", "lfence", "rdtscp"} <= lat and "clflush" in lat, sorted(lat)
+    c = functions(built / "copy.o")
+    assert {"movdqa"} == mnemonics(c["pl_k_copy_16"]) & {"movdqa", "movntdq"}
+    assert {"movdqa", "movntdq"} <= mnemonics(c["pl_k_ntcopy_16"])
+    assert {"vmovdqa", "vmovntdq"} <= mnemonics(c["pl_k_ntcopy_32"])
+    assert "movnti" in mnemonics(c["pl_k_ntcopy_8"])
+
+
+# --------------------------------------------------------------------------- generators
+def gen(lib: ctypes.CDLL, pattern: int, access: int, step: int, span: int, n: int, passes: int = 1,
+        pass_offset: int = 0, seed: int = 1, stream: int = 0) -> tuple[np.ndarray, int, int]:
+    out = np.zeros(n, dtype=np.uint64)
+    ext, nslots = ctypes.c_uint64(), ctypes.c_uint64()
+    why = ctypes.c_char_p()
+    rc = lib.pl_test_gen(pattern, access, step, span, passes, pass_offset, seed, stream, out.ctypes.data, n,
+                         ctypes.addressof(ext), ctypes.addressof(nslots), ctypes.byref(why))
+    assert rc == 0, why.value
+    return out, ext.value, nslots.value
+
+
+def test_seq_covers_every_slot_once_per_pass(lib: ctypes.CDLL) -> None:
+    for access, span in ((64, 64 * 1000), (256, 1 << 20), (8, 4096), (4096, 10 * 4096 + 100)):
+        offs, ext, nslots = gen(lib, PAT_SEQ, access, access, span, 3 * (span // access))
+        assert nslots == span // access
+        for k in range(3):
+            one = offs[k * nslots:(k + 1) * nslots]
+            assert np.array_equal(one, np.arange(nslots, dtype=np.uint64) * access), (access, span, k)
+        assert int(offs.max()) + access <= span and ext <= span
+
+
+def test_rand_window_alignment_uniformity_seed(lib: ctypes.CDLL) -> None:
+    slots, access, n = 1000, 64, 400_000
+    offs, _, nslots = gen(lib, PAT_RAND, access, access, slots * access, n, seed=7)
+    assert nslots == slots
+    assert int(offs.max()) + access <= slots * access
+    assert np.all(offs % access == 0)
+    counts = np.bincount((offs // access).astype(np.int64), minlength=slots)
+    chi2, p = stats.chisquare(counts)
+    assert p > 1e-4, f"chi-square {chi2:.0f} over {slots} slots, p = {p:.2g}"
+    again, _, _ = gen(lib, PAT_RAND, access, access, slots * access, n, seed=7)
+    assert np.array_equal(offs, again), "same seed, different sequence"
+    other, _, _ = gen(lib, PAT_RAND, access, access, slots * access, n, seed=8)
+    assert not np.array_equal(offs[:1000], other[:1000])
+    stream1, _, _ = gen(lib, PAT_RAND, access, access, slots * access, 1000, seed=7, stream=1)
+    assert not np.array_equal(offs[:1000], stream1), "threads must get different streams"
+    # slot size from the stride: 256-byte slots, 64-byte accesses
+    o2, _, _ = gen(lib, PAT_RAND, 64, 256, 256 * 100, 20_000, seed=3)
+    assert np.all(o2 % 256 == 0) and int(o2.max()) + 64 <= 256 * 100
+
+
+def test_stride_and_passes(lib: ctypes.CDLL) -> None:
+    offs, _, nslots = gen(lib, PAT_STRIDE, 128, 256, 1024, 10, passes=2, pass_offset=128)
+    assert list(offs) == [0, 256, 512, 768, 128, 384, 640, 896, 0, 256]
+    offs, _, nslots = gen(lib, PAT_STRIDE, 64, 4096, 1 << 20, 600)
+    assert nslots == 256 and list(offs[:3]) == [0, 4096, 8192] and offs[256] == 0
+
+
+def test_hotspot_wraps_in_the_hot_region(lib: ctypes.CDLL) -> None:
+    # the runner and the module give the generator span = hotspot_size for pattern hotspot
+    offs, _, nslots = gen(lib, PAT_HOTSPOT, 64, 64, 4096, 200)
+    assert nslots == 64
+    assert list(offs) == [(i % 64) * 64 for i in range(200)]
+
+
+# --------------------------------------------------------------------------- histogram
+def test_histogram_percentiles_match_numpy(lib: ctypes.CDLL) -> None:
+    rng = np.random.default_rng(5)
+    for samples in (rng.lognormal(6, 1.0, 300_000).astype(np.uint64) + 1,
+                    rng.integers(0, 300, 50_000).astype(np.uint64),
+                    rng.integers(100, 5_000_000, 200_000).astype(np.uint64)):
+        q = np.array([500000, 900000, 990000, 999000, 999900], dtype=np.uint32)
+        out = np.zeros(len(q) + 2, dtype=np.uint64)
+        buckets = np.zeros(256 + 56 * 128, dtype=np.uint64)
+        lib.pl_test_hist(samples.ctypes.data, samples.size, q.ctypes.data, len(q), out.ctypes.data,
+                         buckets.ctypes.data)
+        assert out[-2] == samples.min() and out[-1] == samples.max()
+        for i, qq in enumerate(q):
+            exact = float(np.percentile(samples, qq / 1e4, method="inverted_cdf"))
+            got = float(out[i])
+            # bucket width <= 1/128 of its lower bound; midpoint: <= 0.4 %, exact below 256
+            tol = 0 if exact < 256 else exact / 128
+            assert abs(got - exact) <= tol + 1, f"p{qq / 1e4}: numpy {exact}, histogram {got}"
+
+
+# --------------------------------------------------------------------------- the runner
+RESULT_KEYS = ["thread", "cpu", "node", "role", "op", "width", "mode", "ops", "reads", "writes", "bytes",
+               "ticks", "ns", "bw_mbps", "segments", "gap_ticks", "irqoff_pct"]
+LAT_KEYS = ["lat_overhead_ticks", "lat_n", "lat_min", "lat_mean", "lat_stddev", "lat_p50", "lat_p90",
+            "lat_p99", "lat_p999", "lat_p9999", "lat_max"]
+
+
+def run(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+    res = subprocess.run([str(RUNNER), *args], capture_output=True, text=True, timeout=60)
+    if check:
+        assert res.returncode == 0, res.stderr
+    return res
+
+
+def result_lines(out: str) -> list[str]:
+    return [ln for ln in out.splitlines() if ln.startswith("thread=")]
+
+
+def test_runner_result_format_and_counts(built: Path) -> None:
+    res = run("target=dram", "dram_size=8M", "op=store", "threads=2", "count=5000", "access_size=256",
+              "tsc_khz=2000000")
+    lines = result_lines(res.stdout)
+    assert len(lines) == 3 and lines[-1].startswith("thread=all ")
+    for ln in lines:
+        assert [f.split("=")[0] for f in ln.split()] == RESULT_KEYS
+    rows = parse_result("\n".join(lines), 2_000_000)
+    assert [r["ops"] for r in rows] == [5000, 5000, 10000]
+    assert [r["bytes"] for r in rows] == [5000 * 256, 5000 * 256, 10000 * 256]
+    assert rows[-1]["writes"] == 10000 and rows[-1]["reads"] == 0 and rows[-1]["width_used"] == max(WIDTHS)
+    assert rows[0]["cpu"] != rows[1]["cpu"], "threads pinned to distinct CPUs"
+    assert "#fact target_page_size" in res.stdout and "#state done" in res.stdout
+
+
+def test_runner_latency_and_mix(built: Path) -> None:
+    res = run("target=dram:0", "dram_size=4M", "dram_pages=4k", "mode=latency", "pattern=rand", "count=3000",
+              "op=store+clflush", "read_pct=25", "width=16")
+    lines = result_lines(res.stdout)
+    assert [f.split("=")[0] for f in lines[0].split()] == RESULT_KEYS + LAT_KEYS
+    row = parse_result(lines[0], 1e6)[0]
+    assert row["ops"] == 3000 and row["reads"] == 750 and row["writes"] == 2250 and row["lat_n"] == 3000
+    assert "#fact target_page_size 4096" in res.stdout and "#fact target_node 0" in res.stdout
+    hist = res.stdout.split("# histogram\n", 1)[1]
+    assert sum(int(ln.split()[3]) for ln in hist.splitlines() if ln.startswith("all ")) == 3000
+
+
+def test_runner_probe_and_copy(built: Path) -> None:
+    res = run("target=dram", "dram_size=16M", "threads=2", "probe=1", "op=ntstore", "count=20000",
+              "access_size=4K")
+    rows = parse_result("\n".join(result_lines(res.stdout)), 1e6)
+    assert rows[0]["thread_role"] == "probe" and rows[0]["lat_n"] > 0
+    assert rows[1]["ops"] == 20000
+    res = run("target=dram", "dram_size=16M", "op=copy", "width=16", "count=1000", "access_size=4K")
+    row = parse_result("\n".join(result_lines(res.stdout)), 1e6)[-1]
+    assert row["bytes"] == 1000 * 4096 and row["thread_op"] == "copy"
+
+
+@pytest.mark.parametrize("args,err,text", [
+    (["width=7"], "EINVAL", "width"),
+    (["access_size=48"], "EINVAL", "access_size"),
+    (["prefetch=off"], "EOPNOTSUPP", "prefetch"),
+    (["op=ntload", "width=8"], "EOPNOTSUPP", "no 8-byte"),
+    (["op=bogus"], "EINVAL", "not an op"),
+    (["working_set=64M"], "ERANGE", "exceeds the target"),
+    (["window_offset=100"], "EINVAL", "4096"),
+    (["probe=1"], "EINVAL", "probe needs"),
+    (["cold=1", "warm=1"], "EINVAL", "exclude"),
+    (["stride=12"], "EINVAL", "multiple of 8"),
+    (["threads=9999"], "EINVAL", "outside"),
+    (["mode=latency", "samples=2000000"], "EINVAL", "outside"),
+    (["fence=sfence", "fence_interval=192", "access_size=256"], "EINVAL", "divide"),
+])
+def test_runner_refuses_like_the_module(built: Path, args: list[str], err: str, text: str) -> None:
+    res = run("target=dram", "dram_size=4M", "count=10", *args, check=False)
+    assert res.returncode == 2
+    assert f"pmemlab-run: {err}: " in res.stderr and text in res.stderr, res.stderr
+
+
+def test_runner_file_target(built: Path, tmp_path: Path) -> None:
+    f = tmp_path / "pool"
+    res = run(f"target={f}", "size=4M", "op=ntstore", "count=100", "access_size=4K", check=False)
+    assert res.returncode == 2 and "ENOENT" in res.stderr
+    f.write_bytes(b"")
+    res = run(f"target={f}", "size=4M", "op=ntstore", "count=100", "access_size=4K")
+    assert "#fact target_kind file" in res.stdout and f.stat().st_size == 4 << 20
+    data = np.fromfile(f, dtype=np.uint64)
+    assert np.count_nonzero(data[: 100 * 4096 // 8] == 0) == 0, "stores must be non-zero"
+    res = run(f"target={f}", "op=load", "count=100")
+    assert result_lines(res.stdout)[-1].split()[7] == "ops=100"
