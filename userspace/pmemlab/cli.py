@@ -47,7 +47,10 @@ def build_parser() -> argparse.ArgumentParser:
     out = p.add_mutually_exclusive_group()
     out.add_argument("--csv", action="store_true", help="print the rows as CSV (same columns as a sweep)")
     out.add_argument("--json", action="store_true", help="print the rows as JSON")
-    p.add_argument("--target", help="refuse to run unless the module's target is this (e.g. /dev/pmem0)")
+    p.add_argument("--target", help="refuse to run unless the module's target is this (e.g. /dev/pmem0); "
+                                    "with backend=user: the target (dram[:NODE], a DAX file, /dev/daxX.Y)")
+    p.add_argument("--backend", choices=("kernel", "user"), help="kernel (pmemlab.ko, default) or user "
+                   "(userspace/runner/pmemlab-run); also backend=... among the KEY=VALUEs")
     p.add_argument("--timeout", type=float, default=600.0, metavar="S", help="abort the run after S seconds (600)")
 
     p = sub.add_parser("sweep", help="run a TOML sweep config into a CSV")
@@ -55,7 +58,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-o", "--output", type=Path, help="CSV to write (default: results/<sweep name>.csv)")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                    help="override a [base] parameter (repeatable)")
-    p.add_argument("--target", help="refuse to run unless the module's target is this")
+    p.add_argument("--target", help="refuse to run unless the module's target is this; with backend=user: the target")
+    p.add_argument("--backend", choices=("kernel", "user"), help="kernel (default) or user; also --set backend=...")
     p.add_argument("--fail-fast", action="store_true", help="stop at the first failed point")
     p.add_argument("--fresh", action="store_true", help="discard an existing CSV instead of resuming it")
     p.add_argument("--strict", action="store_true",
@@ -96,6 +100,19 @@ def _module(args: argparse.Namespace) -> Module:
     return Module(sysfs_root(args.sysfs))
 
 
+def _backend(args: argparse.Namespace, opts: dict[str, str]) -> Any:
+    """The module, or the user backend (backend=user: pmemlab-run on --target / target=)."""
+    backend = getattr(args, "backend", None) or opts.get("backend", "kernel")
+    if backend != "user":
+        if set(opts) - {"backend"}:
+            raise ConfigError(f"{', '.join(sorted(set(opts) - {'backend'}))}: target options of backend=user",
+                              "the module's target is chosen at insmod; add backend=user or drop them")
+        return _module(args)
+    from pmemlab.backend_user import UserBackend
+
+    return UserBackend(opts.get("target") or args.target or "", opts)
+
+
 def _online_cpus() -> int:
     return machine.cpu_info(machine.HostPaths())["online_cpus"]
 
@@ -122,9 +139,11 @@ def cmd_params(args: argparse.Namespace) -> int:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    raw = parse_assignments(args.assignments)
+    from pmemlab.backend_user import split_backend_args
+
+    raw, backend_opts = split_backend_args(parse_assignments(args.assignments))
     values, problems = P.normalize(raw)
-    mod = _module(args)
+    mod = _backend(args, backend_opts)
     facts = None
     if not problems:
         mod.require_loaded()
@@ -169,11 +188,13 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:
-    overrides = parse_assignments(args.set, "--set")
+    from pmemlab.backend_user import split_backend_args
+
+    overrides, backend_opts = split_backend_args(parse_assignments(args.set, "--set"))
     cfg = load_config(args.config, overrides=overrides, scale=args.scale)
     if args.strict:
         cfg.on_unsupported = "error"
-    mod = _module(args)
+    mod = _backend(args, backend_opts)
     loaded = mod.loaded()
     facts = mod.target_facts(online_cpus=_online_cpus()) if loaded else None
     info = machine.gather_info(mod) if loaded or not args.dry_run else None

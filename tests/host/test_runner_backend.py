@@ -1,0 +1,71 @@
+"""backend=user in the controller: `pmemlab run` / `sweep` through pmemlab-run, same CSV columns."""
+from __future__ import annotations
+
+import io
+import subprocess
+from contextlib import redirect_stdout
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from pmemlab import cli
+from pmemlab.backend_user import UserBackend, split_backend_args, split_output
+from pmemlab.errors import ParamRefused, PmemlabError
+from pmemlab.table import BASE_COLUMNS
+
+TOP = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module", autouse=True)
+def built() -> None:
+    res = subprocess.run(["make", "-s", "-C", str(TOP / "userspace")], capture_output=True, text=True)
+    assert res.returncode == 0, res.stderr
+
+
+def run_csv(*argv: str) -> tuple[int, pd.DataFrame]:
+    buf = io.StringIO()
+    with redirect_stdout(buf):
+        rc = cli.main(["run", *argv, "--csv"])
+    return rc, pd.read_csv(io.StringIO(buf.getvalue())) if buf.getvalue() else pd.DataFrame()
+
+
+def test_run_user_backend_csv_has_the_module_columns() -> None:
+    rc, df = run_csv("backend=user", "target=dram", "dram_size=8M", "op=ntstore", "threads=2", "count=2000",
+                     "access_size=1K")
+    assert rc == 0
+    assert list(df.columns) == [c for c in BASE_COLUMNS if c in df.columns], "same order as a module run"
+    for col in ("ops", "bytes", "bw_gbps", "elapsed_ns", "width_used", "target_kind", "target_page_size"):
+        assert col in df.columns
+    agg = df[df["thread"].astype(str) == "all"].iloc[0]
+    assert agg["ops"] == 4000 and agg["bytes"] == 4000 * 1024 and agg["status"] == "ok"
+    assert agg["target_kind"] == "user-dram" and agg["target"] == "dram"
+
+
+def test_run_user_backend_refusal_and_options() -> None:
+    # the controller checks the target size itself (nothing runs) ...
+    rc, df = run_csv("--backend", "user", "--target", "dram", "dram_size=4M", "working_set=8M")
+    assert rc == 2 and df.empty
+    # ... and the runner refuses what only the run checks, as the module would
+    rc, df = run_csv("--backend", "user", "--target", "dram", "dram_size=4M", "fence=sfence",
+                     "fence_interval=192", "access_size=256")
+    assert rc == 1 and df.iloc[0]["status"] == "refused" and "must divide" in df.iloc[0]["error"]
+    with pytest.raises(PmemlabError):
+        split_backend_args({"backend": "gpu"})
+    assert cli.main(["run", "dram_size=4M"]) != 0  # a target option without backend=user
+
+
+def test_user_backend_latency_histogram() -> None:
+    b = UserBackend("dram", {"dram_size": "4M", "dram_pages": "4k"})
+    f = b.facts()
+    assert f["target_kind"] == "user-dram" and f["target_page_size"] == 4096 and f["tsc_khz"] > 0
+    out = b.run({"mode": "latency", "count": 2000, "pattern": "rand"})
+    assert out.ok and out.result.count("\n") == 2
+    assert sum(int(ln.split()[3]) for ln in out.histogram.splitlines() if ln.startswith("all ")) == 2000
+    with pytest.raises(ParamRefused):
+        b.run({"mode": "latency", "probe": 1, "threads": 2})
+
+
+def test_split_output() -> None:
+    text = "#fact target dram\nthread=0 ops=1\nthread=all ops=1\n# histogram\n0 5 5 1\nall 5 5 1\n#state done\n"
+    assert split_output(text) == ("thread=0 ops=1\nthread=all ops=1\n", "0 5 5 1\nall 5 5 1\n", "done")

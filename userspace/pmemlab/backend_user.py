@@ -1,0 +1,218 @@
+"""The user backend: runs the module's own kernels in userspace (userspace/runner/pmemlab-run).
+
+`UserBackend` speaks the same interface as `sysfs.Module` (facts, target_facts, run ->
+RunOutcome with the module's `result` and `histogram` text), so `pmemlab run` and
+`pmemlab sweep` drive either backend and write the same CSV columns.
+
+Targets: `dram` / `dram:NODE` (anonymous memory bound to NODE with libnuma), a file on a
+DAX file system (mapped with MAP_SYNC where the kernel allows it), or a devdax device.
+Target options (the module's load-time parameters, given as KEY=VALUE next to the run
+parameters): `dram_size`, `dram_pages` (4k | 2m | hugetlb), `dram_node`, `size` (bytes of a
+file to use, created/extended for write runs), `allow_overwrite`, `tsc_khz`.
+Every run maps the target afresh and pre-faults it before anything is timed.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+from typing import Any, Callable, Mapping
+
+from pmemlab import params as P
+from pmemlab.errors import Interrupted, ModuleNotLoaded, ParamRefused, PmemlabError, WrongTarget
+from pmemlab.sysfs import INT_FACTS, RunOutcome
+
+BACKENDS = ("kernel", "user")
+# KEY=VALUE arguments that configure the user backend's target, not a run
+TARGET_KEYS = ("backend", "target", "dram_size", "dram_pages", "dram_node", "size", "allow_overwrite", "tsc_khz")
+
+
+def runner_path() -> Path:
+    env = os.environ.get("PMEMLAB_RUNNER")
+    if env:
+        return Path(env)
+    return Path(__file__).resolve().parents[1] / "runner" / "pmemlab-run"
+
+
+def split_backend_args(raw: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, str]]:
+    """(run parameters, backend/target options) out of one KEY=VALUE mapping."""
+    run = {k: v for k, v in raw.items() if k not in TARGET_KEYS}
+    opts = {k: str(v) for k, v in raw.items() if k in TARGET_KEYS}
+    backend = opts.get("backend", "kernel")
+    if backend not in BACKENDS:
+        raise PmemlabError(f"backend={backend!r}: not one of {', '.join(BACKENDS)}",
+                           "backend=kernel drives pmemlab.ko, backend=user runs userspace/runner/pmemlab-run")
+    return run, opts
+
+
+class UserBackend:
+    """pmemlab-run on one target, seen like the module."""
+
+    def __init__(self, target: str, options: Mapping[str, str] | None = None, runner: Path | None = None) -> None:
+        if not target:
+            raise PmemlabError("the user backend needs a target",
+                               "give target=dram, target=dram:NODE, a file on a DAX file system or /dev/daxX.Y")
+        self.target = target
+        self.options = {k: v for k, v in (options or {}).items() if k not in ("backend", "target")}
+        self.runner = runner or runner_path()
+        self.root = Path(f"user:{target}")  # shown where the module's sysfs directory would be
+        self._facts: dict[str, Any] | None = None
+        self._last_error = ""
+
+    # -- the Module interface -------------------------------------------------
+    def loaded(self) -> bool:
+        return self.runner.exists() and os.access(self.runner, os.X_OK)
+
+    def require_loaded(self) -> None:
+        if not self.loaded():
+            raise ModuleNotLoaded(f"the userspace runner {self.runner} is not built",
+                                  "make userspace (or set PMEMLAB_RUNNER)")
+
+    def _args(self) -> list[str]:
+        return [str(self.runner), f"target={self.target}", *(f"{k}={v}" for k, v in self.options.items())]
+
+    def facts(self) -> dict[str, Any]:
+        if self._facts is None:
+            self.require_loaded()
+            res = subprocess.run([*self._args(), "--facts"], capture_output=True, text=True, timeout=120)
+            if res.returncode != 0:
+                raise PmemlabError(f"user backend: target {self.target}: {_reason(res.stderr)}",
+                                   "check the target and its options (dram_size, dram_pages, size)")
+            self._facts = parse_facts(res.stdout)
+        return dict(self._facts)
+
+    def target_facts(self, online_cpus: int | None = None) -> P.TargetFacts:
+        f = self.facts()
+        return P.TargetFacts(
+            target_size=f.get("target_size") if isinstance(f.get("target_size"), int) else None,
+            cpu_features=frozenset(str(f.get("cpu_features", "")).split()),
+            widths=tuple(int(w) for w in str(f.get("widths", "")).split()) or None,
+            prefetch_control="none",
+            online_cpus=online_cpus,
+            extra=f,
+        )
+
+    def module_parameters(self) -> dict[str, str]:
+        return {"backend": "user", "runner": str(self.runner), "target": self.target, **self.options}
+
+    def current_params(self) -> dict[str, str]:
+        return {}
+
+    def read_opt(self, name: str) -> str | None:
+        if name == "state":
+            return "idle"
+        if name == "last_error":
+            return self._last_error
+        v = self.facts().get(name)
+        return None if v is None else str(v)
+
+    def read(self, name: str) -> str:
+        v = self.read_opt(name)
+        if v is None:
+            raise PmemlabError(f"user backend has no `{name}`", "")
+        return v
+
+    def check_target(self, want: str | None) -> None:
+        # a config's module target (an fsdax block device) says nothing about the user backend's
+        if want and want != self.target and not want.startswith("/dev/pmem"):
+            raise WrongTarget(f"the user backend runs on target={self.target}, not {want}",
+                              f"give target={want}")
+
+    def state(self) -> str:
+        return "idle"
+
+    def abort(self) -> None:
+        """Nothing runs between calls: a run in progress is stopped by run() itself."""
+
+    def run(self, values: Mapping[str, Any], timeout_s: float = 600.0, poll_s: float = 0.002,
+            on_poll: Callable[[], None] | None = None) -> RunOutcome:
+        self.require_loaded()
+        args = [*self._args(), *(f"{k}={P.to_sysfs(k, v)}" for k, v in values.items() if k in P.PARAMS)]
+        started = time.time()
+        t0 = time.monotonic()
+        proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            out, err = proc.communicate(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            proc.send_signal(signal.SIGINT)
+            try:
+                proc.communicate(timeout=10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.communicate()
+            return RunOutcome("timeout", error=f"no result after {timeout_s:g} s; run aborted", started=started,
+                              elapsed_s=time.monotonic() - t0, params=dict(values))
+        except KeyboardInterrupt:
+            proc.send_signal(signal.SIGINT)
+            proc.communicate()
+            raise Interrupted("interrupted (Ctrl-C); the user backend's run was aborted") from None
+        elapsed = time.monotonic() - t0
+        if proc.returncode == 2:
+            self._last_error = _reason(err)
+            raise ParamRefused("run", "1", self._last_error)
+        result, hist, state = split_output(out)
+        if self._facts is None:
+            self._facts = parse_facts(out)
+        if proc.returncode != 0 or state != "done":
+            reason = state.split(":", 1)[1] if state.startswith("error:") else f"runner exit {proc.returncode}"
+            self._last_error = _reason(err) or reason
+            return RunOutcome(f"error:{reason}", result=result, error=self._last_error, started=started,
+                              elapsed_s=elapsed, params=dict(values))
+        return RunOutcome("done", result=result, started=started, elapsed_s=elapsed, params=dict(values),
+                          histogram=hist, run_id=None)
+
+
+def _reason(stderr: str) -> str:
+    lines = [ln for ln in stderr.strip().splitlines() if ln.strip()]
+    if not lines:
+        return ""
+    last = lines[-1]
+    if last.startswith("pmemlab-run: "):
+        last = last[len("pmemlab-run: "):]
+        head, _, rest = last.partition(": ")
+        if head.isupper() and rest:
+            return rest
+    return last
+
+
+def parse_facts(text: str) -> dict[str, Any]:
+    """`#fact NAME VALUE` lines -> facts with the module's names (ints where the module has ints)."""
+    out: dict[str, Any] = {}
+    for line in text.splitlines():
+        if not line.startswith("#fact "):
+            continue
+        parts = line[len("#fact "):].split(" ", 1)
+        name, value = parts[0], (parts[1] if len(parts) > 1 else "")
+        if name in INT_FACTS or name in ("target_node",):
+            try:
+                out[name] = int(value, 0)
+                continue
+            except ValueError:
+                pass
+        out[name] = value
+    if "target_kind" in out:
+        out["target_kind"] = f"user-{out['target_kind']}"  # the CSV says which backend ran
+    return out
+
+
+def split_output(text: str) -> tuple[str, str, str]:
+    """pmemlab-run stdout -> (result text, histogram text, final state)."""
+    result: list[str] = []
+    hist: list[str] = []
+    state = "error:no final state from the runner"
+    in_hist = False
+    for line in text.splitlines():
+        if line.startswith("#state "):
+            state = line.split(" ", 1)[1].strip()
+        elif line.startswith("# histogram"):
+            in_hist = True
+        elif line.startswith("#"):
+            continue
+        elif in_hist:
+            hist.append(line)
+        elif line.startswith("thread="):
+            result.append(line)
+    return "\n".join(result) + ("\n" if result else ""), "\n".join(hist) + ("\n" if hist else ""), state
