@@ -64,7 +64,8 @@ def test_same_counts_dram(module, runner: Path) -> None:
 def test_same_counts_dax_file(module, runner: Path, dram_pmem_dev: str, tmp_path: Path) -> None:
     mnt = tmp_path / "mnt"
     mnt.mkdir()
-    subprocess.run(["mkfs.ext4", "-q", "-F", dram_pmem_dev], check=True)
+    # -b 4096: on a namespace this small mkfs picks 1 KiB blocks, and ext4 mounts those without DAX
+    subprocess.run(["mkfs.ext4", "-q", "-F", "-b", "4096", dram_pmem_dev], check=True)
     subprocess.run(["mount", "-o", "dax", dram_pmem_dev, str(mnt)], check=True)
     try:
         pool = mnt / "pool"
