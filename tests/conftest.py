@@ -12,3 +12,4 @@ for _path in (_TESTS, _TESTS.parent / "userspace"):
 
 def pytest_configure(config) -> None:
     config.addinivalue_line("markers", "slow: a long run (tens of seconds or more)")
+    config.addinivalue_line("markers", "soak: runs for minutes; make test runs it on the default guest kernel only")

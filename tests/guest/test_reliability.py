@@ -181,6 +181,7 @@ def test_namespace_disabled_under_a_run(ko: Path, dram_pmem_dev: str) -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.soak
 def test_ten_minutes_back_to_back(module, pmem_dev: str) -> None:
     minutes = float(os.environ.get("PMEMLAB_SOAK_MINUTES", "10"))
     with module(target=pmem_dev) as sysfs:

@@ -48,3 +48,39 @@ def test_default_kernel_is_installed() -> None:
     from pathlib import Path
     kernel = vm.default_kernel()
     assert Path(f"/boot/vmlinuz-{kernel}").exists()
+
+
+def test_guest_kernels_cover_the_matrix() -> None:
+    """make test boots every installed kernel: Debian 12's default first, 6.12 and 6.1-rt too."""
+    import re
+    kernels = vm.guest_kernels()
+    assert kernels[0] == vm.default_kernel()
+    assert len(set(kernels)) == len(kernels)
+    assert any(re.fullmatch(r"6\.12\.\d+\+deb12-amd64", k) for k in kernels), kernels
+    assert any(k.endswith("-rt-amd64") for k in kernels), kernels
+
+
+def _junit(path, tests: int, failures: int, skipped: int) -> None:
+    path.write_text(f'<testsuites><testsuite name="pytest" tests="{tests}" failures="{failures}" '
+                    f'errors="0" skipped="{skipped}"/></testsuites>')
+
+
+def test_summary_adds_every_report_and_failed_boot(tmp_path) -> None:
+    import subprocess
+    import sys
+    from testlib import TOP
+    summary = [sys.executable, str(TOP / "scripts" / "test-summary"), str(tmp_path)]
+    _junit(tmp_path / "host.xml", 10, 0, 1)
+    _junit(tmp_path / "guest-6.1.xml", 5, 0, 0)
+    _junit(tmp_path / "guest-6.12.xml", 4, 0, 0)
+    res = subprocess.run(summary, capture_output=True, text=True)
+    assert res.returncode == 0
+    assert res.stdout.splitlines()[-1] == "total: 18 passed, 0 failed, 1 skipped"
+    (tmp_path / "vm-failed-6.12").touch()
+    res = subprocess.run(summary, capture_output=True, text=True)
+    assert res.returncode == 1
+    assert res.stdout.splitlines()[-1] == "total: 18 passed, 1 failed, 1 skipped"
+    for path in tmp_path.iterdir():
+        path.unlink()
+    res = subprocess.run(summary, capture_output=True, text=True)
+    assert res.returncode == 1 and res.stdout.splitlines()[-1] == "total: 0 passed, 1 failed, 0 skipped"
