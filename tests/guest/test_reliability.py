@@ -63,7 +63,10 @@ def test_hundred_load_run_unload_cycles_leak_nothing(ko: Path, pmem_dev: str) ->
     for key, limit in (("Slab", 2 * MiB), ("VmallocUsed", 2 * MiB), ("Percpu", 256 * 1024)):
         if key in before:
             assert after[key] - before[key] < limit, f"{key} grew by {after[key] - before[key]} bytes over 100 cycles"
-    assert before["MemAvailable"] - after["MemAvailable"] < 16 * MiB
+    # MemAvailable moves by +-20 MiB over 100 cycles with no leak at all (pages parked on per-CPU
+    # lists, direct-map splits by module loading on 6.12; measured on 6.1 and 6.12). A leaked target
+    # would cost 8 MiB per DRAM cycle (400 MiB); leaked buffers show in Slab or VmallocUsed above.
+    assert before["MemAvailable"] - after["MemAvailable"] < 64 * MiB
 
 
 def test_killed_controller_leaves_a_usable_module(module, pmem_dev: str, tmp_path: Path) -> None:
