@@ -311,3 +311,102 @@ def test_latency_histograms_and_run_id(env):
     agg = df[df["thread"] == "all"]
     assert agg["lat_ns_p99"].notna().all() and (agg["lat_ns_p99"] == agg["lat_ticks_p99"] / 2).all()
     assert agg["run_id"].notna().all()
+
+
+# ---- resume refuses rows of another config or target ------------------------------------------
+def _refused(capsys, rc, *fragments):
+    err = capsys.readouterr().err
+    assert rc == 2, err
+    line = err.strip()
+    assert line.count("\n") == 0 and line.startswith("pmemlab: ") and "not resuming" in line, line
+    assert "fix: use --fresh to start over, or -o another CSV" in line
+    for frag in fragments:
+        assert frag in line, f"{frag!r} not in {line!r}"
+    return line
+
+
+def _snapshot(out):
+    return {p.name: p.read_bytes() for p in out.parent.iterdir()}
+
+
+def test_resume_refuses_a_changed_config(env, capsys):
+    fake, cfg, out = env
+    assert sweep(cfg, out) == 0
+    before = _snapshot(out)
+    fake.runs.clear()
+    cfg.write_text(CONFIG.replace("duration_ms = 2", "duration_ms = 5"))
+    _refused(capsys, sweep(cfg, out), "with another configuration", "base.duration_ms: 2 -> 5")
+    assert fake.runs == [] and _snapshot(out) == before  # nothing run, nothing rewritten
+    cfg.write_text(CONFIG.replace('access_size = "64..4096 *8"', "access_size = [64, 512]"))
+    _refused(capsys, sweep(cfg, out), "axes.access_size: [64, 512, 4096] -> [64, 512]")
+    assert sweep(cfg, out, "--fresh") == 0 and len(fake.runs) == 12
+
+
+def test_resume_with_same_config_written_differently_and_more_repeats(env):
+    fake, cfg, out = env
+    assert sweep(cfg, out) == 0
+    fake.runs.clear()
+    # the same points (a list instead of a range, a comment), one more repeat: resumes
+    cfg.write_text(CONFIG.replace('access_size = "64..4096 *8"', "access_size = [64, 512, 4096]  # same")
+                   .replace("repeats = 2", "repeats = 3"))
+    assert sweep(cfg, out) == 0 and len(fake.runs) == 9
+    assert len(pd.read_csv(out).query("thread == 'all'")) == 27
+
+
+def test_resume_refuses_a_changed_set(env, capsys):
+    fake, cfg, out = env
+    assert sweep(cfg, out, "--set", "duration_ms=3") == 0
+    fake.runs.clear()
+    _refused(capsys, sweep(cfg, out, "--set", "duration_ms=4"), "base.duration_ms: 3 -> 4")
+    _refused(capsys, sweep(cfg, out), "base.duration_ms: 3 -> 2")
+    assert sweep(cfg, out, "--set", "duration_ms=3") == 0 and fake.runs == []
+
+
+def test_resume_refuses_another_scale(env, capsys):
+    fake, cfg, out = env
+    cfg.write_text(CONFIG + '\n[scale.quick.base]\nworking_set = "512K"\n')
+    assert sweep(cfg, out, "--scale", "quick") == 0
+    fake.runs.clear()
+    _refused(capsys, sweep(cfg, out, "--scale", "full"), 'scale: quick -> full', 'base.working_set: 524288 -> 1048576')
+    assert sweep(cfg, out, "--scale", "quick") == 0 and fake.runs == []
+
+
+def test_resume_refuses_another_target(env, capsys):
+    fake, cfg, out = env
+    assert sweep(cfg, out) == 0
+    fake.runs.clear()
+    for name, value in (("target", "dram"), ("target_kind", "dram")):
+        (fake.root / name).write_text(value + "\n")
+    (fake.root.parent / "module-parameters" / "target").write_text("dram\n")
+    _refused(capsys, sweep(cfg, out), "target: /dev/pmem0 -> dram", "target target_kind: fsdax -> dram")
+    # without the sidecar the rows' own target columns still tell
+    out.with_suffix(".json").unlink()
+    _refused(capsys, sweep(cfg, out), "with target=/dev/pmem0, this run has target=dram")
+    (fake.root / "target").write_text("/dev/pmem0\n")
+    (fake.root / "target_kind").write_text("fsdax\n")
+    (fake.root / "version").write_text("0.2.0\n")
+    _refused(capsys, sweep(cfg, out), "module_version=0.1.0, this run has module_version=0.2.0")
+    assert fake.runs == []
+
+
+def test_resume_refuses_rows_of_points_not_in_the_expansion(env, capsys, monkeypatch):
+    fake, cfg, out = env
+    assert sweep(cfg, out) == 0
+    fake.runs.clear()
+    # same config and target, but ndctl now reports another interleave: every point differs
+    monkeypatch.setattr(machine, "discovered_defaults", lambda info: {"interleave_ways": 2})
+    _refused(capsys, sweep(cfg, out), "36 rows belong to 9 points this config does not expand to")
+    assert fake.runs == []
+
+
+def test_skipped_points_rerun_once_they_can_run(env):
+    fake, cfg, out = env
+    (fake.root / "cpu_features").write_text("sse2 avx avx2 clflush rdtscp\n")  # no clwb
+    assert sweep(cfg, out) == 0
+    fake.runs.clear()
+    assert sweep(cfg, out) == 0 and fake.runs == []  # still skipped: nothing to do
+    (fake.root / "cpu_features").write_text("sse2 avx avx2 clflush clflushopt clwb rdtscp\n")
+    assert sweep(cfg, out) == 0
+    assert len(fake.runs) == 3 * 2 and {r["op"] for r in fake.runs} == {"store+clwb"}
+    agg = pd.read_csv(out).query("thread == 'all'")
+    assert len(agg) == 18 and (agg["status"] == "ok").all()
