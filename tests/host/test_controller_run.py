@@ -215,3 +215,34 @@ def test_parameters_an_older_module_lacks(fake):
     with pytest.raises(ModuleAccessError) as ei:
         fake.module().run(values(segment_ms=10))
     assert "has no `segment_ms`" in ei.value.one_line()
+
+
+def test_load_hints_name_the_built_module(tmp_path, fake):
+    """Fix hints point at build/<kernel release>/pmemlab.ko, where the top Makefile's `module` puts it."""
+    import platform
+
+    from pmemlab import machine
+    from pmemlab.sysfs import load_hint, module_path
+
+    top = Path(__file__).resolve().parents[2]
+    makefile = (top / "Makefile").read_text()
+    assert "module:" in makefile and "$(TOP)/build/$(KVER)/pmemlab.ko" in makefile
+    rel = platform.release()
+    assert module_path() == str(top / "build" / rel / "pmemlab.ko")
+    assert load_hint("dram") == (f"make -C {top} module KDIR=/lib/modules/{rel}/build && "
+                                 f"sudo insmod {top}/build/{rel}/pmemlab.ko target=dram")
+    with pytest.raises(ModuleNotLoaded) as ei:
+        Module(tmp_path / "nothing").require_loaded()
+    line = ei.value.one_line()
+    assert f"fix: build and load it: make -C {top} module" in line and f"build/{rel}/pmemlab.ko target=/dev/pmem0" in line
+    with pytest.raises(WrongTarget) as ei:
+        fake.module().check_target("/dev/pmem1")
+    assert ei.value.fix == f"sudo rmmod pmemlab && sudo insmod {top}/build/{rel}/pmemlab.ko target=/dev/pmem1"
+    (fake.root / "version").unlink()
+    with pytest.raises(ModuleAccessError) as ei:
+        fake.module().read("version")
+    assert f"build/{rel}/pmemlab.ko target=/dev/pmem0" in ei.value.fix  # the target it was loaded with
+    note = machine.gather_info(Module(tmp_path / "nothing"), with_tools=False)["module"]["note"]
+    assert f"build/{rel}/pmemlab.ko" in note
+    for text in (line, note):
+        assert "kmod/pmemlab.ko" not in text

@@ -19,7 +19,7 @@ from typing import Any, Callable
 
 from pmemlab import __version__
 from pmemlab.params import parse_cpulist
-from pmemlab.sysfs import Module
+from pmemlab.sysfs import Module, load_hint
 
 CPU_FEATURES_OF_INTEREST: tuple[str, ...] = (
     "clflush", "clflushopt", "clwb", "sse2", "avx", "avx2", "avx512f", "rdtscp", "constant_tsc", "nonstop_tsc",
@@ -282,7 +282,7 @@ def gather_info(module: Module | None, host: HostPaths | None = None,
                        parameters=module.module_parameters(), run_params=module.current_params(),
                        state=module.read_opt("state"), last_error=module.read_opt("last_error") or "")
         else:
-            mod["note"] = f"module not loaded ({module.root} missing): sudo insmod kmod/pmemlab.ko target=/dev/pmem0"
+            mod["note"] = f"module not loaded ({module.root} missing): {load_hint()}"
     info["module"] = mod
 
     tsc_khz = facts.get("tsc_khz")
