@@ -13,6 +13,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent / "fixtures"))
 from fake_pmemlab import make_fake  # noqa: E402
 
 import pmemlab.cli as cli  # noqa: E402
+import pmemlab.machine as machine  # noqa: E402
 from pmemlab import params as P  # noqa: E402
 from pmemlab.errors import (  # noqa: E402
     Interrupted, ModuleAccessError, ModuleBusy, ModuleNotLoaded, ParamRefused, WrongTarget,
@@ -26,6 +27,7 @@ def fake(tmp_path, monkeypatch):
     f = make_fake(tmp_path)
     monkeypatch.setattr(cli, "_module", lambda args: f.module())
     monkeypatch.setattr(cli, "_online_cpus", lambda: 4)
+    monkeypatch.setattr(machine, "run_tool", lambda argv: machine.ToolResult(127, "", "not installed"))
     return f
 
 
@@ -195,7 +197,43 @@ def test_cli_run_error_exit_code(fake, capsys):
     fake.fail = lambda p: "boom"
     rc = cli.main(["run", "duration_ms=2"])
     cap = capsys.readouterr()
-    assert rc == 1 and "status: error" in cap.out and "pmemlab: run error: boom" in cap.err
+    assert rc == 1 and "status: error" in cap.out and "pmemlab: run error: boom; fix: " in cap.err
+    err = cap.err.strip()
+    assert err.count("\n") == 0
+    assert "`pmemlab info` shows the module's state and last_error" in err and f"{fake.root}/last_error" in err
+    assert "dmesg | grep pmemlab" in err
+
+
+def test_cli_run_timeout_and_refusal_say_what_to_do(fake, capsys):
+    fake.run_s = 5.0
+    assert cli.main(["run", "duration_ms=2", "--timeout", "0.05"]) == 1
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("pmemlab: run timeout: ") and "fix: raise --timeout (now 0.05 s)" in err
+    assert err.count("\n") == 0
+    fake.run_s = 0.002
+    fake.refuse = {"access_size=4096": "access_size exceeds the per-thread region"}
+    assert cli.main(["run", "access_size=4096"]) == 1
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("pmemlab: run refused: access_size=4096: access_size exceeds the per-thread region; fix: ")
+    assert "`pmemlab params`" in err and err.count("\n") == 0
+
+
+def test_cli_run_applies_the_interleave_ndctl_found(fake, capsys, monkeypatch):
+    ndctl = (Path(__file__).resolve().parent / "fixtures" / "ndctl-list-RNDi.json").read_text()
+    monkeypatch.setattr(machine, "run_tool", lambda argv: machine.ToolResult(0, ndctl) if argv[0] == "ndctl"
+                        else machine.ToolResult(127, "", ""))
+    assert cli.main(["run", "duration_ms=2", "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert rows[-1]["interleave_ways"] == 6 and fake.runs[-1]["interleave_ways"] == "6"
+    assert rows[-1]["target_interleave_ways"] == 6 and rows[-1]["target_region"] == "region0"
+    # the discovered geometry is what per-dimm placement is checked against (1 would refuse 4)
+    assert cli.main(["run", "duration_ms=2", "placement=per-dimm", "dimms_per_thread=4", "--json"]) == 0
+    assert fake.runs[-1]["dimms_per_thread"] == "4" and fake.runs[-1]["interleave_ways"] == "6"
+    capsys.readouterr()
+    # given on the command line, it wins
+    assert cli.main(["run", "duration_ms=2", "interleave_ways=2", "--json"]) == 0
+    assert fake.runs[-1]["interleave_ways"] == "2"
+    assert cli.main(["run", "placement=per-dimm", "dimms_per_thread=4", "interleave_ways=2"]) == 2
 
 
 def test_cli_abort(fake, capsys):

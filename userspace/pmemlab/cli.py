@@ -144,10 +144,15 @@ def cmd_run(args: argparse.Namespace) -> int:
     raw, backend_opts = split_backend_args(parse_assignments(args.assignments))
     values, problems = P.normalize(raw)
     mod = _backend(args, backend_opts)
-    facts = None
+    info: dict[str, Any] = {}
     if not problems:
         mod.require_loaded()
         facts = mod.target_facts(online_cpus=_online_cpus())
+        info = machine.gather_info(mod)
+        # interleave geometry found by ndctl, as in a sweep, unless given on the command line
+        for key, value in machine.discovered_defaults(info).items():
+            if key not in raw:
+                values[key] = value
         problems = P.check_point(values, facts)
     if problems:
         msgs = "\n".join(f"  {p.key} = {p.value!r}: {p.reason} (allowed: {p.allowed})" for p in problems)
@@ -155,7 +160,6 @@ def cmd_run(args: argparse.Namespace) -> int:
         raise ConfigError(f"{'this target cannot run' if unsupported else 'invalid parameters'}:\n{msgs}",
                           "change the values; nothing was sent to the module")
     mod.check_target(args.target)
-    info = machine.gather_info(mod, with_tools=False)
     cond = machine.conditions(info)
     outcome = None
     try:
@@ -182,9 +186,22 @@ def cmd_run(args: argparse.Namespace) -> int:
         else:
             print(f"status: {status}: {error}")
     if status != "ok":
-        print(f"pmemlab: run {status}: {error}", file=sys.stderr)
+        print(PmemlabError(f"run {status}: {error}", _run_fix(status, mod, args)).one_line(), file=sys.stderr)
         return 1
     return 0
+
+
+def _run_fix(status: str, mod: Any, args: argparse.Namespace) -> str:
+    """How to get on after a failed `pmemlab run`."""
+    if status == "timeout":
+        return f"raise --timeout (now {args.timeout:g} s) or shorten the run (duration_ms, count)"
+    if not isinstance(mod, Module):
+        return "the runner's reason is above; change the parameters or the target and run again"
+    if status == "refused":
+        return ("the module's reason is above; change the value (`pmemlab params` lists the allowed values, "
+                "`pmemlab info` the target's size and CPU features) and run again")
+    return (f"`pmemlab info` shows the module's state and last_error ({mod.root}/last_error), "
+            "`dmesg | grep pmemlab` the kernel's side; change the parameters and run again")
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:

@@ -361,8 +361,16 @@ def conditions(info: dict[str, Any]) -> dict[str, Any]:
 
 def discovered_defaults(info: dict[str, Any]) -> dict[str, Any]:
     """Parameter defaults learnt from the machine (interleave geometry from ndctl)."""
+    from pmemlab import params as P
+
     ways = info.get("target", {}).get("interleave_ways")
-    return {"interleave_ways": ways} if isinstance(ways, int) and ways >= 1 else {}
+    out: dict[str, Any] = {}
+    if isinstance(ways, int) and not isinstance(ways, bool):
+        try:
+            out["interleave_ways"] = P.canonical("interleave_ways", ways)
+        except P.ConfigValueError:
+            pass  # a geometry the module cannot take: keep the parameter's default
+    return out
 
 
 def format_info(info: dict[str, Any]) -> str:
