@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+import time
 from pathlib import Path
 
 import pandas as pd
@@ -102,7 +103,14 @@ def test_state_back_to_idle_ends_the_poll(fake):
     m = fake.module()
     import threading
 
-    threading.Timer(0.05, lambda: (fake.root / "state").write_text("idle\n")).start()
+    def back_to_idle():  # once the run is under way (a fixed delay raced a slow start)
+        deadline = time.monotonic() + 10
+        while (fake.root / "state").read_text().strip() != "running" and time.monotonic() < deadline:
+            time.sleep(0.005)
+        time.sleep(0.02)
+        (fake.root / "state").write_text("idle\n")
+
+    threading.Thread(target=back_to_idle, daemon=True).start()
     out = m.run(values(), timeout_s=3)
     assert out.state.startswith("error:") and "without a result" in out.error
 
