@@ -370,3 +370,50 @@ def test_mixed_list_of_values_and_ranges():
         access_size = [64, "1K..4K *2"]
     """))
     assert [p.params["access_size"] for p in pts] == [64, 1024, 2048, 4096]
+
+
+# ---- --set KEY=VALUE ---------------------------------------------------------------------------
+SET_BASE = """
+    [base]
+    duration_ms = 100
+    access_size = 256
+    [axes]
+    op = ["load", "ntstore", "store+clwb"]
+    [[zip]]
+    threads = [1, 2]
+    cpus = ["0", "0-1"]
+"""
+
+
+@pytest.mark.parametrize("overrides,fragments", [
+    ({"duration_ms": "abc"}, ['--set: duration_ms = "abc": not an integer', "allowed: 1..3600000"]),
+    ({"acess_size": "64"}, ['--set: acess_size = "64": unknown parameter', "did you mean 'access_size'"]),
+    ({"stride": "128"}, ["--set: stride = 128: smaller than access_size 256", "allowed: >= access_size (256)"]),
+    ({"op": "stor"}, ["--set: op = \"stor\": unknown op 'stor'"]),
+])
+def test_set_problems_are_tagged_as_set(overrides, fragments):
+    with pytest.raises(ConfigError) as ei:
+        expand(cfg(SET_BASE, overrides=overrides))
+    msg = ei.value.one_line()
+    for frag in fragments:
+        assert frag in msg, f"{frag!r} not in {msg!r}"
+    assert "t.toml:" not in msg  # not blamed on the config's lines
+
+
+def test_set_pins_an_axis():
+    c = cfg(SET_BASE, overrides={"op": "ntstore"})
+    assert c.pinned == {"op": "axes"} and c.base["op"] == "ntstore"
+    pts = expand(c)
+    assert len(pts) == 2 and {p.params["op"] for p in pts} == {"ntstore"}
+    assert [p.varied for p in pts] == [{"threads": 1, "cpus": "0"}, {"threads": 2, "cpus": "0-1"}]
+
+
+def test_set_pins_a_zip_key_and_a_whole_zip():
+    c = cfg(SET_BASE, overrides={"threads": "1"})
+    assert c.pinned == {"threads": "zip"}
+    pts = expand(c)
+    assert len(pts) == 3 * 2 and {p.params["threads"] for p in pts} == {1}
+    assert {p.params["cpus"] for p in pts} == {"0", "0-1"}  # the zip's other key still varies
+    c = cfg(SET_BASE, overrides={"threads": "2", "cpus": "0-1"})
+    assert c.pinned == {"threads": "zip", "cpus": "zip"} and [ax.keys for ax in c.axes] == [("op",)]
+    assert len(expand(c)) == 3

@@ -410,3 +410,17 @@ def test_skipped_points_rerun_once_they_can_run(env):
     assert len(fake.runs) == 3 * 2 and {r["op"] for r in fake.runs} == {"store+clwb"}
     agg = pd.read_csv(out).query("thread == 'all'")
     assert len(agg) == 18 and (agg["status"] == "ok").all()
+
+
+def test_set_on_an_axis_pins_it(env, capsys):
+    fake, cfg, out = env
+    assert sweep(cfg, out, "--set", "op=ntstore", "--dry-run") == 0
+    cap = capsys.readouterr()
+    assert "3 points" in cap.out and "6 runs" in cap.out
+    assert "--set op=ntstore replaces the axis op: every point runs with op=ntstore" in cap.err
+    assert sweep(cfg, out, "--set", "op=ntstore") == 0
+    assert len(fake.runs) == 6 and {r["op"] for r in fake.runs} == {"ntstore"}
+    side = json.loads(out.with_suffix(".json").read_text())
+    assert side["config"]["set"] == {"op": "ntstore"} and side["config"]["set_pinned_axes"] == {"op": "axes"}
+    assert sweep(cfg, out, "--set", "duration_ms=x") == 2
+    assert '--set: duration_ms = "x": not an integer' in capsys.readouterr().err

@@ -57,7 +57,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("config", type=Path, help="sweep config (TOML)")
     p.add_argument("-o", "--output", type=Path, help="CSV to write (default: results/<sweep name>.csv)")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
-                   help="override a [base] parameter (repeatable)")
+                   help="set a parameter for every point, over [base] or an axis (repeatable)")
     p.add_argument("--target", help="refuse to run unless the module's target is this; with backend=user: the target")
     p.add_argument("--backend", choices=("kernel", "user"), help="kernel (default) or user; also --set backend=...")
     p.add_argument("--fail-fast", action="store_true", help="stop at the first failed point")
@@ -211,6 +211,9 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     cfg = load_config(args.config, overrides=overrides, scale=args.scale)
     if args.strict:
         cfg.on_unsupported = "error"
+    for key, table in cfg.pinned.items():
+        print(f"pmemlab: --set {key}={cfg.overrides[key]} replaces the {'[[zip]] key' if table == 'zip' else 'axis'} "
+              f"{key}: every point runs with {key}={cfg.base.get(key, cfg.overrides[key])}", file=sys.stderr)
     mod = _backend(args, backend_opts)
     loaded = mod.loaded()
     facts = mod.target_facts(online_cpus=_online_cpus()) if loaded else None

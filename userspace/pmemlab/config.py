@@ -52,6 +52,7 @@ SWEEP_KEYS = frozenset({"name", "description", "repeats", "filters", "target", "
 ADAPTIVE_KEYS = frozenset({"metric", "ci_target", "max_repeats", "min_repeats"})
 TOP_KEYS = frozenset({"sweep", "base", "axes", "zip", "scale"})
 FULL_SCALE = "full"
+SET_ORIGIN = "--set"  # where problems of `pmemlab sweep --set KEY=VALUE` values are reported
 PMEM_PLACEHOLDER = "@PMEM@"
 RANGE_RE = re.compile(r"^\s*(\S+?)\s*\.\.\s*(\S+?)\s*(?:([*+x])\s*(\S+))?\s*$")
 
@@ -154,6 +155,8 @@ class SweepConfig:
     axes: list[Axis] = field(default_factory=list)
     lines: LineIndex | None = None
     source: str = "<config>"
+    overrides: dict[str, Any] = field(default_factory=dict)  # --set KEY=VALUE (raw), over [base] and axes
+    pinned: dict[str, str] = field(default_factory=dict)  # --set keys that replaced an axis: key -> "axes" | "zip"
     scale: str = FULL_SCALE  # the [scale.NAME] overlay applied ("full": the config as written)
     scales: tuple[str, ...] = ()  # the overlays the config defines
     targets: dict[str, str] = field(default_factory=dict)  # label -> insmod arguments
@@ -171,16 +174,17 @@ class Problems:
         self.items: list[str] = []
         self._seen: set[str] = set()
 
-    def add(self, line: int | None, text: str) -> None:
-        where = f"{self.source}:{line}" if line else self.source
+    def add(self, line: int | None, text: str, where: str | None = None) -> None:
+        """A problem at `line` of the config, or at `where` (e.g. "--set") when it came from elsewhere."""
+        where = where or (f"{self.source}:{line}" if line else self.source)
         msg = f"{where}: {text}"
         if msg not in self._seen:
             self._seen.add(msg)
             self.items.append(msg)
 
-    def add_problem(self, line: int | None, table: str, prob: P.Problem) -> None:
+    def add_problem(self, line: int | None, table: str, prob: P.Problem, where: str | None = None) -> None:
         prefix = f"{table}." if table else ""
-        self.add(line, f"{prefix}{prob.key} = {_show(prob.value)}: {prob.reason} (allowed: {prob.allowed})")
+        self.add(line, f"{prefix}{prob.key} = {_show(prob.value)}: {prob.reason} (allowed: {prob.allowed})", where)
 
     def raise_if_any(self) -> None:
         if not self.items:
@@ -365,12 +369,15 @@ def parse_config(text: str, source: str = "<config>", path: Path | None = None,
         probs.add(lines.line("", "base"), "base must be a table [base]")
         base = {}
     base = dict(base)
-    for key, value in (overrides or {}).items():
+    cfg.overrides = dict(overrides or {})
+    for key, value in cfg.overrides.items():
         base[key] = value
     for key, value in base.items():
         line = lines.line("base", key)
+        # a --set value is reported as such, not at the config's line for the key
+        table, where = ("", SET_ORIGIN) if key in cfg.overrides else ("base", None)
         if key not in P.PARAMS:
-            probs.add_problem(line, "base", P.unknown_key_problem(key, value))
+            probs.add_problem(line, table, P.unknown_key_problem(key, value), where)
             continue
         if isinstance(value, (list, dict)) and P.PARAMS[key].kind not in ("ops", "cpus"):
             probs.add(line, f"base.{key} = {_show(value)}: [base] takes one value; put lists under [axes]")
@@ -378,13 +385,19 @@ def parse_config(text: str, source: str = "<config>", path: Path | None = None,
         try:
             cfg.base[key] = P.canonical(key, value)
         except P.ConfigValueError as exc:
-            probs.add_problem(line, "base", exc.problem)
+            probs.add_problem(line, table, exc.problem, where)
 
     seen: dict[str, str] = {}
     axes = data.get("axes", {})
     if not isinstance(axes, dict):
         probs.add(lines.line("", "axes"), "axes must be a table [axes]")
         axes = {}
+    # --set KEY=VALUE on a varied key pins it: the key leaves [axes] or its [[zip]] (whose
+    # other keys still vary together) and takes the one value, as a scale's [base] does.
+    for key in cfg.overrides:
+        if key in axes:
+            cfg.pinned[key] = "axes"
+    axes = {k: v for k, v in axes.items() if k not in cfg.overrides}
     for key, raw in axes.items():
         ax = _parse_axis(("axes",), {key: raw}, "axes", lines, probs, seen, cfg.base)
         if ax:
@@ -400,6 +413,11 @@ def parse_config(text: str, source: str = "<config>", path: Path | None = None,
         if not isinstance(group, dict) or not group:
             probs.add(lines.line(table), f"[[zip]] #{i + 1} must hold one or more keys = lists")
             continue
+        if any(k in cfg.overrides for k in group):
+            cfg.pinned.update({k: "zip" for k in group if k in cfg.overrides})
+            group = {k: v for k, v in group.items() if k not in cfg.overrides}
+            if not group:
+                continue
         ax = _parse_axis(("zip",), group, table, lines, probs, seen, cfg.base)
         if ax:
             cfg.axes.append(ax)
@@ -696,8 +714,12 @@ def expand(cfg: SweepConfig, facts: P.TargetFacts | None = None,
             if prob.kind == "unsupported" and cfg.on_unsupported == "skip":
                 skip = skip or f"{prob.key}: {prob.reason}"
                 continue
-            where = f" (at {_fmt_varied(varied)})" if varied else ""
-            probs.add(line, f"{table}.{prob.key} = {_show(prob.value)}: {prob.reason}{where} (allowed: {prob.allowed})")
+            at = f" (at {_fmt_varied(varied)})" if varied else ""
+            if table == SET_ORIGIN:
+                probs.add(None, f"{prob.key} = {_show(prob.value)}: {prob.reason}{at} (allowed: {prob.allowed})",
+                          SET_ORIGIN)
+            else:
+                probs.add(line, f"{table}.{prob.key} = {_show(prob.value)}: {prob.reason}{at} (allowed: {prob.allowed})")
         if skip:
             unsupported.append(skip)
         points.append(Point(index=len(points), params=params, varied=varied, key=point_key(params), skip_reason=skip))
@@ -708,6 +730,8 @@ def expand(cfg: SweepConfig, facts: P.TargetFacts | None = None,
 
 
 def _origin(cfg: SweepConfig, lines: LineIndex, key: str) -> tuple[str, int | None]:
+    if key in cfg.overrides:
+        return SET_ORIGIN, None
     for ax in cfg.axes:
         if key in ax.keys:
             return ax.table.split("#")[0], lines.line(ax.table, key)

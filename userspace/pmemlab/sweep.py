@@ -285,6 +285,7 @@ def run_sweep(cfg: SweepConfig, points: list[Point], module: Module, info: dict[
         "status": "running",
         "toolkit": info.get("toolkit"),
         "config": {"path": str(cfg.path) if cfg.path else None, "text": cfg.text, "parsed": cfg.data,
+                   "scale": cfg.scale, "set": cfg.overrides, "set_pinned_axes": cfg.pinned,
                    "repeats": cfg.repeats,
                    "adaptive": cfg.adaptive.__dict__ if cfg.adaptive else None},
         "points": len(points),
