@@ -286,6 +286,54 @@ ERRORS = [
         [sweep]
         filters = ["access_size > 1G"]
      """, ["t.toml:3:", "syntax error"]),
+    # sections and keys of the wrong type
+    ("""
+        axes = 5
+     """, ["t.toml:2:", "axes must be a table [axes]"]),
+    ("""
+        zip = 5
+     """, ["t.toml:2:", "zip must be an array of tables [[zip]]"]),
+    ("""
+        sweep = 5
+     """, ["t.toml:2:", "sweep must be a table [sweep]"]),
+    ("""
+        base = "fast"
+     """, ["t.toml:2:", "base must be a table [base]"]),
+    ("""
+        [sweep]
+        filters = 5
+     """, ["t.toml:3:", "sweep.filters must be a list of expressions"]),
+    ("""
+        [sweep]
+        filters = ["threads > 0", 5]
+     """, ["t.toml:3:", "sweep.filters: 5 is not a string expression"]),
+    ("""
+        [sweep]
+        adaptive = 5
+     """, ["t.toml:3:", "sweep.adaptive must be a table"]),
+    ("""
+        [sweep.adaptive]
+        metrc = "bw_gbps"
+     """, ["t.toml:3:", "sweep.adaptive.metrc: unknown key", "allowed: ci_target, max_repeats, metric, min_repeats"]),
+    ("""
+        [axes]
+        acess_size = [64]
+     """, ["t.toml:3:", "axes.acess_size = [64]: unknown parameter", "did you mean 'access_size'"]),
+    ("""
+        [[zip]]
+        threads = [1, 2]
+        bogus = [1, 2]
+     """, ["t.toml:4:", "zip.bogus = [1, 2]: unknown parameter", "allowed: a run parameter"]),
+    ("""
+        [[zip]]
+        [axes]
+        op = ["load"]
+     """, ["t.toml:2:", "[[zip]] #1 must hold one or more keys = lists"]),
+    ("""
+        [axes]
+        seed = "0..99999"
+        passes = "1..11"
+     """, ["t.toml:3:", "the axes give 1100000 points (seed 100000 x passes 11; at most 1000000)"]),
 ]
 
 

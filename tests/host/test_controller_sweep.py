@@ -424,3 +424,40 @@ def test_set_on_an_axis_pins_it(env, capsys):
     assert side["config"]["set"] == {"op": "ntstore"} and side["config"]["set_pinned_axes"] == {"op": "axes"}
     assert sweep(cfg, out, "--set", "duration_ms=x") == 2
     assert '--set: duration_ms = "x": not an integer' in capsys.readouterr().err
+
+
+def test_sweep_timeout_is_recorded_and_the_sweep_goes_on(env):
+    fake, cfg, out = env
+    cfg.write_text(CONFIG.replace("repeats = 2", "repeats = 1\ntimeout_s = 0.05")
+                   .replace('access_size = "64..4096 *8"', "access_size = [64]"))
+    fake.run_s = 5.0
+    assert sweep(cfg, out) == 1  # every run failed
+    agg = pd.read_csv(out).query("thread == 'all'")
+    assert len(agg) == 3 and (agg["status"] == "timeout").all()
+    assert agg["error"].str.contains("no result after 0.05 s; run aborted").all()
+    assert fake.aborts == 3 and len(fake.runs) == 3
+    assert (fake.root / "state").read_text().strip() == "error:aborted"
+    side = json.loads(out.with_suffix(".json").read_text())
+    assert side["status"] == "complete" and side["sessions"][-1]["failed"] == 3
+    fake.run_s = 0.002
+    fake.runs.clear()
+    assert sweep(cfg, out) == 0 and len(fake.runs) == 3  # resume reruns the timed-out points
+
+
+def test_progress_bar_with_eta(env, capsys):
+    import re
+
+    fake, cfg, out = env
+    fake.run_s = 0.03
+    assert cli.main(["sweep", str(cfg), "-o", str(out)]) == 0
+    err = capsys.readouterr().err
+    frames = re.split(r"[\r\n]", err)
+    counts = []
+    for frame in frames:
+        m = re.search(r"^t: +(\d+)%\|.*\| (\d+)/18 runs \[(\d\d:\d\d)<(\d\d:\d\d|\?)", frame)
+        if m:
+            counts.append((int(m.group(2)), m.group(4)))
+    assert counts and counts[-1][0] == 18, err[-500:]
+    # an ETA (remaining time) is shown while runs are left, and the postfix names the point
+    assert any(0 < n < 18 and eta != "?" for n, eta in counts), err[-2000:]
+    assert "op=" in err and "GB/s" in err

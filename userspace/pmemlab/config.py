@@ -38,6 +38,7 @@ import json
 import math
 import re
 import tomllib
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Mapping
@@ -637,7 +638,7 @@ def _parse_axis(kind: tuple[str, ...], group: Mapping[str, Any], table: str, lin
             except P.ConfigValueError as exc:
                 probs.add_problem(line, table.split("#")[0], exc.problem)
                 ok = False
-        dupes = {v for v in values if values.count(v) > 1}
+        dupes = {v for v, n in Counter(values).items() if n > 1}
         if dupes and kind == ("axes",):
             probs.add(line, f"{key}: repeated values {sorted(map(str, dupes))}")
             ok = False
@@ -677,7 +678,10 @@ def expand(cfg: SweepConfig, facts: P.TargetFacts | None = None,
     lines = cfg.lines or LineIndex(cfg.text)
     total = count_points(cfg)
     if total > MAX_POINTS:
-        probs.add(None, f"the axes give {total} points (at most {MAX_POINTS})")
+        sizes = " x ".join(f"{'+'.join(ax.keys)} {len(ax.values)}" for ax in cfg.axes)
+        first = cfg.axes[0] if cfg.axes else None
+        probs.add(lines.line(first.table, first.keys[0]) if first else None,
+                  f"the axes give {total} points ({sizes}; at most {MAX_POINTS}): split the sweep or use coarser ranges")
         probs.raise_if_any()
     base = P.defaults()
     for key, value in (discovered or {}).items():
