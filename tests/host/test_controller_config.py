@@ -334,6 +334,62 @@ ERRORS = [
         seed = "0..99999"
         passes = "1..11"
      """, ["t.toml:3:", "the axes give 1100000 points (seed 100000 x passes 11; at most 1000000)"]),
+    # lines of inline tables, dotted keys, items of multi-line lists, filters that contain one another
+    ("""
+        [sweep]
+        repeats = 2
+        adaptive = { ci_target = 0.02, metric = "speed" }
+     """, ["t.toml:4:", "sweep.adaptive.metric"]),
+    ("""
+        [sweep]
+        adaptive.metric = "speed"
+     """, ["t.toml:3:", "sweep.adaptive.metric"]),
+    ("""
+        name = "x"
+        sweep.repeats = 0
+     """, ["t.toml:3:", "sweep.repeats = 0"]),
+    ("""
+        [axes]
+        access_size = [
+          64,    # 100 in a comment is not the item
+          128,
+          100,
+        ]
+     """, ["t.toml:6:", "axes.access_size = 100", "not a multiple of 64"]),
+    ("""
+        [axes]
+        op = [
+          "load",
+          "stor",
+        ]
+     """, ["t.toml:5:", "unknown op 'stor'"]),
+    ("""
+        [base]
+        mode = "bandwidth"
+        [axes]
+        width = [8, 32]
+        access_size = [
+          64,
+          16,
+        ]
+     """, ["t.toml:8:", "axes.access_size = 16", "not a multiple of width 32"]),
+    ("""
+        [sweep]
+        filters = [
+          "access_size >= 64 or stride < 1",
+          "stride < 1",
+          "stride < 'a'",
+        ]
+     """, ["t.toml:6:", "\"stride < 'a'\" fails for"]),
+    ("""
+        [sweep]
+        filters = [
+          "op == 'load' or stride < 'x'",
+          "stride < 'x'",
+        ]
+        [axes]
+        op = ["load"]
+     """, ["t.toml:5:", "\"stride < 'x'\" fails for op=load"]),
 ]
 
 
