@@ -334,6 +334,14 @@ ERRORS = [
         seed = "0..99999"
         passes = "1..11"
      """, ["t.toml:3:", "the axes give 1100000 points (seed 100000 x passes 11; at most 1000000)"]),
+    ("""
+        [axes]
+        threads = [true, 2]
+     """, ["t.toml:3:", "axes.threads = true", "a boolean is not an integer", "allowed: 1..4096"]),
+    ("""
+        [base]
+        duration_ms = false
+     """, ["t.toml:3:", "base.duration_ms = false", "a boolean is not an integer"]),
     # lines of inline tables, dotted keys, items of multi-line lists, filters that contain one another
     ("""
         [sweep]

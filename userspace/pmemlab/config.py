@@ -351,7 +351,7 @@ class Problems:
 
 
 def _show(value: Any) -> str:
-    return json.dumps(value) if isinstance(value, str) else repr(value)
+    return json.dumps(value) if isinstance(value, (str, bool)) else repr(value)  # TOML spelling
 
 
 # --------------------------------------------------------------------------
