@@ -342,6 +342,11 @@ ERRORS = [
         [base]
         duration_ms = false
      """, ["t.toml:3:", "base.duration_ms = false", "a boolean is not an integer"]),
+    ("""
+        [[zip]]
+        threads = [1, 2, 1]
+        cpus = ["0", "0-1", "0"]
+     """, ["t.toml:2:", "[[zip]] rows 1 and 3 are the same (threads=1 cpus=0)", "every row must differ"]),
     # lines of inline tables, dotted keys, items of multi-line lists, filters that contain one another
     ("""
         [sweep]
@@ -529,3 +534,13 @@ def test_set_pins_a_zip_key_and_a_whole_zip():
     c = cfg(SET_BASE, overrides={"threads": "2", "cpus": "0-1"})
     assert c.pinned == {"threads": "zip", "cpus": "zip"} and [ax.keys for ax in c.axes] == [("op",)]
     assert len(expand(c)) == 3
+
+
+def test_set_that_makes_zip_rows_alike_is_refused():
+    with pytest.raises(ConfigError) as ei:
+        expand(cfg("""
+            [[zip]]
+            threads = [1, 2]
+            cpus = ["0-1", "0-1"]
+        """, overrides={"threads": "2"}))
+    assert "[[zip]] rows 1 and 2 are the same (cpus=0-1) once --set took out threads" in ei.value.one_line()

@@ -564,12 +564,13 @@ def parse_config(text: str, source: str = "<config>", path: Path | None = None,
         if not isinstance(group, dict) or not group:
             probs.add(lines.line(table), f"[[zip]] #{i + 1} must hold one or more keys = lists")
             continue
-        if any(k in cfg.overrides for k in group):
-            cfg.pinned.update({k: "zip" for k in group if k in cfg.overrides})
+        pinned = tuple(k for k in group if k in cfg.overrides)
+        if pinned:
+            cfg.pinned.update({k: "zip" for k in pinned})
             group = {k: v for k, v in group.items() if k not in cfg.overrides}
             if not group:
                 continue
-        ax = _parse_axis(("zip",), group, table, lines, probs, seen, cfg.base)
+        ax = _parse_axis(("zip",), group, table, lines, probs, seen, cfg.base, pinned)
         if ax:
             cfg.axes.append(ax)
 
@@ -752,7 +753,8 @@ def _parse_adaptive(cfg: SweepConfig, ad: Any, lines: LineIndex, probs: Problems
 
 
 def _parse_axis(kind: tuple[str, ...], group: Mapping[str, Any], table: str, lines: LineIndex,
-                probs: Problems, seen: dict[str, str], base: Mapping[str, Any]) -> Axis | None:
+                probs: Problems, seen: dict[str, str], base: Mapping[str, Any],
+                pinned: tuple[str, ...] = ()) -> Axis | None:
     keys: list[str] = []
     columns: list[list[Any]] = []
     ok = True
@@ -804,7 +806,20 @@ def _parse_axis(kind: tuple[str, ...], group: Mapping[str, Any], table: str, lin
             desc = ", ".join(f"{k} has {len(c)}" for k, c in zip(keys, columns))
             probs.add(lines.line(table), f"[[zip]] lists must have one length: {desc}")
             return None
-    return Axis(keys=tuple(keys), values=list(zip(*columns)), table=table)
+    rows = list(zip(*columns))
+    first: dict[tuple[Any, ...], int] = {}
+    for i, row in enumerate(rows):
+        if row in first:
+            same = " ".join(f"{k}={v}" for k, v in zip(keys, row))
+            after = f" once --set took out {', '.join(pinned)}" if pinned else ""
+            probs.add(lines.line(table), f"[[zip]] rows {first[row] + 1} and {i + 1} are the same ({same}){after}: "
+                      "every row must differ, or the point runs twice")
+            ok = False
+        else:
+            first[row] = i
+    if not ok:
+        return None
+    return Axis(keys=tuple(keys), values=rows, table=table)
 
 
 # --------------------------------------------------------------------------
