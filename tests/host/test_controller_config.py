@@ -237,7 +237,11 @@ ERRORS = [
         [sweep]
         [sweep.adaptive]
         metric = "speed"
-     """, ["t.toml:4:", "sweep.adaptive.metric", "not a result column", "bw_gbps"]),
+     """, ["t.toml:4:", "sweep.adaptive.metric", "not a numeric result column", "bw_gbps", "lat_ns_p99", "ewr"]),
+    ("""
+        [sweep.adaptive]
+        metric = "cpu"
+     """, ["t.toml:3:", "sweep.adaptive.metric = \"cpu\"", "not a numeric result column"]),
     ("""
         [sweep.adaptive]
         ci_target = 5
@@ -544,3 +548,18 @@ def test_set_that_makes_zip_rows_alike_is_refused():
             cpus = ["0-1", "0-1"]
         """, overrides={"threads": "2"}))
     assert "[[zip]] rows 1 and 2 are the same (cpus=0-1) once --set took out threads" in ei.value.one_line()
+
+
+def test_adaptive_metric_is_what_configs_readme_says():
+    from pmemlab.config import adaptive_metrics
+
+    text = (CONFIGS / "README").read_text()
+    assert "any result column" not in text
+    for metric in ("bw_gbps", "lat_ns_p99", "ewr", "err", "elapsed_ns"):
+        assert metric in adaptive_metrics()
+        c = cfg(f"""
+            [sweep.adaptive]
+            metric = "{metric}"
+        """)
+        assert c.adaptive and c.adaptive.metric == metric
+    assert "cpu" not in adaptive_metrics() and not [m for m in adaptive_metrics() if m.startswith("thread")]

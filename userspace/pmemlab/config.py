@@ -722,9 +722,16 @@ def target_loads(cfg: SweepConfig, pmem: str) -> list[tuple[str, str]]:
     return [(label, args.replace(PMEM_PLACEHOLDER, pmem)) for label, args in targets.items()]
 
 
-def _parse_adaptive(cfg: SweepConfig, ad: Any, lines: LineIndex, probs: Problems) -> None:
+def adaptive_metrics() -> tuple[str, ...]:
+    """What [sweep.adaptive] metric may name: the numeric result columns of an aggregate row
+    the controller knows (module fields and Optane media counters), not ids such as cpu."""
+    from pmemlab import ipmctl
     from pmemlab.results import KNOWN_RESULT_COLUMNS
 
+    return tuple(c for c in (*KNOWN_RESULT_COLUMNS, *ipmctl.COLUMNS) if c != "cpu" and not c.startswith("thread"))
+
+
+def _parse_adaptive(cfg: SweepConfig, ad: Any, lines: LineIndex, probs: Problems) -> None:
     table = "sweep.adaptive"
     if not isinstance(ad, dict):
         probs.add(lines.line("sweep", "adaptive"), "sweep.adaptive must be a table")
@@ -733,9 +740,9 @@ def _parse_adaptive(cfg: SweepConfig, ad: Any, lines: LineIndex, probs: Problems
         if key not in ADAPTIVE_KEYS:
             probs.add(lines.line(table, key), f"{table}.{key}: unknown key (allowed: {', '.join(sorted(ADAPTIVE_KEYS))})")
     metric = ad.get("metric", "bw_gbps")
-    if metric not in KNOWN_RESULT_COLUMNS:
-        probs.add(lines.line(table, "metric"), f"{table}.metric = {_show(metric)}: not a result column "
-                  f"(allowed: {', '.join(c for c in KNOWN_RESULT_COLUMNS if not c.startswith('thread'))})")
+    if metric not in adaptive_metrics():
+        probs.add(lines.line(table, "metric"), f"{table}.metric = {_show(metric)}: not a numeric result column "
+                  f"(allowed: {', '.join(adaptive_metrics())})")
     target = ad.get("ci_target", 0.02)
     if not isinstance(target, (int, float)) or isinstance(target, bool) or not 0 < target < 1:
         probs.add(lines.line(table, "ci_target"), f"{table}.ci_target = {_show(target)}: relative half-width, 0 < x < 1 (e.g. 0.02)")
