@@ -461,3 +461,31 @@ def test_progress_bar_with_eta(env, capsys):
     # an ETA (remaining time) is shown while runs are left, and the postfix names the point
     assert any(0 < n < 18 and eta != "?" for n, eta in counts), err[-2000:]
     assert "op=" in err and "GB/s" in err
+
+
+def test_media_counters_only_over_the_target_regions_dimms(env, monkeypatch):
+    fake, cfg, out = env
+    snaps = [(FIX / "ipmctl-performance-before.txt").read_text(), (FIX / "ipmctl-performance-after.txt").read_text()]
+    doc = json.loads((FIX / "ndctl-list-RNDi.json").read_text())
+    region = doc["regions"][0]
+    # region0 without nmem2 (handle 257 = ipmctl's 0x0101): only DimmID 0x0001 is the target's
+    region["mappings"] = [m for m in region["mappings"] if m["dimm"] != "nmem2"]
+    calls = {"n": 1}
+
+    def tool(argv):
+        if argv[0] == "ipmctl":
+            calls["n"] += 1
+            return machine.ToolResult(0, snaps[(calls["n"] - 1) % 2])
+        if argv[0] == "ndctl":
+            return machine.ToolResult(0, json.dumps(doc))
+        return machine.ToolResult(127, "", "")
+
+    monkeypatch.setattr(machine, "run_tool", tool)
+    cfg.write_text(CONFIG.replace("repeats = 2", "repeats = 1"))
+    assert sweep(cfg, out) == 0
+    agg = pd.read_csv(out).query("thread == 'all'")
+    assert (agg["media_write_64b"] == 0x1000).all() and (agg["write_request_64b"] == 0x1000).all()
+    assert (agg["ewr"] == 1.0).all()  # over every DIMM it would be 0.625
+    side = json.loads(out.with_suffix(".json").read_text())
+    assert "media counters: summed over the DIMMs of region0 (ipmctl DimmIDs 0x0001, 0x1001, 0x1101, 0x2101)" \
+        in side["notes"]

@@ -268,8 +268,14 @@ def run_sweep(cfg: SweepConfig, points: list[Point], module: Module, info: dict[
             by_point.setdefault(r.get("point_key", ""), []).append(r)
 
     notes: list[str] = []
+    media_dimms = ipmctl.region_dimm_ids(info)
     if media is None or not media.available:
         notes.append(info.get("ipmctl", {}).get("note") or "ipmctl unavailable: media counter columns are empty")
+    elif media_dimms:
+        notes.append(f"media counters: summed over the DIMMs of {info.get('target', {}).get('region')} "
+                     f"(ipmctl DimmIDs {', '.join(f'0x{h:04x}' for h in media_dimms)})")
+    else:
+        notes.append("media counters: summed over every DIMM ipmctl shows (the target region's DIMMs are unknown)")
     session = {"started_at": now_iso(), "ended_at": None, "argv": opts.argv, "status": "running",
                "resumed_runs": report.resumed}
     sessions = list(previous.get("sessions", [])) + [session]
@@ -333,7 +339,7 @@ def run_sweep(cfg: SweepConfig, points: list[Point], module: Module, info: dict[
                     repeat += 1
                     continue
                 ids = {"sweep": cfg.name, "point": pt.index, "point_key": pt.key, "repeat": repeat}
-                rows, hist = _one_run(pt, ids, module, cfg, opts, tsc_khz, cond, media)
+                rows, hist = _one_run(pt, ids, module, cfg, opts, tsc_khz, cond, media, media_dimms)
                 if hist:
                     hist_sink.ensure_header()
                     hist_sink.append(hist)
@@ -404,7 +410,7 @@ def run_sweep(cfg: SweepConfig, points: list[Point], module: Module, info: dict[
 
 def _one_run(pt: Point, ids: dict[str, Any], module: Module, cfg: SweepConfig, opts: SweepOptions,
              tsc_khz: float | None, cond: Mapping[str, Any], media: ipmctl.MediaCounters | None,
-             ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+             media_dimms: Sequence[int] | None = None) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     if pt.skip_reason:
         return rows_for_outcome(ids, pt.params, None, "skipped", pt.skip_reason, tsc_khz, cond), []
     before = media.snapshot() if media else None
@@ -415,7 +421,7 @@ def _one_run(pt: Point, ids: dict[str, Any], module: Module, cfg: SweepConfig, o
         return rows_for_outcome(ids, pt.params, RunOutcome("refused", started=time.time()), "refused",
                                 why, tsc_khz, cond), []
     after = media.snapshot() if media else None
-    mdelta = ipmctl.delta(before, after) if before and after else None
+    mdelta = ipmctl.delta(before, after, media_dimms) if before and after else None
     if outcome.ok:
         hist = [{**ids, **h} for h in parse_histogram(outcome.histogram, tsc_khz)]
         return rows_for_outcome(ids, pt.params, outcome, "ok", "", tsc_khz, cond, mdelta), hist
