@@ -116,11 +116,13 @@ def test_ctrl_c_leaves_valid_csv_and_resume_finishes(env, capsys):
     err = capsys.readouterr().err
     assert rc == 130
     assert "interrupted" in err and "resume" in err and err.strip().count("\n") == 0
+    assert "interrupted after 4 runs; the run in progress was aborted;" in err
     assert fake.aborts == 1 and (fake.root / "state").read_text().strip() == "error:aborted"
     df = pd.read_csv(out)  # valid CSV
     assert len(df[df["thread"] == "all"]) == 4 and (df["status"] == "ok").all()
     side = json.loads(out.with_suffix(".json").read_text())
     assert side["status"] == "interrupted" and side["ended_at"]
+    assert side["sessions"][-1]["interrupted"] == "during a run (aborted)"
     fake.interrupt_at_run = None
     fake.runs.clear()
     assert sweep(cfg, out) == 0
@@ -489,3 +491,27 @@ def test_media_counters_only_over_the_target_regions_dimms(env, monkeypatch):
     side = json.loads(out.with_suffix(".json").read_text())
     assert "media counters: summed over the DIMMs of region0 (ipmctl DimmIDs 0x0001, 0x1001, 0x1101, 0x2101)" \
         in side["notes"]
+
+
+def test_ctrl_c_between_runs_says_no_run_was_aborted(env, capsys, monkeypatch):
+    from pmemlab.table import CsvSink
+
+    fake, cfg, out = env
+    real_append = CsvSink.append
+    calls = {"n": 0}
+
+    def append(self, rows):
+        calls["n"] += 1
+        if calls["n"] == 3:  # the third run has finished; Ctrl-C while its rows are recorded
+            raise KeyboardInterrupt
+        real_append(self, rows)
+
+    monkeypatch.setattr(CsvSink, "append", append)
+    assert sweep(cfg, out) == 130
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "interrupted after 2 runs; no run was in progress;" in err
+    assert fake.aborts == 0 and (fake.root / "state").read_text().strip() == "done"
+    df = pd.read_csv(out)
+    assert len(df.query("thread == 'all'")) == 2 and (df["status"] == "ok").all()
+    side = json.loads(out.with_suffix(".json").read_text())
+    assert side["status"] == "interrupted" and side["sessions"][-1]["interrupted"] == "between runs"

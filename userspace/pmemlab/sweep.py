@@ -382,8 +382,12 @@ def run_sweep(cfg: SweepConfig, points: list[Point], module: Module, info: dict[
                 repeat += 1
         report.status = "complete"
     except (KeyboardInterrupt, Interrupted) as exc:
+        # Interrupted: the backend caught Ctrl-C while a run was active and aborted it;
+        # a bare KeyboardInterrupt came between runs (parameters, CSV, counters).
         report.status = "interrupted"
-        fatal = exc if isinstance(exc, Interrupted) else Interrupted("interrupted (Ctrl-C)")
+        during_run = isinstance(exc, Interrupted)
+        session["interrupted"] = "during a run (aborted)" if during_run else "between runs"
+        fatal = exc if during_run else Interrupted("interrupted (Ctrl-C) between runs")
     except PmemlabError as exc:
         report.status = "failed"
         fatal = exc
@@ -400,8 +404,10 @@ def run_sweep(cfg: SweepConfig, points: list[Point], module: Module, info: dict[
         _write_json_atomic(side, sidecar)
     if fatal is not None:
         if isinstance(fatal, Interrupted):
+            what = ("the run in progress was aborted" if session.get("interrupted", "").startswith("during")
+                    else "no run was in progress")
             raise Interrupted(
-                f"interrupted after {report.runs} runs; the module run was aborted and {out} is valid",
+                f"interrupted after {report.runs} runs; {what}; {out} is valid",
                 "rerun the same command to resume (completed points are skipped)",
             )
         raise fatal
