@@ -380,7 +380,8 @@ def test_resume_refuses_another_target(env, capsys):
     for name, value in (("target", "dram"), ("target_kind", "dram")):
         (fake.root / name).write_text(value + "\n")
     (fake.root.parent / "module-parameters" / "target").write_text("dram\n")
-    _refused(capsys, sweep(cfg, out), "target: /dev/pmem0 -> dram", "target target_kind: fsdax -> dram")
+    _refused(capsys, sweep(cfg, out), "target: /dev/pmem0 -> dram", "target_kind: fsdax -> dram",
+             'module load parameters: {"target": "/dev/pmem0"} -> {"target": "dram"}')
     # without the sidecar the rows' own target columns still tell
     out.with_suffix(".json").unlink()
     _refused(capsys, sweep(cfg, out), "with target=/dev/pmem0, this run has target=dram")

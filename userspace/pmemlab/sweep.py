@@ -155,8 +155,7 @@ def fingerprint(identity: Mapping[str, Any]) -> str:
 
 
 def _short(value: Any) -> str:
-    text = json.dumps(value, default=str) if not isinstance(value, str) else value
-    text = text.replace("\n", " ").replace("\n", " ")
+    text = " ".join((json.dumps(value, default=str) if not isinstance(value, str) else value).split())
     return text if len(text) <= 40 else text[:37] + "..."
 
 
@@ -166,7 +165,7 @@ def _identity_diff(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:
         a, b = dict(old.get(part) or {}), dict(new.get(part) or {})
         for k in dict.fromkeys([*a, *b]):
             if a.get(k) != b.get(k):
-                name = k if part == "config" else f"target {k}" if k != "target" else "target"
+                name = "module load parameters" if (part, k) == ("target", "load") else k
                 out.append(f"{name}: {_short(a[k]) if k in a else '(unset)'} -> {_short(b[k]) if k in b else '(unset)'}")
     return out
 
