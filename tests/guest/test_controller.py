@@ -2,6 +2,7 @@
 a bad config that never touches the module, Ctrl-C mid-sweep, resume."""
 from __future__ import annotations
 
+import json
 import signal
 import subprocess
 import sys
@@ -96,11 +97,26 @@ def test_ctrl_c_mid_sweep_then_resume(loaded: Module, tmp_path: Path) -> None:
         time.sleep(0.2)
     time.sleep(0.3)
     proc.send_signal(signal.SIGINT)
-    proc.communicate(timeout=60)
-    assert proc.returncode != 0
-    assert loaded.wait(timeout=30) != "running"
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    err = err.strip()
+    assert err.count("\n") == 0 and err.startswith("pmemlab: interrupted after ") and "rerun the same command" in err
+    state = loaded.wait(timeout=30)
+    if "the run in progress was aborted" in err:  # the usual case: runs take 600 ms, gaps are short
+        assert state == "error:aborted", (state, loaded.last_error())
+    else:
+        assert "no run was in progress" in err and state == "done", (err, state)
+    side = json.loads(out.with_suffix(".json").read_text())
+    assert side["status"] == "interrupted" and side["ended_at"], side["status"]
+    assert side["sessions"][-1]["interrupted"] in ("during a run (aborted)", "between runs")
+    # a valid CSV: whole rows of completed runs only, an aggregate row each
     partial = pd.read_csv(out)
-    done_points = set(partial.loc[partial["status"] == "ok", "point"])
+    assert list(partial.columns[:7]) == ["sweep", "point", "point_key", "repeat", "thread", "status", "error"]
+    assert (partial["status"] == "ok").all() and partial["bw_gbps"].notna().all()
+    assert not partial.duplicated(["point_key", "repeat", "thread"]).any()
+    agg = partial[partial["thread"].astype(str) == "all"]
+    assert set(agg["point"]) == set(partial["point"])
+    done_points = set(agg["point"])
     assert 0 < len(done_points) < 9
     # The module is usable, and a rerun finishes only what is missing.
     runs_before = int(loaded.read("run_id"))

@@ -237,7 +237,11 @@ ERRORS = [
         [sweep]
         [sweep.adaptive]
         metric = "speed"
-     """, ["t.toml:4:", "sweep.adaptive.metric", "not a result column", "bw_gbps"]),
+     """, ["t.toml:4:", "sweep.adaptive.metric", "not a numeric result column", "bw_gbps", "lat_ns_p99", "ewr"]),
+    ("""
+        [sweep.adaptive]
+        metric = "cpu"
+     """, ["t.toml:3:", "sweep.adaptive.metric = \"cpu\"", "not a numeric result column"]),
     ("""
         [sweep.adaptive]
         ci_target = 5
@@ -286,6 +290,123 @@ ERRORS = [
         [sweep]
         filters = ["access_size > 1G"]
      """, ["t.toml:3:", "syntax error"]),
+    # sections and keys of the wrong type
+    ("""
+        axes = 5
+     """, ["t.toml:2:", "axes must be a table [axes]"]),
+    ("""
+        zip = 5
+     """, ["t.toml:2:", "zip must be an array of tables [[zip]]"]),
+    ("""
+        sweep = 5
+     """, ["t.toml:2:", "sweep must be a table [sweep]"]),
+    ("""
+        base = "fast"
+     """, ["t.toml:2:", "base must be a table [base]"]),
+    ("""
+        [sweep]
+        filters = 5
+     """, ["t.toml:3:", "sweep.filters must be a list of expressions"]),
+    ("""
+        [sweep]
+        filters = ["threads > 0", 5]
+     """, ["t.toml:3:", "sweep.filters: 5 is not a string expression"]),
+    ("""
+        [sweep]
+        adaptive = 5
+     """, ["t.toml:3:", "sweep.adaptive must be a table"]),
+    ("""
+        [sweep.adaptive]
+        metrc = "bw_gbps"
+     """, ["t.toml:3:", "sweep.adaptive.metrc: unknown key", "allowed: ci_target, max_repeats, metric, min_repeats"]),
+    ("""
+        [axes]
+        acess_size = [64]
+     """, ["t.toml:3:", "axes.acess_size = [64]: unknown parameter", "did you mean 'access_size'"]),
+    ("""
+        [[zip]]
+        threads = [1, 2]
+        bogus = [1, 2]
+     """, ["t.toml:4:", "zip.bogus = [1, 2]: unknown parameter", "allowed: a run parameter"]),
+    ("""
+        [[zip]]
+        [axes]
+        op = ["load"]
+     """, ["t.toml:2:", "[[zip]] #1 must hold one or more keys = lists"]),
+    ("""
+        [axes]
+        seed = "0..99999"
+        passes = "1..11"
+     """, ["t.toml:3:", "the axes give 1100000 points (seed 100000 x passes 11; at most 1000000)"]),
+    ("""
+        [axes]
+        threads = [true, 2]
+     """, ["t.toml:3:", "axes.threads = true", "a boolean is not an integer", "allowed: 1..4096"]),
+    ("""
+        [base]
+        duration_ms = false
+     """, ["t.toml:3:", "base.duration_ms = false", "a boolean is not an integer"]),
+    ("""
+        [[zip]]
+        threads = [1, 2, 1]
+        cpus = ["0", "0-1", "0"]
+     """, ["t.toml:2:", "[[zip]] rows 1 and 3 are the same (threads=1 cpus=0)", "every row must differ"]),
+    # lines of inline tables, dotted keys, items of multi-line lists, filters that contain one another
+    ("""
+        [sweep]
+        repeats = 2
+        adaptive = { ci_target = 0.02, metric = "speed" }
+     """, ["t.toml:4:", "sweep.adaptive.metric"]),
+    ("""
+        [sweep]
+        adaptive.metric = "speed"
+     """, ["t.toml:3:", "sweep.adaptive.metric"]),
+    ("""
+        name = "x"
+        sweep.repeats = 0
+     """, ["t.toml:3:", "sweep.repeats = 0"]),
+    ("""
+        [axes]
+        access_size = [
+          64,    # 100 in a comment is not the item
+          128,
+          100,
+        ]
+     """, ["t.toml:6:", "axes.access_size = 100", "not a multiple of 64"]),
+    ("""
+        [axes]
+        op = [
+          "load",
+          "stor",
+        ]
+     """, ["t.toml:5:", "unknown op 'stor'"]),
+    ("""
+        [base]
+        mode = "bandwidth"
+        [axes]
+        width = [8, 32]
+        access_size = [
+          64,
+          16,
+        ]
+     """, ["t.toml:8:", "axes.access_size = 16", "not a multiple of width 32"]),
+    ("""
+        [sweep]
+        filters = [
+          "access_size >= 64 or stride < 1",
+          "stride < 1",
+          "stride < 'a'",
+        ]
+     """, ["t.toml:6:", "\"stride < 'a'\" fails for"]),
+    ("""
+        [sweep]
+        filters = [
+          "op == 'load' or stride < 'x'",
+          "stride < 'x'",
+        ]
+        [axes]
+        op = ["load"]
+     """, ["t.toml:5:", "\"stride < 'x'\" fails for op=load"]),
 ]
 
 
@@ -370,3 +491,75 @@ def test_mixed_list_of_values_and_ranges():
         access_size = [64, "1K..4K *2"]
     """))
     assert [p.params["access_size"] for p in pts] == [64, 1024, 2048, 4096]
+
+
+# ---- --set KEY=VALUE ---------------------------------------------------------------------------
+SET_BASE = """
+    [base]
+    duration_ms = 100
+    access_size = 256
+    [axes]
+    op = ["load", "ntstore", "store+clwb"]
+    [[zip]]
+    threads = [1, 2]
+    cpus = ["0", "0-1"]
+"""
+
+
+@pytest.mark.parametrize("overrides,fragments", [
+    ({"duration_ms": "abc"}, ['--set: duration_ms = "abc": not an integer', "allowed: 1..3600000"]),
+    ({"acess_size": "64"}, ['--set: acess_size = "64": unknown parameter', "did you mean 'access_size'"]),
+    ({"stride": "128"}, ["--set: stride = 128: smaller than access_size 256", "allowed: >= access_size (256)"]),
+    ({"op": "stor"}, ["--set: op = \"stor\": unknown op 'stor'"]),
+])
+def test_set_problems_are_tagged_as_set(overrides, fragments):
+    with pytest.raises(ConfigError) as ei:
+        expand(cfg(SET_BASE, overrides=overrides))
+    msg = ei.value.one_line()
+    for frag in fragments:
+        assert frag in msg, f"{frag!r} not in {msg!r}"
+    assert "t.toml:" not in msg  # not blamed on the config's lines
+
+
+def test_set_pins_an_axis():
+    c = cfg(SET_BASE, overrides={"op": "ntstore"})
+    assert c.pinned == {"op": "axes"} and c.base["op"] == "ntstore"
+    pts = expand(c)
+    assert len(pts) == 2 and {p.params["op"] for p in pts} == {"ntstore"}
+    assert [p.varied for p in pts] == [{"threads": 1, "cpus": "0"}, {"threads": 2, "cpus": "0-1"}]
+
+
+def test_set_pins_a_zip_key_and_a_whole_zip():
+    c = cfg(SET_BASE, overrides={"threads": "1"})
+    assert c.pinned == {"threads": "zip"}
+    pts = expand(c)
+    assert len(pts) == 3 * 2 and {p.params["threads"] for p in pts} == {1}
+    assert {p.params["cpus"] for p in pts} == {"0", "0-1"}  # the zip's other key still varies
+    c = cfg(SET_BASE, overrides={"threads": "2", "cpus": "0-1"})
+    assert c.pinned == {"threads": "zip", "cpus": "zip"} and [ax.keys for ax in c.axes] == [("op",)]
+    assert len(expand(c)) == 3
+
+
+def test_set_that_makes_zip_rows_alike_is_refused():
+    with pytest.raises(ConfigError) as ei:
+        expand(cfg("""
+            [[zip]]
+            threads = [1, 2]
+            cpus = ["0-1", "0-1"]
+        """, overrides={"threads": "2"}))
+    assert "[[zip]] rows 1 and 2 are the same (cpus=0-1) once --set took out threads" in ei.value.one_line()
+
+
+def test_adaptive_metric_is_what_configs_readme_says():
+    from pmemlab.config import adaptive_metrics
+
+    text = (CONFIGS / "README").read_text()
+    assert "any result column" not in text
+    for metric in ("bw_gbps", "lat_ns_p99", "ewr", "err", "elapsed_ns"):
+        assert metric in adaptive_metrics()
+        c = cfg(f"""
+            [sweep.adaptive]
+            metric = "{metric}"
+        """)
+        assert c.adaptive and c.adaptive.metric == metric
+    assert "cpu" not in adaptive_metrics() and not [m for m in adaptive_metrics() if m.startswith("thread")]

@@ -47,3 +47,29 @@ def test_probe():
     assert "failed" in ipmctl.probe(lambda a: ToolResult(1, "", "Error: access denied"))["note"]
     ok = ipmctl.probe(lambda a: ToolResult(0, (FIX / "ipmctl-performance-before.txt").read_text()))
     assert ok == {"available": True, "dimms": ["0x0001", "0x0101"]}
+
+
+def test_delta_over_the_region_dimms_by_handle():
+    before = ipmctl.parse_performance((FIX / "ipmctl-performance-before.txt").read_text())
+    after = ipmctl.parse_performance((FIX / "ipmctl-performance-after.txt").read_text())
+    # ndctl's handle 257 is ipmctl's DimmID 0x0101
+    assert ipmctl.delta(before, after, [257]) == ipmctl.delta(before, after, ["0x0101"])
+    assert ipmctl.delta(before, after, [1])["media_write_64b"] == 0x1000
+    assert ipmctl.delta(before, after, [4097])["media_write_64b"] == 0  # a DIMM ipmctl did not list
+
+
+def test_region_dimm_ids_from_info():
+    import json
+
+    from pmemlab import machine
+    from pmemlab.sysfs import Module
+
+    ndctl = (FIX / "ndctl-list-RNDi.json").read_text()
+    info = {"target": {}, "ndctl": {}}
+    assert ipmctl.region_dimm_ids(info) is None
+    topo = machine.ndctl_topology(json.loads(ndctl))
+    found = machine.target_in_topology(topo, "/dev/pmem0")
+    info = {"target": {"dimms": [m["dimm"] for m in found["region"]["mappings"]]}, "ndctl": {"dimms": topo["dimms"]}}
+    assert ipmctl.region_dimm_ids(info) == [1, 257, 4097, 4353, 8449]
+    info["target"]["dimms"].append("nmem9")  # a DIMM ndctl did not list: unknown, not a guess
+    assert ipmctl.region_dimm_ids(info) is None

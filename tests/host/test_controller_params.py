@@ -108,3 +108,16 @@ def test_target_rules_are_unsupported_not_invalid():
     assert problems(facts, op="store+clflush", threads=2, width=32, access_size=64) == set()
     # width 0 = widest supported (32 here): access sizes must be multiples of it
     assert problems(facts, access_size=16) == {("access_size", "invalid")}
+
+
+@pytest.mark.parametrize("key,value", [("threads", True), ("duration_ms", False), ("width", True),
+                                       ("access_size", True), ("cpus", [True, 1]), ("seed", False)])
+def test_booleans_are_not_numbers(key, value):
+    with pytest.raises(P.ConfigValueError) as ei:
+        P.canonical(key, value)
+    assert ei.value.problem.key == key
+
+
+def test_boolean_params_take_booleans():
+    assert P.canonical("cold", True) == 1 and P.canonical("probe", False) == 0
+    assert P.canonical("warm", "true") == 1 and P.canonical("cold", 0) == 0

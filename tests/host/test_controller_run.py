@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+import time
 from pathlib import Path
 
 import pandas as pd
@@ -13,6 +14,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent / "fixtures"))
 from fake_pmemlab import make_fake  # noqa: E402
 
 import pmemlab.cli as cli  # noqa: E402
+import pmemlab.machine as machine  # noqa: E402
 from pmemlab import params as P  # noqa: E402
 from pmemlab.errors import (  # noqa: E402
     Interrupted, ModuleAccessError, ModuleBusy, ModuleNotLoaded, ParamRefused, WrongTarget,
@@ -26,6 +28,7 @@ def fake(tmp_path, monkeypatch):
     f = make_fake(tmp_path)
     monkeypatch.setattr(cli, "_module", lambda args: f.module())
     monkeypatch.setattr(cli, "_online_cpus", lambda: 4)
+    monkeypatch.setattr(machine, "run_tool", lambda argv: machine.ToolResult(127, "", "not installed"))
     return f
 
 
@@ -100,7 +103,14 @@ def test_state_back_to_idle_ends_the_poll(fake):
     m = fake.module()
     import threading
 
-    threading.Timer(0.05, lambda: (fake.root / "state").write_text("idle\n")).start()
+    def back_to_idle():  # once the run is under way (a fixed delay raced a slow start)
+        deadline = time.monotonic() + 10
+        while (fake.root / "state").read_text().strip() != "running" and time.monotonic() < deadline:
+            time.sleep(0.005)
+        time.sleep(0.02)
+        (fake.root / "state").write_text("idle\n")
+
+    threading.Thread(target=back_to_idle, daemon=True).start()
     out = m.run(values(), timeout_s=3)
     assert out.state.startswith("error:") and "without a result" in out.error
 
@@ -195,7 +205,43 @@ def test_cli_run_error_exit_code(fake, capsys):
     fake.fail = lambda p: "boom"
     rc = cli.main(["run", "duration_ms=2"])
     cap = capsys.readouterr()
-    assert rc == 1 and "status: error" in cap.out and "pmemlab: run error: boom" in cap.err
+    assert rc == 1 and "status: error" in cap.out and "pmemlab: run error: boom; fix: " in cap.err
+    err = cap.err.strip()
+    assert err.count("\n") == 0
+    assert "`pmemlab info` shows the module's state and last_error" in err and f"{fake.root}/last_error" in err
+    assert "dmesg | grep pmemlab" in err
+
+
+def test_cli_run_timeout_and_refusal_say_what_to_do(fake, capsys):
+    fake.run_s = 5.0
+    assert cli.main(["run", "duration_ms=2", "--timeout", "0.05"]) == 1
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("pmemlab: run timeout: ") and "fix: raise --timeout (now 0.05 s)" in err
+    assert err.count("\n") == 0
+    fake.run_s = 0.002
+    fake.refuse = {"access_size=4096": "access_size exceeds the per-thread region"}
+    assert cli.main(["run", "access_size=4096"]) == 1
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("pmemlab: run refused: access_size=4096: access_size exceeds the per-thread region; fix: ")
+    assert "`pmemlab params`" in err and err.count("\n") == 0
+
+
+def test_cli_run_applies_the_interleave_ndctl_found(fake, capsys, monkeypatch):
+    ndctl = (Path(__file__).resolve().parent / "fixtures" / "ndctl-list-RNDi.json").read_text()
+    monkeypatch.setattr(machine, "run_tool", lambda argv: machine.ToolResult(0, ndctl) if argv[0] == "ndctl"
+                        else machine.ToolResult(127, "", ""))
+    assert cli.main(["run", "duration_ms=2", "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert rows[-1]["interleave_ways"] == 6 and fake.runs[-1]["interleave_ways"] == "6"
+    assert rows[-1]["target_interleave_ways"] == 6 and rows[-1]["target_region"] == "region0"
+    # the discovered geometry is what per-dimm placement is checked against (1 would refuse 4)
+    assert cli.main(["run", "duration_ms=2", "placement=per-dimm", "dimms_per_thread=4", "--json"]) == 0
+    assert fake.runs[-1]["dimms_per_thread"] == "4" and fake.runs[-1]["interleave_ways"] == "6"
+    capsys.readouterr()
+    # given on the command line, it wins
+    assert cli.main(["run", "duration_ms=2", "interleave_ways=2", "--json"]) == 0
+    assert fake.runs[-1]["interleave_ways"] == "2"
+    assert cli.main(["run", "placement=per-dimm", "dimms_per_thread=4", "interleave_ways=2"]) == 2
 
 
 def test_cli_abort(fake, capsys):
@@ -215,3 +261,34 @@ def test_parameters_an_older_module_lacks(fake):
     with pytest.raises(ModuleAccessError) as ei:
         fake.module().run(values(segment_ms=10))
     assert "has no `segment_ms`" in ei.value.one_line()
+
+
+def test_load_hints_name_the_built_module(tmp_path, fake):
+    """Fix hints point at build/<kernel release>/pmemlab.ko, where the top Makefile's `module` puts it."""
+    import platform
+
+    from pmemlab import machine
+    from pmemlab.sysfs import load_hint, module_path
+
+    top = Path(__file__).resolve().parents[2]
+    makefile = (top / "Makefile").read_text()
+    assert "module:" in makefile and "$(TOP)/build/$(KVER)/pmemlab.ko" in makefile
+    rel = platform.release()
+    assert module_path() == str(top / "build" / rel / "pmemlab.ko")
+    assert load_hint("dram") == (f"make -C {top} module KDIR=/lib/modules/{rel}/build && "
+                                 f"sudo insmod {top}/build/{rel}/pmemlab.ko target=dram")
+    with pytest.raises(ModuleNotLoaded) as ei:
+        Module(tmp_path / "nothing").require_loaded()
+    line = ei.value.one_line()
+    assert f"fix: build and load it: make -C {top} module" in line and f"build/{rel}/pmemlab.ko target=/dev/pmem0" in line
+    with pytest.raises(WrongTarget) as ei:
+        fake.module().check_target("/dev/pmem1")
+    assert ei.value.fix == f"sudo rmmod pmemlab && sudo insmod {top}/build/{rel}/pmemlab.ko target=/dev/pmem1"
+    (fake.root / "version").unlink()
+    with pytest.raises(ModuleAccessError) as ei:
+        fake.module().read("version")
+    assert f"build/{rel}/pmemlab.ko target=/dev/pmem0" in ei.value.fix  # the target it was loaded with
+    note = machine.gather_info(Module(tmp_path / "nothing"), with_tools=False)["module"]["note"]
+    assert f"build/{rel}/pmemlab.ko" in note
+    for text in (line, note):
+        assert "kmod/pmemlab.ko" not in text

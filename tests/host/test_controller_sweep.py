@@ -116,11 +116,13 @@ def test_ctrl_c_leaves_valid_csv_and_resume_finishes(env, capsys):
     err = capsys.readouterr().err
     assert rc == 130
     assert "interrupted" in err and "resume" in err and err.strip().count("\n") == 0
+    assert "interrupted after 4 runs; the run in progress was aborted;" in err
     assert fake.aborts == 1 and (fake.root / "state").read_text().strip() == "error:aborted"
     df = pd.read_csv(out)  # valid CSV
     assert len(df[df["thread"] == "all"]) == 4 and (df["status"] == "ok").all()
     side = json.loads(out.with_suffix(".json").read_text())
     assert side["status"] == "interrupted" and side["ended_at"]
+    assert side["sessions"][-1]["interrupted"] == "during a run (aborted)"
     fake.interrupt_at_run = None
     fake.runs.clear()
     assert sweep(cfg, out) == 0
@@ -311,3 +313,206 @@ def test_latency_histograms_and_run_id(env):
     agg = df[df["thread"] == "all"]
     assert agg["lat_ns_p99"].notna().all() and (agg["lat_ns_p99"] == agg["lat_ticks_p99"] / 2).all()
     assert agg["run_id"].notna().all()
+
+
+# ---- resume refuses rows of another config or target ------------------------------------------
+def _refused(capsys, rc, *fragments):
+    err = capsys.readouterr().err
+    assert rc == 2, err
+    line = err.strip()
+    assert line.count("\n") == 0 and line.startswith("pmemlab: ") and "not resuming" in line, line
+    assert "fix: use --fresh to start over, or -o another CSV" in line
+    for frag in fragments:
+        assert frag in line, f"{frag!r} not in {line!r}"
+    return line
+
+
+def _snapshot(out):
+    return {p.name: p.read_bytes() for p in out.parent.iterdir()}
+
+
+def test_resume_refuses_a_changed_config(env, capsys):
+    fake, cfg, out = env
+    assert sweep(cfg, out) == 0
+    before = _snapshot(out)
+    fake.runs.clear()
+    cfg.write_text(CONFIG.replace("duration_ms = 2", "duration_ms = 5"))
+    _refused(capsys, sweep(cfg, out), "with another configuration", "base.duration_ms: 2 -> 5")
+    assert fake.runs == [] and _snapshot(out) == before  # nothing run, nothing rewritten
+    cfg.write_text(CONFIG.replace('access_size = "64..4096 *8"', "access_size = [64, 512]"))
+    _refused(capsys, sweep(cfg, out), "axes.access_size: [64, 512, 4096] -> [64, 512]")
+    assert sweep(cfg, out, "--fresh") == 0 and len(fake.runs) == 12
+
+
+def test_resume_with_same_config_written_differently_and_more_repeats(env):
+    fake, cfg, out = env
+    assert sweep(cfg, out) == 0
+    fake.runs.clear()
+    # the same points (a list instead of a range, a comment), one more repeat: resumes
+    cfg.write_text(CONFIG.replace('access_size = "64..4096 *8"', "access_size = [64, 512, 4096]  # same")
+                   .replace("repeats = 2", "repeats = 3"))
+    assert sweep(cfg, out) == 0 and len(fake.runs) == 9
+    assert len(pd.read_csv(out).query("thread == 'all'")) == 27
+
+
+def test_resume_refuses_a_changed_set(env, capsys):
+    fake, cfg, out = env
+    assert sweep(cfg, out, "--set", "duration_ms=3") == 0
+    fake.runs.clear()
+    _refused(capsys, sweep(cfg, out, "--set", "duration_ms=4"), "base.duration_ms: 3 -> 4")
+    _refused(capsys, sweep(cfg, out), "base.duration_ms: 3 -> 2")
+    assert sweep(cfg, out, "--set", "duration_ms=3") == 0 and fake.runs == []
+
+
+def test_resume_refuses_another_scale(env, capsys):
+    fake, cfg, out = env
+    cfg.write_text(CONFIG + '\n[scale.quick.base]\nworking_set = "512K"\n')
+    assert sweep(cfg, out, "--scale", "quick") == 0
+    fake.runs.clear()
+    _refused(capsys, sweep(cfg, out, "--scale", "full"), 'scale: quick -> full', 'base.working_set: 524288 -> 1048576')
+    assert sweep(cfg, out, "--scale", "quick") == 0 and fake.runs == []
+
+
+def test_resume_refuses_another_target(env, capsys):
+    fake, cfg, out = env
+    assert sweep(cfg, out) == 0
+    fake.runs.clear()
+    for name, value in (("target", "dram"), ("target_kind", "dram")):
+        (fake.root / name).write_text(value + "\n")
+    (fake.root.parent / "module-parameters" / "target").write_text("dram\n")
+    _refused(capsys, sweep(cfg, out), "target: /dev/pmem0 -> dram", "target_kind: fsdax -> dram",
+             'module load parameters: {"target": "/dev/pmem0"} -> {"target": "dram"}')
+    # without the sidecar the rows' own target columns still tell
+    out.with_suffix(".json").unlink()
+    _refused(capsys, sweep(cfg, out), "with target=/dev/pmem0, this run has target=dram")
+    (fake.root / "target").write_text("/dev/pmem0\n")
+    (fake.root / "target_kind").write_text("fsdax\n")
+    (fake.root / "version").write_text("0.2.0\n")
+    _refused(capsys, sweep(cfg, out), "module_version=0.1.0, this run has module_version=0.2.0")
+    assert fake.runs == []
+
+
+def test_resume_refuses_rows_of_points_not_in_the_expansion(env, capsys, monkeypatch):
+    fake, cfg, out = env
+    assert sweep(cfg, out) == 0
+    fake.runs.clear()
+    # same config and target, but ndctl now reports another interleave: every point differs
+    monkeypatch.setattr(machine, "discovered_defaults", lambda info: {"interleave_ways": 2})
+    _refused(capsys, sweep(cfg, out), "36 rows belong to 9 points this config does not expand to")
+    assert fake.runs == []
+
+
+def test_skipped_points_rerun_once_they_can_run(env):
+    fake, cfg, out = env
+    (fake.root / "cpu_features").write_text("sse2 avx avx2 clflush rdtscp\n")  # no clwb
+    assert sweep(cfg, out) == 0
+    fake.runs.clear()
+    assert sweep(cfg, out) == 0 and fake.runs == []  # still skipped: nothing to do
+    (fake.root / "cpu_features").write_text("sse2 avx avx2 clflush clflushopt clwb rdtscp\n")
+    assert sweep(cfg, out) == 0
+    assert len(fake.runs) == 3 * 2 and {r["op"] for r in fake.runs} == {"store+clwb"}
+    agg = pd.read_csv(out).query("thread == 'all'")
+    assert len(agg) == 18 and (agg["status"] == "ok").all()
+
+
+def test_set_on_an_axis_pins_it(env, capsys):
+    fake, cfg, out = env
+    assert sweep(cfg, out, "--set", "op=ntstore", "--dry-run") == 0
+    cap = capsys.readouterr()
+    assert "3 points" in cap.out and "6 runs" in cap.out
+    assert "--set op=ntstore replaces the axis op: every point runs with op=ntstore" in cap.err
+    assert sweep(cfg, out, "--set", "op=ntstore") == 0
+    assert len(fake.runs) == 6 and {r["op"] for r in fake.runs} == {"ntstore"}
+    side = json.loads(out.with_suffix(".json").read_text())
+    assert side["config"]["set"] == {"op": "ntstore"} and side["config"]["set_pinned_axes"] == {"op": "axes"}
+    assert sweep(cfg, out, "--set", "duration_ms=x") == 2
+    assert '--set: duration_ms = "x": not an integer' in capsys.readouterr().err
+
+
+def test_sweep_timeout_is_recorded_and_the_sweep_goes_on(env):
+    fake, cfg, out = env
+    cfg.write_text(CONFIG.replace("repeats = 2", "repeats = 1\ntimeout_s = 0.05")
+                   .replace('access_size = "64..4096 *8"', "access_size = [64]"))
+    fake.run_s = 5.0
+    assert sweep(cfg, out) == 1  # every run failed
+    agg = pd.read_csv(out).query("thread == 'all'")
+    assert len(agg) == 3 and (agg["status"] == "timeout").all()
+    assert agg["error"].str.contains("no result after 0.05 s; run aborted").all()
+    assert fake.aborts == 3 and len(fake.runs) == 3
+    assert (fake.root / "state").read_text().strip() == "error:aborted"
+    side = json.loads(out.with_suffix(".json").read_text())
+    assert side["status"] == "complete" and side["sessions"][-1]["failed"] == 3
+    fake.run_s = 0.002
+    fake.runs.clear()
+    assert sweep(cfg, out) == 0 and len(fake.runs) == 3  # resume reruns the timed-out points
+
+
+def test_progress_bar_with_eta(env, capsys):
+    import re
+
+    fake, cfg, out = env
+    fake.run_s = 0.03
+    assert cli.main(["sweep", str(cfg), "-o", str(out)]) == 0
+    err = capsys.readouterr().err
+    frames = re.split(r"[\r\n]", err)
+    counts = []
+    for frame in frames:
+        m = re.search(r"^t: +(\d+)%\|.*\| (\d+)/18 runs \[(\d\d:\d\d)<(\d\d:\d\d|\?)", frame)
+        if m:
+            counts.append((int(m.group(2)), m.group(4)))
+    assert counts and counts[-1][0] == 18, err[-500:]
+    # an ETA (remaining time) is shown while runs are left, and the postfix names the point
+    assert any(0 < n < 18 and eta != "?" for n, eta in counts), err[-2000:]
+    assert "op=" in err and "GB/s" in err
+
+
+def test_media_counters_only_over_the_target_regions_dimms(env, monkeypatch):
+    fake, cfg, out = env
+    snaps = [(FIX / "ipmctl-performance-before.txt").read_text(), (FIX / "ipmctl-performance-after.txt").read_text()]
+    doc = json.loads((FIX / "ndctl-list-RNDi.json").read_text())
+    region = doc["regions"][0]
+    # region0 without nmem2 (handle 257 = ipmctl's 0x0101): only DimmID 0x0001 is the target's
+    region["mappings"] = [m for m in region["mappings"] if m["dimm"] != "nmem2"]
+    calls = {"n": 1}
+
+    def tool(argv):
+        if argv[0] == "ipmctl":
+            calls["n"] += 1
+            return machine.ToolResult(0, snaps[(calls["n"] - 1) % 2])
+        if argv[0] == "ndctl":
+            return machine.ToolResult(0, json.dumps(doc))
+        return machine.ToolResult(127, "", "")
+
+    monkeypatch.setattr(machine, "run_tool", tool)
+    cfg.write_text(CONFIG.replace("repeats = 2", "repeats = 1"))
+    assert sweep(cfg, out) == 0
+    agg = pd.read_csv(out).query("thread == 'all'")
+    assert (agg["media_write_64b"] == 0x1000).all() and (agg["write_request_64b"] == 0x1000).all()
+    assert (agg["ewr"] == 1.0).all()  # over every DIMM it would be 0.625
+    side = json.loads(out.with_suffix(".json").read_text())
+    assert "media counters: summed over the DIMMs of region0 (ipmctl DimmIDs 0x0001, 0x1001, 0x1101, 0x2101)" \
+        in side["notes"]
+
+
+def test_ctrl_c_between_runs_says_no_run_was_aborted(env, capsys, monkeypatch):
+    from pmemlab.table import CsvSink
+
+    fake, cfg, out = env
+    real_append = CsvSink.append
+    calls = {"n": 0}
+
+    def append(self, rows):
+        calls["n"] += 1
+        if calls["n"] == 3:  # the third run has finished; Ctrl-C while its rows are recorded
+            raise KeyboardInterrupt
+        real_append(self, rows)
+
+    monkeypatch.setattr(CsvSink, "append", append)
+    assert sweep(cfg, out) == 130
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "interrupted after 2 runs; no run was in progress;" in err
+    assert fake.aborts == 0 and (fake.root / "state").read_text().strip() == "done"
+    df = pd.read_csv(out)
+    assert len(df.query("thread == 'all'")) == 2 and (df["status"] == "ok").all()
+    side = json.loads(out.with_suffix(".json").read_text())
+    assert side["status"] == "interrupted" and side["sessions"][-1]["interrupted"] == "between runs"

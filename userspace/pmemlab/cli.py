@@ -57,7 +57,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("config", type=Path, help="sweep config (TOML)")
     p.add_argument("-o", "--output", type=Path, help="CSV to write (default: results/<sweep name>.csv)")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
-                   help="override a [base] parameter (repeatable)")
+                   help="set a parameter for every point, over [base] or an axis (repeatable)")
     p.add_argument("--target", help="refuse to run unless the module's target is this; with backend=user: the target")
     p.add_argument("--backend", choices=("kernel", "user"), help="kernel (default) or user; also --set backend=...")
     p.add_argument("--fail-fast", action="store_true", help="stop at the first failed point")
@@ -144,10 +144,15 @@ def cmd_run(args: argparse.Namespace) -> int:
     raw, backend_opts = split_backend_args(parse_assignments(args.assignments))
     values, problems = P.normalize(raw)
     mod = _backend(args, backend_opts)
-    facts = None
+    info: dict[str, Any] = {}
     if not problems:
         mod.require_loaded()
         facts = mod.target_facts(online_cpus=_online_cpus())
+        info = machine.gather_info(mod)
+        # interleave geometry found by ndctl, as in a sweep, unless given on the command line
+        for key, value in machine.discovered_defaults(info).items():
+            if key not in raw:
+                values[key] = value
         problems = P.check_point(values, facts)
     if problems:
         msgs = "\n".join(f"  {p.key} = {p.value!r}: {p.reason} (allowed: {p.allowed})" for p in problems)
@@ -155,7 +160,6 @@ def cmd_run(args: argparse.Namespace) -> int:
         raise ConfigError(f"{'this target cannot run' if unsupported else 'invalid parameters'}:\n{msgs}",
                           "change the values; nothing was sent to the module")
     mod.check_target(args.target)
-    info = machine.gather_info(mod, with_tools=False)
     cond = machine.conditions(info)
     outcome = None
     try:
@@ -182,9 +186,22 @@ def cmd_run(args: argparse.Namespace) -> int:
         else:
             print(f"status: {status}: {error}")
     if status != "ok":
-        print(f"pmemlab: run {status}: {error}", file=sys.stderr)
+        print(PmemlabError(f"run {status}: {error}", _run_fix(status, mod, args)).one_line(), file=sys.stderr)
         return 1
     return 0
+
+
+def _run_fix(status: str, mod: Any, args: argparse.Namespace) -> str:
+    """How to get on after a failed `pmemlab run`."""
+    if status == "timeout":
+        return f"raise --timeout (now {args.timeout:g} s) or shorten the run (duration_ms, count)"
+    if not isinstance(mod, Module):
+        return "the runner's reason is above; change the parameters or the target and run again"
+    if status == "refused":
+        return ("the module's reason is above; change the value (`pmemlab params` lists the allowed values, "
+                "`pmemlab info` the target's size and CPU features) and run again")
+    return (f"`pmemlab info` shows the module's state and last_error ({mod.root}/last_error), "
+            "`dmesg | grep pmemlab` the kernel's side; change the parameters and run again")
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:
@@ -194,6 +211,9 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     cfg = load_config(args.config, overrides=overrides, scale=args.scale)
     if args.strict:
         cfg.on_unsupported = "error"
+    for key, table in cfg.pinned.items():
+        print(f"pmemlab: --set {key}={cfg.overrides[key]} replaces the {'[[zip]] key' if table == 'zip' else 'axis'} "
+              f"{key}: every point runs with {key}={cfg.base.get(key, cfg.overrides[key])}", file=sys.stderr)
     mod = _backend(args, backend_opts)
     loaded = mod.loaded()
     facts = mod.target_facts(online_cpus=_online_cpus()) if loaded else None

@@ -38,6 +38,7 @@ import json
 import math
 import re
 import tomllib
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Mapping
@@ -52,6 +53,7 @@ SWEEP_KEYS = frozenset({"name", "description", "repeats", "filters", "target", "
 ADAPTIVE_KEYS = frozenset({"metric", "ci_target", "max_repeats", "min_repeats"})
 TOP_KEYS = frozenset({"sweep", "base", "axes", "zip", "scale"})
 FULL_SCALE = "full"
+SET_ORIGIN = "--set"  # where problems of `pmemlab sweep --set KEY=VALUE` values are reported
 PMEM_PLACEHOLDER = "@PMEM@"
 RANGE_RE = re.compile(r"^\s*(\S+?)\s*\.\.\s*(\S+?)\s*(?:([*+x])\s*(\S+))?\s*$")
 
@@ -59,22 +61,61 @@ RANGE_RE = re.compile(r"^\s*(\S+?)\s*\.\.\s*(\S+?)\s*(?:([*+x])\s*(\S+))?\s*$")
 # --------------------------------------------------------------------------
 # locating keys in the TOML text (tomllib keeps no positions)
 # --------------------------------------------------------------------------
+_BARE_KEY = r"[A-Za-z0-9_\-]+|\"[^\"]*\"|'[^']*'"
+_DOTTED_KEY = rf"(?:{_BARE_KEY})(?:\s*\.\s*(?:{_BARE_KEY}))*"
+
+
+def _key_parts(text: str) -> list[str]:
+    return [p.strip("\"'") for p in re.findall(_BARE_KEY, text)]
+
+
+def _strip_comment(text: str) -> str:
+    """The line without its `# comment` (a # inside a string stays)."""
+    quote = ""
+    i = 0
+    while i < len(text):
+        c = text[i]
+        if quote:
+            if c == "\\" and quote == '"':
+                i += 2
+                continue
+            if c == quote:
+                quote = ""
+        elif c in "\"'":
+            quote = c
+        elif c == "#":
+            return text[:i]
+        i += 1
+    return text
+
+
 class LineIndex:
-    """Maps (table, key) to the 1-based line where `key =` is written."""
+    """Maps (table, key) to the 1-based line where `key =` is written, and list items to
+    their own lines (tomllib keeps no positions).
+
+    Knows [tables], [[arrays of tables]], dotted keys (`adaptive.metric = ...` in [sweep],
+    `sweep.repeats = ...` at the top), inline tables (`adaptive = { metric = ... }`) and the
+    extent of a multi-line array, so an item is found on its own line.
+    """
 
     _HEADER = re.compile(r"^\s*(\[\[?)\s*([A-Za-z0-9_.\-\"' ]+?)\s*\]\]?\s*(#.*)?$")
-    _KEY = re.compile(r"^\s*([A-Za-z0-9_\-]+|\"[^\"]+\"|'[^']+')\s*=")
+    _KEY = re.compile(rf"^\s*({_DOTTED_KEY})\s*=")
+    _INLINE_KEY = re.compile(rf"\s*({_DOTTED_KEY})\s*=")
 
     def __init__(self, text: str) -> None:
         self.lines = text.splitlines()
         self.where: dict[tuple[str, str], int] = {}
+        self.spans: dict[tuple[str, str], tuple[int, int]] = {}
         self.tables: dict[str, int] = {}
         table = ""
         counts: dict[str, int] = {}
+        skip_until = 0
         for no, line in enumerate(self.lines, start=1):
+            if no <= skip_until:
+                continue  # inside a multi-line value
             m = self._HEADER.match(line)
             if m:
-                name = m.group(2).replace('"', "").replace("'", "").strip()
+                name = ".".join(_key_parts(m.group(2)))
                 if m.group(1) == "[[":
                     idx = counts.get(name, 0)
                     counts[name] = idx + 1
@@ -83,9 +124,99 @@ class LineIndex:
                 self.tables.setdefault(table, no)
                 continue
             k = self._KEY.match(line)
-            if k:
-                key = k.group(1).strip("\"'")
-                self.where.setdefault((table, key), no)
+            if not k:
+                continue
+            full = self._register(table, _key_parts(k.group(1)), no)
+            end = self._value_end(no, k.end())
+            self.spans.setdefault(full, (no, end))
+            rest = line[k.end():].lstrip()
+            if rest.startswith("{"):
+                self._inline(f"{full[0]}.{full[1]}" if full[0] else full[1], rest[1:], no)
+            skip_until = end
+
+    def _register(self, table: str, parts: list[str], no: int) -> tuple[str, str]:
+        """Record a (dotted) key and the tables it implies; returns its (table, key)."""
+        for i in range(len(parts) - 1):
+            parent = ".".join(p for p in (table, *parts[:i]) if p)
+            self.where.setdefault((parent, parts[i]), no)
+            self.tables.setdefault(".".join(p for p in (table, *parts[: i + 1]) if p), no)
+        full = (".".join(p for p in (table, *parts[:-1]) if p), parts[-1])
+        self.where.setdefault(full, no)
+        return full
+
+    def _inline(self, table: str, text: str, no: int) -> None:
+        """Keys of an inline table (one line in TOML), nested ones included."""
+        self.tables.setdefault(table, no)
+        stack = [table]
+        i, n = 0, len(text)
+        expect_key = True
+        while i < n and stack:
+            c = text[i]
+            if expect_key:
+                m = self._INLINE_KEY.match(text, i)
+                if m:
+                    full = self._register(stack[-1], _key_parts(m.group(1)), no)
+                    i = m.end()
+                    expect_key = False
+                    rest = text[i:].lstrip()
+                    if rest.startswith("{"):
+                        stack.append(f"{full[0]}.{full[1]}" if full[0] else full[1])
+                        self.tables.setdefault(stack[-1], no)
+                        i = n - len(rest) + 1
+                        expect_key = True
+                    continue
+            if c in "\"'":
+                close = text.find(c, i + 1)
+                i = n if close < 0 else close + 1
+                continue
+            if c == ",":
+                expect_key = True
+            elif c == "}":
+                stack.pop()
+            i += 1
+
+    def _value_end(self, no: int, col: int) -> int:
+        """Last line of the value that starts at line `no`, column `col` (arrays may span lines)."""
+        depth = 0
+        started = False
+        for ln in range(no, len(self.lines) + 1):
+            text = self.lines[ln - 1]
+            i = col if ln == no else 0
+            while i < len(text):
+                c = text[i]
+                if c == "#":
+                    break
+                if c in "\"'":
+                    started = True
+                    triple = text.startswith(c * 3, i)
+                    if triple:  # multi-line strings: find the closing triple quote
+                        close = text.find(c * 3, i + 3)
+                        if close < 0:
+                            return self._string_end(ln, c * 3)
+                        i = close + 3
+                        continue
+                    close = i + 1
+                    while close < len(text) and text[close] != c:
+                        close += 2 if c == '"' and text[close] == "\\" else 1
+                    i = close + 1
+                    continue
+                if c in "[{":
+                    depth += 1
+                    started = True
+                elif c in "]}":
+                    depth -= 1
+                elif not c.isspace():
+                    started = True
+                i += 1
+            if started and depth <= 0:
+                return ln
+        return no
+
+    def _string_end(self, no: int, quote: str) -> int:
+        for ln in range(no + 1, len(self.lines) + 1):
+            if quote in self.lines[ln - 1]:
+                return ln
+        return no
 
     def alias(self, prefix: str) -> None:
         """Tables under `prefix` (a scale's overlay, e.g. "scale.quick.") answer for the table
@@ -93,6 +224,9 @@ class LineIndex:
         for (table, key), no in list(self.where.items()):
             if table.startswith(prefix):
                 self.where[(table[len(prefix):], key)] = no
+        for (table, key), span in list(self.spans.items()):
+            if table.startswith(prefix):
+                self.spans[(table[len(prefix):], key)] = span
         for table, no in list(self.tables.items()):
             if table.startswith(prefix):
                 self.tables[table[len(prefix):]] = no
@@ -102,13 +236,31 @@ class LineIndex:
             return self.tables.get(table)
         return self.where.get((table, key)) or self.tables.get(table)
 
-    def find_after(self, start: int | None, needle: str) -> int | None:
-        """First line at or after `start` that contains `needle` (for list items)."""
-        begin = (start or 1) - 1
-        for i in range(begin, len(self.lines)):
-            if needle in self.lines[i]:
-                return i + 1
-        return start
+    def item_line(self, table: str, key: str, value: Any, after: int | None = None) -> int | None:
+        """The line of one item of the value of `key` (a multi-line list), else the key's line.
+
+        A string item is matched with its quotes, so an item that is part of another is not
+        taken for it; `after` starts the search there (items in order)."""
+        first = self.line(table, key)
+        span = self.spans.get((table, key))
+        if span is None or isinstance(value, (list, dict)):
+            return first
+        lo, hi = span
+        if isinstance(value, str):
+            pats = [re.compile(re.escape(q + value + q)) for q in ('"', "'")]
+        elif isinstance(value, (bool, int, float)):
+            text = str(value).lower() if isinstance(value, bool) else str(value)
+            pats = [re.compile(rf"(?<![\w.\-+]){re.escape(text)}(?![\w.])")]
+        else:
+            return first
+        for ln in range(max(lo, after or lo), hi + 1):
+            text = self.lines[ln - 1]
+            if ln == lo:
+                eq = text.find("=")
+                text = " " * (eq + 1) + text[eq + 1:]
+            if any(p.search(_strip_comment(text)) for p in pats):
+                return ln
+        return first
 
 
 @dataclass
@@ -154,6 +306,8 @@ class SweepConfig:
     axes: list[Axis] = field(default_factory=list)
     lines: LineIndex | None = None
     source: str = "<config>"
+    overrides: dict[str, Any] = field(default_factory=dict)  # --set KEY=VALUE (raw), over [base] and axes
+    pinned: dict[str, str] = field(default_factory=dict)  # --set keys that replaced an axis: key -> "axes" | "zip"
     scale: str = FULL_SCALE  # the [scale.NAME] overlay applied ("full": the config as written)
     scales: tuple[str, ...] = ()  # the overlays the config defines
     targets: dict[str, str] = field(default_factory=dict)  # label -> insmod arguments
@@ -171,16 +325,17 @@ class Problems:
         self.items: list[str] = []
         self._seen: set[str] = set()
 
-    def add(self, line: int | None, text: str) -> None:
-        where = f"{self.source}:{line}" if line else self.source
+    def add(self, line: int | None, text: str, where: str | None = None) -> None:
+        """A problem at `line` of the config, or at `where` (e.g. "--set") when it came from elsewhere."""
+        where = where or (f"{self.source}:{line}" if line else self.source)
         msg = f"{where}: {text}"
         if msg not in self._seen:
             self._seen.add(msg)
             self.items.append(msg)
 
-    def add_problem(self, line: int | None, table: str, prob: P.Problem) -> None:
+    def add_problem(self, line: int | None, table: str, prob: P.Problem, where: str | None = None) -> None:
         prefix = f"{table}." if table else ""
-        self.add(line, f"{prefix}{prob.key} = {_show(prob.value)}: {prob.reason} (allowed: {prob.allowed})")
+        self.add(line, f"{prefix}{prob.key} = {_show(prob.value)}: {prob.reason} (allowed: {prob.allowed})", where)
 
     def raise_if_any(self) -> None:
         if not self.items:
@@ -196,7 +351,7 @@ class Problems:
 
 
 def _show(value: Any) -> str:
-    return json.dumps(value) if isinstance(value, str) else repr(value)
+    return json.dumps(value) if isinstance(value, (str, bool)) else repr(value)  # TOML spelling
 
 
 # --------------------------------------------------------------------------
@@ -365,12 +520,15 @@ def parse_config(text: str, source: str = "<config>", path: Path | None = None,
         probs.add(lines.line("", "base"), "base must be a table [base]")
         base = {}
     base = dict(base)
-    for key, value in (overrides or {}).items():
+    cfg.overrides = dict(overrides or {})
+    for key, value in cfg.overrides.items():
         base[key] = value
     for key, value in base.items():
         line = lines.line("base", key)
+        # a --set value is reported as such, not at the config's line for the key
+        table, where = ("", SET_ORIGIN) if key in cfg.overrides else ("base", None)
         if key not in P.PARAMS:
-            probs.add_problem(line, "base", P.unknown_key_problem(key, value))
+            probs.add_problem(line, table, P.unknown_key_problem(key, value), where)
             continue
         if isinstance(value, (list, dict)) and P.PARAMS[key].kind not in ("ops", "cpus"):
             probs.add(line, f"base.{key} = {_show(value)}: [base] takes one value; put lists under [axes]")
@@ -378,13 +536,19 @@ def parse_config(text: str, source: str = "<config>", path: Path | None = None,
         try:
             cfg.base[key] = P.canonical(key, value)
         except P.ConfigValueError as exc:
-            probs.add_problem(line, "base", exc.problem)
+            probs.add_problem(line, table, exc.problem, where)
 
     seen: dict[str, str] = {}
     axes = data.get("axes", {})
     if not isinstance(axes, dict):
         probs.add(lines.line("", "axes"), "axes must be a table [axes]")
         axes = {}
+    # --set KEY=VALUE on a varied key pins it: the key leaves [axes] or its [[zip]] (whose
+    # other keys still vary together) and takes the one value, as a scale's [base] does.
+    for key in cfg.overrides:
+        if key in axes:
+            cfg.pinned[key] = "axes"
+    axes = {k: v for k, v in axes.items() if k not in cfg.overrides}
     for key, raw in axes.items():
         ax = _parse_axis(("axes",), {key: raw}, "axes", lines, probs, seen, cfg.base)
         if ax:
@@ -400,7 +564,13 @@ def parse_config(text: str, source: str = "<config>", path: Path | None = None,
         if not isinstance(group, dict) or not group:
             probs.add(lines.line(table), f"[[zip]] #{i + 1} must hold one or more keys = lists")
             continue
-        ax = _parse_axis(("zip",), group, table, lines, probs, seen, cfg.base)
+        pinned = tuple(k for k in group if k in cfg.overrides)
+        if pinned:
+            cfg.pinned.update({k: "zip" for k in pinned})
+            group = {k: v for k, v in group.items() if k not in cfg.overrides}
+            if not group:
+                continue
+        ax = _parse_axis(("zip",), group, table, lines, probs, seen, cfg.base, pinned)
         if ax:
             cfg.axes.append(ax)
 
@@ -451,8 +621,10 @@ def _parse_sweep_section(cfg: SweepConfig, sweep: dict[str, Any], lines: LineInd
         probs.add(lines.line("sweep", "filters"), "sweep.filters must be a list of expressions")
         filters = []
     fline = lines.line("sweep", "filters")
+    after = fline
     for expr in filters:
-        line = lines.find_after(fline, str(expr)) if isinstance(expr, str) else fline
+        line = lines.item_line("sweep", "filters", expr, after)
+        after = line or after
         if not isinstance(expr, str):
             probs.add(line, f"sweep.filters: {_show(expr)} is not a string expression")
             continue
@@ -550,9 +722,16 @@ def target_loads(cfg: SweepConfig, pmem: str) -> list[tuple[str, str]]:
     return [(label, args.replace(PMEM_PLACEHOLDER, pmem)) for label, args in targets.items()]
 
 
-def _parse_adaptive(cfg: SweepConfig, ad: Any, lines: LineIndex, probs: Problems) -> None:
+def adaptive_metrics() -> tuple[str, ...]:
+    """What [sweep.adaptive] metric may name: the numeric result columns of an aggregate row
+    the controller knows (module fields and Optane media counters), not ids such as cpu."""
+    from pmemlab import ipmctl
     from pmemlab.results import KNOWN_RESULT_COLUMNS
 
+    return tuple(c for c in (*KNOWN_RESULT_COLUMNS, *ipmctl.COLUMNS) if c != "cpu" and not c.startswith("thread"))
+
+
+def _parse_adaptive(cfg: SweepConfig, ad: Any, lines: LineIndex, probs: Problems) -> None:
     table = "sweep.adaptive"
     if not isinstance(ad, dict):
         probs.add(lines.line("sweep", "adaptive"), "sweep.adaptive must be a table")
@@ -561,9 +740,9 @@ def _parse_adaptive(cfg: SweepConfig, ad: Any, lines: LineIndex, probs: Problems
         if key not in ADAPTIVE_KEYS:
             probs.add(lines.line(table, key), f"{table}.{key}: unknown key (allowed: {', '.join(sorted(ADAPTIVE_KEYS))})")
     metric = ad.get("metric", "bw_gbps")
-    if metric not in KNOWN_RESULT_COLUMNS:
-        probs.add(lines.line(table, "metric"), f"{table}.metric = {_show(metric)}: not a result column "
-                  f"(allowed: {', '.join(c for c in KNOWN_RESULT_COLUMNS if not c.startswith('thread'))})")
+    if metric not in adaptive_metrics():
+        probs.add(lines.line(table, "metric"), f"{table}.metric = {_show(metric)}: not a numeric result column "
+                  f"(allowed: {', '.join(adaptive_metrics())})")
     target = ad.get("ci_target", 0.02)
     if not isinstance(target, (int, float)) or isinstance(target, bool) or not 0 < target < 1:
         probs.add(lines.line(table, "ci_target"), f"{table}.ci_target = {_show(target)}: relative half-width, 0 < x < 1 (e.g. 0.02)")
@@ -581,7 +760,8 @@ def _parse_adaptive(cfg: SweepConfig, ad: Any, lines: LineIndex, probs: Problems
 
 
 def _parse_axis(kind: tuple[str, ...], group: Mapping[str, Any], table: str, lines: LineIndex,
-                probs: Problems, seen: dict[str, str], base: Mapping[str, Any]) -> Axis | None:
+                probs: Problems, seen: dict[str, str], base: Mapping[str, Any],
+                pinned: tuple[str, ...] = ()) -> Axis | None:
     keys: list[str] = []
     columns: list[list[Any]] = []
     ok = True
@@ -617,9 +797,9 @@ def _parse_axis(kind: tuple[str, ...], group: Mapping[str, Any], table: str, lin
             try:
                 values.append(P.canonical(key, rv))
             except P.ConfigValueError as exc:
-                probs.add_problem(line, table.split("#")[0], exc.problem)
+                probs.add_problem(lines.item_line(table, key, rv), table.split("#")[0], exc.problem)
                 ok = False
-        dupes = {v for v in values if values.count(v) > 1}
+        dupes = {v for v, n in Counter(values).items() if n > 1}
         if dupes and kind == ("axes",):
             probs.add(line, f"{key}: repeated values {sorted(map(str, dupes))}")
             ok = False
@@ -633,7 +813,20 @@ def _parse_axis(kind: tuple[str, ...], group: Mapping[str, Any], table: str, lin
             desc = ", ".join(f"{k} has {len(c)}" for k, c in zip(keys, columns))
             probs.add(lines.line(table), f"[[zip]] lists must have one length: {desc}")
             return None
-    return Axis(keys=tuple(keys), values=list(zip(*columns)), table=table)
+    rows = list(zip(*columns))
+    first: dict[tuple[Any, ...], int] = {}
+    for i, row in enumerate(rows):
+        if row in first:
+            same = " ".join(f"{k}={v}" for k, v in zip(keys, row))
+            after = f" once --set took out {', '.join(pinned)}" if pinned else ""
+            probs.add(lines.line(table), f"[[zip]] rows {first[row] + 1} and {i + 1} are the same ({same}){after}: "
+                      "every row must differ, or the point runs twice")
+            ok = False
+        else:
+            first[row] = i
+    if not ok:
+        return None
+    return Axis(keys=tuple(keys), values=rows, table=table)
 
 
 # --------------------------------------------------------------------------
@@ -659,7 +852,10 @@ def expand(cfg: SweepConfig, facts: P.TargetFacts | None = None,
     lines = cfg.lines or LineIndex(cfg.text)
     total = count_points(cfg)
     if total > MAX_POINTS:
-        probs.add(None, f"the axes give {total} points (at most {MAX_POINTS})")
+        sizes = " x ".join(f"{'+'.join(ax.keys)} {len(ax.values)}" for ax in cfg.axes)
+        first = cfg.axes[0] if cfg.axes else None
+        probs.add(lines.line(first.table, first.keys[0]) if first else None,
+                  f"the axes give {total} points ({sizes}; at most {MAX_POINTS}): split the sweep or use coarser ranges")
         probs.raise_if_any()
     base = P.defaults()
     for key, value in (discovered or {}).items():
@@ -692,12 +888,16 @@ def expand(cfg: SweepConfig, facts: P.TargetFacts | None = None,
             continue
         skip = ""
         for prob in P.check_point(params, facts):
-            table, line = _origin(cfg, lines, prob.key)
+            table, line = _origin(cfg, lines, prob.key, prob.value)
             if prob.kind == "unsupported" and cfg.on_unsupported == "skip":
                 skip = skip or f"{prob.key}: {prob.reason}"
                 continue
-            where = f" (at {_fmt_varied(varied)})" if varied else ""
-            probs.add(line, f"{table}.{prob.key} = {_show(prob.value)}: {prob.reason}{where} (allowed: {prob.allowed})")
+            at = f" (at {_fmt_varied(varied)})" if varied else ""
+            if table == SET_ORIGIN:
+                probs.add(None, f"{prob.key} = {_show(prob.value)}: {prob.reason}{at} (allowed: {prob.allowed})",
+                          SET_ORIGIN)
+            else:
+                probs.add(line, f"{table}.{prob.key} = {_show(prob.value)}: {prob.reason}{at} (allowed: {prob.allowed})")
         if skip:
             unsupported.append(skip)
         points.append(Point(index=len(points), params=params, varied=varied, key=point_key(params), skip_reason=skip))
@@ -707,10 +907,13 @@ def expand(cfg: SweepConfig, facts: P.TargetFacts | None = None,
     return points
 
 
-def _origin(cfg: SweepConfig, lines: LineIndex, key: str) -> tuple[str, int | None]:
+def _origin(cfg: SweepConfig, lines: LineIndex, key: str, value: Any = None) -> tuple[str, int | None]:
+    """Where a point's value of `key` comes from: --set, the axis item's line, [base], a default."""
+    if key in cfg.overrides:
+        return SET_ORIGIN, None
     for ax in cfg.axes:
         if key in ax.keys:
-            return ax.table.split("#")[0], lines.line(ax.table, key)
+            return ax.table.split("#")[0], lines.item_line(ax.table, key, value)
     if key in cfg.base:
         return "base", lines.line("base", key)
     return "default", lines.line("base") or lines.line("sweep")

@@ -58,7 +58,13 @@ class ConfigError(PmemlabError):
     exit_code = 2
 
 
+class ResumeMismatch(PmemlabError):
+    """An existing CSV holds runs of another config or target: resuming would mix them."""
+
+    exit_code = 2
+
+
 class Interrupted(PmemlabError):
-    """Ctrl-C: the module run was aborted."""
+    """Ctrl-C: the sweep stopped (and the run in progress, if any, was aborted)."""
 
     exit_code = 130

@@ -23,13 +23,13 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, Callable, Mapping, Sequence
 
 COUNTERS: tuple[str, ...] = (
     "MediaReads", "MediaWrites", "ReadRequests", "WriteRequests",
     "TotalMediaReads", "TotalMediaWrites", "TotalReadRequests", "TotalWriteRequests",
 )
-# CSV columns (deltas summed over the DIMMs, units of 64 B) and ratios.
+# CSV columns (deltas summed over the target region's DIMMs when known, else all; units of 64 B) and ratios.
 COLUMNS: tuple[str, ...] = (
     "media_read_64b", "media_write_64b", "read_request_64b", "write_request_64b", "ewr", "err",
 )
@@ -56,10 +56,37 @@ def parse_performance(text: str) -> dict[str, dict[str, int]]:
     return out
 
 
+def _dimm_id(d: str | int) -> int | str:
+    """A DimmID as a number (ipmctl prints 0x0001, ndctl the same handle as 1)."""
+    if isinstance(d, int):
+        return d
+    try:
+        return int(str(d), 0)
+    except ValueError:
+        return str(d)
+
+
+def region_dimm_ids(info: Mapping[str, Any]) -> list[int] | None:
+    """ipmctl DimmIDs of the target region's DIMMs, or None when they are not known.
+
+    ipmctl's DimmID is the NFIT device handle, which `ndctl list -D` prints as `handle`;
+    `pmemlab info` knows the region's DIMMs (nmemN) from its mappings.
+    """
+    names = (info.get("target") or {}).get("dimms") or []
+    if not names:
+        return None
+    handles = {d.get("dev"): d.get("handle") for d in (info.get("ndctl") or {}).get("dimms") or []}
+    ids = [handles.get(n) for n in names]
+    if not all(isinstance(h, int) and not isinstance(h, bool) for h in ids):
+        return None
+    return sorted(set(ids))  # type: ignore[arg-type]
+
+
 def delta(before: dict[str, dict[str, int]], after: dict[str, dict[str, int]],
-          dimms: list[str] | None = None) -> dict[str, Any]:
-    """Counter deltas summed over DIMMs (all, or `dimms`) and the EWR / ERR ratios."""
-    ids = [d for d in after if d in before and (not dimms or d in dimms)]
+          dimms: Sequence[str | int] | None = None) -> dict[str, Any]:
+    """Counter deltas summed over DIMMs (all, or those in `dimms`) and the EWR / ERR ratios."""
+    wanted = {_dimm_id(d) for d in dimms} if dimms else None
+    ids = [d for d in after if d in before and (wanted is None or _dimm_id(d) in wanted)]
     tot = {c: 0 for c in ("MediaReads", "MediaWrites", "ReadRequests", "WriteRequests")}
     for d in ids:
         for c in tot:

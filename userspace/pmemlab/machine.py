@@ -19,7 +19,7 @@ from typing import Any, Callable
 
 from pmemlab import __version__
 from pmemlab.params import parse_cpulist
-from pmemlab.sysfs import Module
+from pmemlab.sysfs import Module, load_hint
 
 CPU_FEATURES_OF_INTEREST: tuple[str, ...] = (
     "clflush", "clflushopt", "clwb", "sse2", "avx", "avx2", "avx512f", "rdtscp", "constant_tsc", "nonstop_tsc",
@@ -282,7 +282,7 @@ def gather_info(module: Module | None, host: HostPaths | None = None,
                        parameters=module.module_parameters(), run_params=module.current_params(),
                        state=module.read_opt("state"), last_error=module.read_opt("last_error") or "")
         else:
-            mod["note"] = f"module not loaded ({module.root} missing): sudo insmod kmod/pmemlab.ko target=/dev/pmem0"
+            mod["note"] = f"module not loaded ({module.root} missing): {load_hint()}"
     info["module"] = mod
 
     tsc_khz = facts.get("tsc_khz")
@@ -361,8 +361,16 @@ def conditions(info: dict[str, Any]) -> dict[str, Any]:
 
 def discovered_defaults(info: dict[str, Any]) -> dict[str, Any]:
     """Parameter defaults learnt from the machine (interleave geometry from ndctl)."""
+    from pmemlab import params as P
+
     ways = info.get("target", {}).get("interleave_ways")
-    return {"interleave_ways": ways} if isinstance(ways, int) and ways >= 1 else {}
+    out: dict[str, Any] = {}
+    if isinstance(ways, int) and not isinstance(ways, bool):
+        try:
+            out["interleave_ways"] = P.canonical("interleave_ways", ways)
+        except P.ConfigValueError:
+            pass  # a geometry the module cannot take: keep the parameter's default
+    return out
 
 
 def format_info(info: dict[str, Any]) -> str:

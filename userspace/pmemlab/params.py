@@ -185,8 +185,8 @@ def fmt_size(n: int) -> str:
 
 
 def parse_int(value: Any) -> int:
-    if isinstance(value, bool):
-        return int(value)
+    if isinstance(value, bool):  # TOML true/false is not a count
+        raise ValueError("a boolean is not an integer")
     if isinstance(value, int):
         return value
     if isinstance(value, float) and value.is_integer():
@@ -241,7 +241,9 @@ def canonical(key: str, value: Any) -> Any:
         elif p.kind == "int":
             v = parse_int(value)
         elif p.kind == "bool":
-            if isinstance(value, str) and value.strip().lower() in ("true", "false", "yes", "no", "on", "off"):
+            if isinstance(value, bool):
+                v = int(value)
+            elif isinstance(value, str) and value.strip().lower() in ("true", "false", "yes", "no", "on", "off"):
                 v = int(value.strip().lower() in ("true", "yes", "on"))
             else:
                 v = parse_int(value)

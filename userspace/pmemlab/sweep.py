@@ -3,6 +3,7 @@ with a JSON sidecar, resume, adaptive repeats and a summary across repeats."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import os
@@ -16,7 +17,7 @@ import pandas as pd
 
 from pmemlab import ipmctl
 from pmemlab.config import Point, SweepConfig
-from pmemlab.errors import Interrupted, ParamRefused, PmemlabError
+from pmemlab.errors import Interrupted, ParamRefused, PmemlabError, ResumeMismatch
 from pmemlab.machine import conditions
 from pmemlab.params import PARAM_NAMES
 from pmemlab.results import KNOWN_RESULT_COLUMNS, parse_histogram
@@ -83,16 +84,22 @@ def _progress(total: int, enabled: bool, desc: str) -> Any:
                            "[{elapsed}<{remaining}, {rate_fmt}]{postfix}")
 
 
-def load_done(csv_path: Path) -> tuple[list[str], list[dict[str, str]], set[tuple[str, int]]]:
-    """Existing header, the rows to keep, completed (point_key, repeat) and ok values per point.
+def load_done(csv_path: Path, skipped_now: set[str] | None = None,
+              ) -> tuple[list[str], list[dict[str, str]], set[tuple[str, int]]]:
+    """Existing header, the rows to keep, and the completed (point_key, repeat) pairs.
 
-    Completed = an aggregate row with status ok or skipped. Rows of failed or
-    partial (point, repeat) pairs are dropped so those runs happen again.
+    Completed = an aggregate row with status ok, or skipped for a point the current
+    expansion still skips (`skipped_now`; None: every skipped point). Rows of failed
+    or partial (point, repeat) pairs, and skipped points that can run now, are dropped
+    so those runs happen again.
     """
     header, rows = CsvSink.read_existing(csv_path)
     done: set[tuple[str, int]] = set()
     for r in rows:
-        if r.get("thread") == "all" and r.get("status") in ("ok", "skipped"):
+        st = r.get("status")
+        if r.get("thread") != "all":
+            continue
+        if st == "ok" or (st == "skipped" and (skipped_now is None or r.get("point_key") in skipped_now)):
             try:
                 done.add((r["point_key"], int(r["repeat"])))
             except (KeyError, ValueError):
@@ -105,6 +112,97 @@ def load_done(csv_path: Path) -> tuple[list[str], list[dict[str, str]], set[tupl
         except ValueError:
             continue
     return header, keep, done
+
+
+# --------------------------------------------------------------------------
+# resume: what the rows of a CSV depend on, beyond each point's parameters
+# --------------------------------------------------------------------------
+# Load-time parameters that do not change what a run measures.
+_LOAD_PARAMS_IGNORED = frozenset({"allow_overwrite", "runner"})
+# Run conditions a resumed CSV must share with its rows (columns of every row).
+RESUME_CONDITIONS: tuple[str, ...] = ("target", "target_kind", "target_size", "target_node", "target_page_size",
+                                      "module_version")
+
+
+def resume_identity(cfg: SweepConfig, info: Mapping[str, Any]) -> dict[str, Any]:
+    """What must not change between the sessions that write one CSV.
+
+    The config as it runs (after --scale and --set: name, base, axes, zips, filters) and
+    the target (device, kind, size, node, page size, module version, backend and its
+    load parameters). Repeats, [sweep.adaptive], timeout_s and on_unsupported may change:
+    they decide how many runs there are, not what a run measures.
+    """
+    cond = conditions(dict(info))
+    loadp = dict(info.get("module", {}).get("parameters") or {})
+    backend = str(loadp.get("backend", "kernel"))
+    config: dict[str, Any] = {"name": cfg.name, "scale": cfg.scale}
+    for k in sorted(cfg.base):
+        config[f"base.{k}"] = cfg.base[k]
+    for ax in cfg.axes:
+        table = ax.table.split("#")[0]
+        for i, k in enumerate(ax.keys):
+            config[f"{table}.{k}"] = [vals[i] for vals in ax.values]
+    config["filters"] = [expr for expr, _ in cfg.filters]
+    target: dict[str, Any] = {k: cond.get(k) for k in RESUME_CONDITIONS}
+    target["backend"] = backend
+    target["load"] = {k: str(v) for k, v in sorted(loadp.items()) if k not in _LOAD_PARAMS_IGNORED and k != "backend"}
+    return {"config": config, "target": target}
+
+
+def fingerprint(identity: Mapping[str, Any]) -> str:
+    blob = json.dumps(identity, sort_keys=True, default=str)
+    return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+
+def _short(value: Any) -> str:
+    text = " ".join((json.dumps(value, default=str) if not isinstance(value, str) else value).split())
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _identity_diff(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:
+    out: list[str] = []
+    for part in ("config", "target"):
+        a, b = dict(old.get(part) or {}), dict(new.get(part) or {})
+        for k in dict.fromkeys([*a, *b]):
+            if a.get(k) != b.get(k):
+                name = "module load parameters" if (part, k) == ("target", "load") else k
+                out.append(f"{name}: {_short(a[k]) if k in a else '(unset)'} -> {_short(b[k]) if k in b else '(unset)'}")
+    return out
+
+
+def check_resumable(csv_path: Path, previous: Mapping[str, Any], identity: Mapping[str, Any],
+                    points: Sequence[Point], cond: Mapping[str, Any]) -> None:
+    """Refuse to resume a CSV whose rows were measured with another config or target.
+
+    Three checks: the sidecar's fingerprint (config after --scale/--set, target, module,
+    backend); every row's point_key is a point of this expansion; the run-condition
+    columns of the rows match this target (covers a CSV without or with an old sidecar).
+    """
+    fix = "use --fresh to start over, or -o another CSV"
+    what = f"{csv_path} was written"
+    _, rows = CsvSink.read_existing(csv_path)
+    if not rows:
+        return  # a header alone: nothing to keep, nothing to mix up
+    prev = previous.get("resume") if isinstance(previous.get("resume"), dict) else None
+    if prev and prev.get("fingerprint") != fingerprint(identity):
+        diff = _identity_diff(prev.get("identity") or {}, identity) or ["fingerprint differs"]
+        shown = "; ".join(diff[:4]) + (f"; and {len(diff) - 4} more" if len(diff) > 4 else "")
+        raise ResumeMismatch(f"{what} with another configuration or target ({shown}); not resuming", fix)
+    keys = {p.key for p in points}
+    foreign = sorted({r.get("point_key", "") for r in rows} - keys)
+    if foreign:
+        n_rows = sum(1 for r in rows if r.get("point_key", "") in foreign)
+        raise ResumeMismatch(
+            f"{what} with other parameters: {n_rows} rows belong to {len(foreign)} points this config does "
+            f"not expand to (e.g. point_key {foreign[0]}); not resuming", fix)
+    for col in RESUME_CONDITIONS:
+        want = "" if cond.get(col) is None else str(cond.get(col))
+        for r in rows:
+            have = r.get(col)
+            if have is None or have == want:
+                continue
+            raise ResumeMismatch(f"{what} with {col}={have or '(empty)'}, this run has {col}={want or '(empty)'}; "
+                                 "not resuming", fix)
 
 
 def metric_values(rows: Sequence[Mapping[str, Any]], key: str, metric: str) -> list[float]:
@@ -135,18 +233,28 @@ def run_sweep(cfg: SweepConfig, points: list[Point], module: Module, info: dict[
     tsc_khz = cond.get("tsc_khz")
     sink = CsvSink(out, BASE_COLUMNS)
     report = SweepReport(csv=out, sidecar=side, summary=None, points=len(points))
+    identity = resume_identity(cfg, info)
 
-    # Resume: keep the completed runs, drop the rest.
+    previous: dict[str, Any] = {}
+    if side.exists():
+        try:
+            previous = json.loads(side.read_text(encoding="utf-8"))
+        except (OSError, json.JSONDecodeError):
+            previous = {}
+
+    # Resume: keep the completed runs, drop the rest; refuse rows of another config or target.
     done: set[tuple[str, int]] = set()
     kept: list[dict[str, Any]] = []
     if out.exists() and out.stat().st_size > 0:
-        header, kept_rows, done = load_done(out)
+        check_resumable(out, previous, identity, points, cond)  # before anything is written
+        header, kept_rows, done = load_done(out, {p.key for p in points if p.skip_reason})
         kept = list(kept_rows)
         sink.columns = list(dict.fromkeys([*BASE_COLUMNS, *header]))
         sink.rewrite(kept)
         report.resumed = len(done)
     else:
         sink.ensure_header()
+        previous = {}  # a sidecar without its CSV describes nothing that is kept
     hist_sink = CsvSink(histogram_path(out), HIST_COLUMNS)
     if hist_sink.path.exists():
         hheader, hrows = CsvSink.read_existing(hist_sink.path)
@@ -158,15 +266,15 @@ def run_sweep(cfg: SweepConfig, points: list[Point], module: Module, info: dict[
         if r.get("thread") == "all":
             by_point.setdefault(r.get("point_key", ""), []).append(r)
 
-    previous: dict[str, Any] = {}
-    if side.exists():
-        try:
-            previous = json.loads(side.read_text(encoding="utf-8"))
-        except (OSError, json.JSONDecodeError):
-            previous = {}
     notes: list[str] = []
+    media_dimms = ipmctl.region_dimm_ids(info)
     if media is None or not media.available:
         notes.append(info.get("ipmctl", {}).get("note") or "ipmctl unavailable: media counter columns are empty")
+    elif media_dimms:
+        notes.append(f"media counters: summed over the DIMMs of {info.get('target', {}).get('region')} "
+                     f"(ipmctl DimmIDs {', '.join(f'0x{h:04x}' for h in media_dimms)})")
+    else:
+        notes.append("media counters: summed over every DIMM ipmctl shows (the target region's DIMMs are unknown)")
     session = {"started_at": now_iso(), "ended_at": None, "argv": opts.argv, "status": "running",
                "resumed_runs": report.resumed}
     sessions = list(previous.get("sessions", [])) + [session]
@@ -182,12 +290,14 @@ def run_sweep(cfg: SweepConfig, points: list[Point], module: Module, info: dict[
         "status": "running",
         "toolkit": info.get("toolkit"),
         "config": {"path": str(cfg.path) if cfg.path else None, "text": cfg.text, "parsed": cfg.data,
+                   "scale": cfg.scale, "set": cfg.overrides, "set_pinned_axes": cfg.pinned,
                    "repeats": cfg.repeats,
                    "adaptive": cfg.adaptive.__dict__ if cfg.adaptive else None},
         "points": len(points),
         "axes": {k: [str(v) for v in vals] for ax in cfg.axes for k, vals in
                  zip(ax.keys, zip(*ax.values))},
         "conditions": cond,
+        "resume": {"fingerprint": fingerprint(identity), "identity": identity},
         "machine": info,
         "notes": notes,
         "sessions": sessions,
@@ -228,7 +338,7 @@ def run_sweep(cfg: SweepConfig, points: list[Point], module: Module, info: dict[
                     repeat += 1
                     continue
                 ids = {"sweep": cfg.name, "point": pt.index, "point_key": pt.key, "repeat": repeat}
-                rows, hist = _one_run(pt, ids, module, cfg, opts, tsc_khz, cond, media)
+                rows, hist = _one_run(pt, ids, module, cfg, opts, tsc_khz, cond, media, media_dimms)
                 if hist:
                     hist_sink.ensure_header()
                     hist_sink.append(hist)
@@ -271,8 +381,12 @@ def run_sweep(cfg: SweepConfig, points: list[Point], module: Module, info: dict[
                 repeat += 1
         report.status = "complete"
     except (KeyboardInterrupt, Interrupted) as exc:
+        # Interrupted: the backend caught Ctrl-C while a run was active and aborted it;
+        # a bare KeyboardInterrupt came between runs (parameters, CSV, counters).
         report.status = "interrupted"
-        fatal = exc if isinstance(exc, Interrupted) else Interrupted("interrupted (Ctrl-C)")
+        during_run = isinstance(exc, Interrupted)
+        session["interrupted"] = "during a run (aborted)" if during_run else "between runs"
+        fatal = exc if during_run else Interrupted("interrupted (Ctrl-C) between runs")
     except PmemlabError as exc:
         report.status = "failed"
         fatal = exc
@@ -289,8 +403,10 @@ def run_sweep(cfg: SweepConfig, points: list[Point], module: Module, info: dict[
         _write_json_atomic(side, sidecar)
     if fatal is not None:
         if isinstance(fatal, Interrupted):
+            what = ("the run in progress was aborted" if session.get("interrupted", "").startswith("during")
+                    else "no run was in progress")
             raise Interrupted(
-                f"interrupted after {report.runs} runs; the module run was aborted and {out} is valid",
+                f"interrupted after {report.runs} runs; {what}; {out} is valid",
                 "rerun the same command to resume (completed points are skipped)",
             )
         raise fatal
@@ -299,7 +415,7 @@ def run_sweep(cfg: SweepConfig, points: list[Point], module: Module, info: dict[
 
 def _one_run(pt: Point, ids: dict[str, Any], module: Module, cfg: SweepConfig, opts: SweepOptions,
              tsc_khz: float | None, cond: Mapping[str, Any], media: ipmctl.MediaCounters | None,
-             ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+             media_dimms: Sequence[int] | None = None) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     if pt.skip_reason:
         return rows_for_outcome(ids, pt.params, None, "skipped", pt.skip_reason, tsc_khz, cond), []
     before = media.snapshot() if media else None
@@ -310,7 +426,7 @@ def _one_run(pt: Point, ids: dict[str, Any], module: Module, cfg: SweepConfig, o
         return rows_for_outcome(ids, pt.params, RunOutcome("refused", started=time.time()), "refused",
                                 why, tsc_khz, cond), []
     after = media.snapshot() if media else None
-    mdelta = ipmctl.delta(before, after) if before and after else None
+    mdelta = ipmctl.delta(before, after, media_dimms) if before and after else None
     if outcome.ok:
         hist = [{**ids, **h} for h in parse_histogram(outcome.histogram, tsc_khz)]
         return rows_for_outcome(ids, pt.params, outcome, "ok", "", tsc_khz, cond, mdelta), hist

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import errno
 import os
+import platform
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -83,8 +84,33 @@ class RunOutcome:
         return self.state == "done"
 
 
+def source_tree() -> Path | None:
+    """The pmemlab tree this package runs from (None when installed from a wheel)."""
+    top = Path(__file__).resolve().parents[2]
+    return top if (top / "Kbuild").is_file() and (top / "kmod").is_dir() else None
+
+
+def module_path(release: str | None = None) -> str:
+    """Where `make module` puts pmemlab.ko for a kernel: build/<kernel release>/pmemlab.ko."""
+    rel = release or platform.release()
+    top = source_tree()
+    return str(top / "build" / rel / "pmemlab.ko") if top else f"build/{rel}/pmemlab.ko"
+
+
+def insmod_command(target: str = "/dev/pmem0", release: str | None = None) -> str:
+    return f"sudo insmod {module_path(release)} target={target}"
+
+
+def load_hint(target: str = "/dev/pmem0", release: str | None = None) -> str:
+    """Build the module for the running kernel and load it (the top Makefile's `module` target)."""
+    rel = release or platform.release()
+    top = source_tree()
+    make = f"make -C {top} module" if top else "make module (in the pmemlab source tree)"
+    return f"{make} KDIR=/lib/modules/{rel}/build && {insmod_command(target, rel)}"
+
+
 _LOAD_FIX = (
-    "load it: sudo insmod kmod/pmemlab.ko target=/dev/pmem0 (or target=dram), "
+    f"build and load it: {load_hint()} (or target=dram), "
     "or point --sysfs / PMEMLAB_SYSFS at the right directory"
 )
 
@@ -121,10 +147,17 @@ class Module:
                 raise ModuleNotLoaded(f"module not loaded ({self.root} does not exist)", _LOAD_FIX) from None
             raise ModuleAccessError(
                 f"{path} does not exist (module version mismatch?)",
-                "rebuild and reload the module from this tree (make && sudo rmmod pmemlab && sudo insmod ...)",
+                f"rebuild and reload the module from this tree: sudo rmmod pmemlab && {load_hint(self._load_target())}",
             ) from None
         except PermissionError:
             raise ModuleAccessError(f"permission denied reading {path}", "run as root (sudo pmemlab ...)") from None
+
+    def _load_target(self) -> str:
+        """The target the module was loaded with (for fix hints), else /dev/pmem0."""
+        try:
+            return self.io.read(self.modparams / "target").strip() or "/dev/pmem0"
+        except OSError:
+            return "/dev/pmem0"
 
     def read_opt(self, name: str) -> str | None:
         try:
@@ -223,7 +256,7 @@ class Module:
         if have != want:
             raise WrongTarget(
                 f"the module is loaded on target={have}, not {want}",
-                f"sudo rmmod pmemlab && sudo insmod kmod/pmemlab.ko target={want}",
+                f"sudo rmmod pmemlab && {insmod_command(want)}",
             )
 
     def state(self) -> str:

@@ -49,7 +49,7 @@ COLUMN_DOC: dict[str, str] = {
     "gap_ticks": "time lost between segments, TSC ticks", "gap_ns": "the same in ns",
     "irqoff_pct": "% of the timed run with interrupts off",
     "lat_ticks_*": "latency statistics, TSC ticks (timer overhead subtracted)", "lat_ns_*": "the same in ns",
-    "media_read_64b": "ipmctl MediaReads delta over the run, 64 B units (summed over DIMMs)",
+    "media_read_64b": "ipmctl MediaReads delta over the run, 64 B units (summed over the target region's DIMMs)",
     "media_write_64b": "ipmctl MediaWrites delta, 64 B units", "read_request_64b": "ipmctl ReadRequests delta",
     "write_request_64b": "ipmctl WriteRequests delta", "ewr": "effective write ratio = write_request / media_write",
     "err": "effective read ratio = read_request / media_read",

@@ -1,0 +1,80 @@
+"""README.md's controller section stays true: its CLI table names real commands and options,
+its run example is valid, and its complete config example expands with `sweep --dry-run`."""
+
+from __future__ import annotations
+
+import argparse
+import re
+import shlex
+from pathlib import Path
+
+import pytest
+
+import pmemlab.cli as cli
+import pmemlab.machine as machine
+from pmemlab import params as P
+
+README = Path(__file__).resolve().parents[2] / "README.md"
+
+
+def section() -> str:
+    text = README.read_text()
+    return text.split("## The controller: `pmemlab`", 1)[1].split("\n## ", 1)[0]
+
+
+def subparsers() -> dict[str, argparse.ArgumentParser]:
+    ap = cli.build_parser()
+    action = next(a for a in ap._actions if isinstance(a, argparse._SubParsersAction))
+    return dict(action.choices)
+
+
+def table_commands() -> list[str]:
+    rows = [ln for ln in section().splitlines() if ln.startswith("| `pmemlab ")]
+    assert rows, "no CLI table in README.md"
+    cmds = []
+    for row in rows:
+        first_cell = row.split(" | ")[0]
+        cmds += re.findall(r"`(pmemlab [^`]+)`", first_cell)
+    return cmds
+
+
+def test_cli_table_names_real_commands_and_options():
+    subs = subparsers()
+    shown = set()
+    for cmd in table_commands():
+        words = cmd.replace("\\|", "|").split()
+        name = words[1]
+        assert name in subs, f"README.md: `{cmd}`: no command {name!r}"
+        shown.add(name)
+        known = subs[name]._option_string_actions
+        for opt in re.findall(r"(?<![\w-])(--?[a-z][\w-]*)", " ".join(words[2:])):
+            assert opt in known, f"README.md: `{cmd}`: {name} has no option {opt}"
+    assert set(subs) <= shown, f"commands missing from the README table: {sorted(set(subs) - shown)}"
+
+
+def test_run_example_is_valid():
+    m = re.search(r"Example: `pmemlab run ([^`]+)`", section())
+    assert m
+    values, problems = P.normalize(cli.parse_assignments(shlex.split(m.group(1))))
+    assert problems == [] and not P.check_point(values)
+
+
+def test_config_example_expands_with_dry_run(tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr(machine, "run_tool", lambda argv: machine.ToolResult(127, "", ""))
+    blocks = re.findall(r"```toml\n(.*?)```", section(), re.S)
+    assert len(blocks) == 1, "the controller section has one complete config example"
+    config = tmp_path / "example.toml"
+    config.write_text(blocks[0])
+    rc = cli.main(["--sysfs", str(tmp_path / "no-module"), "sweep", str(config), "--dry-run", "--no-progress"])
+    out = capsys.readouterr().out
+    assert rc == 0, out
+    m = re.search(r"^bw-size: 72 combinations, (\d+) points after filters, (\d+) runs \(adaptive, at least\)", out, re.M)
+    assert m, out
+    points = int(m.group(1))
+    assert 0 < points <= 72 and int(m.group(2)) == points * 3  # min_repeats = 3
+    assert "(module not loaded: not checked)" in out and "output would go to results/bw-size.csv" in out
+
+
+@pytest.mark.parametrize("phrase", ["--fresh", "Ctrl-C", "resumes"])
+def test_resume_and_interrupt_are_described(phrase):
+    assert phrase in section()
