@@ -199,10 +199,27 @@ def caption(results: Results) -> str:
     for entry in results.not_run:
         label, _, why = entry.partition(":")
         parts.append(f"not run: {label} ({why.rsplit(': ', 1)[-1].strip()})")
+    skipped = skipped_points(rows)
+    if skipped:
+        parts.append(skipped)
     scale = _scale(results.sidecars)
     if scale:
         parts.append(f"scale: {scale}")
     return " · ".join(parts)
+
+
+def skipped_points(rows: pd.DataFrame, limit: int = 2) -> str:
+    """'skipped: N points (reason; reason)': the points this machine could not run, or ''."""
+    if rows.empty or "status" not in rows:
+        return ""
+    skipped = rows[rows["status"] == "skipped"]
+    if skipped.empty:
+        return ""
+    keys = skipped.get("source_csv", pd.Series("", index=skipped.index)).astype(str) + skipped["point_key"].astype(str)
+    reasons = _unique(skipped.get("error", []))
+    shown = "; ".join(reasons[:limit]) + (f"; +{len(reasons) - limit} more" if len(reasons) > limit else "")
+    count = keys.nunique()
+    return f"skipped: {count} point{'s' if count != 1 else ''}" + (f" ({shown})" if shown else "")
 
 
 def _date_range(rows: pd.DataFrame) -> str:

@@ -84,26 +84,41 @@ def _access_kind(op: str, pattern: str) -> str:
     return pattern if op in ("load", "ntload") else {"store+clwb": "clwb", "ntstore": "ntstore"}.get(op, op)
 
 
+INSTR_ORDER = ("load", "ntload", "store+clflush", "ntstore", "store+clflushopt", "store+clwb")
+
+
+def instr_category(access_size: object, op: object) -> str:
+    """REPORT fig 8's Size_Type names: 64_L, 128_SW, ..."""
+    return f"{int(access_size)}_{OP_SHORT.get(str(op), str(op))}"
+
+
 def instr_latency(results: Results) -> Figure:
-    """REPORT fig 8: median latency per instruction sequence (L LN SF SN SO SW), bars per access
-    size, one panel per pattern (and target)."""
+    """REPORT fig 8: median latency per Size_Type (access size x L LN SF SN SO SW), a bar per
+    target (DRAM, the DRAM-emulated namespace, pmem), one panel per pattern; a log axis when the
+    values span more than 50x (one slow outlier would hide every other bar)."""
     df = results.ok()
-    panels = [(p, t) for t in _targets(df) for p in ("seq", "rand") if ((df["pattern"] == p) & (df["target_label"] == t)).any()] \
-        if not df.empty else []
-    fig, axes = new_figure(max(len(panels), 1), width_per_panel=4.4, sharey=True)
-    if not panels:
+    patterns = [p for p in ("seq", "rand") if not df.empty and (df["pattern"] == p).any()]
+    fig, axes = new_figure(1, rows=max(len(patterns), 1), width_per_panel=10.0, height=3.2, sharey=True)
+    if not patterns:
         note(axes[0], NO_DATA)
-    order = [op for op in ("load", "ntload", "store+clflush", "ntstore", "store+clflushopt", "store+clwb")]
-    for ax, (pattern, target) in zip(axes, panels):
-        sub = df[(df["pattern"] == pattern) & (df["target_label"] == target)]
-        stats = mean_over_repeats(sub, ["op", "access_size"], "lat_ns_p50")
-        ops = [op for op in order if op in set(sub["op"])]
-        grouped_bars(ax, stats, "op", "access_size", ops, sorted(set(sub["access_size"])),
-                     label_of=lambda s: size_label(s), category_label=lambda op: OP_SHORT.get(op, op))
-        ax.set_title(f"{pattern} · {target}", fontsize=9)
-        ax.set_xlabel("Instruction sequence")
-        legend(ax, "access size")
-    axes[0].set_ylabel("Median latency (ns)")
+    targets = _targets(df) if not df.empty else []
+    every = []
+    for ax, pattern in zip(axes, patterns):
+        sub = df[df["pattern"] == pattern]
+        sub = sub.assign(size_type=[instr_category(a, o) for a, o in zip(sub["access_size"], sub["op"])])
+        stats = mean_over_repeats(sub, ["size_type", "target_label"], "lat_ns_p50")
+        ops = [op for op in INSTR_ORDER if op in set(sub["op"])]
+        categories = [instr_category(a, op) for a in sorted(set(sub["access_size"])) for op in ops]
+        categories = [c for c in categories if c in set(sub["size_type"])]
+        grouped_bars(ax, stats, "size_type", "target_label", categories, [t for t in targets if t in set(sub["target_label"])])
+        ax.tick_params(axis="x", labelrotation=60, labelsize=7)
+        ax.set_title(pattern, fontsize=9)
+        ax.set_xlabel("Size_Type (L load, LN ntload, SF store+clflush, SN ntstore, SO store+clflushopt, SW store+clwb)")
+        ax.set_ylabel("Median latency (ns)")
+        legend(ax, "target")
+        every.append(stats)
+    if every:
+        log_y_if_wide(axes[0], pd.concat(every, ignore_index=True))
     return _finish(fig, results, "Memory instruction latency (median)")
 
 
@@ -160,7 +175,7 @@ def bw_threads(results: Results) -> Figure:
         else:
             series(ax, sub, "threads", "bw_gbps", "op", label_of=op_label)
         ax.set_title(str(target), fontsize=9)
-        integer_x(ax)
+        integer_x(ax, sub["threads"] if not sub.empty else None)
         ax.set_xlabel("Threads")
         ax.set_ylabel(BW_LABEL)
         legend(ax)
@@ -176,31 +191,41 @@ def _best_threads(df: pd.DataFrame) -> dict[str, int]:
 
 def bw_size(results: Results) -> Figure:
     """FAST'20 fig 5: random-access bandwidth vs access size, each op at its best thread count
-    (the legend gives it), one panel per target; below, the heatmap threads x access size."""
+    (the legend gives it), one panel per target (top row); below, per target a row of heatmaps
+    threads x access size, one per op."""
     df = results.ok()
     targets = _targets(df) if not df.empty else ["target"]
-    fig, axes = new_figure(len(targets), rows=2, height=3.4)
+    ops = [op for op in OP_LABEL if not df.empty and op in set(df["op"])]
+    columns = max(len(targets), len(ops), 1)
+    fig, axes = new_figure(columns, rows=1 + len(targets), width_per_panel=4.4, height=3.2)
+    for extra in axes[len(targets):columns]:
+        extra.remove()
     for i, target in enumerate(targets):
-        ax, heat_ax = axes[i], axes[len(targets) + i]
+        ax, heat_axes = axes[i], axes[columns * (1 + i):columns * (2 + i)]
         sub = df[df["target_label"] == target] if not df.empty else df
         if sub.empty:
             note(ax, NO_DATA)
-            note(heat_ax, NO_DATA)
+            for heat_ax in heat_axes:
+                heat_ax.remove()
             continue
         best = _best_threads(sub)
         chosen = sub[[best.get(op) == t for op, t in zip(sub["op"], sub["threads"])]]
-        series(ax, chosen, "access_size", "bw_gbps", "op", label_of=lambda op: f"{op_label(op)} ({best[op]} thr)")
+        series(ax, chosen, "access_size", "bw_gbps", "op", label_of=lambda op: f"{op_label(op)} ({best[op]} thr)",
+               order=ops)
         bytes_axis(ax)
-        ax.set_title(f"{target} · threads " + "/".join(str(best[o]) for o in best), fontsize=9)
+        ax.set_title(f"{target} · threads " + "/".join(str(best[o]) for o in ops if o in best), fontsize=9)
         ax.set_xlabel("Access size")
         ax.set_ylabel(BW_LABEL)
         legend(ax)
-        first_op = next(iter(best))
-        heatmap(heat_ax, sub[sub["op"] == first_op], "access_size", "threads", "bw_gbps", fig,
-                x_label=size_label, colorbar_label=BW_LABEL)
-        heat_ax.set_title(f"{op_label(first_op)}: threads x access size", fontsize=9)
-        heat_ax.set_xlabel("Access size")
-        heat_ax.set_ylabel("Threads")
+        for j, heat_ax in enumerate(heat_axes):
+            if j >= len(ops) or not (sub["op"] == ops[j]).any():
+                heat_ax.remove()
+                continue
+            heatmap(heat_ax, sub[sub["op"] == ops[j]], "access_size", "threads", "bw_gbps", fig,
+                    x_label=size_label, colorbar_label=BW_LABEL)
+            heat_ax.set_title(f"{target} · {op_label(ops[j])}: threads x access size", fontsize=8)
+            heat_ax.set_xlabel("Access size")
+            heat_ax.set_ylabel("Threads")
     return _finish(fig, results, "Bandwidth vs access size (random)")
 
 
@@ -217,14 +242,43 @@ def _latency_vs_bandwidth(ax, df: pd.DataFrame, hue: str, label_of: Callable[[ob
     ax.set_yscale("log")
 
 
+def _delay_range(df: pd.DataFrame) -> str:
+    """'delay 0-80 µs': the injected delays in time, from delay_ticks and the TSC rate."""
+    if df.empty or "delay_ticks" not in df or "tsc_khz" not in df:
+        return ""
+    khz = pd.to_numeric(df["tsc_khz"], errors="coerce")
+    us = pd.to_numeric(df["delay_ticks"], errors="coerce") / khz * 1000.0
+    if us.dropna().empty:
+        return ""
+    return f"delay {us.min():.3g}-{us.max():.3g} µs"
+
+
+def _where(results: Results, df: pd.DataFrame) -> dict[str, str]:
+    """Per target label, ' (threads on node a, target on node b)' where they differ, else ''."""
+    threads = results.threads()
+    out: dict[str, str] = {}
+    if not {"thread_node", "target_node"} <= set(threads.columns):
+        return out
+    for label, grp in threads.groupby("target_label"):
+        t_nodes = sorted({int(n) for n in pd.to_numeric(grp["thread_node"], errors="coerce").dropna() if n >= 0})
+        m_nodes = sorted({int(n) for n in pd.to_numeric(grp["target_node"], errors="coerce").dropna() if n >= 0})
+        if t_nodes and m_nodes and t_nodes != m_nodes:
+            out[str(label)] = (f" (threads on node {'/'.join(map(str, t_nodes))}, "
+                               f"target on node {'/'.join(map(str, m_nodes))})")
+    return out
+
+
 def emulation(results: Results) -> Figure:
-    """FAST'20 fig 6 (left): loaded write latency vs bandwidth, one curve per target."""
+    """FAST'20 fig 6 (left): loaded write latency vs bandwidth, one curve per target (the legend
+    adds the measured nodes where threads and target sit on different nodes)."""
     df = _probe_latency(results)
     fig, (ax,) = new_figure(1, width_per_panel=6.0)
     if df.empty:
         note(ax, NO_DATA)
     else:
-        _latency_vs_bandwidth(ax, df, "target_label")
+        where = _where(results, df)
+        _latency_vs_bandwidth(ax, df, "target_label", label_of=lambda t: f"{t}{where.get(str(t), '')}")
+        ax.set_title(_delay_range(df), fontsize=9)
     ax.set_xlabel(BW_LABEL)
     ax.set_ylabel(LAT_LABEL)
     legend(ax, "target")
@@ -244,7 +298,8 @@ def loaded_latency(results: Results) -> Figure:
         else:
             sub = sub.assign(workload=[f"{op_label(o)} {p}" for o, p in zip(sub["op"], sub["pattern"])])
             _latency_vs_bandwidth(ax, sub, "workload")
-        ax.set_title(str(target), fontsize=9)
+        delays = _delay_range(sub)
+        ax.set_title(f"{target} · {delays}" if delays else str(target), fontsize=9)
         ax.set_xlabel(BW_LABEL)
         ax.set_ylabel(LAT_LABEL)
         legend(ax)
@@ -336,7 +391,7 @@ def imc_contention(results: Results) -> Figure:
         per_dimm["bw_per_dimm"] = per_dimm["bw_gbps"] / per_dimm["interleave_ways"]
         series(left, per_dimm, "dimms_per_thread", "bw_per_dimm", "op",
                label_of=lambda op: f"{op_label(op)} ({_threads_of(per_dimm, op)} thr)")
-    integer_x(left)
+    integer_x(left, per_dimm["dimms_per_thread"] if not per_dimm.empty else None)
     left.set_xlabel("DIMMs per thread (N)")
     left.set_ylabel("Bandwidth per DIMM (GB/s)")
     legend(left)
@@ -347,7 +402,7 @@ def imc_contention(results: Results) -> Figure:
         series(right, spread, "access_size", "bw_gbps", "op", label_of=op_label)
         for gran in sorted(set(spread["interleave_gran"].dropna())):
             right.axvline(gran, color="0.6", linestyle=":", linewidth=1)
-    bytes_axis(right)
+    bytes_axis(right, ticks=sorted(set(spread["access_size"])) if not spread.empty else None)
     right.set_xlabel("Access size (random, all DIMMs)")
     right.set_ylabel(BW_LABEL)
     legend(right)
@@ -367,17 +422,30 @@ def numa_mix(results: Results) -> Figure:
         note(ax, "no successful runs")
     else:
         df["read_share"] = [100 if op in ("load", "ntload") else int(rp) for op, rp in zip(df["op"], df["read_pct"])]
-        df["where"] = _locality(results, df)
-        df["curve"] = [f"{t} thread{'s' if t > 1 else ''}, {w}" for t, w in zip(df["threads"], df["where"])]
+        df["curve"] = numa_curves(results, df)
         series(ax, df, "read_share", "bw_gbps", "curve")
     skipped = results.rows[results.rows["status"] == "skipped"]
     if not skipped.empty:
         ax.annotate(f"{skipped['point_key'].nunique()} points skipped (e.g. {skipped['error'].iloc[0]})",
                     (0.01, 0.01), xycoords="axes fraction", fontsize=6, color="0.4")
+    ax.set_xticks([0, 25, 50, 75, 100])
     ax.set_xlabel("Loads within each thread (%)")
     ax.set_ylabel(BW_LABEL)
     legend(ax)
     return _finish(fig, results, "Bandwidth vs read/write mix, local and remote")
+
+
+def numa_curves(results: Results, agg: pd.DataFrame) -> list[str]:
+    """A curve name per aggregate row: thread count, local or remote from the measured nodes of the
+    threads against the target's node, and the CPU list when one was given. Runs on the CPUs the
+    config meant for the other node stay a curve of their own even where those CPUs turned out to
+    sit on the target's node (one-node machine): they never average into the default-CPU curve."""
+    where = _locality(results, agg)
+    names = []
+    for t, w, cpus in zip(agg["threads"], where, agg.get("cpus", pd.Series(np.nan, index=agg.index))):
+        given = "" if pd.isna(cpus) or str(cpus).strip() == "" else f" (CPUs {cpus})"
+        names.append(f"{int(t)} thread{'s' if int(t) > 1 else ''}, {w}{given}")
+    return names
 
 
 def _locality(results: Results, agg: pd.DataFrame) -> list[str]:
@@ -419,15 +487,35 @@ def mixed_threads(results: Results) -> Figure:
         series(right, split, "readers", "bw_gbps", "curve")
         total = sorted(set(split["threads"]))
         right.set_title(f"{'/'.join(map(str, total))} threads: k readers", fontsize=9)
+        integer_x(left, ratio["threads"])
+        integer_x(right, split["readers"])
+    missing = _ratios_not_run(results)
+    if missing:
+        note_lines = [f"not run: {name} ({why})" for name, why in missing.items()]
+        left.annotate("\n".join(note_lines), (0.01, 0.01), xycoords="axes fraction", fontsize=6, color="0.4",
+                      va="bottom")
     left.set_title("fixed reader:writer ratios", fontsize=9)
-    integer_x(left)
-    integer_x(right)
     left.set_xlabel("Threads")
     right.set_xlabel("Reader threads k (the others write)")
     for ax in (left, right):
         ax.set_ylabel(BW_LABEL)
         legend(ax)
     return _finish(fig, results, "Bandwidth with mixed reader and writer threads")
+
+
+def _ratios_not_run(results: Results) -> dict[str, str]:
+    """Ratio families (1r:1w, 2r:1w, 2r:1nt) without a single successful run: name -> why."""
+    rows = results.rows
+    if rows.empty or "op" not in rows:
+        return {}
+    agg = rows[rows["thread"].astype(str) == "all"]
+    ratio = agg[[_mixed_family(str(op))[0] == "ratio" for op in agg["op"]]]
+    out: dict[str, str] = {}
+    for name, grp in ratio.groupby([_ratio_name(str(op)) for op in ratio["op"]]):
+        if not (grp["status"] == "ok").any():
+            errors = grp["error"].dropna().astype(str)
+            out[str(name)] = errors.iloc[0] if not errors.empty else "no successful run"
+    return out
 
 
 def _split_curves(split: pd.DataFrame) -> pd.DataFrame:

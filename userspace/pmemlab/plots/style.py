@@ -13,7 +13,7 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 from matplotlib.axes import Axes  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
-from matplotlib.ticker import FuncFormatter, LogLocator, MaxNLocator  # noqa: E402
+from matplotlib.ticker import FixedLocator, FuncFormatter, LogLocator, MaxNLocator, NullLocator  # noqa: E402
 
 from pmemlab.plots.data import mean_over_repeats, size_label  # noqa: E402
 
@@ -39,13 +39,18 @@ def caption_of(fig: Figure) -> str:
     return next((t.get_text() for t in fig.texts if t.get_gid() == CAPTION_GID), "")
 
 
-def bytes_axis(ax: Axes, axis: str = "x") -> None:
-    """A log2 axis labelled in B / KiB / MiB / GiB."""
+def bytes_axis(ax: Axes, axis: str = "x", ticks: Sequence[float] | None = None) -> None:
+    """A log2 axis labelled in B / KiB / MiB / GiB: a tick per power of 4, or one per value of
+    `ticks` (sizes that are no power of 4, e.g. the 24 and 48 KiB of six interleaved DIMMs)."""
     formatter = FuncFormatter(lambda v, _pos: size_label(v) if v > 0 else "")
     if axis == "x":
         ax.set_xscale("log", base=2)
         ax.xaxis.set_major_formatter(formatter)
-        ax.xaxis.set_major_locator(LogLocator(base=4))
+        if ticks is not None and len(ticks):
+            ax.xaxis.set_major_locator(FixedLocator(sorted({float(t) for t in ticks})))
+            ax.xaxis.set_minor_locator(NullLocator())
+        else:
+            ax.xaxis.set_major_locator(LogLocator(base=4))
         ax.tick_params(axis="x", labelrotation=45)
     else:
         ax.set_yscale("log", base=2)
@@ -111,9 +116,16 @@ def log_y_if_wide(ax: Axes, stats: pd.DataFrame, ratio: float = 50.0) -> None:
         ax.set_yscale("log")
 
 
-def integer_x(ax: Axes) -> None:
-    """Whole numbers only on the x axis (threads, DIMMs)."""
-    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+def integer_x(ax: Axes, values: Sequence[Any] | None = None) -> None:
+    """Whole numbers only on the x axis (threads, DIMMs): a tick per value of `values` when there
+    are few (a single value gets the axis around it, not ticks 1.9 .. 2.1), else integer ticks."""
+    xs = sorted({int(v) for v in values if pd.notna(v)}) if values is not None else []
+    if 0 < len(xs) <= 16:
+        ax.set_xticks(xs)
+        if len(xs) == 1:
+            ax.set_xlim(xs[0] - 1, xs[0] + 1)
+    else:
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
 
 
 def note(ax: Axes, text: str) -> None:
