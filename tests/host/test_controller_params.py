@@ -121,3 +121,24 @@ def test_booleans_are_not_numbers(key, value):
 def test_boolean_params_take_booleans():
     assert P.canonical("cold", True) == 1 and P.canonical("probe", False) == 0
     assert P.canonical("warm", "true") == 1 and P.canonical("cold", 0) == 0
+
+
+def test_remote_cpus_pick_the_nearest_node_with_enough_cpus() -> None:
+    facts = P.TargetFacts(target_node=0, node_cpus={0: (0, 1), 1: (2, 3, 4, 5), 2: (6,)},
+                          node_distance={0: {0: 10, 1: 32, 2: 21}})
+    assert P.remote_cpus(1, facts) == [6]          # node 2 is nearest
+    assert P.remote_cpus(2, facts) == [2, 3]       # node 2 has one CPU: next nearest
+    assert "node 1 has 4" in str(P.remote_cpus(5, facts))
+    assert "unknown" in str(P.remote_cpus(1, P.TargetFacts()))
+    alone = P.TargetFacts(target_node=0, node_cpus={0: (0, 1), 1: ()})
+    assert "no NUMA node other than the target's node 0" in str(P.remote_cpus(1, alone))
+    params = P.normalize({"cpus": "Remote", "threads": 2})[0]
+    assert params["cpus"] == "remote"
+    assert P.resolve_cpus(params, facts)["cpus"] == "2-3"
+    with pytest.raises(ValueError, match="cpus = remote"):
+        P.resolve_cpus(params, alone)
+    with pytest.raises(ValueError, match="unresolved"):
+        P.to_sysfs("cpus", "remote")
+    probs = P.check_point(params, alone)
+    assert [(p.key, p.kind) for p in probs] == [("cpus", "unsupported")]
+    assert not P.check_point(params, facts)

@@ -516,3 +516,36 @@ def test_ctrl_c_between_runs_says_no_run_was_aborted(env, capsys, monkeypatch):
     assert len(df.query("thread == 'all'")) == 2 and (df["status"] == "ok").all()
     side = json.loads(out.with_suffix(".json").read_text())
     assert side["status"] == "interrupted" and side["sessions"][-1]["interrupted"] == "between runs"
+
+
+def test_cpus_remote_runs_on_the_nearest_other_node(env, monkeypatch):
+    """cpus = "remote" reaches the module as CPUs of the nearest other node; the CSV keeps
+    'remote'; on a one-node machine the points are skipped with the reason."""
+    fake, cfg, out = env
+    cfg.write_text(dedent("""
+        [sweep]
+        name = "t"
+        [base]
+        duration_ms = 2
+        working_set = "1M"
+        threads = 2
+        [axes]
+        cpus = ["", "remote"]
+        """))
+    nodes = [{"node": 0, "cpus": "0-1", "distances": [10, 32, 21]},
+             {"node": 1, "cpus": "2-3", "distances": [32, 10, 32]},
+             {"node": 2, "cpus": "4-5", "distances": [21, 32, 10]}]
+    monkeypatch.setattr(cli, "_online_cpus", lambda: 6)
+    monkeypatch.setattr(machine, "numa_info", lambda host: {"nodes": nodes, "source": "test"})
+    assert sweep(cfg, out) == 0
+    assert [r["cpus"] for r in fake.runs] == ["", "4-5"]  # node 2 is nearer to node 0 than node 1
+    agg = pd.read_csv(out, keep_default_na=False).query("thread == 'all'")
+    assert list(agg["cpus"]) == ["", "remote"] and (agg["status"] == "ok").all()
+
+    monkeypatch.setattr(machine, "numa_info", lambda host: {"nodes": nodes[:1], "source": "test"})
+    out2 = out.with_name("one-node.csv")
+    assert sweep(cfg, out2) == 0
+    assert len(fake.runs) == 3
+    agg = pd.read_csv(out2, keep_default_na=False).query("thread == 'all'")
+    assert list(agg["status"]) == ["ok", "skipped"]
+    assert "no NUMA node other than the target's node 0 has online CPUs" in agg["error"].iloc[1]

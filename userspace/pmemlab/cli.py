@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import sys
@@ -117,6 +118,23 @@ def _online_cpus() -> int:
     return machine.cpu_info(machine.HostPaths())["online_cpus"]
 
 
+def _target_facts(mod: Any) -> P.TargetFacts:
+    """The backend's facts about its target and CPU, plus this machine's NUMA nodes."""
+    facts = mod.target_facts(online_cpus=_online_cpus())
+    node = facts.extra.get("target_node")
+    nodes = machine.numa_info(machine.HostPaths())["nodes"]
+    node_cpus: dict[int, tuple[int, ...]] = {}
+    for n in nodes:
+        try:
+            node_cpus[n["node"]] = tuple(P.parse_cpulist(n.get("cpus") or ""))
+        except ValueError:
+            node_cpus[n["node"]] = ()
+    ids = [n["node"] for n in nodes]
+    distance = {n["node"]: dict(zip(ids, n.get("distances") or [])) for n in nodes}
+    return dataclasses.replace(facts, target_node=node if isinstance(node, int) else None,
+                               node_cpus=node_cpus or None, node_distance=distance or None)
+
+
 # --------------------------------------------------------------------------
 def cmd_info(args: argparse.Namespace) -> int:
     info = machine.gather_info(_module(args))
@@ -147,7 +165,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     info: dict[str, Any] = {}
     if not problems:
         mod.require_loaded()
-        facts = mod.target_facts(online_cpus=_online_cpus())
+        facts = _target_facts(mod)
         info = machine.gather_info(mod)
         # interleave geometry found by ndctl, as in a sweep, unless given on the command line
         for key, value in machine.discovered_defaults(info).items():
@@ -163,7 +181,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     cond = machine.conditions(info)
     outcome = None
     try:
-        outcome = mod.run(values, timeout_s=args.timeout)
+        outcome = mod.run(P.resolve_cpus(values, facts), timeout_s=args.timeout)
         status = "ok" if outcome.ok else ("timeout" if outcome.state == "timeout" else "error")
         error = "" if outcome.ok else (outcome.error or outcome.state)
     except ParamRefused as exc:
@@ -216,7 +234,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
               f"{key}: every point runs with {key}={cfg.base.get(key, cfg.overrides[key])}", file=sys.stderr)
     mod = _backend(args, backend_opts)
     loaded = mod.loaded()
-    facts = mod.target_facts(online_cpus=_online_cpus()) if loaded else None
+    facts = _target_facts(mod) if loaded else None
     info = machine.gather_info(mod) if loaded or not args.dry_run else None
     discovered = machine.discovered_defaults(info) if info else {}
     points = expand(cfg, facts, discovered)  # every problem is raised here, before any run
@@ -244,7 +262,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     assert info is not None
     media = ipmctl.MediaCounters(runner=machine.run_tool, available=bool(info.get("ipmctl", {}).get("available")))
     opts = SweepOptions(output=output, fail_fast=args.fail_fast, fresh=args.fresh,
-                        progress=not args.no_progress, argv=sys.argv[:])
+                        progress=not args.no_progress, argv=sys.argv[:], facts=facts)
     report = run_sweep(cfg, points, mod, info, opts, media)
     print(f"{cfg.name}: {report.runs} runs ({report.ok} ok, {report.failed} failed, {report.skipped} skipped"
           f"{f', {report.resumed} resumed' if report.resumed else ''}) -> {report.csv} "

@@ -70,7 +70,7 @@ class Param:
         if self.kind == "ops":
             return "an op or a comma list of ops, one per thread: " + ", ".join(OPS)
         if self.kind == "cpus":
-            return "a CPU list such as 0-3,6 (empty: automatic)"
+            return "a CPU list such as 0-3,6, or remote (another node's CPUs; empty: automatic)"
         lo = "" if self.lo is None else fmt_size(self.lo) if self.kind == "size" else str(self.lo)
         hi = "" if self.hi is None else fmt_size(self.hi) if self.kind == "size" else str(self.hi)
         text = f"{lo}..{hi}" if hi else f">= {lo}"
@@ -150,6 +150,10 @@ class TargetFacts:
     prefetch_control: str | None = None
     online_cpus: int | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+    # NUMA: the target's node, each node's online CPUs and its distances (node -> distance)
+    target_node: int | None = None
+    node_cpus: dict[int, tuple[int, ...]] | None = None
+    node_distance: dict[int, dict[int, int]] | None = None
 
     def widest(self) -> int | None:
         if self.widths:
@@ -198,6 +202,37 @@ def parse_int(value: Any) -> int:
         except ValueError:
             pass
     raise ValueError(f"not an integer: {value!r}")
+
+
+REMOTE = "remote"
+
+
+def remote_cpus(threads: int, f: TargetFacts) -> list[int] | str:
+    """CPUs for cpus = "remote": `threads` CPUs of the node nearest to the target's node among
+    the other nodes with that many online CPUs (ties: the lower node), or why there are none."""
+    if f.target_node is None or f.target_node < 0 or f.node_cpus is None:
+        return "the target's NUMA node or the machine's nodes are unknown"
+    dist = (f.node_distance or {}).get(f.target_node, {})
+    others = sorted((n for n, cpus in f.node_cpus.items() if n != f.target_node and cpus),
+                    key=lambda n: (dist.get(n, 1 << 30), n))
+    if not others:
+        return f"no NUMA node other than the target's node {f.target_node} has online CPUs"
+    for node in others:
+        if len(f.node_cpus[node]) >= threads:
+            return list(f.node_cpus[node][:threads])
+    most = max(others, key=lambda n: len(f.node_cpus[n]))
+    return f"no other node has {threads} online CPUs (node {most} has {len(f.node_cpus[most])})"
+
+
+def resolve_cpus(params: Mapping[str, Any], facts: TargetFacts | None) -> dict[str, Any]:
+    """The parameters as the backend gets them: cpus = "remote" becomes a CPU list."""
+    out = dict(params)
+    if out.get("cpus") == REMOTE:
+        cpus = remote_cpus(int(out.get("threads", 1)), facts or TargetFacts())
+        if isinstance(cpus, str):
+            raise ValueError(f"cpus = remote: {cpus}")
+        out["cpus"] = fmt_cpulist(cpus)
+    return out
 
 
 def parse_cpulist(text: str) -> list[int]:
@@ -266,7 +301,9 @@ def canonical(key: str, value: Any) -> Any:
                 raise ValueError(f"unknown op {bad[0]!r}" if bad else "empty")
             v = ",".join(ops)
         elif p.kind == "cpus":
-            if isinstance(value, (list, tuple)):
+            if isinstance(value, str) and value.strip().lower() == REMOTE:
+                v = REMOTE
+            elif isinstance(value, (list, tuple)):
                 v = fmt_cpulist(parse_int(x) for x in value)
             elif isinstance(value, int) and not isinstance(value, bool):
                 v = str(value)
@@ -309,6 +346,8 @@ def defaults() -> dict[str, Any]:
 
 def to_sysfs(key: str, value: Any) -> str:
     """The text written to /sys/kernel/pmemlab/<key>."""
+    if key == "cpus" and value == REMOTE:
+        raise ValueError("cpus = remote reaches a backend unresolved (resolve_cpus first)")
     return str(value)
 
 
@@ -374,7 +413,12 @@ def check_point(params: Mapping[str, Any], facts: TargetFacts | None = None) -> 
             bad("interleave_gran", "not a power of two", "a power of two, 64..1G")
     if params["probe"] and threads < 2:
         bad("probe", "needs at least 2 threads (thread 0 probes, the others stream)", "0, or 1 with threads >= 2")
-    if params["cpus"]:
+    if params["cpus"] == REMOTE:
+        if f.node_cpus is not None and f.target_node is not None:
+            picked = remote_cpus(threads, f)
+            if isinstance(picked, str):
+                bad("cpus", picked, "remote on a machine with another node of enough CPUs", "unsupported")
+    elif params["cpus"]:
         cpus = parse_cpulist(params["cpus"])
         if len(cpus) < threads:
             bad("cpus", f"{len(cpus)} CPUs for threads = {threads}", "at least one CPU per thread")

@@ -16,6 +16,7 @@ from typing import Any, Callable, Mapping, Sequence
 import pandas as pd
 
 from pmemlab import ipmctl
+from pmemlab import params as P
 from pmemlab.config import Point, SweepConfig
 from pmemlab.errors import Interrupted, ParamRefused, PmemlabError, ResumeMismatch
 from pmemlab.machine import conditions
@@ -48,6 +49,7 @@ class SweepOptions:
     progress: bool = True
     argv: list[str] = field(default_factory=list)
     poll_s: float = 0.002
+    facts: P.TargetFacts | None = None  # resolves cpus = remote
 
 
 @dataclass
@@ -418,9 +420,13 @@ def _one_run(pt: Point, ids: dict[str, Any], module: Module, cfg: SweepConfig, o
              media_dimms: Sequence[int] | None = None) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     if pt.skip_reason:
         return rows_for_outcome(ids, pt.params, None, "skipped", pt.skip_reason, tsc_khz, cond), []
+    try:
+        run_params = P.resolve_cpus(pt.params, opts.facts)
+    except ValueError as exc:
+        return rows_for_outcome(ids, pt.params, None, "skipped", str(exc), tsc_khz, cond), []
     before = media.snapshot() if media else None
     try:
-        outcome = module.run(pt.params, timeout_s=cfg.timeout_s, poll_s=opts.poll_s)
+        outcome = module.run(run_params, timeout_s=cfg.timeout_s, poll_s=opts.poll_s)
     except ParamRefused as exc:
         why = f"refused at start: {exc.reason}" if exc.key == "run" else f"{exc.key}={exc.value}: {exc.reason}"
         return rows_for_outcome(ids, pt.params, RunOutcome("refused", started=time.time()), "refused",

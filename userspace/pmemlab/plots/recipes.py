@@ -443,7 +443,8 @@ def numa_curves(results: Results, agg: pd.DataFrame) -> list[str]:
     where = _locality(results, agg)
     names = []
     for t, w, cpus in zip(agg["threads"], where, agg.get("cpus", pd.Series(np.nan, index=agg.index))):
-        given = "" if pd.isna(cpus) or str(cpus).strip() == "" else f" (CPUs {cpus})"
+        # "remote" is resolved to another node's CPUs: the measured nodes already say it
+        given = "" if pd.isna(cpus) or str(cpus).strip() in ("", "remote") else f" (CPUs {cpus})"
         names.append(f"{int(t)} thread{'s' if int(t) > 1 else ''}, {w}{given}")
     return names
 
