@@ -3,8 +3,9 @@
 #   make KDIR=/lib/modules/<ver>/build   build the module against those headers
 #   make check-build      build against every installed headers tree with W=1; fail on warnings
 #   make test             install what is missing, then host tests, then guest tests in the VM
-#   make demo             run the default experiment (in the emulated-NVDIMM guest without pmem)
-#   make sweep CONFIG=configs/x.toml [TARGET=/dev/pmemN | VM=1] [SCALE=quick]   one sweep
+#   make demo             five headline experiments at the quick scale, plotted (in the emulated-NVDIMM
+#                         guest without pmem; TARGET=/dev/pmemN on a machine with pmem)
+#   make sweep CONFIG=configs/x.toml [TARGET=/dev/pmemN | VM=1] [SCALE=quick] [PMEM_DRAM=/dev/pmemM]   one sweep
 #   make sweep-all [TARGET=... | VM=1] [SCALE=quick]   every experiment of configs/
 #   make plots            render every CSV under results/ into plots/
 
@@ -31,7 +32,7 @@ KVER = $(shell sed -n 's/^\#define UTS_RELEASE "\(.*\)"/\1/p' $(KDIR)/include/ge
 all: module userspace
 
 help:
-	@sed -n '2,10p' $(TOP)/Makefile | sed 's/^# *//'
+	@awk 'NR > 1 && /^#/ { sub(/^# ? ?/, ""); print; next } NR > 1 { exit }' $(TOP)/Makefile
 
 deps:
 	@$(TOP)/scripts/install-deps
@@ -67,7 +68,7 @@ test-guest: deps
 # The demo: the papers' headline figures at the quick scale (a few minutes in the guest).
 DEMO_CONFIGS ?= $(addprefix configs/,idle-latency.toml bw-threads.toml bw-size.toml tail-latency.toml flush-instr.toml)
 DEMO_SCALE ?= quick
-WHERE = $(if $(TARGET),--target $(TARGET),$(if $(VM),--vm))
+WHERE = $(if $(TARGET),--target $(TARGET),$(if $(VM),--vm)) $(if $(PMEM_DRAM),--pmem-dram $(PMEM_DRAM))
 
 demo: deps
 	@$(TOP)/scripts/run-configs $(if $(TARGET),--target $(TARGET),--vm) --scale $(DEMO_SCALE) $(DEMO_CONFIGS)

@@ -353,6 +353,9 @@ def test_targets_command(capsys):
     assert lines[0] == "pmem target=/dev/pmem1"
     assert "dram-remote target=dram dram_size=256M dram_node=1" in lines
     assert f"emulated target={PMEM_DRAM}" in lines  # run-configs fills it in
+    assert cli.main(["targets", str(TOP / "configs/emulation.toml"), "--scale", "quick", "--pmem", "/dev/pmem1",
+                     "--pmem-dram", "/dev/pmem7"]) == 0
+    assert "emulated target=/dev/pmem7" in capsys.readouterr().out.splitlines()
 
 
 def run_configs(*args: str, env: dict[str, str] | None = None, path_prefix: Path | None = None):

@@ -74,6 +74,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("config", type=Path)
     p.add_argument("--pmem", default=os.environ.get("PMEMLAB_PMEM", "/dev/pmem0").split(" ")[0], metavar="DEV",
                    help="fsdax device for @PMEM@ (default: first of $PMEMLAB_PMEM, else /dev/pmem0)")
+    p.add_argument("--pmem-dram", metavar="DEV",
+                   help="fsdax device on DRAM (memmap=) for @PMEM_DRAM@ (default: left as @PMEM_DRAM@)")
     p.add_argument("--scale", default=os.environ.get("PMEMLAB_SCALE", "full"), metavar="NAME")
 
     from pmemlab.plots.command import add_plot_parsers
@@ -283,7 +285,7 @@ def _estimate_s(points: Sequence[Any], cfg: Any) -> float:
 
 def cmd_targets(args: argparse.Namespace) -> int:
     cfg = load_config(args.config, scale=args.scale)
-    for label, insmod_args in target_loads(cfg, args.pmem):
+    for label, insmod_args in target_loads(cfg, args.pmem, args.pmem_dram):
         print(f"{label} {insmod_args}")
     return 0
 

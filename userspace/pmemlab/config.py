@@ -716,10 +716,20 @@ def _parse_targets(cfg: SweepConfig, targets: Any, lines: LineIndex, probs: Prob
             cfg.targets[label] = args
 
 
-def target_loads(cfg: SweepConfig, pmem: str) -> list[tuple[str, str]]:
-    """(label, insmod arguments) of every module load the config compares; @PMEM@ -> `pmem`."""
+PMEM_DRAM_PLACEHOLDER = "@PMEM_DRAM@"
+
+
+def target_loads(cfg: SweepConfig, pmem: str, pmem_dram: str | None = None) -> list[tuple[str, str]]:
+    """(label, insmod arguments) of every module load the config compares; @PMEM@ -> `pmem`,
+    @PMEM_DRAM@ (the DRAM-emulated namespace) -> `pmem_dram` when given, else left for the caller."""
     targets = cfg.targets or {"pmem": f"target={PMEM_PLACEHOLDER}"}
-    return [(label, args.replace(PMEM_PLACEHOLDER, pmem)) for label, args in targets.items()]
+    out = []
+    for label, args in targets.items():
+        args = args.replace(PMEM_PLACEHOLDER, pmem)
+        if pmem_dram:
+            args = args.replace(PMEM_DRAM_PLACEHOLDER, pmem_dram)
+        out.append((label, args))
+    return out
 
 
 def adaptive_metrics() -> tuple[str, ...]:

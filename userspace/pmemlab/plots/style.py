@@ -5,7 +5,14 @@ from __future__ import annotations
 
 from typing import Any, Callable, Sequence
 
-import matplotlib
+import os
+import tempfile
+
+# matplotlib caches fonts under ~/.config; in the test guest that is read-only, and it warns
+if not os.access(os.path.expanduser("~/.config"), os.W_OK):
+    os.environ.setdefault("MPLCONFIGDIR", os.path.join(tempfile.gettempdir(), "pmemlab-matplotlib"))
+
+import matplotlib  # noqa: E402
 
 matplotlib.use("Agg")  # headless; must precede any pyplot import elsewhere
 
