@@ -85,8 +85,9 @@ def aligned(nbytes: int, align: int = 4096) -> np.ndarray:
 
 
 # --------------------------------------------------------------------------- data
-KERNEL_CASES = [(op, w, n, fl) for op in OPS for w in WIDTHS for n in (8, 16, 32, 64, 256, 4096) for fl in (0, 1)
-                if runnable(op, w) and n >= w and (n >= 64 or not fl)]
+# whole blocks of four lines (256, 4096), and 1, 3, 5, 67 lines (the kernels' one-line tail loop)
+KERNEL_CASES = [(op, w, n, fl) for op in OPS for w in WIDTHS for n in (8, 16, 32, 64, 192, 256, 320, 4096, 4288)
+                for fl in (0, 1) if runnable(op, w) and n >= w and (n >= 64 or not fl)]
 
 
 @pytest.mark.parametrize("op,width,n,flush", KERNEL_CASES)
@@ -170,6 +171,63 @@ def test_objdump_access_kernels(built: Path) -> None:
     # no fences inside the access kernels: fences belong to the engine
     for name in want:
         assert not ({"sfence", "mfence"} & mnemonics(f[name])), name
+
+
+STORE_INSN = {8: "mov", 16: "movdqa", 32: "vmovdqa", 64: "vmovdqa64"}
+
+
+def insns(text: str) -> list[tuple[str, str]]:
+    """(mnemonic, operands) per instruction."""
+    out = []
+    for ln in text.splitlines():
+        parts = ln.split(None, 1)
+        if parts:
+            out.append((parts[0], parts[1] if len(parts) > 1 else ""))
+    return out
+
+
+def disp(operands: str) -> int:
+    """Displacement of the memory operand (0 when there is none)."""
+    m = re.search(r"(-?0x[0-9a-f]+|-?\d+)?\(%", operands)
+    return int(m.group(1), 0) if m and m.group(1) else 0
+
+
+def test_objdump_flush_per_line_and_per_access(built: Path) -> None:
+    """flush=line: each line's stores then its flush, four lines per loop trip; flush=access: the
+    stores of all lines first, then a loop of four flushes back to back."""
+    f = functions(built / "core-ops.o")
+    for w in WIDTHS:
+        per_line = 64 // w
+        for fl in ("clwb", "clflushopt", "clflush"):
+            name = f"pl_k_{fl}_{w}"
+            seq = insns(f[name])
+            mn = [m for m, _ in seq]
+            # a trip of four lines with their flushes in between
+            trip = ([STORE_INSN[w]] * per_line + [fl]) * 4
+            starts = [i for i in range(len(mn) - len(trip) + 1) if mn[i:i + len(trip)] == trip]
+            assert starts, f"{name}: no four-line trip of stores and per-line {fl}"
+            i = starts[0]
+            for k in range(4):
+                line = seq[i + k * (per_line + 1): i + (k + 1) * (per_line + 1)]
+                # the flush names the line its stores wrote
+                assert disp(line[-1][1]) == disp(line[0][1]) == 64 * k, (name, line)
+                assert sorted(disp(o) for _, o in line[:-1]) == [64 * k + w * j for j in range(per_line)], name
+            # flush=access: four flushes back to back, 64 bytes apart
+            runs = [i for i in range(len(mn) - 3) if mn[i:i + 4] == [fl] * 4]
+            assert runs and [disp(o) for _, o in seq[runs[0]:runs[0] + 4]] == [0, 64, 128, 192], name
+
+
+def test_kernel_loop_overhead(built: Path) -> None:
+    """The four-line loop of every bandwidth kernel: 4 x 64/width accesses, then add + jne only."""
+    f = functions(built / "core-ops.o") | functions(built / "copy.o")
+    for op in ("load", "store", "ntstore", "copy", "ntcopy"):
+        for w in [w for w in WIDTHS if w >= 16]:
+            seq = [m for m, _ in insns(f[f"pl_k_{op}_{w}"])]
+            body = 4 * (64 // w) * (2 if op in ("copy", "ntcopy") else 1)
+            found = any(seq[i + body:i + body + 2] == ["add", "jne"] and "add" not in seq[i:i + body]
+                        and "lea" not in seq[i:i + body] and all(m.startswith(("mov", "vmov")) for m in seq[i:i + body])
+                        for i in range(len(seq) - body - 1))
+            assert found, f"pl_k_{op}_{w}: no loop of {body} accesses + add + jne"
 
 
 def test_objdump_fences_and_copy(built: Path) -> None:
