@@ -134,6 +134,21 @@ static inline void pl_fence(int fence)
 		pl_mfence();
 }
 
+/*
+ * Fences every fi bytes for accesses of access <= fi bytes: add the access
+ * to *acc and say whether a fence is due; the remainder carries over, so
+ * the fence rate is exactly one per fi bytes even when access does not
+ * divide fi.
+ */
+static inline bool pl_fence_due(u64 *acc, u64 access, u64 fi)
+{
+	*acc += access;
+	if (*acc < fi)
+		return false;
+	*acc -= fi;
+	return true;
+}
+
 static inline void pl_clflush(const void *p)
 {
 	asm volatile("clflush (%0)" :: "r"(p) : "memory");

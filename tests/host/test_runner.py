@@ -299,6 +299,16 @@ def test_hotspot_wraps_in_the_hot_region(lib: ctypes.CDLL) -> None:
     assert list(offs) == [(i % 64) * 64 for i in range(200)]
 
 
+# --------------------------------------------------------------------------- fences
+@pytest.mark.parametrize("access,fi,n", [(64, 256, 1000), (192, 256, 1000), (192, 1024, 999), (256, 256, 10),
+                                         (320, 512, 777), (4096, 65536, 100)])
+def test_fence_interval_rate(lib: ctypes.CDLL, access: int, fi: int, n: int) -> None:
+    """One fence per fence_interval bytes, also when access_size does not divide it."""
+    lib.pl_test_fences.restype = ctypes.c_uint64
+    lib.pl_test_fences.argtypes = [ctypes.c_uint64] * 3
+    assert lib.pl_test_fences(access, fi, n) == access * n // fi
+
+
 # --------------------------------------------------------------------------- histogram
 def test_histogram_percentiles_match_numpy(lib: ctypes.CDLL) -> None:
     rng = np.random.default_rng(5)

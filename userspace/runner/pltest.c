@@ -68,3 +68,13 @@ void pl_test_hist(const u64 *v, u64 n, const u32 *q, unsigned int nq, u64 *out, 
 	out[nq] = h.min;
 	out[nq + 1] = h.max;
 }
+
+/* fences the bandwidth loop issues over n accesses of access bytes, one per fi bytes */
+u64 pl_test_fences(u64 access, u64 fi, u64 n)
+{
+	u64 acc = 0, fences = 0, k;
+
+	for (k = 0; k < n; k++)
+		fences += pl_fence_due(&acc, access, fi);
+	return fences;
+}
