@@ -3,7 +3,9 @@
 - every op x width writes (or only reads) what it should, checked in memory
   (libplcore.so: the same objects as pmemlab-run, called through ctypes);
 - flush, fence and non-temporal variants emit the intended instructions
-  (objdump of the built objects, function by function);
+  (objdump, function by function, of the runner's objects and of the module's
+  kmod/ops.o and engine.o built against installed kernel headers in a scratch
+  directory); four lines per loop trip with add + jne only;
 - address generators: seq covers every slot once per pass; rand stays in
   the window, is aligned, uniform (chi-square) and reproducible; stride and
   hotspot;
@@ -57,6 +59,37 @@ def built() -> Path:
     assert res.returncode == 0, res.stdout + res.stderr
     assert "warning" not in res.stderr, res.stderr
     return RUNNER_DIR
+
+
+def module_headers() -> Path | None:
+    """A kernel headers tree to build the module's objects with: 6.1 (non-rt) first."""
+    trees = sorted(p for p in Path("/lib/modules").glob("*/build") if (p / "Makefile").exists())
+    pref = [t for t in trees if t.parent.name.startswith("6.1.") and "-rt-" not in t.parent.name]
+    return (pref or trees or [None])[0]
+
+
+@pytest.fixture(scope="module")
+def module_objs(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The module built out of tree in a scratch directory (Kbuild + kmod/): its kmod/*.o."""
+    kdir = module_headers()
+    if kdir is None:
+        pytest.skip("no kernel headers under /lib/modules/*/build (scripts/install-deps installs them)")
+    d = tmp_path_factory.mktemp("kbuild")
+    subprocess.run(["cp", "-a", str(TOP / "Kbuild"), str(TOP / "kmod"), str(d)], check=True)
+    for o in (d / "kmod").glob("*.o"):
+        o.unlink()
+    res = subprocess.run(["make", "-C", str(kdir), f"M={d}", "modules"], capture_output=True, text=True)
+    assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-2000:]
+    return d / "kmod"
+
+
+@pytest.fixture(params=["user", "module"])
+def objs(request: pytest.FixtureRequest, built: Path) -> dict[str, Path]:
+    """The shared kernels' objects: userspace (runner) or the module's (Kbuild)."""
+    if request.param == "user":
+        return {"ops": built / "core-ops.o", "engine": built / "core-engine.o"}
+    m = request.getfixturevalue("module_objs")
+    return {"ops": m / "ops.o", "engine": m / "engine.o"}
 
 
 @pytest.fixture(scope="module")
@@ -138,8 +171,8 @@ def mnemonics(text: str) -> set[str]:
     return {ln.split()[0] for ln in text.splitlines() if ln.strip()}
 
 
-def test_objdump_access_kernels(built: Path) -> None:
-    f = functions(built / "core-ops.o")
+def test_objdump_access_kernels(objs: dict[str, Path]) -> None:
+    f = functions(objs["ops"])
     flushes = {"clwb", "clflushopt", "clflush"}
     nt = {"movnti", "movntdq", "vmovntdq"}
     want = {  # function -> (must contain, must not contain)
@@ -150,8 +183,10 @@ def test_objdump_access_kernels(built: Path) -> None:
         "pl_k_ntload_16": ({"movntdqa"}, flushes | nt),
         "pl_k_ntload_32": ({"vmovntdqa"}, flushes | nt),
         "pl_k_ntload_64": ({"vmovntdqa"}, flushes | nt),
+        "pl_k_store_8": ({"mov"}, flushes | nt),
         "pl_k_store_16": ({"movdqa"}, flushes | nt),
         "pl_k_store_32": ({"vmovdqa"}, flushes | nt),
+        "pl_k_store_64": ({"vmovdqa64"}, flushes | nt),
         "pl_k_ntstore_8": ({"movnti"}, flushes | {"movntdq", "vmovntdq"}),
         "pl_k_ntstore_16": ({"movntdq"}, flushes | {"movnti", "vmovntdq"}),
         "pl_k_ntstore_32": ({"vmovntdq"}, flushes | {"movnti", "movntdq"}),
@@ -161,7 +196,7 @@ def test_objdump_access_kernels(built: Path) -> None:
         for fl in flushes:
             want[f"pl_k_{fl}_{w}"] = ({fl}, (flushes - {fl}) | nt)
     for name, (must, mustnot) in want.items():
-        assert name in f, f"{name} missing from core-ops.o"
+        assert name in f, f"{name} missing from {objs['ops']}"
         m = mnemonics(f[name])
         assert must <= m, f"{name}: {must - m} not emitted ({sorted(m)})"
         assert not (mustnot & m), f"{name}: unexpected {mustnot & m}"
@@ -192,10 +227,10 @@ def disp(operands: str) -> int:
     return int(m.group(1), 0) if m and m.group(1) else 0
 
 
-def test_objdump_flush_per_line_and_per_access(built: Path) -> None:
+def test_objdump_flush_per_line_and_per_access(objs: dict[str, Path]) -> None:
     """flush=line: each line's stores then its flush, four lines per loop trip; flush=access: the
     stores of all lines first, then a loop of four flushes back to back."""
-    f = functions(built / "core-ops.o")
+    f = functions(objs["ops"])
     for w in WIDTHS:
         per_line = 64 // w
         for fl in ("clwb", "clflushopt", "clflush"):
@@ -217,9 +252,9 @@ def test_objdump_flush_per_line_and_per_access(built: Path) -> None:
             assert runs and [disp(o) for _, o in seq[runs[0]:runs[0] + 4]] == [0, 64, 128, 192], name
 
 
-def test_kernel_loop_overhead(built: Path) -> None:
+def test_kernel_loop_overhead(objs: dict[str, Path], built: Path) -> None:
     """The four-line loop of every bandwidth kernel: 4 x 64/width accesses, then add + jne only."""
-    f = functions(built / "core-ops.o") | functions(built / "copy.o")
+    f = functions(objs["ops"]) | functions(built / "copy.o")
     for op in ("load", "store", "ntstore", "copy", "ntcopy"):
         for w in [w for w in WIDTHS if w >= 16]:
             seq = [m for m, _ in insns(f[f"pl_k_{op}_{w}"])]
@@ -230,12 +265,28 @@ def test_kernel_loop_overhead(built: Path) -> None:
             assert found, f"pl_k_{op}_{w}: no loop of {body} accesses + add + jne"
 
 
-def test_objdump_fences_and_copy(built: Path) -> None:
-    e = functions(built / "core-engine.o")
+def test_objdump_fences(objs: dict[str, Path]) -> None:
+    """Fences where the engine needs them: both kinds in the bandwidth loop (after the access,
+    per fence / fence_interval); in the latency loop an mfence right after the access call and
+    before the closing timestamp, an mfence before the opening one, and one after the cold
+    prep's clflush; rdtscp always followed by lfence."""
+    e = functions(objs["engine"])
     bw = mnemonics(e["pl_eng_bw"])
     assert {"sfence", "mfence"} <= bw, "pl_eng_bw must issue the configured fence"
-    lat = mnemonics(e["pl_eng_lat"])
-    assert {"mfence", "lfence", "rdtscp"} <= lat and "clflush" in lat, sorted(lat)
+    mn = [m for m, _ in insns(e["pl_eng_lat"])]
+    assert {"mfence", "lfence", "rdtscp", "clflush"} <= set(mn), sorted(set(mn))
+    calls = [i for i, m in enumerate(mn) if m == "call" and mn[i + 1] == "mfence"]
+    assert calls, "pl_eng_lat: no access call followed by mfence"
+    i = calls[0]
+    assert "rdtscp" in mn[i + 2:i + 6], f"closing timestamp not right after the fence: {mn[i:i + 6]}"
+    before = mn[max(0, i - 24):i]
+    assert "mfence" in before and "rdtscp" in before and before.index("mfence") < before.index("rdtscp"), before
+    j = mn.index("clflush")
+    assert "mfence" in mn[j:j + 8], f"no mfence after the cold prep's clflush: {mn[j:j + 8]}"
+    assert all(mn[k + 1] == "lfence" for k, m in enumerate(mn) if m == "rdtscp")
+
+
+def test_objdump_copy(built: Path) -> None:
     c = functions(built / "copy.o")
     assert {"movdqa"} == mnemonics(c["pl_k_copy_16"]) & {"movdqa", "movntdq"}
     assert {"movdqa", "movntdq"} <= mnemonics(c["pl_k_ntcopy_16"])
