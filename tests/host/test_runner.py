@@ -9,12 +9,16 @@
 - address generators: seq covers every slot once per pass; rand stays in
   the window, is aligned, uniform (chi-square) and reproducible; stride and
   hotspot;
+- worker regions (kmod/place.c, shared by run.c and runner.c): hotspot in the
+  first hotspot_size bytes of each thread's region, stride, disjoint per-thread
+  slices, per-dimm chunks only on the thread's DIMMs, every offset in the window;
 - histogram percentiles agree with numpy within the bucket error;
 - pmemlab-run: the module's result format, exact counts, the module's refusals.
 """
 from __future__ import annotations
 
 import ctypes
+import errno
 import re
 import subprocess
 from pathlib import Path
@@ -348,6 +352,118 @@ def test_hotspot_wraps_in_the_hot_region(lib: ctypes.CDLL) -> None:
     offs, _, nslots = gen(lib, PAT_HOTSPOT, 64, 64, 4096, 200)
     assert nslots == 64
     assert list(offs) == [(i % 64) * 64 for i in range(200)]
+
+
+# --------------------------------------------------------------------------- worker regions (place.c)
+class Place(ctypes.Structure):
+    """struct pl_place (kmod/pl_core.h): every field a u64."""
+    _fields_ = [(n, ctypes.c_uint64) for n in (
+        "target_size", "window_offset", "working_set", "pattern", "access", "stride", "hotspot_size",
+        "passes", "pass_offset", "seed", "per_thread", "ways", "gran", "dimms", "split", "idx", "n")]
+
+
+def place(lib: ctypes.CDLL, count: int = 20_000, **kw: int) -> tuple[int, int, int, np.ndarray]:
+    """(base, copy_delta, span, first `count` target offsets) of one worker, as run.c and runner.c set it up."""
+    kw = {"target_size": 64 << 20, "access": 64, "hotspot_size": 4096, "passes": 1, "seed": 1, "n": 1, **kw}
+    res = place_raw(lib, count, **kw)
+    assert len(res) == 4, res
+    return res  # type: ignore[return-value]
+
+
+def place_raw(lib: ctypes.CDLL, count: int, **kw: int) -> tuple[int, int, int, np.ndarray] | tuple[int, str]:
+    lib.pl_test_place.argtypes = [ctypes.POINTER(Place), ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,
+                                  ctypes.c_void_p, ctypes.c_uint64, ctypes.c_char_p, ctypes.c_size_t]
+    base, delta, span = ctypes.c_uint64(), ctypes.c_uint64(), ctypes.c_uint64()
+    out = np.zeros(count, dtype=np.uint64)
+    why = ctypes.create_string_buffer(256)
+    rc = lib.pl_test_place(ctypes.byref(Place(**kw)), ctypes.addressof(base), ctypes.addressof(delta),
+                           ctypes.addressof(span), out.ctypes.data, count, why, 256)
+    if rc:
+        return rc, why.value.decode()
+    return base.value, delta.value, span.value, out
+
+
+def test_place_hotspot_in_the_first_bytes_of_each_threads_region(lib: ctypes.CDLL) -> None:
+    wo, ws, n, hot = 4 << 20, 16 << 20, 4, 8192
+    for pattern in (PAT_HOTSPOT,):
+        for k in range(n):
+            base, _, span, offs = place(lib, 1000, window_offset=wo, working_set=ws, pattern=pattern,
+                                        hotspot_size=hot, per_thread=1, idx=k, n=n)
+            assert base == wo + k * ws // n and span == hot
+            assert int(offs.min()) == base and int(offs.max()) + 64 <= base + hot
+            assert list(offs[:200]) == [base + (i % (hot // 64)) * 64 for i in range(200)]
+
+
+def test_place_stride(lib: ctypes.CDLL) -> None:
+    base, _, _, offs = place(lib, 600, window_offset=1 << 20, working_set=1 << 20, pattern=PAT_STRIDE,
+                             stride=4096)
+    assert base == 1 << 20
+    assert list(offs[:256]) == [(1 << 20) + j * 4096 for j in range(256)] and offs[256] == 1 << 20
+    # stride 0: one access per line-rounded access
+    _, _, _, offs = place(lib, 10, working_set=1 << 20, pattern=PAT_STRIDE, access=96)
+    assert list(np.diff(offs)) == [128] * 9
+
+
+def test_place_per_thread_regions_are_disjoint(lib: ctypes.CDLL) -> None:
+    wo, ws, n = 8192, (10 << 20) + 4096 + 8, 3
+    spans = []
+    for k in range(n):
+        base, _, span, offs = place(lib, 50_000, window_offset=wo, working_set=ws, pattern=PAT_RAND,
+                                    access=256, per_thread=1, idx=k, n=n)
+        assert span % 64 == 0 and span == ws // n // 64 * 64
+        assert int(offs.min()) >= base and int(offs.max()) + 256 <= base + span
+        spans.append((base, base + span))
+    for (a0, a1), (b0, b1) in zip(spans, spans[1:]):
+        assert a1 <= b0, "per-thread regions overlap"
+
+
+def test_place_per_dimm_chunks_only_on_the_threads_dimms(lib: ctypes.CDLL) -> None:
+    ways, gran, dimms, wo = 4, 4096, 2, 4 * 4096 * 8
+    for k, mine in ((0, {0, 1}), (1, {2, 3}), (2, {0, 1}), (3, {2, 3})):
+        _, _, _, offs = place(lib, 50_000, window_offset=wo, working_set=1 << 20, pattern=PAT_RAND, access=256,
+                              ways=ways, gran=gran, dimms=dimms, idx=k, n=4)
+        on = set(((offs - wo) // gran % ways).astype(int).tolist())
+        assert on == mine, (k, on)
+    # seq visits the thread's chunks in order, a whole chunk before the next
+    _, _, _, offs = place(lib, 64, window_offset=wo, working_set=1 << 20, access=256, ways=ways, gran=gran,
+                          dimms=1, idx=2, n=4)
+    assert list(offs[:17]) == [wo + 2 * gran + 256 * j for j in range(16)] + [wo + (4 + 2) * gran]
+
+
+@pytest.mark.parametrize("pattern", [PAT_SEQ, PAT_RAND, PAT_STRIDE, PAT_HOTSPOT])
+@pytest.mark.parametrize("placement", ["global", "per-thread", "per-dimm"])
+@pytest.mark.parametrize("access,split", [(8, 0), (64, 0), (192, 0), (4096, 0), (64, 1), (4096, 1)])
+def test_place_every_offset_in_the_window(lib: ctypes.CDLL, pattern: int, placement: str, access: int,
+                                          split: int) -> None:
+    if placement == "per-dimm" and (pattern == PAT_HOTSPOT or split):
+        pytest.skip("the runner and the module refuse per-dimm with hotspot or copy")
+    if placement == "per-dimm" and access == 192:
+        pytest.skip("per-dimm: the slot step must divide interleave_gran")
+    wo, ws, n = 3 << 20, (5 << 20) + 4096, 3
+    dimm = dict(ways=3, gran=64 << 10, dimms=2) if placement == "per-dimm" else {}
+    for k in range(n):
+        # two passes, the second shifted by an access (per-dimm: one pass, accesses never straddle chunks)
+        base, delta, _, offs = place(lib, 30_000, window_offset=wo, working_set=ws, pattern=pattern, access=access,
+                                     stride=access * 4 if pattern == PAT_STRIDE else 0, hotspot_size=64 << 10,
+                                     passes=1 if dimm else 2, pass_offset=0 if dimm else access,
+                                     per_thread=int(placement == "per-thread"), split=split, idx=k, n=n, **dimm)
+        assert int(offs.min()) >= wo and int(offs.max()) + access + delta <= wo + ws, (k, base, delta)
+        assert np.all(offs % min(access, 64) == 0)
+
+
+def test_place_refusals(lib: ctypes.CDLL) -> None:
+    kw = dict(target_size=64 << 20, access=64, passes=1, seed=1)
+    rc, why = place_raw(lib, 1, **kw, working_set=1 << 20, per_thread=1, n=4, idx=0, pattern=PAT_HOTSPOT,
+                        hotspot_size=1 << 20)
+    assert rc == -errno.EINVAL and "hotspot_size 1048576 exceeds the thread's region (262144 bytes)" == why
+    rc, why = place_raw(lib, 1, **kw, n=1, pattern=PAT_RAND, stride=32)
+    assert rc == -errno.EINVAL and "multiples of 64" in why
+    rc, why = place_raw(lib, 1, **{**kw, "access": 128}, n=1, pattern=PAT_RAND, stride=64)
+    assert rc == -errno.EINVAL and "smaller than access_size" in why
+    rc, why = place_raw(lib, 1, **kw, n=1, window_offset=60 << 20, working_set=8 << 20)
+    assert rc == -errno.ERANGE and "does not fit" in why
+    rc, why = place_raw(lib, 1, **kw, n=1, working_set=4096, ways=4, gran=4096, dimms=1)
+    assert rc == -errno.EINVAL and "interleave round" in why
 
 
 # --------------------------------------------------------------------------- fences

@@ -853,66 +853,37 @@ static void check_run(const struct cfg *c, const struct target *t, unsigned int 
 		       c->samples, lat_threads, PL_MAX_SAMPLE_BYTES >> 20);
 }
 
-static u64 slot_step(const struct cfg *c)
-{
-	switch (c->pattern) {
-	case PL_PAT_STRIDE:
-		return c->stride ? c->stride : (c->access_size + PL_LINE - 1) / PL_LINE * PL_LINE;
-	case PL_PAT_RAND:
-		return c->stride ? c->stride : c->access_size;
-	default:
-		return c->access_size;
-	}
-}
-
 static void setup_gen(struct worker *w)
 {
 	const struct cfg *c = &R.c;
-	struct pl_gen_cfg g = { 0 };
-	u64 ws, base, extent, align;
-	const char *why;
+	struct pl_place in = {
+		.target_size = R.t.size,
+		.window_offset = c->window_offset,
+		.working_set = c->working_set,
+		.pattern = c->pattern,
+		.access = c->access_size,
+		.stride = c->stride,
+		.hotspot_size = c->hotspot_size,
+		.passes = c->passes,
+		.pass_offset = c->pass_offset,
+		.seed = c->seed,
+		.per_thread = c->placement == PL_PLACE_THREAD,
+		.ways = c->placement == PL_PLACE_DIMM ? c->interleave_ways : 0,
+		.gran = c->interleave_gran,
+		.dimms = c->dimms_per_thread,
+		.split = w->op == PLU_OP_COPY || w->op == PLU_OP_NTCOPY,
+		.idx = w->idx,
+		.n = R.n,
+	};
+	struct pl_region reg;
+	char why[256];
+	int err = pl_place_worker(&in, &reg, why, sizeof(why));
 
-	ws = c->working_set ? c->working_set : R.t.size - c->window_offset;
-	base = c->window_offset;
-	g.pattern = c->pattern;
-	g.access = c->access_size;
-	g.step = slot_step(c);
-	g.span = ws;
-	g.passes = c->passes;
-	g.pass_offset = c->pass_offset;
-	g.seed = c->seed;
-	g.stream = w->idx;
-	if (c->placement == PL_PLACE_THREAD) {
-		g.span = ws / R.n / PL_LINE * PL_LINE;
-		base += w->idx * g.span;
-	} else if (c->placement == PL_PLACE_DIMM) {
-		g.ways = c->interleave_ways;
-		g.gran = c->interleave_gran;
-		g.dimms = c->dimms_per_thread;
-		g.first_dimm = (w->idx * c->dimms_per_thread) % c->interleave_ways;
-	}
-	if (w->op == PLU_OP_COPY || w->op == PLU_OP_NTCOPY) {
-		/* destination: lower half, source: upper half of the region */
-		g.span = g.span / 2 / PL_LINE * PL_LINE;
-		w->copy_delta = g.span;
-	}
-	if (c->pattern == PL_PAT_HOTSPOT) {
-		if (c->hotspot_size > g.span)
-			refuse(EINVAL, "hotspot_size %" PRIu64 " exceeds the thread's region (%" PRIu64 " bytes)",
-			       c->hotspot_size, g.span);
-		g.span = c->hotspot_size;
-	}
-	align = c->access_size < PL_LINE ? c->access_size : PL_LINE;
-	if (g.step % align || g.pass_offset % align)
-		refuse(EINVAL, "stride and pass_offset must be multiples of %" PRIu64 " here", align);
-	if (g.step < g.access)
-		refuse(EINVAL, "stride %" PRIu64 " is smaller than access_size %" PRIu64, g.step, g.access);
-	if (pl_gen_check(&g, &extent, &why))
-		refuse(EINVAL, "thread %u: %s (region %" PRIu64 " bytes)", w->idx, why, g.span);
-	if (base + extent + w->copy_delta > c->window_offset + ws || base + extent > R.t.size)
-		refuse(ERANGE, "thread %u: internal bound check failed", w->idx);
-	pl_gen_init(&w->e.gen, &g);
-	w->e.base = R.t.addr + base;
+	if (err)
+		refuse(-err, "%s", why);
+	pl_gen_init(&w->e.gen, &reg.g);
+	w->e.base = R.t.addr + reg.base;
+	w->copy_delta = reg.copy_delta;
 }
 
 /*
