@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import ctypes
 import errno
+import os
 import re
 import subprocess
 from pathlib import Path
@@ -571,6 +572,37 @@ def test_runner_refuses_like_the_module(built: Path, args: list[str], err: str, 
     res = run("target=dram", "dram_size=4M", "count=10", *args, check=False)
     assert res.returncode == 2
     assert f"pmemlab-run: {err}: " in res.stderr and text in res.stderr, res.stderr
+
+
+PRELOAD_SRC = {
+    # sched_setaffinity fails as it would for a CPU outside the cpuset
+    "setaffinity": "int sched_setaffinity(int pid, unsigned long n, const void *set)"
+                   " { (void)pid; (void)n; (void)set; errno = EINVAL; return -1; }",
+    # pinning "works" but the thread runs elsewhere
+    "getcpu": "int sched_getcpu(void) { return 12345; }",
+}
+
+
+@pytest.mark.parametrize("fault,text", [("setaffinity", "cannot pin thread 0 to CPU 0: Invalid argument"),
+                                        ("getcpu", "thread 0: pinned to CPU 0 but runs on CPU 12345")])
+def test_runner_refuses_when_pinning_fails(built: Path, tmp_path: Path, fault: str, text: str) -> None:
+    """A thread that cannot be pinned where the result would say it ran stops the run (exit 2)."""
+    src = tmp_path / "fault.c"
+    src.write_text("#include <errno.h>\n" + PRELOAD_SRC[fault] + "\n")
+    so = tmp_path / "fault.so"
+    subprocess.run(["cc", "-shared", "-fPIC", "-o", str(so), str(src)], check=True)
+    res = subprocess.run([str(RUNNER), "target=dram", "dram_size=4M", "count=100", "cpus=0"], capture_output=True,
+                         text=True, timeout=60, env={"LD_PRELOAD": str(so), "PATH": "/usr/bin:/bin"})
+    assert res.returncode == 2, res.stdout + res.stderr
+    assert f"pmemlab-run: EINVAL: {text}" in res.stderr
+    assert "thread=" not in res.stdout, "no result for a run that did not run where it says"
+
+
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="needs two CPUs")
+def test_runner_reports_the_cpu_it_ran_on(built: Path) -> None:
+    cpu = sorted(os.sched_getaffinity(0))[-1]
+    res = run("target=dram", "dram_size=4M", "count=100", f"cpus={cpu}")
+    assert result_lines(res.stdout)[0].split()[1] == f"cpu={cpu}"
 
 
 def test_runner_file_target(built: Path, tmp_path: Path) -> None:

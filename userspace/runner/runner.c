@@ -20,6 +20,10 @@
  * `pmemlab-run: EINVAL: reason` (or ERANGE, EOPNOTSUPP, EPERM, ENOMEM, ...)
  * on stderr and exits with status 2.
  *
+ * Every thread is pinned (sched_setaffinity) to the CPU its result line
+ * names; if pinning fails, or sched_getcpu() then says otherwise, the run
+ * is refused (EINVAL) rather than reported for the wrong CPU.
+ *
  * Differences from the module, by necessity: interrupts stay on (segments
  * are timed back to back, so irqoff_pct is the share of wall time inside
  * timed segments), prefetchers are never touched (prefetch=off is refused),
@@ -723,6 +727,8 @@ struct worker {
 	struct pl_eng e;
 	u64 segments, gap_ticks, last_tsc;
 	u64 copy_delta;
+	int pin_err;			/* errno of a failed pinning, or -1: ran elsewhere */
+	int ran_on;			/* sched_getcpu() after pinning */
 	pthread_t th;
 };
 
@@ -1019,9 +1025,16 @@ static void *worker_fn(void *arg)
 
 	CPU_ZERO(&set);
 	CPU_SET(w->cpu, &set);
+	/* a thread that cannot run where the result will say it ran stops the run */
 	if (sched_setaffinity(0, sizeof(set), &set))
-		fprintf(stderr, "pmemlab-run: cannot pin thread %u to CPU %d: %s\n", w->idx, w->cpu,
-			strerror(errno));
+		w->pin_err = errno ? errno : EINVAL;
+	else if ((w->ran_on = sched_getcpu()) != w->cpu)
+		w->pin_err = -1;
+	if (w->pin_err) {
+		__atomic_store_n(&R.stop, 1, __ATOMIC_RELAXED);
+		__atomic_store_n(&R.probe_stop, 1, __ATOMIC_RELAXED);
+		goto out;
+	}
 	pl_copy_delta = w->copy_delta;
 	if (e->mode == PL_MODE_LAT)
 		e->overhead = pl_eng_calibrate(e->rdtscp);
@@ -1389,6 +1402,16 @@ int main(int argc, char **argv)
 	}
 	for (i = 0; i < (int)R.n; i++)
 		pthread_join(R.w[i].th, NULL);
+	for (i = 0; i < (int)R.n; i++) {
+		const struct worker *w = &R.w[i];
+
+		if (w->pin_err > 0)
+			refuse(EINVAL, "cannot pin thread %u to CPU %d: %s", w->idx, w->cpu,
+			       strerror(w->pin_err));
+		if (w->pin_err)
+			refuse(EINVAL, "thread %u: pinned to CPU %d but runs on CPU %d", w->idx, w->cpu,
+			       w->ran_on);
+	}
 	print_results();
 	if (c->raw_samples)
 		write_samples(c->raw_samples);
