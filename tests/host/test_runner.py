@@ -574,6 +574,38 @@ def test_runner_refuses_like_the_module(built: Path, args: list[str], err: str, 
     assert f"pmemlab-run: {err}: " in res.stderr and text in res.stderr, res.stderr
 
 
+def facts_of(out: str) -> dict[str, str]:
+    return dict(ln[len("#fact "):].split(" ", 1) for ln in out.splitlines() if ln.startswith("#fact ") and " " in ln[6:])
+
+
+def thp_available() -> bool:
+    p = Path("/sys/kernel/mm/transparent_hugepage/enabled")
+    return p.exists() and "[never]" not in p.read_text()
+
+
+def test_runner_reports_the_pages_it_got(built: Path) -> None:
+    """target_page_size / target_pages / target_huge_pct describe the run's own mapping."""
+    f = facts_of(run("target=dram", "dram_size=16M", "dram_pages=4k", "op=store", "count=100").stdout)
+    assert (f["target_page_size"], f["target_pages"], f["target_huge_pct"], f["map_sync"]) == ("4096", "4k", "0", "0")
+    f = facts_of(run("target=dram", "dram_size=64M", "dram_pages=2m", "op=load", "count=100").stdout)
+    assert f["target_pages"] == "thp"
+    if thp_available():
+        assert f["target_page_size"] == str(2 << 20) and f["target_huge_pct"] == "100", f
+    else:  # THP off: said so, not claimed
+        assert f["target_page_size"] == "4096" and f["target_huge_pct"] == "0", f
+
+
+def test_runner_hugetlb_or_a_clear_refusal(built: Path) -> None:
+    res = run("target=dram", "dram_size=8M", "dram_pages=hugetlb", "count=100", check=False)
+    if res.returncode == 0:
+        f = facts_of(res.stdout)
+        assert (f["target_page_size"], f["target_pages"]) == (str(2 << 20), "hugetlbfs")
+    else:
+        assert res.returncode == 2 and "pmemlab-run: ENOMEM: dram_pages=hugetlb: no 8388608 bytes of 2 MiB huge " \
+            "pages (vm.nr_hugepages)" in res.stderr, res.stderr
+        assert "thread=" not in res.stdout
+
+
 PRELOAD_SRC = {
     # sched_setaffinity fails as it would for a CPU outside the cpuset
     "setaffinity": "int sched_setaffinity(int pid, unsigned long n, const void *set)"
@@ -616,3 +648,5 @@ def test_runner_file_target(built: Path, tmp_path: Path) -> None:
     assert np.count_nonzero(data[: 100 * 4096 // 8] == 0) == 0, "stores must be non-zero"
     res = run(f"target={f}", "op=load", "count=100")
     assert result_lines(res.stdout)[-1].split()[7] == "ops=100"
+    # not DAX: no MAP_SYNC, and the facts say so
+    assert facts_of(res.stdout)["map_sync"] == "0" and facts_of(res.stdout)["target_pages"] == "file"

@@ -482,9 +482,10 @@ struct target {
 	char *addr;
 	u64 size;
 	long node;
-	u64 page_size;
-	const char *pages;		/* 4k, 2m, hugetlb, or "file" */
-	int map_sync;
+	u64 page_size;			/* smallest page size of the mapping, as obtained */
+	u64 huge_pct;			/* % of the mapped bytes in pages > 4 KiB */
+	const char *pages;		/* how it was mapped: 4k, thp, hugetlbfs, file, devdax */
+	int map_sync;			/* the mapping has MAP_SYNC */
 	const char *fs_sig;
 	u64 map_len;
 };
@@ -512,8 +513,14 @@ static int sysfs_u64(const char *path, u64 *v)
 	return ok ? 0 : -1;
 }
 
-/* smallest page size over [addr, addr+len) from /proc/self/smaps (touched pages) */
-static u64 mapping_page_size(const char *addr, u64 fallback)
+/*
+ * The page size the kernel actually gave the mapping at addr (touched pages,
+ * /proc/self/smaps): KernelPageSize for hugetlbfs and devdax, else 2 MiB if
+ * every resident byte is in PMD mappings (AnonHugePages for THP,
+ * FilePmdMapped/ShmemPmdMapped), else 4 KiB.  *huge_pct: the share of the
+ * resident bytes in pages larger than 4 KiB.
+ */
+static u64 mapping_page_size(const char *addr, u64 fallback, u64 *huge_pct)
 {
 	FILE *f = fopen("/proc/self/smaps", "r");
 	char line[256];
@@ -521,6 +528,7 @@ static u64 mapping_page_size(const char *addr, u64 fallback)
 	u64 kps = 0, rss = 0, huge = 0, v;
 	int in = 0;
 
+	*huge_pct = 0;
 	if (!f)
 		return fallback;
 	while (fgets(line, sizeof(line), f)) {
@@ -542,8 +550,12 @@ static u64 mapping_page_size(const char *addr, u64 fallback)
 			huge += v;
 	}
 	fclose(f);
-	if (kps > 4096)
+	if (kps > 4096) {
+		*huge_pct = 100;
 		return kps;
+	}
+	if (rss)
+		*huge_pct = huge >= rss ? 100 : huge * 100 / rss;
 	if (rss && huge >= rss)
 		return 2ULL << 20;
 	if (rss)
@@ -595,7 +607,7 @@ static void open_dram(struct target *t, const struct cfg *c, long node, u64 pref
 	char *p;
 
 	snprintf(t->kind, sizeof(t->kind), "dram");
-	t->pages = pages_names[c->dram_pages];
+	t->pages = c->dram_pages == 2 ? "hugetlbfs" : c->dram_pages == 1 ? "thp" : "4k";
 	if (node >= 0) {
 		if (numa_available() < 0 || node > numa_max_node() ||
 		    !numa_bitmask_isbitset(numa_all_nodes_ptr, node))
@@ -616,7 +628,7 @@ static void open_dram(struct target *t, const struct cfg *c, long node, u64 pref
 			refuse(ENOMEM, "cannot map %" PRIu64 " bytes", len);
 		p = (char *)(((unsigned long)p + align - 1) & ~(align - 1));
 		if (madvise(p, len, c->dram_pages == 1 ? MADV_HUGEPAGE : MADV_NOHUGEPAGE))
-			refuse(EOPNOTSUPP, "madvise(%s): %s", t->pages, strerror(errno));
+			refuse(EOPNOTSUPP, "madvise(%s): %s", pages_names[c->dram_pages], strerror(errno));
 	}
 	if (node >= 0) {
 		struct bitmask *bm = numa_allocate_nodemask();
@@ -631,7 +643,7 @@ static void open_dram(struct target *t, const struct cfg *c, long node, u64 pref
 	t->size = len;
 	t->map_len = mlen;
 	t->fs_sig = "none";
-	t->page_size = mapping_page_size(p, 4096);
+	t->page_size = mapping_page_size(p, 4096, &t->huge_pct);
 	t->node = mapping_node(p, prefault < len ? prefault : len);
 }
 
@@ -692,13 +704,11 @@ static void open_path(struct target *t, const struct cfg *c, bool writes, u64 pr
 	len &= ~4095ULL;
 	if (!len)
 		refuse(EINVAL, "target %s is empty (give size= to create it)", c->target);
+	/* MAP_SYNC where the file system (DAX) or device allows it, for reads too */
 	p = mmap(NULL, len, prot, MAP_SHARED_VALIDATE | MAP_SYNC, fd, 0);
-	t->map_sync = p != MAP_FAILED && writes;
-	if (p == MAP_FAILED || !writes) {
-		if (p != MAP_FAILED)
-			munmap(p, len);
+	t->map_sync = p != MAP_FAILED;
+	if (p == MAP_FAILED)
 		p = mmap(NULL, len, prot, MAP_SHARED, fd, 0);
-	}
 	if (p == MAP_FAILED)
 		refuse(EINVAL, "mmap %s: %s", c->target, strerror(errno));
 	close(fd);
@@ -714,7 +724,7 @@ static void open_path(struct target *t, const struct cfg *c, bool writes, u64 pr
 		fill(p, prefault < len ? prefault : len);
 	else
 		touch_read(p, prefault < len ? prefault : len);
-	t->page_size = mapping_page_size(p, align ? align : 4096);
+	t->page_size = mapping_page_size(p, align ? align : 4096, &t->huge_pct);
 	if (t->node < 0)
 		t->node = mapping_node(p, prefault < len ? prefault : len);
 }
@@ -1297,6 +1307,7 @@ static void print_facts(void)
 	printf("#fact target_node %ld\n", R.t.node);
 	printf("#fact target_page_size %" PRIu64 "\n", R.t.page_size);
 	printf("#fact target_pages %s\n", R.t.pages);
+	printf("#fact target_huge_pct %" PRIu64 "\n", R.t.huge_pct);
 	printf("#fact map_sync %d\n", R.t.map_sync);
 	printf("#fact tsc_khz %" PRIu64 "\n", R.tsc_khz);
 	printf("#fact cpu_features");
