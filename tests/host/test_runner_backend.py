@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 from pmemlab import cli
-from pmemlab.backend_user import UserBackend, UserRunOutcome, split_backend_args, split_output
+from pmemlab.backend_user import UserBackend, UserRunOutcome, run_conditions, split_backend_args, split_output
 from pmemlab.errors import ParamRefused, PmemlabError
 from pmemlab.table import BASE_COLUMNS, rows_for_outcome
 
@@ -77,6 +77,13 @@ def test_run_conditions_override_the_facts_probe() -> None:
     rows = rows_for_outcome({"sweep": "s", "point": 0, "point_key": "", "repeat": 0}, {}, out, "ok", "", 1e6,
                             {"target_page_size": 123, "target_pages": None, "cpu_model": "x"})
     assert all(r["target_page_size"] == 4096 and r["target_pages"] == "4k" and r["cpu_model"] == "x" for r in rows)
+
+
+def test_unknown_page_size_is_an_empty_cell() -> None:
+    """The runner prints target_page_size 0 when smaps does not show the pages (fsdax files)."""
+    cond = run_conditions({"target_page_size": 0, "target_pages": "file", "map_sync": 1, "version": "x"})
+    assert cond == {"target_page_size": None, "target_pages": "file", "map_sync": 1}
+    assert run_conditions({"target_page_size": 4096})["target_page_size"] == 4096
 
 
 def test_user_backend_delay_ticks_slows_the_loop() -> None:

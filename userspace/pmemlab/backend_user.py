@@ -44,8 +44,12 @@ class UserRunOutcome(RunOutcome):
 
 
 def run_conditions(facts: Mapping[str, Any]) -> dict[str, Any]:
-    """The condition columns one run's `#fact` lines give."""
-    return {k: facts[k] for k in RUN_CONDITIONS if k in facts}
+    """The condition columns one run's `#fact` lines give (target_page_size 0, which the runner
+    prints when the kernel does not show the pages, as unknown: an empty cell)."""
+    cond = {k: facts[k] for k in RUN_CONDITIONS if k in facts}
+    if cond.get("target_page_size") == 0:
+        cond["target_page_size"] = None
+    return cond
 
 
 def runner_path() -> Path:

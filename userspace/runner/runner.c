@@ -514,13 +514,15 @@ static int sysfs_u64(const char *path, u64 *v)
 }
 
 /*
- * The page size the kernel actually gave the mapping at addr (touched pages,
- * /proc/self/smaps): KernelPageSize for hugetlbfs and devdax, else 2 MiB if
- * every resident byte is in PMD mappings (AnonHugePages for THP,
- * FilePmdMapped/ShmemPmdMapped), else 4 KiB.  *huge_pct: the share of the
- * resident bytes in pages larger than 4 KiB.
+ * The page size the kernel actually gave the mapping at addr, whose first
+ * `touched` bytes were faulted in (/proc/self/smaps): KernelPageSize for
+ * hugetlbfs and devdax, else 2 MiB if every resident byte is in PMD mappings
+ * (AnonHugePages for THP, FilePmdMapped/ShmemPmdMapped), else 4 KiB; 0 when
+ * smaps does not show the touched pages (an fsdax file: DAX pages are not
+ * counted in Rss, and each 2 MiB may be PTE- or PMD-mapped), so nothing is
+ * claimed.  *huge_pct: the share of the resident bytes in pages > 4 KiB.
  */
-static u64 mapping_page_size(const char *addr, u64 fallback, u64 *huge_pct)
+static u64 mapping_page_size(const char *addr, u64 fallback, u64 touched, u64 *huge_pct)
 {
 	FILE *f = fopen("/proc/self/smaps", "r");
 	char line[256];
@@ -554,6 +556,8 @@ static u64 mapping_page_size(const char *addr, u64 fallback, u64 *huge_pct)
 		*huge_pct = 100;
 		return kps;
 	}
+	if (rss * 1024 < touched / 2)
+		return 0;
 	if (rss)
 		*huge_pct = huge >= rss ? 100 : huge * 100 / rss;
 	if (rss && huge >= rss)
@@ -643,7 +647,7 @@ static void open_dram(struct target *t, const struct cfg *c, long node, u64 pref
 	t->size = len;
 	t->map_len = mlen;
 	t->fs_sig = "none";
-	t->page_size = mapping_page_size(p, 4096, &t->huge_pct);
+	t->page_size = mapping_page_size(p, 4096, prefault < len ? prefault : len, &t->huge_pct);
 	t->node = mapping_node(p, prefault < len ? prefault : len);
 }
 
@@ -724,7 +728,8 @@ static void open_path(struct target *t, const struct cfg *c, bool writes, u64 pr
 		fill(p, prefault < len ? prefault : len);
 	else
 		touch_read(p, prefault < len ? prefault : len);
-	t->page_size = mapping_page_size(p, align ? align : 4096, &t->huge_pct);
+	t->page_size = mapping_page_size(p, align ? align : 4096, prefault < len ? prefault : len,
+					 &t->huge_pct);
 	if (t->node < 0)
 		t->node = mapping_node(p, prefault < len ? prefault : len);
 }
