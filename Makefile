@@ -8,6 +8,7 @@
 #   make sweep CONFIG=configs/x.toml [TARGET=/dev/pmemN | VM=1] [SCALE=quick] [PMEM_DRAM=/dev/pmemM]   one sweep
 #   make sweep-all [TARGET=... | VM=1] [SCALE=quick]   every experiment of configs/
 #   make plots            render every CSV under results/ into plots/
+#   make bench [BENCH_ARGS="--quick"]   user backend vs likwid-bench, latency sweep, callgrind Ir/line
 
 SHELL := /bin/bash
 TOP := $(abspath $(dir $(lastword $(MAKEFILE_LIST))))
@@ -27,7 +28,7 @@ endif
 # The release the headers belong to (Debian's include/config/kernel.release is not it on 6.1).
 KVER = $(shell sed -n 's/^\#define UTS_RELEASE "\(.*\)"/\1/p' $(KDIR)/include/generated/utsrelease.h 2>/dev/null)
 
-.PHONY: all module userspace deps check-build test test-host test-guest demo sweep sweep-all plots clean help dkms-install dkms-remove
+.PHONY: all module userspace deps check-build test test-host test-guest demo sweep sweep-all plots bench clean help dkms-install dkms-remove
 
 all: module userspace
 
@@ -82,6 +83,10 @@ sweep-all: deps
 
 plots: deps
 	@$(PYTHON) -m pmemlab plot-all $(TOP)/results -o $(TOP)/plots
+
+# The user backend side by side with likwid-bench on this machine's DRAM (scripts/bench --help).
+bench: deps userspace
+	@$(PYTHON) $(TOP)/scripts/bench $(BENCH_ARGS)
 
 # DKMS: the version comes from dkms.conf; the source tree is what Kbuild needs and no more.
 DKMS_VERSION = $(shell sed -n 's/^PACKAGE_VERSION="\(.*\)"/\1/p' $(TOP)/dkms.conf)

@@ -74,11 +74,8 @@ static inline bool pl_access(struct pl_eng *e, char *p)
 		}
 	} else {
 		fn(p, e->access, e->data, e->flush);
-		e->fence_acc += e->access;
-		if (e->fence_acc >= fi) {
+		if (pl_fence_due(&e->fence_acc, e->access, fi))
 			pl_fence(e->fence);
-			e->fence_acc = 0;
-		}
 	}
 	return rd;
 }

@@ -11,7 +11,8 @@
  * caller brackets SIMD use with kernel_fpu_begin/end.
  *
  * Bytes per call: n (a multiple of 64, or 8/16/32 for sub-line accesses).
- * Instructions per 64-byte line: 64 / width, plus one flush for flushing ops.
+ * Instructions per 64-byte line: 64 / width, plus one flush for flushing ops,
+ * plus 2 (add, jump) per loop trip of four lines.
  */
 #include "pl_core.h"
 
@@ -31,119 +32,119 @@ const char *const pl_feature_names[PL_F_NR] = {
 #define PREP_64(v)	asm volatile("vpbroadcastq %0, %%zmm0" :: "r"(v))
 #define PREP_NONE(v)	do { (void)(v); } while (0)
 
-/* ---- one instruction / one 64-byte line ---- */
+/*
+ * ---- one instruction, given its memory operand a as asm text ----
+ * Loads go to %[t] (width 8) or xmm1/ymm1/zmm1, stores come from %[v]
+ * (width 8) or xmm0/ymm0/zmm0 (PREP).
+ */
+#define I_LD8(a)	"movq " a ", %[t]\n\t"
+#define I_LD16(a)	"movdqa " a ", %%xmm1\n\t"
+#define I_LD32(a)	"vmovdqa " a ", %%ymm1\n\t"
+#define I_LD64(a)	"vmovdqa64 " a ", %%zmm1\n\t"
+#define I_NTLD16(a)	"movntdqa " a ", %%xmm1\n\t"
+#define I_NTLD32(a)	"vmovntdqa " a ", %%ymm1\n\t"
+#define I_NTLD64(a)	"vmovntdqa " a ", %%zmm1\n\t"
+#define I_ST8(a)	"movq %[v], " a "\n\t"
+#define I_ST16(a)	"movdqa %%xmm0, " a "\n\t"
+#define I_ST32(a)	"vmovdqa %%ymm0, " a "\n\t"
+#define I_ST64(a)	"vmovdqa64 %%zmm0, " a "\n\t"
+#define I_NTST8(a)	"movnti %[v], " a "\n\t"
+#define I_NTST16(a)	"movntdq %%xmm0, " a "\n\t"
+#define I_NTST32(a)	"vmovntdq %%ymm0, " a "\n\t"
+#define I_NTST64(a)	"vmovntdq %%zmm0, " a "\n\t"
 
-/* width 8: general-purpose registers */
-#define LD8_ONE(p, v)	do { u64 t_; asm volatile("movq (%1), %0" : "=r"(t_) : "r"(p) : "memory"); } while (0)
-#define LD8_LINE(p, v)	do { u64 t_; asm volatile(				\
-	"movq 0(%1), %0\n\tmovq 8(%1), %0\n\tmovq 16(%1), %0\n\t"		\
-	"movq 24(%1), %0\n\tmovq 32(%1), %0\n\tmovq 40(%1), %0\n\t"		\
-	"movq 48(%1), %0\n\tmovq 56(%1), %0"					\
-	: "=&r"(t_) : "r"(p) : "memory"); } while (0)
-#define ST8_ONE(p, v)	asm volatile("movq %1, (%0)" :: "r"(p), "r"(v) : "memory")
-#define ST8_LINE(p, v)	asm volatile(						\
-	"movq %1, 0(%0)\n\tmovq %1, 8(%0)\n\tmovq %1, 16(%0)\n\t"		\
-	"movq %1, 24(%0)\n\tmovq %1, 32(%0)\n\tmovq %1, 40(%0)\n\t"		\
-	"movq %1, 48(%0)\n\tmovq %1, 56(%0)" :: "r"(p), "r"(v) : "memory")
-#define NTST8_ONE(p, v)	asm volatile("movnti %1, (%0)" :: "r"(p), "r"(v) : "memory")
-#define NTST8_LINE(p, v) asm volatile(						\
-	"movnti %1, 0(%0)\n\tmovnti %1, 8(%0)\n\tmovnti %1, 16(%0)\n\t"	\
-	"movnti %1, 24(%0)\n\tmovnti %1, 32(%0)\n\tmovnti %1, 40(%0)\n\t"	\
-	"movnti %1, 48(%0)\n\tmovnti %1, 56(%0)" :: "r"(p), "r"(v) : "memory")
+/* flushes, same convention */
+#define F_NONE(a)	""
+#define F_CLWB(a)	"clwb " a "\n\t"
+#define F_CLFLUSHOPT(a)	"clflushopt " a "\n\t"
+#define F_CLFLUSH(a)	"clflush " a "\n\t"
 
-/* width 16: xmm (loads into xmm1, stores from xmm0) */
-#define LD16_ONE(p, v)	asm volatile("movdqa (%0), %%xmm1" :: "r"(p) : "memory")
-#define LD16_LINE(p, v)	asm volatile(						\
-	"movdqa 0(%0), %%xmm1\n\tmovdqa 16(%0), %%xmm1\n\t"			\
-	"movdqa 32(%0), %%xmm1\n\tmovdqa 48(%0), %%xmm1" :: "r"(p) : "memory")
-#define NTLD16_ONE(p, v) asm volatile("movntdqa (%0), %%xmm1" :: "r"(p) : "memory")
-#define NTLD16_LINE(p, v) asm volatile(					\
-	"movntdqa 0(%0), %%xmm1\n\tmovntdqa 16(%0), %%xmm1\n\t"		\
-	"movntdqa 32(%0), %%xmm1\n\tmovntdqa 48(%0), %%xmm1" :: "r"(p) : "memory")
-#define ST16_ONE(p, v)	asm volatile("movdqa %%xmm0, (%0)" :: "r"(p) : "memory")
-#define ST16_LINE(p, v)	asm volatile(						\
-	"movdqa %%xmm0, 0(%0)\n\tmovdqa %%xmm0, 16(%0)\n\t"			\
-	"movdqa %%xmm0, 32(%0)\n\tmovdqa %%xmm0, 48(%0)" :: "r"(p) : "memory")
-#define NTST16_ONE(p, v) asm volatile("movntdq %%xmm0, (%0)" :: "r"(p) : "memory")
-#define NTST16_LINE(p, v) asm volatile(					\
-	"movntdq %%xmm0, 0(%0)\n\tmovntdq %%xmm0, 16(%0)\n\t"			\
-	"movntdq %%xmm0, 32(%0)\n\tmovntdq %%xmm0, 48(%0)" :: "r"(p) : "memory")
+/*
+ * ---- one 64-byte line at byte o (asm text) of a block ----
+ * A block ends at %[e]; the induction register %[i] counts up from minus
+ * the block's length to 0, so byte o of the current trip is o(%[e],%[i]):
+ * no pointer arithmetic per line, one add and one jump per loop trip.
+ */
+#define AT(o)		o "(%[e],%[i])"
+#define LINE_8(I, o)	I(AT(o "+0")) I(AT(o "+8")) I(AT(o "+16")) I(AT(o "+24")) \
+			I(AT(o "+32")) I(AT(o "+40")) I(AT(o "+48")) I(AT(o "+56"))
+#define LINE_16(I, o)	I(AT(o "+0")) I(AT(o "+16")) I(AT(o "+32")) I(AT(o "+48"))
+#define LINE_32(I, o)	I(AT(o "+0")) I(AT(o "+32"))
+#define LINE_64(I, o)	I(AT(o))
 
-/* width 32: ymm */
-#define LD32_ONE(p, v)	asm volatile("vmovdqa (%0), %%ymm1" :: "r"(p) : "memory")
-#define LD32_LINE(p, v)	asm volatile(						\
-	"vmovdqa 0(%0), %%ymm1\n\tvmovdqa 32(%0), %%ymm1" :: "r"(p) : "memory")
-#define NTLD32_ONE(p, v) asm volatile("vmovntdqa (%0), %%ymm1" :: "r"(p) : "memory")
-#define NTLD32_LINE(p, v) asm volatile(					\
-	"vmovntdqa 0(%0), %%ymm1\n\tvmovntdqa 32(%0), %%ymm1" :: "r"(p) : "memory")
-#define ST32_ONE(p, v)	asm volatile("vmovdqa %%ymm0, (%0)" :: "r"(p) : "memory")
-#define ST32_LINE(p, v)	asm volatile(						\
-	"vmovdqa %%ymm0, 0(%0)\n\tvmovdqa %%ymm0, 32(%0)" :: "r"(p) : "memory")
-#define NTST32_ONE(p, v) asm volatile("vmovntdq %%ymm0, (%0)" :: "r"(p) : "memory")
-#define NTST32_LINE(p, v) asm volatile(					\
-	"vmovntdq %%ymm0, 0(%0)\n\tvmovntdq %%ymm0, 32(%0)" :: "r"(p) : "memory")
+/* a loop trip: PL_UNROLL lines, each flushed after its stores (F_NONE: none) */
+#define PL_UNROLL	4
+#define PL_BLOCK	(PL_UNROLL * PL_LINE)
+#define LINES4(L, I, F)	L(I, "0") F(AT("0")) L(I, "64") F(AT("64"))		\
+			L(I, "128") F(AT("128")) L(I, "192") F(AT("192"))
+#define LINES1(L, I, F)	L(I, "0") F(AT("0"))
+#define FLUSH4(F)	F(AT("0")) F(AT("64")) F(AT("128")) F(AT("192"))
 
-/* width 64: zmm (AVX-512F); an access is never smaller than 64 bytes here */
-#define LD64_LINE(p, v)	asm volatile("vmovdqa64 (%0), %%zmm1" :: "r"(p) : "memory")
-#define LD64_ONE	LD64_LINE
-#define NTLD64_LINE(p, v) asm volatile("vmovntdqa (%0), %%zmm1" :: "r"(p) : "memory")
-#define NTLD64_ONE	NTLD64_LINE
-#define ST64_LINE(p, v)	asm volatile("vmovdqa64 %%zmm0, (%0)" :: "r"(p) : "memory")
-#define ST64_ONE	ST64_LINE
-#define NTST64_LINE(p, v) asm volatile("vmovntdq %%zmm0, (%0)" :: "r"(p) : "memory")
-#define NTST64_ONE	NTST64_LINE
+/* one asm statement over the operands every kernel may name */
+#define PL_ASM(text)	do {							\
+	u64 t_;									\
+	asm volatile(text : [t] "=&r"(t_)					\
+		     : [e] "r"(e), [i] "r"(i), [v] "r"(v), [p] "r"(q)		\
+		     : "memory");						\
+	(void)t_;								\
+} while (0)
 
-/* ---- flushes ---- */
-#define FL_NONE(p)		do { } while (0)
-#define FL_CLWB(p)		asm volatile("clwb (%0)" :: "r"(p) : "memory")
-#define FL_CLFLUSHOPT(p)	asm volatile("clflushopt (%0)" :: "r"(p) : "memory")
-#define FL_CLFLUSH(p)		asm volatile("clflush (%0)" :: "r"(p) : "memory")
+/* run TEXT over [p + from, p + to) in trips of STEP bytes (to - from: multiple of STEP) */
+#define PL_LOOP(from, to, STEP, TEXT) do {					\
+	e = p + (to);								\
+	for (i = (s64)(from) - (s64)(to); i; i += (STEP))			\
+		PL_ASM(TEXT);							\
+} while (0)
 
 /*
  * One kernel: sub-line accesses issue single instructions (one line, so
- * one flush); otherwise whole lines, flushed after each line or, for
- * flush == PL_FLUSH_ACCESS, all lines after the whole access.
+ * one flush); otherwise whole lines, four per loop trip and the remaining
+ * zero to three one by one, flushed after each line or, for flush ==
+ * PL_FLUSH_ACCESS, all lines after the whole access.  Instructions per
+ * line: 64 / W (+ 1 flush) + 2 per trip of four lines.
  */
-#define PL_KERNEL(name, W, PREP, LINE, ONE, FLUSH)				\
+#define PL_KERNEL(name, W, PREP, I, F, FL)					\
 static void name(char *p, u64 n, u64 v, int flush)				\
 {										\
-	char *q, *end = p + n;							\
+	u64 nb = n & ~(u64)(PL_BLOCK - 1);					\
+	char *q = p, *e = p;							\
+	s64 i = 0;								\
 										\
 	PREP(v);								\
 	if (n < PL_LINE) {							\
-		for (q = p; q < end; q += (W))					\
-			ONE(q, v);						\
-		FLUSH(p);							\
+		for (; q < p + n; q += (W))					\
+			PL_ASM(I("(%[p])"));					\
+		q = p;								\
+		if (FL)								\
+			PL_ASM(F("(%[p])"));					\
 		return;								\
 	}									\
-	if (flush == PL_FLUSH_LINE) {						\
-		for (q = p; q < end; q += PL_LINE) {				\
-			LINE(q, v);						\
-			FLUSH(q);						\
-		}								\
+	if (!(FL) || flush == PL_FLUSH_LINE) {					\
+		PL_LOOP(0, nb, PL_BLOCK, LINES4(LINE_##W, I, F));		\
+		PL_LOOP(nb, n, PL_LINE, LINES1(LINE_##W, I, F));		\
 		return;								\
 	}									\
-	for (q = p; q < end; q += PL_LINE)					\
-		LINE(q, v);							\
-	for (q = p; q < end; q += PL_LINE)					\
-		FLUSH(q);							\
+	PL_LOOP(0, nb, PL_BLOCK, LINES4(LINE_##W, I, F_NONE));			\
+	PL_LOOP(nb, n, PL_LINE, LINES1(LINE_##W, I, F_NONE));			\
+	PL_LOOP(0, nb, PL_BLOCK, FLUSH4(F));					\
+	PL_LOOP(nb, n, PL_LINE, F(AT("0")));					\
 }
 
 #define PL_KERNELS_W(W)								\
-PL_KERNEL(pl_k_load_##W, W, PREP_NONE, LD##W##_LINE, LD##W##_ONE, FL_NONE)	\
-PL_KERNEL(pl_k_store_##W, W, PREP_##W, ST##W##_LINE, ST##W##_ONE, FL_NONE)	\
-PL_KERNEL(pl_k_ntstore_##W, W, PREP_##W, NTST##W##_LINE, NTST##W##_ONE, FL_NONE) \
-PL_KERNEL(pl_k_clwb_##W, W, PREP_##W, ST##W##_LINE, ST##W##_ONE, FL_CLWB)	\
-PL_KERNEL(pl_k_clflushopt_##W, W, PREP_##W, ST##W##_LINE, ST##W##_ONE, FL_CLFLUSHOPT) \
-PL_KERNEL(pl_k_clflush_##W, W, PREP_##W, ST##W##_LINE, ST##W##_ONE, FL_CLFLUSH)
+PL_KERNEL(pl_k_load_##W, W, PREP_NONE, I_LD##W, F_NONE, 0)			\
+PL_KERNEL(pl_k_store_##W, W, PREP_##W, I_ST##W, F_NONE, 0)			\
+PL_KERNEL(pl_k_ntstore_##W, W, PREP_##W, I_NTST##W, F_NONE, 0)		\
+PL_KERNEL(pl_k_clwb_##W, W, PREP_##W, I_ST##W, F_CLWB, 1)			\
+PL_KERNEL(pl_k_clflushopt_##W, W, PREP_##W, I_ST##W, F_CLFLUSHOPT, 1)	\
+PL_KERNEL(pl_k_clflush_##W, W, PREP_##W, I_ST##W, F_CLFLUSH, 1)
 
 PL_KERNELS_W(8)
 PL_KERNELS_W(16)
 PL_KERNELS_W(32)
 PL_KERNELS_W(64)
-PL_KERNEL(pl_k_ntload_16, 16, PREP_NONE, NTLD16_LINE, NTLD16_ONE, FL_NONE)
-PL_KERNEL(pl_k_ntload_32, 32, PREP_NONE, NTLD32_LINE, NTLD32_ONE, FL_NONE)
-PL_KERNEL(pl_k_ntload_64, 64, PREP_NONE, NTLD64_LINE, NTLD64_ONE, FL_NONE)
+PL_KERNEL(pl_k_ntload_16, 16, PREP_NONE, I_NTLD16, F_NONE, 0)
+PL_KERNEL(pl_k_ntload_32, 32, PREP_NONE, I_NTLD32, F_NONE, 0)
+PL_KERNEL(pl_k_ntload_64, 64, PREP_NONE, I_NTLD64, F_NONE, 0)
 
 #define FNS(k)	{ pl_k_##k##_8, pl_k_##k##_16, pl_k_##k##_32, pl_k_##k##_64 }
 #define VEC(f8, extra)	{ (f8), PL_F_SSE2 | (extra), PL_F_AVX | (extra),	\

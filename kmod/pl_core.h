@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * pl_core.h - portable part of pmemlab: access kernels (ops.c), address
- * generators (gen.c), latency histogram (hist.c) and the timed loops
- * (engine.c).  No kernel header is included here, only shim.h.
+ * generators (gen.c), latency histogram (hist.c), the timed loops
+ * (engine.c) and each worker's region (place.c).  No kernel header is
+ * included here, only shim.h.
  */
 #ifndef PMEMLAB_CORE_H
 #define PMEMLAB_CORE_H
@@ -134,6 +135,21 @@ static inline void pl_fence(int fence)
 		pl_mfence();
 }
 
+/*
+ * Fences every fi bytes for accesses of access <= fi bytes: add the access
+ * to *acc and say whether a fence is due; the remainder carries over, so
+ * the fence rate is exactly one per fi bytes even when access does not
+ * divide fi.
+ */
+static inline bool pl_fence_due(u64 *acc, u64 access, u64 fi)
+{
+	*acc += access;
+	if (*acc < fi)
+		return false;
+	*acc -= fi;
+	return true;
+}
+
 static inline void pl_clflush(const void *p)
 {
 	asm volatile("clflush (%0)" :: "r"(p) : "memory");
@@ -180,6 +196,33 @@ void pl_gen_init(struct pl_gen *g, const struct pl_gen_cfg *c);
 u64 pl_gen_next(struct pl_gen *g);
 /* virtual (per-DIMM) offset -> region offset */
 u64 pl_gen_map(const struct pl_gen_cfg *c, u64 v);
+
+/* ---- one worker's region (place.c) ---- */
+struct pl_place {
+	u64 target_size;	/* bytes of the mapped target */
+	u64 window_offset, working_set;	/* working_set 0: to the end */
+	u64 pattern;		/* enum pl_pattern */
+	u64 access, stride, hotspot_size, passes, pass_offset, seed;
+	u64 per_thread;		/* placement per-thread: disjoint slices */
+	u64 ways, gran, dimms;	/* placement per-dimm (ways 0: not per-dimm) */
+	u64 split;		/* copy: lower half destination, upper half source */
+	u64 idx, n;		/* this worker, of n */
+};
+
+struct pl_region {
+	struct pl_gen_cfg g;	/* the worker's generator */
+	u64 base;		/* target offset the generator's offsets add to */
+	u64 copy_delta;		/* split: source = destination + copy_delta */
+};
+
+/* distance between slot starts of a pattern */
+u64 pl_place_step(u64 pattern, u64 access, u64 stride);
+/*
+ * Fill *out for worker in->idx: 0, or -EINVAL/-ERANGE and a reason in
+ * why[len].  Every offset base + pl_gen_next() (+ copy_delta) lies in
+ * [window_offset, window_offset + working_set).
+ */
+int pl_place_worker(const struct pl_place *in, struct pl_region *out, char *why, size_t len);
 
 /* ---- log-linear histogram of tick values ---- */
 #define PL_HIST_EXACT	256	/* values below are counted exactly */

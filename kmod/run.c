@@ -222,65 +222,36 @@ static int pl_check_run(const struct pl_config *c, unsigned int n, unsigned int 
 	return 0;
 }
 
-/* ---- one worker's region and generator ---- */
-static u64 pl_step(const struct pl_config *c)
-{
-	switch (c->pattern) {
-	case PL_PAT_STRIDE:
-		return c->stride ? c->stride : round_up(c->access_size, PL_LINE);
-	case PL_PAT_RAND:
-		return c->stride ? c->stride : c->access_size;
-	default:
-		return c->access_size;
-	}
-}
-
+/* ---- one worker's region and generator (place.c, shared with the runner) ---- */
 static int pl_setup_gen(struct pl_run *r, struct pl_worker *w)
 {
 	const struct pl_config *c = &r->c;
-	struct pl_gen_cfg g = { 0 };
-	u64 ws, base, extent, align;
-	const char *why;
+	struct pl_place in = {
+		.target_size = pl.t.size,
+		.window_offset = c->window_offset,
+		.working_set = c->working_set,
+		.pattern = c->pattern,
+		.access = c->access_size,
+		.stride = c->stride,
+		.hotspot_size = c->hotspot_size,
+		.passes = c->passes,
+		.pass_offset = c->pass_offset,
+		.seed = c->seed,
+		.per_thread = c->placement == PL_PLACE_THREAD,
+		.ways = c->placement == PL_PLACE_DIMM ? c->interleave_ways : 0,
+		.gran = c->interleave_gran,
+		.dimms = c->dimms_per_thread,
+		.idx = w->idx,
+		.n = r->n,
+	};
+	struct pl_region reg;
+	char why[PL_ERR_LEN];
+	int err = pl_place_worker(&in, &reg, why, sizeof(why));
 
-	ws = c->working_set ? c->working_set : pl.t.size - c->window_offset;
-	base = c->window_offset;
-	g.pattern = c->pattern;
-	g.access = c->access_size;
-	g.step = pl_step(c);
-	g.span = ws;
-	g.passes = c->passes;
-	g.pass_offset = c->pass_offset;
-	g.seed = c->seed;
-	g.stream = w->idx;
-	if (c->placement == PL_PLACE_THREAD) {
-		g.span = round_down(ws / r->n, PL_LINE);
-		base += w->idx * g.span;
-	} else if (c->placement == PL_PLACE_DIMM) {
-		g.ways = c->interleave_ways;
-		g.gran = c->interleave_gran;
-		g.dimms = c->dimms_per_thread;
-		g.first_dimm = (w->idx * c->dimms_per_thread) % c->interleave_ways;
-	}
-	if (c->pattern == PL_PAT_HOTSPOT) {
-		if (c->hotspot_size > g.span)
-			return pl_fail(-EINVAL, "hotspot_size %llu exceeds the thread's region (%llu bytes)",
-				       c->hotspot_size, g.span);
-		g.span = c->hotspot_size;
-	}
-	/* every access stays inside one line (< 64 B) or starts on a line */
-	align = min_t(u64, c->access_size, PL_LINE);
-	if (g.step % align || g.pass_offset % align)
-		return pl_fail(-EINVAL, "stride and pass_offset must be multiples of %llu here", align);
-	if (g.step < g.access)
-		return pl_fail(-EINVAL, "stride %llu is smaller than access_size %llu",
-			       g.step, g.access);
-	if (pl_gen_check(&g, &extent, &why))
-		return pl_fail(-EINVAL, "thread %u: %s (region %llu bytes)", w->idx, why, g.span);
-	/* the whole run stays in [window_offset, window_offset + working_set) */
-	if (base + extent > c->window_offset + ws || base + extent > pl.t.size)
-		return pl_fail(-ERANGE, "thread %u: internal bound check failed", w->idx);
-	pl_gen_init(&w->e.gen, &g);
-	w->e.base = pl.t.kaddr + base;
+	if (err)
+		return pl_fail(err, "%s", why);
+	pl_gen_init(&w->e.gen, &reg.g);
+	w->e.base = pl.t.kaddr + reg.base;
 	return 0;
 }
 

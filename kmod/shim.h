@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * shim.h - the only header the portable pmemlab files (ops.c, gen.c, hist.c,
- * engine.c) include.  It maps the few things they need onto the kernel or
- * onto libc, so that the same access kernels, address generators and
- * histogram compile into the module and into a userspace runner.
+ * engine.c, place.c) include.  It maps the few things they need onto the
+ * kernel or onto libc, so that the same access kernels, address generators,
+ * histogram and region set-up compile into the module and into a userspace
+ * runner.
  *
  * Userspace builds must compile the portable files with -mgeneral-regs-only
  * (or -mno-sse -mno-avx): the access kernels keep store data in xmm0/ymm0/zmm0
@@ -17,11 +18,15 @@
 #include <linux/types.h>
 #include <linux/compiler.h>
 #include <linux/string.h>
+#include <linux/errno.h>
+#include <linux/kernel.h>	/* snprintf */
 #else
 #include <stdint.h>
 #include <stddef.h>
 #include <stdbool.h>
 #include <string.h>
+#include <errno.h>
+#include <stdio.h>
 typedef uint8_t u8;
 typedef uint16_t u16;
 typedef uint32_t u32;

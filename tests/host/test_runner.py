@@ -3,16 +3,23 @@
 - every op x width writes (or only reads) what it should, checked in memory
   (libplcore.so: the same objects as pmemlab-run, called through ctypes);
 - flush, fence and non-temporal variants emit the intended instructions
-  (objdump of the built objects, function by function);
+  (objdump, function by function, of the runner's objects and of the module's
+  kmod/ops.o and engine.o built against installed kernel headers in a scratch
+  directory); four lines per loop trip with add + jne only;
 - address generators: seq covers every slot once per pass; rand stays in
   the window, is aligned, uniform (chi-square) and reproducible; stride and
   hotspot;
+- worker regions (kmod/place.c, shared by run.c and runner.c): hotspot in the
+  first hotspot_size bytes of each thread's region, stride, disjoint per-thread
+  slices, per-dimm chunks only on the thread's DIMMs, every offset in the window;
 - histogram percentiles agree with numpy within the bucket error;
 - pmemlab-run: the module's result format, exact counts, the module's refusals.
 """
 from __future__ import annotations
 
 import ctypes
+import errno
+import os
 import re
 import subprocess
 from pathlib import Path
@@ -59,6 +66,37 @@ def built() -> Path:
     return RUNNER_DIR
 
 
+def module_headers() -> Path | None:
+    """A kernel headers tree to build the module's objects with: 6.1 (non-rt) first."""
+    trees = sorted(p for p in Path("/lib/modules").glob("*/build") if (p / "Makefile").exists())
+    pref = [t for t in trees if t.parent.name.startswith("6.1.") and "-rt-" not in t.parent.name]
+    return (pref or trees or [None])[0]
+
+
+@pytest.fixture(scope="module")
+def module_objs(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The module built out of tree in a scratch directory (Kbuild + kmod/): its kmod/*.o."""
+    kdir = module_headers()
+    if kdir is None:
+        pytest.skip("no kernel headers under /lib/modules/*/build (scripts/install-deps installs them)")
+    d = tmp_path_factory.mktemp("kbuild")
+    subprocess.run(["cp", "-a", str(TOP / "Kbuild"), str(TOP / "kmod"), str(d)], check=True)
+    for o in (d / "kmod").glob("*.o"):
+        o.unlink()
+    res = subprocess.run(["make", "-C", str(kdir), f"M={d}", "modules"], capture_output=True, text=True)
+    assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-2000:]
+    return d / "kmod"
+
+
+@pytest.fixture(params=["user", "module"])
+def objs(request: pytest.FixtureRequest, built: Path) -> dict[str, Path]:
+    """The shared kernels' objects: userspace (runner) or the module's (Kbuild)."""
+    if request.param == "user":
+        return {"ops": built / "core-ops.o", "engine": built / "core-engine.o"}
+    m = request.getfixturevalue("module_objs")
+    return {"ops": m / "ops.o", "engine": m / "engine.o"}
+
+
 @pytest.fixture(scope="module")
 def lib(built: Path) -> ctypes.CDLL:
     lib = ctypes.CDLL(str(built / "libplcore.so"))
@@ -85,8 +123,9 @@ def aligned(nbytes: int, align: int = 4096) -> np.ndarray:
 
 
 # --------------------------------------------------------------------------- data
-KERNEL_CASES = [(op, w, n, fl) for op in OPS for w in WIDTHS for n in (8, 16, 32, 64, 256, 4096) for fl in (0, 1)
-                if runnable(op, w) and n >= w and (n >= 64 or not fl)]
+# whole blocks of four lines (256, 4096), and 1, 3, 5, 67 lines (the kernels' one-line tail loop)
+KERNEL_CASES = [(op, w, n, fl) for op in OPS for w in WIDTHS for n in (8, 16, 32, 64, 192, 256, 320, 4096, 4288)
+                for fl in (0, 1) if runnable(op, w) and n >= w and (n >= 64 or not fl)]
 
 
 @pytest.mark.parametrize("op,width,n,flush", KERNEL_CASES)
@@ -137,8 +176,8 @@ def mnemonics(text: str) -> set[str]:
     return {ln.split()[0] for ln in text.splitlines() if ln.strip()}
 
 
-def test_objdump_access_kernels(built: Path) -> None:
-    f = functions(built / "core-ops.o")
+def test_objdump_access_kernels(objs: dict[str, Path]) -> None:
+    f = functions(objs["ops"])
     flushes = {"clwb", "clflushopt", "clflush"}
     nt = {"movnti", "movntdq", "vmovntdq"}
     want = {  # function -> (must contain, must not contain)
@@ -149,8 +188,10 @@ def test_objdump_access_kernels(built: Path) -> None:
         "pl_k_ntload_16": ({"movntdqa"}, flushes | nt),
         "pl_k_ntload_32": ({"vmovntdqa"}, flushes | nt),
         "pl_k_ntload_64": ({"vmovntdqa"}, flushes | nt),
+        "pl_k_store_8": ({"mov"}, flushes | nt),
         "pl_k_store_16": ({"movdqa"}, flushes | nt),
         "pl_k_store_32": ({"vmovdqa"}, flushes | nt),
+        "pl_k_store_64": ({"vmovdqa64"}, flushes | nt),
         "pl_k_ntstore_8": ({"movnti"}, flushes | {"movntdq", "vmovntdq"}),
         "pl_k_ntstore_16": ({"movntdq"}, flushes | {"movnti", "vmovntdq"}),
         "pl_k_ntstore_32": ({"vmovntdq"}, flushes | {"movnti", "movntdq"}),
@@ -160,7 +201,7 @@ def test_objdump_access_kernels(built: Path) -> None:
         for fl in flushes:
             want[f"pl_k_{fl}_{w}"] = ({fl}, (flushes - {fl}) | nt)
     for name, (must, mustnot) in want.items():
-        assert name in f, f"{name} missing from core-ops.o"
+        assert name in f, f"{name} missing from {objs['ops']}"
         m = mnemonics(f[name])
         assert must <= m, f"{name}: {must - m} not emitted ({sorted(m)})"
         assert not (mustnot & m), f"{name}: unexpected {mustnot & m}"
@@ -172,12 +213,85 @@ def test_objdump_access_kernels(built: Path) -> None:
         assert not ({"sfence", "mfence"} & mnemonics(f[name])), name
 
 
-def test_objdump_fences_and_copy(built: Path) -> None:
-    e = functions(built / "core-engine.o")
+STORE_INSN = {8: "mov", 16: "movdqa", 32: "vmovdqa", 64: "vmovdqa64"}
+
+
+def insns(text: str) -> list[tuple[str, str]]:
+    """(mnemonic, operands) per instruction."""
+    out = []
+    for ln in text.splitlines():
+        parts = ln.split(None, 1)
+        if parts:
+            out.append((parts[0], parts[1] if len(parts) > 1 else ""))
+    return out
+
+
+def disp(operands: str) -> int:
+    """Displacement of the memory operand (0 when there is none)."""
+    m = re.search(r"(-?0x[0-9a-f]+|-?\d+)?\(%", operands)
+    return int(m.group(1), 0) if m and m.group(1) else 0
+
+
+def test_objdump_flush_per_line_and_per_access(objs: dict[str, Path]) -> None:
+    """flush=line: each line's stores then its flush, four lines per loop trip; flush=access: the
+    stores of all lines first, then a loop of four flushes back to back."""
+    f = functions(objs["ops"])
+    for w in WIDTHS:
+        per_line = 64 // w
+        for fl in ("clwb", "clflushopt", "clflush"):
+            name = f"pl_k_{fl}_{w}"
+            seq = insns(f[name])
+            mn = [m for m, _ in seq]
+            # a trip of four lines with their flushes in between
+            trip = ([STORE_INSN[w]] * per_line + [fl]) * 4
+            starts = [i for i in range(len(mn) - len(trip) + 1) if mn[i:i + len(trip)] == trip]
+            assert starts, f"{name}: no four-line trip of stores and per-line {fl}"
+            i = starts[0]
+            for k in range(4):
+                line = seq[i + k * (per_line + 1): i + (k + 1) * (per_line + 1)]
+                # the flush names the line its stores wrote
+                assert disp(line[-1][1]) == disp(line[0][1]) == 64 * k, (name, line)
+                assert sorted(disp(o) for _, o in line[:-1]) == [64 * k + w * j for j in range(per_line)], name
+            # flush=access: four flushes back to back, 64 bytes apart
+            runs = [i for i in range(len(mn) - 3) if mn[i:i + 4] == [fl] * 4]
+            assert runs and [disp(o) for _, o in seq[runs[0]:runs[0] + 4]] == [0, 64, 128, 192], name
+
+
+def test_kernel_loop_overhead(objs: dict[str, Path], built: Path) -> None:
+    """The four-line loop of every bandwidth kernel: 4 x 64/width accesses, then add + jne only."""
+    f = functions(objs["ops"]) | functions(built / "copy.o")
+    for op in ("load", "store", "ntstore", "copy", "ntcopy"):
+        for w in [w for w in WIDTHS if w >= 16]:
+            seq = [m for m, _ in insns(f[f"pl_k_{op}_{w}"])]
+            body = 4 * (64 // w) * (2 if op in ("copy", "ntcopy") else 1)
+            found = any(seq[i + body:i + body + 2] == ["add", "jne"] and "add" not in seq[i:i + body]
+                        and "lea" not in seq[i:i + body] and all(m.startswith(("mov", "vmov")) for m in seq[i:i + body])
+                        for i in range(len(seq) - body - 1))
+            assert found, f"pl_k_{op}_{w}: no loop of {body} accesses + add + jne"
+
+
+def test_objdump_fences(objs: dict[str, Path]) -> None:
+    """Fences where the engine needs them: both kinds in the bandwidth loop (after the access,
+    per fence / fence_interval); in the latency loop an mfence right after the access call and
+    before the closing timestamp, an mfence before the opening one, and one after the cold
+    prep's clflush; rdtscp always followed by lfence."""
+    e = functions(objs["engine"])
     bw = mnemonics(e["pl_eng_bw"])
     assert {"sfence", "mfence"} <= bw, "pl_eng_bw must issue the configured fence"
-    lat = mnemonics(e["pl_eng_lat"])
-    assert {"mfence", "lfence", "rdtscp"} <= lat and "clflush" in lat, sorted(lat)
+    mn = [m for m, _ in insns(e["pl_eng_lat"])]
+    assert {"mfence", "lfence", "rdtscp", "clflush"} <= set(mn), sorted(set(mn))
+    calls = [i for i, m in enumerate(mn) if m == "call" and mn[i + 1] == "mfence"]
+    assert calls, "pl_eng_lat: no access call followed by mfence"
+    i = calls[0]
+    assert "rdtscp" in mn[i + 2:i + 6], f"closing timestamp not right after the fence: {mn[i:i + 6]}"
+    before = mn[max(0, i - 24):i]
+    assert "mfence" in before and "rdtscp" in before and before.index("mfence") < before.index("rdtscp"), before
+    j = mn.index("clflush")
+    assert "mfence" in mn[j:j + 8], f"no mfence after the cold prep's clflush: {mn[j:j + 8]}"
+    assert all(mn[k + 1] == "lfence" for k, m in enumerate(mn) if m == "rdtscp")
+
+
+def test_objdump_copy(built: Path) -> None:
     c = functions(built / "copy.o")
     assert {"movdqa"} == mnemonics(c["pl_k_copy_16"]) & {"movdqa", "movntdq"}
     assert {"movdqa", "movntdq"} <= mnemonics(c["pl_k_ntcopy_16"])
@@ -239,6 +353,128 @@ def test_hotspot_wraps_in_the_hot_region(lib: ctypes.CDLL) -> None:
     offs, _, nslots = gen(lib, PAT_HOTSPOT, 64, 64, 4096, 200)
     assert nslots == 64
     assert list(offs) == [(i % 64) * 64 for i in range(200)]
+
+
+# --------------------------------------------------------------------------- worker regions (place.c)
+class Place(ctypes.Structure):
+    """struct pl_place (kmod/pl_core.h): every field a u64."""
+    _fields_ = [(n, ctypes.c_uint64) for n in (
+        "target_size", "window_offset", "working_set", "pattern", "access", "stride", "hotspot_size",
+        "passes", "pass_offset", "seed", "per_thread", "ways", "gran", "dimms", "split", "idx", "n")]
+
+
+def place(lib: ctypes.CDLL, count: int = 20_000, **kw: int) -> tuple[int, int, int, np.ndarray]:
+    """(base, copy_delta, span, first `count` target offsets) of one worker, as run.c and runner.c set it up."""
+    kw = {"target_size": 64 << 20, "access": 64, "hotspot_size": 4096, "passes": 1, "seed": 1, "n": 1, **kw}
+    res = place_raw(lib, count, **kw)
+    assert len(res) == 4, res
+    return res  # type: ignore[return-value]
+
+
+def place_raw(lib: ctypes.CDLL, count: int, **kw: int) -> tuple[int, int, int, np.ndarray] | tuple[int, str]:
+    lib.pl_test_place.argtypes = [ctypes.POINTER(Place), ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,
+                                  ctypes.c_void_p, ctypes.c_uint64, ctypes.c_char_p, ctypes.c_size_t]
+    base, delta, span = ctypes.c_uint64(), ctypes.c_uint64(), ctypes.c_uint64()
+    out = np.zeros(count, dtype=np.uint64)
+    why = ctypes.create_string_buffer(256)
+    rc = lib.pl_test_place(ctypes.byref(Place(**kw)), ctypes.addressof(base), ctypes.addressof(delta),
+                           ctypes.addressof(span), out.ctypes.data, count, why, 256)
+    if rc:
+        return rc, why.value.decode()
+    return base.value, delta.value, span.value, out
+
+
+def test_place_hotspot_in_the_first_bytes_of_each_threads_region(lib: ctypes.CDLL) -> None:
+    wo, ws, n, hot = 4 << 20, 16 << 20, 4, 8192
+    for pattern in (PAT_HOTSPOT,):
+        for k in range(n):
+            base, _, span, offs = place(lib, 1000, window_offset=wo, working_set=ws, pattern=pattern,
+                                        hotspot_size=hot, per_thread=1, idx=k, n=n)
+            assert base == wo + k * ws // n and span == hot
+            assert int(offs.min()) == base and int(offs.max()) + 64 <= base + hot
+            assert list(offs[:200]) == [base + (i % (hot // 64)) * 64 for i in range(200)]
+
+
+def test_place_stride(lib: ctypes.CDLL) -> None:
+    base, _, _, offs = place(lib, 600, window_offset=1 << 20, working_set=1 << 20, pattern=PAT_STRIDE,
+                             stride=4096)
+    assert base == 1 << 20
+    assert list(offs[:256]) == [(1 << 20) + j * 4096 for j in range(256)] and offs[256] == 1 << 20
+    # stride 0: one access per line-rounded access
+    _, _, _, offs = place(lib, 10, working_set=1 << 20, pattern=PAT_STRIDE, access=96)
+    assert list(np.diff(offs)) == [128] * 9
+
+
+def test_place_per_thread_regions_are_disjoint(lib: ctypes.CDLL) -> None:
+    wo, ws, n = 8192, (10 << 20) + 4096 + 8, 3
+    spans = []
+    for k in range(n):
+        base, _, span, offs = place(lib, 50_000, window_offset=wo, working_set=ws, pattern=PAT_RAND,
+                                    access=256, per_thread=1, idx=k, n=n)
+        assert span % 64 == 0 and span == ws // n // 64 * 64
+        assert int(offs.min()) >= base and int(offs.max()) + 256 <= base + span
+        spans.append((base, base + span))
+    for (a0, a1), (b0, b1) in zip(spans, spans[1:]):
+        assert a1 <= b0, "per-thread regions overlap"
+
+
+def test_place_per_dimm_chunks_only_on_the_threads_dimms(lib: ctypes.CDLL) -> None:
+    ways, gran, dimms, wo = 4, 4096, 2, 4 * 4096 * 8
+    for k, mine in ((0, {0, 1}), (1, {2, 3}), (2, {0, 1}), (3, {2, 3})):
+        _, _, _, offs = place(lib, 50_000, window_offset=wo, working_set=1 << 20, pattern=PAT_RAND, access=256,
+                              ways=ways, gran=gran, dimms=dimms, idx=k, n=4)
+        on = set(((offs - wo) // gran % ways).astype(int).tolist())
+        assert on == mine, (k, on)
+    # seq visits the thread's chunks in order, a whole chunk before the next
+    _, _, _, offs = place(lib, 64, window_offset=wo, working_set=1 << 20, access=256, ways=ways, gran=gran,
+                          dimms=1, idx=2, n=4)
+    assert list(offs[:17]) == [wo + 2 * gran + 256 * j for j in range(16)] + [wo + (4 + 2) * gran]
+
+
+@pytest.mark.parametrize("pattern", [PAT_SEQ, PAT_RAND, PAT_STRIDE, PAT_HOTSPOT])
+@pytest.mark.parametrize("placement", ["global", "per-thread", "per-dimm"])
+@pytest.mark.parametrize("access,split", [(8, 0), (64, 0), (192, 0), (4096, 0), (64, 1), (4096, 1)])
+def test_place_every_offset_in_the_window(lib: ctypes.CDLL, pattern: int, placement: str, access: int,
+                                          split: int) -> None:
+    if placement == "per-dimm" and (pattern == PAT_HOTSPOT or split):
+        pytest.skip("the runner and the module refuse per-dimm with hotspot or copy")
+    if placement == "per-dimm" and access == 192:
+        pytest.skip("per-dimm: the slot step must divide interleave_gran")
+    wo, ws, n = 3 << 20, (5 << 20) + 4096, 3
+    dimm = dict(ways=3, gran=64 << 10, dimms=2) if placement == "per-dimm" else {}
+    for k in range(n):
+        # two passes, the second shifted by an access (per-dimm: one pass, accesses never straddle chunks)
+        base, delta, _, offs = place(lib, 30_000, window_offset=wo, working_set=ws, pattern=pattern, access=access,
+                                     stride=access * 4 if pattern == PAT_STRIDE else 0, hotspot_size=64 << 10,
+                                     passes=1 if dimm else 2, pass_offset=0 if dimm else access,
+                                     per_thread=int(placement == "per-thread"), split=split, idx=k, n=n, **dimm)
+        assert int(offs.min()) >= wo and int(offs.max()) + access + delta <= wo + ws, (k, base, delta)
+        assert np.all(offs % min(access, 64) == 0)
+
+
+def test_place_refusals(lib: ctypes.CDLL) -> None:
+    kw = dict(target_size=64 << 20, access=64, passes=1, seed=1)
+    rc, why = place_raw(lib, 1, **kw, working_set=1 << 20, per_thread=1, n=4, idx=0, pattern=PAT_HOTSPOT,
+                        hotspot_size=1 << 20)
+    assert rc == -errno.EINVAL and "hotspot_size 1048576 exceeds the thread's region (262144 bytes)" == why
+    rc, why = place_raw(lib, 1, **kw, n=1, pattern=PAT_RAND, stride=32)
+    assert rc == -errno.EINVAL and "multiples of 64" in why
+    rc, why = place_raw(lib, 1, **{**kw, "access": 128}, n=1, pattern=PAT_RAND, stride=64)
+    assert rc == -errno.EINVAL and "smaller than access_size" in why
+    rc, why = place_raw(lib, 1, **kw, n=1, window_offset=60 << 20, working_set=8 << 20)
+    assert rc == -errno.ERANGE and "does not fit" in why
+    rc, why = place_raw(lib, 1, **kw, n=1, working_set=4096, ways=4, gran=4096, dimms=1)
+    assert rc == -errno.EINVAL and "interleave round" in why
+
+
+# --------------------------------------------------------------------------- fences
+@pytest.mark.parametrize("access,fi,n", [(64, 256, 1000), (192, 256, 1000), (192, 1024, 999), (256, 256, 10),
+                                         (320, 512, 777), (4096, 65536, 100)])
+def test_fence_interval_rate(lib: ctypes.CDLL, access: int, fi: int, n: int) -> None:
+    """One fence per fence_interval bytes, also when access_size does not divide it."""
+    lib.pl_test_fences.restype = ctypes.c_uint64
+    lib.pl_test_fences.argtypes = [ctypes.c_uint64] * 3
+    assert lib.pl_test_fences(access, fi, n) == access * n // fi
 
 
 # --------------------------------------------------------------------------- histogram
@@ -338,6 +574,69 @@ def test_runner_refuses_like_the_module(built: Path, args: list[str], err: str, 
     assert f"pmemlab-run: {err}: " in res.stderr and text in res.stderr, res.stderr
 
 
+def facts_of(out: str) -> dict[str, str]:
+    return dict(ln[len("#fact "):].split(" ", 1) for ln in out.splitlines() if ln.startswith("#fact ") and " " in ln[6:])
+
+
+def thp_available() -> bool:
+    p = Path("/sys/kernel/mm/transparent_hugepage/enabled")
+    return p.exists() and "[never]" not in p.read_text()
+
+
+def test_runner_reports_the_pages_it_got(built: Path) -> None:
+    """target_page_size / target_pages / target_huge_pct describe the run's own mapping."""
+    f = facts_of(run("target=dram", "dram_size=16M", "dram_pages=4k", "op=store", "count=100").stdout)
+    assert (f["target_page_size"], f["target_pages"], f["target_huge_pct"], f["map_sync"]) == ("4096", "4k", "0", "0")
+    f = facts_of(run("target=dram", "dram_size=64M", "dram_pages=2m", "op=load", "count=100").stdout)
+    assert f["target_pages"] == "thp"
+    if thp_available():
+        assert f["target_page_size"] == str(2 << 20) and f["target_huge_pct"] == "100", f
+    else:  # THP off: said so, not claimed
+        assert f["target_page_size"] == "4096" and f["target_huge_pct"] == "0", f
+
+
+def test_runner_hugetlb_or_a_clear_refusal(built: Path) -> None:
+    res = run("target=dram", "dram_size=8M", "dram_pages=hugetlb", "count=100", check=False)
+    if res.returncode == 0:
+        f = facts_of(res.stdout)
+        assert (f["target_page_size"], f["target_pages"]) == (str(2 << 20), "hugetlbfs")
+    else:
+        assert res.returncode == 2 and "pmemlab-run: ENOMEM: dram_pages=hugetlb: no 8388608 bytes of 2 MiB huge " \
+            "pages (vm.nr_hugepages)" in res.stderr, res.stderr
+        assert "thread=" not in res.stdout
+
+
+PRELOAD_SRC = {
+    # sched_setaffinity fails as it would for a CPU outside the cpuset
+    "setaffinity": "int sched_setaffinity(int pid, unsigned long n, const void *set)"
+                   " { (void)pid; (void)n; (void)set; errno = EINVAL; return -1; }",
+    # pinning "works" but the thread runs elsewhere
+    "getcpu": "int sched_getcpu(void) { return 12345; }",
+}
+
+
+@pytest.mark.parametrize("fault,text", [("setaffinity", "cannot pin thread 0 to CPU 0: Invalid argument"),
+                                        ("getcpu", "thread 0: pinned to CPU 0 but runs on CPU 12345")])
+def test_runner_refuses_when_pinning_fails(built: Path, tmp_path: Path, fault: str, text: str) -> None:
+    """A thread that cannot be pinned where the result would say it ran stops the run (exit 2)."""
+    src = tmp_path / "fault.c"
+    src.write_text("#include <errno.h>\n" + PRELOAD_SRC[fault] + "\n")
+    so = tmp_path / "fault.so"
+    subprocess.run(["cc", "-shared", "-fPIC", "-o", str(so), str(src)], check=True)
+    res = subprocess.run([str(RUNNER), "target=dram", "dram_size=4M", "count=100", "cpus=0"], capture_output=True,
+                         text=True, timeout=60, env={"LD_PRELOAD": str(so), "PATH": "/usr/bin:/bin"})
+    assert res.returncode == 2, res.stdout + res.stderr
+    assert f"pmemlab-run: EINVAL: {text}" in res.stderr
+    assert "thread=" not in res.stdout, "no result for a run that did not run where it says"
+
+
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="needs two CPUs")
+def test_runner_reports_the_cpu_it_ran_on(built: Path) -> None:
+    cpu = sorted(os.sched_getaffinity(0))[-1]
+    res = run("target=dram", "dram_size=4M", "count=100", f"cpus={cpu}")
+    assert result_lines(res.stdout)[0].split()[1] == f"cpu={cpu}"
+
+
 def test_runner_file_target(built: Path, tmp_path: Path) -> None:
     f = tmp_path / "pool"
     res = run(f"target={f}", "size=4M", "op=ntstore", "count=100", "access_size=4K", check=False)
@@ -349,3 +648,6 @@ def test_runner_file_target(built: Path, tmp_path: Path) -> None:
     assert np.count_nonzero(data[: 100 * 4096 // 8] == 0) == 0, "stores must be non-zero"
     res = run(f"target={f}", "op=load", "count=100")
     assert result_lines(res.stdout)[-1].split()[7] == "ops=100"
+    # not DAX: no MAP_SYNC, and the facts say so; page-cache pages show in smaps: 4 KiB
+    f = facts_of(res.stdout)
+    assert (f["map_sync"], f["target_pages"], f["target_page_size"]) == ("0", "file", "4096"), f

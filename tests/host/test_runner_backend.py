@@ -10,9 +10,9 @@ import pandas as pd
 import pytest
 
 from pmemlab import cli
-from pmemlab.backend_user import UserBackend, split_backend_args, split_output
+from pmemlab.backend_user import UserBackend, UserRunOutcome, run_conditions, split_backend_args, split_output
 from pmemlab.errors import ParamRefused, PmemlabError
-from pmemlab.table import BASE_COLUMNS
+from pmemlab.table import BASE_COLUMNS, rows_for_outcome
 
 TOP = Path(__file__).resolve().parents[2]
 
@@ -53,6 +53,51 @@ def test_run_user_backend_refusal_and_options() -> None:
     with pytest.raises(PmemlabError):
         split_backend_args({"backend": "gpu"})
     assert cli.main(["run", "dram_size=4M"]) != 0  # a target option without backend=user
+
+
+def test_run_user_backend_csv_carries_the_runs_own_pages() -> None:
+    """target_page_size / target_pages / map_sync come from the run's mapping, per row."""
+    rc, df = run_csv("backend=user", "target=dram", "dram_size=8M", "dram_pages=4k", "op=store", "count=100")
+    assert rc == 0
+    agg = df[df["thread"].astype(str) == "all"].iloc[0]
+    assert (agg["target_page_size"], agg["target_pages"], agg["map_sync"]) == (4096, "4k", 0)
+    rc, df = run_csv("backend=user", "target=dram", "dram_size=64M", "dram_pages=2m", "op=load", "count=100")
+    agg = df[df["thread"].astype(str) == "all"].iloc[0]
+    assert rc == 0 and agg["target_pages"] == "thp"
+    thp = "[never]" not in Path("/sys/kernel/mm/transparent_hugepage/enabled").read_text()
+    assert agg["target_page_size"] == (2 << 20 if thp else 4096)
+
+
+def test_run_conditions_override_the_facts_probe() -> None:
+    b = UserBackend("dram", {"dram_size": "8M", "dram_pages": "4k"})
+    out = b.run({"op": "load", "count": 10})
+    assert isinstance(out, UserRunOutcome) and out.ok
+    assert out.conditions == {"target_kind": "user-dram", "target_size": 8 << 20, "target_node": 0,
+                              "target_page_size": 4096, "target_pages": "4k", "map_sync": 0}
+    rows = rows_for_outcome({"sweep": "s", "point": 0, "point_key": "", "repeat": 0}, {}, out, "ok", "", 1e6,
+                            {"target_page_size": 123, "target_pages": None, "cpu_model": "x"})
+    assert all(r["target_page_size"] == 4096 and r["target_pages"] == "4k" and r["cpu_model"] == "x" for r in rows)
+
+
+def test_unknown_page_size_is_an_empty_cell() -> None:
+    """The runner prints target_page_size 0 when smaps does not show the pages (fsdax files)."""
+    cond = run_conditions({"target_page_size": 0, "target_pages": "file", "map_sync": 1, "version": "x"})
+    assert cond == {"target_page_size": None, "target_pages": "file", "map_sync": 1}
+    assert run_conditions({"target_page_size": 4096})["target_page_size"] == 4096
+
+
+def test_user_backend_delay_ticks_slows_the_loop() -> None:
+    """delay_ticks on the user backend: at most one access per delay_ticks of the run's time."""
+    b = UserBackend("dram", {"dram_size": "8M", "dram_pages": "4k"})
+    delay = 200_000
+    rows = {}
+    for d in (0, delay):
+        out = b.run({"op": "load", "duration_ms": 200, "delay_ticks": d})
+        assert out.ok, out.error
+        rows[d] = [dict(f.split("=", 1) for f in ln.split()) for ln in out.result.splitlines()][-1]
+    slow, fast = int(rows[delay]["ops"]), int(rows[0]["ops"])
+    assert 0 < slow <= int(rows[delay]["ticks"]) // delay + 1, rows[delay]
+    assert fast > 20 * slow, (fast, slow)
 
 
 def test_user_backend_latency_histogram() -> None:

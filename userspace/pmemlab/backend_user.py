@@ -7,9 +7,12 @@ RunOutcome with the module's `result` and `histogram` text), so `pmemlab run` an
 Targets: `dram` / `dram:NODE` (anonymous memory bound to NODE with libnuma), a file on a
 DAX file system (mapped with MAP_SYNC where the kernel allows it), or a devdax device.
 Target options (the module's load-time parameters, given as KEY=VALUE next to the run
-parameters): `dram_size`, `dram_pages` (4k | 2m | hugetlb), `dram_node`, `size` (bytes of a
-file to use, created/extended for write runs), `allow_overwrite`, `tsc_khz`.
-Every run maps the target afresh and pre-faults it before anything is timed.
+parameters): `dram_size`, `dram_pages` (4k | 2m = THP | hugetlb = hugetlbfs), `dram_node`,
+`size` (bytes of a file to use, created/extended for write runs), `allow_overwrite`, `tsc_khz`.
+Every run maps the target afresh and pre-faults it before anything is timed, and prints the
+facts of that mapping (`#fact` lines: page size obtained, THP/hugetlbfs/4k, MAP_SYNC); `run()`
+returns them with the outcome (`UserRunOutcome.conditions`), so each CSV row carries the
+conditions of its own run, not those of the `--facts` probe.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ import os
 import signal
 import subprocess
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
@@ -26,8 +30,26 @@ from pmemlab.errors import Interrupted, ModuleNotLoaded, ParamRefused, PmemlabEr
 from pmemlab.sysfs import INT_FACTS, RunOutcome
 
 BACKENDS = ("kernel", "user")
+# facts of a run's own mapping that go into its CSV rows (condition columns)
+RUN_CONDITIONS = ("target_kind", "target_size", "target_node", "target_page_size", "target_pages", "map_sync")
 # KEY=VALUE arguments that configure the user backend's target, not a run
 TARGET_KEYS = ("backend", "target", "dram_size", "dram_pages", "dram_node", "size", "allow_overwrite", "tsc_khz")
+
+
+@dataclass
+class UserRunOutcome(RunOutcome):
+    """A user-backend run: the module's outcome plus the facts of the run's own mapping."""
+
+    conditions: dict[str, Any] = field(default_factory=dict)
+
+
+def run_conditions(facts: Mapping[str, Any]) -> dict[str, Any]:
+    """The condition columns one run's `#fact` lines give (target_page_size 0, which the runner
+    prints when the kernel does not show the pages, as unknown: an empty cell)."""
+    cond = {k: facts[k] for k in RUN_CONDITIONS if k in facts}
+    if cond.get("target_page_size") == 0:
+        cond["target_page_size"] = None
+    return cond
 
 
 def runner_path() -> Path:
@@ -154,15 +176,17 @@ class UserBackend:
             self._last_error = _reason(err)
             raise ParamRefused("run", "1", self._last_error)
         result, hist, state = split_output(out)
+        facts = parse_facts(out)
         if self._facts is None:
-            self._facts = parse_facts(out)
+            self._facts = facts
+        cond = run_conditions(facts)
         if proc.returncode != 0 or state != "done":
             reason = state.split(":", 1)[1] if state.startswith("error:") else f"runner exit {proc.returncode}"
             self._last_error = _reason(err) or reason
-            return RunOutcome(f"error:{reason}", result=result, error=self._last_error, started=started,
-                              elapsed_s=elapsed, params=dict(values))
-        return RunOutcome("done", result=result, started=started, elapsed_s=elapsed, params=dict(values),
-                          histogram=hist, run_id=None)
+            return UserRunOutcome(f"error:{reason}", result=result, error=self._last_error, started=started,
+                                  elapsed_s=elapsed, params=dict(values), conditions=cond)
+        return UserRunOutcome("done", result=result, started=started, elapsed_s=elapsed, params=dict(values),
+                              histogram=hist, run_id=None, conditions=cond)
 
 
 def _reason(stderr: str) -> str:
@@ -186,7 +210,7 @@ def parse_facts(text: str) -> dict[str, Any]:
             continue
         parts = line[len("#fact "):].split(" ", 1)
         name, value = parts[0], (parts[1] if len(parts) > 1 else "")
-        if name in INT_FACTS or name in ("target_node",):
+        if name in INT_FACTS or name in ("target_node", "map_sync", "target_huge_pct"):
             try:
                 out[name] = int(value, 0)
                 continue

@@ -19,7 +19,8 @@ from pmemlab.sysfs import RunOutcome
 
 ID_COLUMNS: tuple[str, ...] = ("sweep", "point", "point_key", "repeat", "thread", "status", "error")
 CONDITION_COLUMNS: tuple[str, ...] = (
-    "target", "target_kind", "target_size", "target_node", "target_page_size", "target_region",
+    "target", "target_kind", "target_size", "target_node", "target_page_size", "target_pages", "map_sync",
+    "target_region",
     "target_interleave_ways", "cpu_model", "tsc_khz", "freq_source", "prefetch_control", "prefetch_msr", "kernel",
     "hostname", "module_version", "toolkit_version",
 )
@@ -54,6 +55,8 @@ COLUMN_DOC: dict[str, str] = {
     "write_request_64b": "ipmctl WriteRequests delta", "ewr": "effective write ratio = write_request / media_write",
     "err": "effective read ratio = read_request / media_read",
     "target_size": "bytes", "target_page_size": "bytes of the kernel mapping's pages",
+    "target_pages": "user backend: how the target was mapped (4k, thp, hugetlbfs, file, devdax)",
+    "map_sync": "user backend: 1 if the file/devdax mapping has MAP_SYNC",
     "tsc_khz": "TSC rate used for ticks -> ns",
     "prefetch": "run parameter: hardware prefetchers on/off for the run",
     "prefetch_control": "how the module can switch prefetchers (msr-0x1a4 or none)",
@@ -75,6 +78,8 @@ def rows_for_outcome(ids: Mapping[str, Any], params: Mapping[str, Any], outcome:
     """Rows of one (point, repeat): a row per thread then the aggregate; one row if it failed."""
     started = (datetime.fromtimestamp(outcome.started, timezone.utc).isoformat(timespec="seconds")
                if outcome and outcome.started else now_iso())
+    # a backend that reports the conditions of each run (user backend) overrides the sweep's
+    cond = {**cond, **(getattr(outcome, "conditions", None) or {})}
     common: dict[str, Any] = {**ids, **{k: params.get(k) for k in PARAM_NAMES}, **cond,
                               "started_at": started, "run_s": round(outcome.elapsed_s, 6) if outcome else None,
                               "run_id": outcome.run_id if outcome else None}

@@ -5,66 +5,81 @@
  * stored to p, with regular stores (copy) or non-temporal stores (ntcopy).
  * Same conventions as kmod/ops.c: SIMD registers named in asm, never
  * clobbered from the compiler's point of view (-mgeneral-regs-only).
- * Instructions per 64-byte line: 2 * 64 / width (loads + stores).
+ * Instructions per 64-byte line: 2 * 64 / width (loads + stores), plus 2
+ * (add, jump) per loop trip of four lines.
  */
 #include "pl_core.h"
 #include "runner.h"
 
 __thread u64 pl_copy_delta;
 
-#define CP8(ST)  do { u64 t_; asm volatile(						\
-	"movq 0(%1), %0\n\t" ST " %0, 0(%2)\n\tmovq 8(%1), %0\n\t" ST " %0, 8(%2)\n\t"	\
-	"movq 16(%1), %0\n\t" ST " %0, 16(%2)\n\tmovq 24(%1), %0\n\t" ST " %0, 24(%2)\n\t" \
-	"movq 32(%1), %0\n\t" ST " %0, 32(%2)\n\tmovq 40(%1), %0\n\t" ST " %0, 40(%2)\n\t" \
-	"movq 48(%1), %0\n\t" ST " %0, 48(%2)\n\tmovq 56(%1), %0\n\t" ST " %0, 56(%2)"	\
-	: "=&r"(t_) : "r"(s), "r"(q) : "memory"); } while (0)
-#define CP8_ONE(ST) do { u64 t_; asm volatile("movq (%1), %0\n\t" ST " %0, (%2)"	\
-	: "=&r"(t_) : "r"(s), "r"(q) : "memory"); } while (0)
-#define CP16(ST) asm volatile(								\
-	"movdqa 0(%0), %%xmm1\n\tmovdqa 16(%0), %%xmm2\n\t"				\
-	"movdqa 32(%0), %%xmm3\n\tmovdqa 48(%0), %%xmm4\n\t"				\
-	ST " %%xmm1, 0(%1)\n\t" ST " %%xmm2, 16(%1)\n\t"				\
-	ST " %%xmm3, 32(%1)\n\t" ST " %%xmm4, 48(%1)" :: "r"(s), "r"(q) : "memory")
-#define CP16_ONE(ST) asm volatile("movdqa (%0), %%xmm1\n\t" ST " %%xmm1, (%1)"		\
-	:: "r"(s), "r"(q) : "memory")
-#define CP32(ST) asm volatile(								\
-	"vmovdqa 0(%0), %%ymm1\n\tvmovdqa 32(%0), %%ymm2\n\t"				\
-	ST " %%ymm1, 0(%1)\n\t" ST " %%ymm2, 32(%1)" :: "r"(s), "r"(q) : "memory")
-#define CP32_ONE(ST) asm volatile("vmovdqa (%0), %%ymm1\n\t" ST " %%ymm1, (%1)"	\
-	:: "r"(s), "r"(q) : "memory")
-#define CP64(ST) asm volatile("vmovdqa64 (%0), %%zmm1\n\t" ST " %%zmm1, (%1)"		\
-	:: "r"(s), "r"(q) : "memory")
-#define CP64_ONE CP64
+/*
+ * One 64-byte line at byte o (asm text) of the current trip: loaded from
+ * o(%[s],%[i]), stored to o(%[d],%[i]).  %[s] and %[d] are the ends of the
+ * source and destination blocks, %[i] counts up from minus the block's
+ * length to 0: no pointer arithmetic per line, one add and one jump per trip.
+ */
+#define SRC(o)	o "(%[s],%[i])"
+#define DST(o)	o "(%[d],%[i])"
+#define CP8_W(ST, o)	"movq " SRC(o) ", %[t]\n\t" ST " %[t], " DST(o) "\n\t"
+#define CP8(ST, o)	CP8_W(ST, o "+0") CP8_W(ST, o "+8") CP8_W(ST, o "+16")	\
+			CP8_W(ST, o "+24") CP8_W(ST, o "+32") CP8_W(ST, o "+40")	\
+			CP8_W(ST, o "+48") CP8_W(ST, o "+56")
+#define CP16(ST, o)	"movdqa " SRC(o "+0") ", %%xmm1\n\tmovdqa " SRC(o "+16") ", %%xmm2\n\t"	\
+			"movdqa " SRC(o "+32") ", %%xmm3\n\tmovdqa " SRC(o "+48") ", %%xmm4\n\t"	\
+			ST " %%xmm1, " DST(o "+0") "\n\t" ST " %%xmm2, " DST(o "+16") "\n\t"	\
+			ST " %%xmm3, " DST(o "+32") "\n\t" ST " %%xmm4, " DST(o "+48") "\n\t"
+#define CP32(ST, o)	"vmovdqa " SRC(o "+0") ", %%ymm1\n\tvmovdqa " SRC(o "+32") ", %%ymm2\n\t"	\
+			ST " %%ymm1, " DST(o "+0") "\n\t" ST " %%ymm2, " DST(o "+32") "\n\t"
+#define CP64(ST, o)	"vmovdqa64 " SRC(o) ", %%zmm1\n\t" ST " %%zmm1, " DST(o) "\n\t"
+/* sub-line: one load and one store of the width at (%[s],%[i]) -> (%[d],%[i]) */
+#define CP8_ONE(ST)	"movq " SRC("") ", %[t]\n\t" ST " %[t], " DST("") "\n\t"
+#define CP16_ONE(ST)	"movdqa " SRC("") ", %%xmm1\n\t" ST " %%xmm1, " DST("") "\n\t"
+#define CP32_ONE(ST)	"vmovdqa " SRC("") ", %%ymm1\n\t" ST " %%ymm1, " DST("") "\n\t"
+#define CP64_ONE(ST)	CP64(ST, "")
 
-#define COPY_KERNEL(name, W, LINE, ONE)							\
+#define CP_ASM(text)	do {							\
+	u64 t_;									\
+	asm volatile(text : [t] "=&r"(t_)					\
+		     : [s] "r"(s), [d] "r"(d), [i] "r"(i) : "memory");		\
+	(void)t_;								\
+} while (0)
+
+/* TEXT over bytes [from, to) of the access, STEP bytes per trip */
+#define CP_LOOP(from, to, STEP, TEXT) do {					\
+	d = p + (to);								\
+	s = d + delta;								\
+	for (i = (s64)(from) - (s64)(to); i; i += (STEP))			\
+		CP_ASM(TEXT);							\
+} while (0)
+
+/* four lines per trip, then the remaining zero to three one by one */
+#define COPY_KERNEL(name, W, LINE, ONE, ST)						\
 static void name(char *p, u64 n, u64 v, int flush)					\
 {											\
-	char *q, *s, *end = p + n;							\
-	u64 d = pl_copy_delta;								\
+	u64 nb = n & ~(u64)(4 * PL_LINE - 1), delta = pl_copy_delta;			\
+	char *d, *s;									\
+	s64 i;										\
 											\
 	(void)v;									\
 	(void)flush;									\
 	if (n < PL_LINE) {								\
-		for (q = p; q < end; q += (W)) {					\
-			s = q + d;							\
-			ONE;								\
-		}									\
+		CP_LOOP(0, n, (W), ONE(ST));						\
 		return;									\
 	}										\
-	for (q = p; q < end; q += PL_LINE) {						\
-		s = q + d;								\
-		LINE;									\
-	}										\
+	CP_LOOP(0, nb, 4 * PL_LINE, LINE(ST, "0") LINE(ST, "64")			\
+				    LINE(ST, "128") LINE(ST, "192"));			\
+	CP_LOOP(nb, n, PL_LINE, LINE(ST, "0"));						\
 }
 
-COPY_KERNEL(pl_k_copy_8, 8, CP8("movq"), CP8_ONE("movq"))
-COPY_KERNEL(pl_k_copy_16, 16, CP16("movdqa"), CP16_ONE("movdqa"))
-COPY_KERNEL(pl_k_copy_32, 32, CP32("vmovdqa"), CP32_ONE("vmovdqa"))
-COPY_KERNEL(pl_k_copy_64, 64, CP64("vmovdqa64"), CP64_ONE("vmovdqa64"))
-COPY_KERNEL(pl_k_ntcopy_8, 8, CP8("movnti"), CP8_ONE("movnti"))
-COPY_KERNEL(pl_k_ntcopy_16, 16, CP16("movntdq"), CP16_ONE("movntdq"))
-COPY_KERNEL(pl_k_ntcopy_32, 32, CP32("vmovntdq"), CP32_ONE("vmovntdq"))
-COPY_KERNEL(pl_k_ntcopy_64, 64, CP64("vmovntdq"), CP64_ONE("vmovntdq"))
+COPY_KERNEL(pl_k_copy_8, 8, CP8, CP8_ONE, "movq")
+COPY_KERNEL(pl_k_copy_16, 16, CP16, CP16_ONE, "movdqa")
+COPY_KERNEL(pl_k_copy_32, 32, CP32, CP32_ONE, "vmovdqa")
+COPY_KERNEL(pl_k_copy_64, 64, CP64, CP64_ONE, "vmovdqa64")
+COPY_KERNEL(pl_k_ntcopy_8, 8, CP8, CP8_ONE, "movnti")
+COPY_KERNEL(pl_k_ntcopy_16, 16, CP16, CP16_ONE, "movntdq")
+COPY_KERNEL(pl_k_ntcopy_32, 32, CP32, CP32_ONE, "vmovntdq")
+COPY_KERNEL(pl_k_ntcopy_64, 64, CP64, CP64_ONE, "vmovntdq")
 
 const struct pl_op_desc pl_user_ops[PLU_NOPS] = {
 	{

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * pltest.c - entry points of libplcore.so, the shared kernels as a library
- * for the host tests (ctypes): one access kernel, the generator, the histogram.
+ * for the host tests (ctypes): one access kernel, the generator, a worker's
+ * region, the histogram, the fence rate.
  */
 #include "pl_core.h"
 #include "runner.h"
@@ -53,6 +54,29 @@ int pl_test_gen(int pattern, u64 access, u64 step, u64 span, u64 passes, u64 pas
 	return 0;
 }
 
+/*
+ * Worker in->idx's region (place.c, as the module and the runner set it up)
+ * and the first n target offsets its generator gives; 0, or -errno and why.
+ */
+int pl_test_place(const struct pl_place *in, u64 *base, u64 *copy_delta, u64 *span, u64 *out,
+		  u64 n, char *why, size_t len)
+{
+	struct pl_region reg;
+	struct pl_gen g;
+	int err = pl_place_worker(in, &reg, why, len);
+	u64 i;
+
+	if (err)
+		return err;
+	pl_gen_init(&g, &reg.g);
+	*base = reg.base;
+	*copy_delta = reg.copy_delta;
+	*span = reg.g.span;
+	for (i = 0; i < n; i++)
+		out[i] = reg.base + pl_gen_next(&g);
+	return 0;
+}
+
 /* percentiles (q in ppm) of n samples through the histogram, plus min, max */
 void pl_test_hist(const u64 *v, u64 n, const u32 *q, unsigned int nq, u64 *out, u64 *buckets)
 {
@@ -67,4 +91,14 @@ void pl_test_hist(const u64 *v, u64 n, const u32 *q, unsigned int nq, u64 *out, 
 		out[i] = pl_hist_pct(&h, q[i]);
 	out[nq] = h.min;
 	out[nq + 1] = h.max;
+}
+
+/* fences the bandwidth loop issues over n accesses of access bytes, one per fi bytes */
+u64 pl_test_fences(u64 access, u64 fi, u64 n)
+{
+	u64 acc = 0, fences = 0, k;
+
+	for (k = 0; k < n; k++)
+		fences += pl_fence_due(&acc, access, fi);
+	return fences;
 }

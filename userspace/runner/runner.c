@@ -20,6 +20,10 @@
  * `pmemlab-run: EINVAL: reason` (or ERANGE, EOPNOTSUPP, EPERM, ENOMEM, ...)
  * on stderr and exits with status 2.
  *
+ * Every thread is pinned (sched_setaffinity) to the CPU its result line
+ * names; if pinning fails, or sched_getcpu() then says otherwise, the run
+ * is refused (EINVAL) rather than reported for the wrong CPU.
+ *
  * Differences from the module, by necessity: interrupts stay on (segments
  * are timed back to back, so irqoff_pct is the share of wall time inside
  * timed segments), prefetchers are never touched (prefetch=off is refused),
@@ -478,9 +482,10 @@ struct target {
 	char *addr;
 	u64 size;
 	long node;
-	u64 page_size;
-	const char *pages;		/* 4k, 2m, hugetlb, or "file" */
-	int map_sync;
+	u64 page_size;			/* smallest page size of the mapping, as obtained */
+	u64 huge_pct;			/* % of the mapped bytes in pages > 4 KiB */
+	const char *pages;		/* how it was mapped: 4k, thp, hugetlbfs, file, devdax */
+	int map_sync;			/* the mapping has MAP_SYNC */
 	const char *fs_sig;
 	u64 map_len;
 };
@@ -508,8 +513,16 @@ static int sysfs_u64(const char *path, u64 *v)
 	return ok ? 0 : -1;
 }
 
-/* smallest page size over [addr, addr+len) from /proc/self/smaps (touched pages) */
-static u64 mapping_page_size(const char *addr, u64 fallback)
+/*
+ * The page size the kernel actually gave the mapping at addr, whose first
+ * `touched` bytes were faulted in (/proc/self/smaps): KernelPageSize for
+ * hugetlbfs and devdax, else 2 MiB if every resident byte is in PMD mappings
+ * (AnonHugePages for THP, FilePmdMapped/ShmemPmdMapped), else 4 KiB; 0 when
+ * smaps does not show the touched pages (an fsdax file: DAX pages are not
+ * counted in Rss, and each 2 MiB may be PTE- or PMD-mapped), so nothing is
+ * claimed.  *huge_pct: the share of the resident bytes in pages > 4 KiB.
+ */
+static u64 mapping_page_size(const char *addr, u64 fallback, u64 touched, u64 *huge_pct)
 {
 	FILE *f = fopen("/proc/self/smaps", "r");
 	char line[256];
@@ -517,6 +530,7 @@ static u64 mapping_page_size(const char *addr, u64 fallback)
 	u64 kps = 0, rss = 0, huge = 0, v;
 	int in = 0;
 
+	*huge_pct = 0;
 	if (!f)
 		return fallback;
 	while (fgets(line, sizeof(line), f)) {
@@ -538,8 +552,14 @@ static u64 mapping_page_size(const char *addr, u64 fallback)
 			huge += v;
 	}
 	fclose(f);
-	if (kps > 4096)
+	if (kps > 4096) {
+		*huge_pct = 100;
 		return kps;
+	}
+	if (rss * 1024 < touched / 2)
+		return 0;
+	if (rss)
+		*huge_pct = huge >= rss ? 100 : huge * 100 / rss;
 	if (rss && huge >= rss)
 		return 2ULL << 20;
 	if (rss)
@@ -591,7 +611,7 @@ static void open_dram(struct target *t, const struct cfg *c, long node, u64 pref
 	char *p;
 
 	snprintf(t->kind, sizeof(t->kind), "dram");
-	t->pages = pages_names[c->dram_pages];
+	t->pages = c->dram_pages == 2 ? "hugetlbfs" : c->dram_pages == 1 ? "thp" : "4k";
 	if (node >= 0) {
 		if (numa_available() < 0 || node > numa_max_node() ||
 		    !numa_bitmask_isbitset(numa_all_nodes_ptr, node))
@@ -612,7 +632,7 @@ static void open_dram(struct target *t, const struct cfg *c, long node, u64 pref
 			refuse(ENOMEM, "cannot map %" PRIu64 " bytes", len);
 		p = (char *)(((unsigned long)p + align - 1) & ~(align - 1));
 		if (madvise(p, len, c->dram_pages == 1 ? MADV_HUGEPAGE : MADV_NOHUGEPAGE))
-			refuse(EOPNOTSUPP, "madvise(%s): %s", t->pages, strerror(errno));
+			refuse(EOPNOTSUPP, "madvise(%s): %s", pages_names[c->dram_pages], strerror(errno));
 	}
 	if (node >= 0) {
 		struct bitmask *bm = numa_allocate_nodemask();
@@ -627,7 +647,7 @@ static void open_dram(struct target *t, const struct cfg *c, long node, u64 pref
 	t->size = len;
 	t->map_len = mlen;
 	t->fs_sig = "none";
-	t->page_size = mapping_page_size(p, 4096);
+	t->page_size = mapping_page_size(p, 4096, prefault < len ? prefault : len, &t->huge_pct);
 	t->node = mapping_node(p, prefault < len ? prefault : len);
 }
 
@@ -688,13 +708,11 @@ static void open_path(struct target *t, const struct cfg *c, bool writes, u64 pr
 	len &= ~4095ULL;
 	if (!len)
 		refuse(EINVAL, "target %s is empty (give size= to create it)", c->target);
+	/* MAP_SYNC where the file system (DAX) or device allows it, for reads too */
 	p = mmap(NULL, len, prot, MAP_SHARED_VALIDATE | MAP_SYNC, fd, 0);
-	t->map_sync = p != MAP_FAILED && writes;
-	if (p == MAP_FAILED || !writes) {
-		if (p != MAP_FAILED)
-			munmap(p, len);
+	t->map_sync = p != MAP_FAILED;
+	if (p == MAP_FAILED)
 		p = mmap(NULL, len, prot, MAP_SHARED, fd, 0);
-	}
 	if (p == MAP_FAILED)
 		refuse(EINVAL, "mmap %s: %s", c->target, strerror(errno));
 	close(fd);
@@ -710,7 +728,8 @@ static void open_path(struct target *t, const struct cfg *c, bool writes, u64 pr
 		fill(p, prefault < len ? prefault : len);
 	else
 		touch_read(p, prefault < len ? prefault : len);
-	t->page_size = mapping_page_size(p, align ? align : 4096);
+	t->page_size = mapping_page_size(p, align ? align : 4096, prefault < len ? prefault : len,
+					 &t->huge_pct);
 	if (t->node < 0)
 		t->node = mapping_node(p, prefault < len ? prefault : len);
 }
@@ -723,6 +742,8 @@ struct worker {
 	struct pl_eng e;
 	u64 segments, gap_ticks, last_tsc;
 	u64 copy_delta;
+	int pin_err;			/* errno of a failed pinning, or -1: ran elsewhere */
+	int ran_on;			/* sched_getcpu() after pinning */
 	pthread_t th;
 };
 
@@ -853,66 +874,37 @@ static void check_run(const struct cfg *c, const struct target *t, unsigned int 
 		       c->samples, lat_threads, PL_MAX_SAMPLE_BYTES >> 20);
 }
 
-static u64 slot_step(const struct cfg *c)
-{
-	switch (c->pattern) {
-	case PL_PAT_STRIDE:
-		return c->stride ? c->stride : (c->access_size + PL_LINE - 1) / PL_LINE * PL_LINE;
-	case PL_PAT_RAND:
-		return c->stride ? c->stride : c->access_size;
-	default:
-		return c->access_size;
-	}
-}
-
 static void setup_gen(struct worker *w)
 {
 	const struct cfg *c = &R.c;
-	struct pl_gen_cfg g = { 0 };
-	u64 ws, base, extent, align;
-	const char *why;
+	struct pl_place in = {
+		.target_size = R.t.size,
+		.window_offset = c->window_offset,
+		.working_set = c->working_set,
+		.pattern = c->pattern,
+		.access = c->access_size,
+		.stride = c->stride,
+		.hotspot_size = c->hotspot_size,
+		.passes = c->passes,
+		.pass_offset = c->pass_offset,
+		.seed = c->seed,
+		.per_thread = c->placement == PL_PLACE_THREAD,
+		.ways = c->placement == PL_PLACE_DIMM ? c->interleave_ways : 0,
+		.gran = c->interleave_gran,
+		.dimms = c->dimms_per_thread,
+		.split = w->op == PLU_OP_COPY || w->op == PLU_OP_NTCOPY,
+		.idx = w->idx,
+		.n = R.n,
+	};
+	struct pl_region reg;
+	char why[256];
+	int err = pl_place_worker(&in, &reg, why, sizeof(why));
 
-	ws = c->working_set ? c->working_set : R.t.size - c->window_offset;
-	base = c->window_offset;
-	g.pattern = c->pattern;
-	g.access = c->access_size;
-	g.step = slot_step(c);
-	g.span = ws;
-	g.passes = c->passes;
-	g.pass_offset = c->pass_offset;
-	g.seed = c->seed;
-	g.stream = w->idx;
-	if (c->placement == PL_PLACE_THREAD) {
-		g.span = ws / R.n / PL_LINE * PL_LINE;
-		base += w->idx * g.span;
-	} else if (c->placement == PL_PLACE_DIMM) {
-		g.ways = c->interleave_ways;
-		g.gran = c->interleave_gran;
-		g.dimms = c->dimms_per_thread;
-		g.first_dimm = (w->idx * c->dimms_per_thread) % c->interleave_ways;
-	}
-	if (w->op == PLU_OP_COPY || w->op == PLU_OP_NTCOPY) {
-		/* destination: lower half, source: upper half of the region */
-		g.span = g.span / 2 / PL_LINE * PL_LINE;
-		w->copy_delta = g.span;
-	}
-	if (c->pattern == PL_PAT_HOTSPOT) {
-		if (c->hotspot_size > g.span)
-			refuse(EINVAL, "hotspot_size %" PRIu64 " exceeds the thread's region (%" PRIu64 " bytes)",
-			       c->hotspot_size, g.span);
-		g.span = c->hotspot_size;
-	}
-	align = c->access_size < PL_LINE ? c->access_size : PL_LINE;
-	if (g.step % align || g.pass_offset % align)
-		refuse(EINVAL, "stride and pass_offset must be multiples of %" PRIu64 " here", align);
-	if (g.step < g.access)
-		refuse(EINVAL, "stride %" PRIu64 " is smaller than access_size %" PRIu64, g.step, g.access);
-	if (pl_gen_check(&g, &extent, &why))
-		refuse(EINVAL, "thread %u: %s (region %" PRIu64 " bytes)", w->idx, why, g.span);
-	if (base + extent + w->copy_delta > c->window_offset + ws || base + extent > R.t.size)
-		refuse(ERANGE, "thread %u: internal bound check failed", w->idx);
-	pl_gen_init(&w->e.gen, &g);
-	w->e.base = R.t.addr + base;
+	if (err)
+		refuse(-err, "%s", why);
+	pl_gen_init(&w->e.gen, &reg.g);
+	w->e.base = R.t.addr + reg.base;
+	w->copy_delta = reg.copy_delta;
 }
 
 /*
@@ -1048,9 +1040,16 @@ static void *worker_fn(void *arg)
 
 	CPU_ZERO(&set);
 	CPU_SET(w->cpu, &set);
+	/* a thread that cannot run where the result will say it ran stops the run */
 	if (sched_setaffinity(0, sizeof(set), &set))
-		fprintf(stderr, "pmemlab-run: cannot pin thread %u to CPU %d: %s\n", w->idx, w->cpu,
-			strerror(errno));
+		w->pin_err = errno ? errno : EINVAL;
+	else if ((w->ran_on = sched_getcpu()) != w->cpu)
+		w->pin_err = -1;
+	if (w->pin_err) {
+		__atomic_store_n(&R.stop, 1, __ATOMIC_RELAXED);
+		__atomic_store_n(&R.probe_stop, 1, __ATOMIC_RELAXED);
+		goto out;
+	}
 	pl_copy_delta = w->copy_delta;
 	if (e->mode == PL_MODE_LAT)
 		e->overhead = pl_eng_calibrate(e->rdtscp);
@@ -1313,6 +1312,7 @@ static void print_facts(void)
 	printf("#fact target_node %ld\n", R.t.node);
 	printf("#fact target_page_size %" PRIu64 "\n", R.t.page_size);
 	printf("#fact target_pages %s\n", R.t.pages);
+	printf("#fact target_huge_pct %" PRIu64 "\n", R.t.huge_pct);
 	printf("#fact map_sync %d\n", R.t.map_sync);
 	printf("#fact tsc_khz %" PRIu64 "\n", R.tsc_khz);
 	printf("#fact cpu_features");
@@ -1418,6 +1418,16 @@ int main(int argc, char **argv)
 	}
 	for (i = 0; i < (int)R.n; i++)
 		pthread_join(R.w[i].th, NULL);
+	for (i = 0; i < (int)R.n; i++) {
+		const struct worker *w = &R.w[i];
+
+		if (w->pin_err > 0)
+			refuse(EINVAL, "cannot pin thread %u to CPU %d: %s", w->idx, w->cpu,
+			       strerror(w->pin_err));
+		if (w->pin_err)
+			refuse(EINVAL, "thread %u: pinned to CPU %d but runs on CPU %d", w->idx, w->cpu,
+			       w->ran_on);
+	}
 	print_results();
 	if (c->raw_samples)
 		write_samples(c->raw_samples);
