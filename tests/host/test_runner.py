@@ -615,6 +615,23 @@ PRELOAD_SRC = {
 }
 
 
+def test_runner_without_thp_falls_back_to_4k_pages(built: Path, tmp_path: Path) -> None:
+    """A kernel without THP (Debian's PREEMPT_RT) refuses madvise(MADV_HUGEPAGE) with EINVAL: the
+    default dram_pages=2m runs on 4 KiB pages and says so, as the module does."""
+    src = tmp_path / "nothp.c"
+    src.write_text("#include <errno.h>\n#include <sys/mman.h>\n"
+                   "int madvise(void *a, unsigned long n, int advice)"
+                   " { (void)a; (void)n; (void)advice; errno = EINVAL; return -1; }\n")
+    so = tmp_path / "nothp.so"
+    subprocess.run(["cc", "-shared", "-fPIC", "-o", str(so), str(src)], check=True)
+    res = subprocess.run([str(RUNNER), "target=dram", "dram_size=8M", "count=100", "--facts"], capture_output=True,
+                         text=True, timeout=60, env={"LD_PRELOAD": str(so), "PATH": "/usr/bin:/bin"})
+    assert res.returncode == 0, res.stderr
+    f = facts_of(res.stdout)
+    assert f["target_pages"] == "4k"
+    assert f["target_page_size"] == "4096"
+
+
 @pytest.mark.parametrize("fault,text", [("setaffinity", "cannot pin thread 0 to CPU 0: Invalid argument"),
                                         ("getcpu", "thread 0: pinned to CPU 0 but runs on CPU 12345")])
 def test_runner_refuses_when_pinning_fails(built: Path, tmp_path: Path, fault: str, text: str) -> None:

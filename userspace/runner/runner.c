@@ -631,8 +631,16 @@ static void open_dram(struct target *t, const struct cfg *c, long node, u64 pref
 		if (p == MAP_FAILED)
 			refuse(ENOMEM, "cannot map %" PRIu64 " bytes", len);
 		p = (char *)(((unsigned long)p + align - 1) & ~(align - 1));
-		if (madvise(p, len, c->dram_pages == 1 ? MADV_HUGEPAGE : MADV_NOHUGEPAGE))
-			refuse(EOPNOTSUPP, "madvise(%s): %s", pages_names[c->dram_pages], strerror(errno));
+		/*
+		 * EINVAL: a kernel built without THP (Debian's PREEMPT_RT ones):
+		 * 4 KiB pages, reported as such, as the module's dram_pages=2m does
+		 */
+		if (madvise(p, len, c->dram_pages == 1 ? MADV_HUGEPAGE : MADV_NOHUGEPAGE)) {
+			if (errno != EINVAL)
+				refuse(EOPNOTSUPP, "madvise(%s): %s", pages_names[c->dram_pages],
+				       strerror(errno));
+			t->pages = "4k";
+		}
 	}
 	if (node >= 0) {
 		struct bitmask *bm = numa_allocate_nodemask();
