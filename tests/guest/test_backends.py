@@ -157,7 +157,7 @@ def namespace_of(blockdev: str) -> str:
 def devdax(dram_pmem_dev: str) -> Iterator[str]:
     """The DRAM-emulated namespace as devdax (/dev/daxN.M); fsdax again, same block device, afterwards."""
     subprocess.run(["modprobe", "dax_pmem"], capture_output=True)
-    if not Path("/sys/bus/dax").exists():
+    if not Path("/sys/bus/nd/drivers/dax_pmem").exists():
         pytest.skip("this kernel has no device DAX (CONFIG_DEV_DAX_PMEM; Debian's PREEMPT_RT kernels lack it)")
     ns = namespace_of(dram_pmem_dev)
     res = subprocess.run(["ndctl", "create-namespace", "-f", "-e", ns, "--mode=devdax"], capture_output=True,
