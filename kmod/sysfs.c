@@ -561,12 +561,34 @@ RO(last_error, 0444);
 RO(run_id, 0444);
 
 /* ---- results: bin attributes, restartable at any offset ---- */
-static ssize_t pl_bin_read(char *dst, loff_t off, size_t count, const void *src, size_t len)
+enum pl_bin { PL_BIN_RESULT, PL_BIN_HISTO, PL_BIN_SAMPLES };
+
+/*
+ * The buffer and its length are read under pl.lock: a run that starts
+ * frees them (pl_run_start -> pl_results_free) under the same lock.
+ */
+static ssize_t pl_bin_read(char *dst, loff_t off, size_t count, int which)
 {
+	const void *src;
+	size_t len;
 	ssize_t n;
 
 	mutex_lock(&pl.lock);
-	n = memory_read_from_buffer(dst, count, &off, src, len);
+	switch (which) {
+	case PL_BIN_RESULT:
+		src = pl.result;
+		len = pl.result_len;
+		break;
+	case PL_BIN_HISTO:
+		src = pl.histo;
+		len = pl.histo_len;
+		break;
+	default:
+		src = pl.samples;
+		len = pl.samples_len;
+		break;
+	}
+	n = src ? memory_read_from_buffer(dst, count, &off, src, len) : 0;
 	mutex_unlock(&pl.lock);
 	return n;
 }
@@ -575,21 +597,21 @@ static ssize_t result_read(struct file *f, struct kobject *k,
 			   PL_BIN_CONST struct bin_attribute *a, char *buf,
 			   loff_t off, size_t count)
 {
-	return pl_bin_read(buf, off, count, pl.result, pl.result_len);
+	return pl_bin_read(buf, off, count, PL_BIN_RESULT);
 }
 
 static ssize_t histogram_read(struct file *f, struct kobject *k,
 			      PL_BIN_CONST struct bin_attribute *a, char *buf,
 			      loff_t off, size_t count)
 {
-	return pl_bin_read(buf, off, count, pl.histo, pl.histo_len);
+	return pl_bin_read(buf, off, count, PL_BIN_HISTO);
 }
 
 static ssize_t samples_read(struct file *f, struct kobject *k,
 			    PL_BIN_CONST struct bin_attribute *a, char *buf,
 			    loff_t off, size_t count)
 {
-	return pl_bin_read(buf, off, count, pl.samples, pl.samples_len);
+	return pl_bin_read(buf, off, count, PL_BIN_SAMPLES);
 }
 
 static struct bin_attribute pl_bin_result = {
