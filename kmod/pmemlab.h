@@ -88,6 +88,17 @@ struct pl_run {
 	struct pl_worker w[];
 };
 
+#define PL_NPCT			5	/* p50 p90 p99 p999 p9999 */
+
+/* the scalars of one result row (the `all` row is kept for results/) */
+struct pl_scalars {
+	u64 ops, reads, writes, bytes, ticks, ns, bw_milli, segments, gap_ticks;
+	u64 irqoff_milli;
+	bool lat;			/* the lat_* fields below are set */
+	u64 lat_overhead, lat_n, lat_min, lat_mean_milli, lat_sd_milli;
+	u64 lat_p[PL_NPCT], lat_max;
+};
+
 struct pl_global {
 	struct mutex lock;		/* everything below */
 	struct pl_config cfg;
@@ -102,6 +113,8 @@ struct pl_global {
 	size_t result_len, histo_len;
 	u64 *samples;
 	size_t samples_len;
+	struct pl_scalars agg;		/* of the `all` row */
+	bool agg_valid;
 	u32 features;
 	bool prefetch_ok;
 	bool allow_overwrite;

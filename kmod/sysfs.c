@@ -633,6 +633,73 @@ static PL_BIN_ARRAY pl_bin_attrs[] = {
 	&pl_bin_result, &pl_bin_histogram, &pl_bin_samples, NULL,
 };
 
+/*
+ * ---- results/: the scalars of the `all` row, one per file ----
+ * Empty when there is no result (before the first run, while a run is
+ * active) and for lat_* fields of runs without a latency thread.
+ */
+struct pl_rattr {
+	struct kobj_attribute attr;
+	size_t off;			/* in struct pl_scalars */
+	bool milli;			/* three decimals */
+	bool lat;			/* only with a latency thread */
+};
+
+static ssize_t pl_rattr_show(struct kobject *k, struct kobj_attribute *a, char *b)
+{
+	const struct pl_rattr *ra = container_of(a, struct pl_rattr, attr);
+	ssize_t n;
+	u64 v;
+
+	mutex_lock(&pl.lock);
+	if (!pl.agg_valid || (ra->lat && !pl.agg.lat)) {
+		n = sysfs_emit(b, "\n");
+	} else {
+		v = *(const u64 *)((const char *)&pl.agg + ra->off);
+		if (ra->milli)
+			n = sysfs_emit(b, "%llu.%03llu\n", v / 1000, v % 1000);
+		else
+			n = sysfs_emit(b, "%llu\n", v);
+	}
+	mutex_unlock(&pl.lock);
+	return n;
+}
+
+#define R(_name, _field, _milli, _lat) {					\
+	.attr = __ATTR(_name, 0444, pl_rattr_show, NULL),			\
+	.off = offsetof(struct pl_scalars, _field), .milli = _milli, .lat = _lat }
+
+static struct pl_rattr pl_rattrs[] = {
+	R(ops, ops, false, false),
+	R(reads, reads, false, false),
+	R(writes, writes, false, false),
+	R(bytes, bytes, false, false),
+	R(ticks, ticks, false, false),
+	R(ns, ns, false, false),
+	R(bw_mbps, bw_milli, true, false),
+	R(segments, segments, false, false),
+	R(gap_ticks, gap_ticks, false, false),
+	R(irqoff_pct, irqoff_milli, true, false),
+	R(lat_overhead_ticks, lat_overhead, false, true),
+	R(lat_n, lat_n, false, true),
+	R(lat_min, lat_min, false, true),
+	R(lat_mean, lat_mean_milli, true, true),
+	R(lat_stddev, lat_sd_milli, true, true),
+	R(lat_p50, lat_p[0], false, true),
+	R(lat_p90, lat_p[1], false, true),
+	R(lat_p99, lat_p[2], false, true),
+	R(lat_p999, lat_p[3], false, true),
+	R(lat_p9999, lat_p[4], false, true),
+	R(lat_max, lat_max, false, true),
+};
+
+static struct attribute *pl_rattr_list[ARRAY_SIZE(pl_rattrs) + 1];
+
+static struct attribute_group pl_results_group = {
+	.name = "results",
+	.attrs = pl_rattr_list,
+};
+
 static struct kobj_attribute *pl_fixed_attrs[] = {
 	&pl_attr_version, &pl_attr_target, &pl_attr_target_kind, &pl_attr_target_size,
 	&pl_attr_target_node, &pl_attr_target_phys, &pl_attr_target_page_size,
@@ -662,11 +729,19 @@ int pl_sysfs_init(void)
 	for (i = 0; i < ARRAY_SIZE(pl_fixed_attrs); i++)
 		pl_attrs[n++] = &pl_fixed_attrs[i]->attr;
 	pl_attrs[n] = NULL;
+	for (i = 0; i < ARRAY_SIZE(pl_rattrs); i++)
+		pl_rattr_list[i] = &pl_rattrs[i].attr.attr;
+	pl_rattr_list[i] = NULL;
 
 	pl.kobj = kobject_create_and_add("pmemlab", kernel_kobj);
 	if (!pl.kobj)
 		return -ENOMEM;
 	err = sysfs_create_group(pl.kobj, &pl_group);
+	if (!err) {
+		err = sysfs_create_group(pl.kobj, &pl_results_group);
+		if (err)
+			sysfs_remove_group(pl.kobj, &pl_group);
+	}
 	if (err) {
 		kobject_put(pl.kobj);
 		pl.kobj = NULL;
@@ -678,6 +753,7 @@ void pl_sysfs_exit(void)
 {
 	if (!pl.kobj)
 		return;
+	sysfs_remove_group(pl.kobj, &pl_results_group);
 	sysfs_remove_group(pl.kobj, &pl_group);
 	kobject_put(pl.kobj);
 	pl.kobj = NULL;
