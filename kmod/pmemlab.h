@@ -66,8 +66,7 @@ struct pl_worker {
 	struct task_struct *task;
 	struct pl_eng e;
 	u64 segments, gap_ticks, first_tsc, last_tsc;
-	u64 msr_saved;
-	bool msr_changed;
+	bool complete;			/* ran to its count or duration */
 };
 
 struct pl_run {
@@ -83,6 +82,7 @@ struct pl_run {
 	atomic_t loaders;
 	wait_queue_head_t wq;
 	int dead;			/* a worker saw the target die */
+	int cpu_lost;			/* CPU + 1 a worker found itself off */
 	int aborted;			/* abort was written */
 	int err;			/* set up failed (errno) */
 	struct pl_worker w[];
@@ -142,6 +142,8 @@ int pl_run_start(void);		/* with pl.lock held */
 void pl_run_abort(void);	/* with pl.lock held */
 void pl_run_reap(void);		/* with pl.lock NOT held */
 const char *pl_state_name(int state);
+int pl_prefetch_init(void);	/* CPU hotplug callback restoring MSR 0x1A4 */
+void pl_prefetch_exit(void);
 
 /* results.c */
 int pl_results_build(struct pl_run *r);

@@ -265,7 +265,7 @@ static int pl_parse_cpus(struct pl_config *c, const char *s)
 		return 0;
 	}
 	if (!alloc_cpumask_var(&m, GFP_KERNEL))
-		return -ENOMEM;
+		return pl_fail(-ENOMEM, "cpus: out of memory");
 	if (cpulist_parse(s, m))
 		err = pl_fail(-EINVAL, "cpus: '%.32s' is not a CPU list like 0-3,6", s);
 	else if (!cpumask_subset(m, cpu_possible_mask))
@@ -285,7 +285,7 @@ static int pl_param_set(const struct pl_param *p, const char *buf, size_t count)
 
 	copy = kstrndup(buf, count, GFP_KERNEL);
 	if (!copy)
-		return -ENOMEM;
+		return pl_fail(-ENOMEM, "%s: out of memory", name);
 	s = strim(copy);
 	if (memchr(buf, '\0', count)) {
 		err = pl_fail(-EINVAL, "%s: value contains a NUL byte", name);
