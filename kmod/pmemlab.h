@@ -66,8 +66,7 @@ struct pl_worker {
 	struct task_struct *task;
 	struct pl_eng e;
 	u64 segments, gap_ticks, first_tsc, last_tsc;
-	u64 msr_saved;
-	bool msr_changed;
+	bool complete;			/* ran to its count or duration */
 };
 
 struct pl_run {
@@ -83,9 +82,21 @@ struct pl_run {
 	atomic_t loaders;
 	wait_queue_head_t wq;
 	int dead;			/* a worker saw the target die */
+	int cpu_lost;			/* CPU + 1 a worker found itself off */
 	int aborted;			/* abort was written */
 	int err;			/* set up failed (errno) */
 	struct pl_worker w[];
+};
+
+#define PL_NPCT			5	/* p50 p90 p99 p999 p9999 */
+
+/* the scalars of one result row (the `all` row is kept for results/) */
+struct pl_scalars {
+	u64 ops, reads, writes, bytes, ticks, ns, bw_milli, segments, gap_ticks;
+	u64 irqoff_milli;
+	bool lat;			/* the lat_* fields below are set */
+	u64 lat_overhead, lat_n, lat_min, lat_mean_milli, lat_sd_milli;
+	u64 lat_p[PL_NPCT], lat_max;
 };
 
 struct pl_global {
@@ -102,6 +113,8 @@ struct pl_global {
 	size_t result_len, histo_len;
 	u64 *samples;
 	size_t samples_len;
+	struct pl_scalars agg;		/* of the `all` row */
+	bool agg_valid;
 	u32 features;
 	bool prefetch_ok;
 	bool allow_overwrite;
@@ -129,6 +142,8 @@ int pl_run_start(void);		/* with pl.lock held */
 void pl_run_abort(void);	/* with pl.lock held */
 void pl_run_reap(void);		/* with pl.lock NOT held */
 const char *pl_state_name(int state);
+int pl_prefetch_init(void);	/* CPU hotplug callback restoring MSR 0x1A4 */
+void pl_prefetch_exit(void);
 
 /* results.c */
 int pl_results_build(struct pl_run *r);

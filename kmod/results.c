@@ -27,12 +27,6 @@ static __printf(2, 3) void pl_out(struct pl_buf *b, const char *fmt, ...)
 	va_end(ap);
 }
 
-/* a fixed-point value with three decimals */
-static void pl_out_milli(struct pl_buf *b, const char *key, u64 milli)
-{
-	pl_out(b, " %s=%llu.%03llu", key, milli / 1000, milli % 1000);
-}
-
 struct pl_sum {
 	u64 ops, reads, writes, bytes, ticks, max_ticks, gap, segments, bw_milli;
 };
@@ -43,33 +37,64 @@ static u64 pl_bw_milli(u64 bytes, u64 ticks)
 	return ticks ? pl_muldiv(bytes, tsc_khz, ticks) : 0;
 }
 
-static void pl_out_common(struct pl_buf *b, const struct pl_sum *s)
+/* the scalars of one result row, from its sums and (latency) histogram */
+static void pl_scalars(struct pl_scalars *sc, const struct pl_sum *s,
+		       const struct pl_hist *h, u64 overhead)
 {
+	static const u32 q[PL_NPCT] = { 500000, 900000, 990000, 999000, 999900 };
 	u64 all = s->ticks + s->gap;
-
-	pl_out(b, " ops=%llu reads=%llu writes=%llu bytes=%llu ticks=%llu ns=%llu",
-	       s->ops, s->reads, s->writes, s->bytes, s->max_ticks,
-	       pl_muldiv(s->max_ticks, 1000000, tsc_khz));
-	pl_out_milli(b, "bw_mbps", s->bw_milli);
-	pl_out(b, " segments=%llu gap_ticks=%llu", s->segments, s->gap);
-	pl_out_milli(b, "irqoff_pct", all ? pl_muldiv(s->ticks, 100000, all) : 0);
-}
-
-static void pl_out_lat(struct pl_buf *b, const struct pl_hist *h, u64 overhead)
-{
-	static const u32 q[] = { 500000, 900000, 990000, 999000, 999900 };
-	static const char *const qn[] = { "p50", "p90", "p99", "p999", "p9999" };
-	u64 mean, sd;
 	unsigned int i;
 
-	pl_hist_moments(h, &mean, &sd);
-	pl_out(b, " lat_overhead_ticks=%llu lat_n=%llu lat_min=%llu", overhead, h->n,
-	       h->n ? h->min : 0);
-	pl_out_milli(b, "lat_mean", mean);
-	pl_out_milli(b, "lat_stddev", sd);
-	for (i = 0; i < ARRAY_SIZE(q); i++)
-		pl_out(b, " lat_%s=%llu", qn[i], pl_hist_pct(h, q[i]));
-	pl_out(b, " lat_max=%llu\n", h->max);
+	memset(sc, 0, sizeof(*sc));
+	sc->ops = s->ops;
+	sc->reads = s->reads;
+	sc->writes = s->writes;
+	sc->bytes = s->bytes;
+	sc->ticks = s->max_ticks;
+	sc->ns = pl_muldiv(s->max_ticks, 1000000, tsc_khz);
+	sc->bw_milli = s->bw_milli;
+	sc->segments = s->segments;
+	sc->gap_ticks = s->gap;
+	sc->irqoff_milli = all ? pl_muldiv(s->ticks, 100000, all) : 0;
+	if (!h)
+		return;
+	sc->lat = true;
+	sc->lat_overhead = overhead;
+	sc->lat_n = h->n;
+	sc->lat_min = h->n ? h->min : 0;
+	sc->lat_max = h->max;
+	pl_hist_moments(h, &sc->lat_mean_milli, &sc->lat_sd_milli);
+	for (i = 0; i < PL_NPCT; i++)
+		sc->lat_p[i] = pl_hist_pct(h, q[i]);
+}
+
+/* a fixed-point value with three decimals */
+static void pl_out_milli(struct pl_buf *b, const char *key, u64 milli)
+{
+	pl_out(b, " %s=%llu.%03llu", key, milli / 1000, milli % 1000);
+}
+
+static void pl_out_scalars(struct pl_buf *b, const struct pl_scalars *sc)
+{
+	static const char *const qn[PL_NPCT] = { "p50", "p90", "p99", "p999", "p9999" };
+	unsigned int i;
+
+	pl_out(b, " ops=%llu reads=%llu writes=%llu bytes=%llu ticks=%llu ns=%llu",
+	       sc->ops, sc->reads, sc->writes, sc->bytes, sc->ticks, sc->ns);
+	pl_out_milli(b, "bw_mbps", sc->bw_milli);
+	pl_out(b, " segments=%llu gap_ticks=%llu", sc->segments, sc->gap_ticks);
+	pl_out_milli(b, "irqoff_pct", sc->irqoff_milli);
+	if (!sc->lat) {
+		pl_out(b, "\n");
+		return;
+	}
+	pl_out(b, " lat_overhead_ticks=%llu lat_n=%llu lat_min=%llu", sc->lat_overhead,
+	       sc->lat_n, sc->lat_min);
+	pl_out_milli(b, "lat_mean", sc->lat_mean_milli);
+	pl_out_milli(b, "lat_stddev", sc->lat_sd_milli);
+	for (i = 0; i < PL_NPCT; i++)
+		pl_out(b, " lat_%s=%llu", qn[i], sc->lat_p[i]);
+	pl_out(b, " lat_max=%llu\n", sc->lat_max);
 }
 
 static void pl_add_sum(struct pl_sum *s, const struct pl_worker *w)
@@ -94,17 +119,16 @@ static const char *pl_mode_name(int mode)
 
 static void pl_out_worker(struct pl_buf *b, const struct pl_run *r, const struct pl_worker *w)
 {
+	struct pl_scalars sc;
 	struct pl_sum s = { 0 };
+	bool lat = w->e.mode == PL_MODE_LAT;
 
 	pl_add_sum(&s, w);
+	pl_scalars(&sc, &s, lat ? &w->e.hist : NULL, w->e.overhead);
 	pl_out(b, "thread=%u cpu=%u node=%d role=%s op=%s width=%u mode=%s",
 	       w->idx, w->cpu, w->node, w->probe ? "probe" : "load",
 	       pl_ops[w->op].name, r->width, pl_mode_name(w->e.mode));
-	pl_out_common(b, &s);
-	if (w->e.mode == PL_MODE_LAT)
-		pl_out_lat(b, &w->e.hist, w->e.overhead);
-	else
-		pl_out(b, "\n");
+	pl_out_scalars(b, &sc);
 }
 
 static void pl_out_hist(struct pl_buf *b, const char *who, const struct pl_hist *h)
@@ -210,14 +234,12 @@ int pl_results_build(struct pl_run *r)
 			lat = true;
 		}
 	}
+	pl_scalars(&pl.agg, &s, lat ? &all : NULL, overhead);
+	pl.agg_valid = true;
 	pl_out(&b, "thread=all cpu=-1 node=-1 role=all op=%s width=%u mode=%s",
 	       same_op ? pl_ops[r->w[0].op].name : "mixed", r->width,
 	       pl_mode_name(r->c.mode));
-	pl_out_common(&b, &s);
-	if (lat)
-		pl_out_lat(&b, &all, overhead);
-	else
-		pl_out(&b, "\n");
+	pl_out_scalars(&b, &pl.agg);
 	pl.result = b.p;
 	pl.result_len = b.len;
 	err = pl_build_histo(r, &all);
@@ -239,4 +261,6 @@ void pl_results_free(void)
 	pl.result_len = 0;
 	pl.histo_len = 0;
 	pl.samples_len = 0;
+	pl.agg_valid = false;
+	memset(&pl.agg, 0, sizeof(pl.agg));
 }

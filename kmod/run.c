@@ -23,6 +23,9 @@
 #include <linux/topology.h>
 #include <linux/irqflags.h>
 #include <linux/overflow.h>
+#include <linux/cpu.h>
+#include <linux/cpuhotplug.h>
+#include <linux/percpu.h>
 #include <asm/fpu/api.h>
 #include <asm/tsc.h>
 #include "pmemlab.h"
@@ -125,15 +128,18 @@ static int pl_resolve_width(const struct pl_config *c, unsigned int n, unsigned 
 		       c->access_size);
 }
 
-/* default CPUs: distinct cores of the target's node, then other cores, then siblings */
-static unsigned int pl_default_cpus(int node, unsigned int n, unsigned int *out)
+/*
+ * default CPUs: distinct cores of the target's node, then other cores, then
+ * siblings; returns how many were found, or -ENOMEM
+ */
+static int pl_default_cpus(int node, unsigned int n, unsigned int *out)
 {
 	cpumask_var_t chosen;
 	unsigned int cpu, k = 0;
 	int pass;
 
 	if (!zalloc_cpumask_var(&chosen, GFP_KERNEL))
-		return 0;
+		return -ENOMEM;
 	for (pass = 0; pass < 3 && k < n; pass++) {
 		for_each_online_cpu(cpu) {
 			if (k == n)
@@ -156,9 +162,13 @@ static unsigned int pl_default_cpus(int node, unsigned int n, unsigned int *out)
 static int pl_pick_cpus(const struct pl_config *c, unsigned int n, unsigned int *out)
 {
 	unsigned int cpu, k = 0;
+	int got;
 
 	if (cpumask_empty(&c->cpus)) {
-		if (pl_default_cpus(pl.t.node, n, out) < n)
+		got = pl_default_cpus(pl.t.node, n, out);
+		if (got < 0)
+			return pl_fail(got, "run: out of memory choosing CPUs");
+		if (got < n)
 			return pl_fail(-EINVAL, "threads %u: only %u CPUs online", n,
 				       num_online_cpus());
 		return 0;
@@ -215,6 +225,15 @@ static int pl_check_run(const struct pl_config *c, unsigned int n, unsigned int 
 	if (c->dimms_per_thread > c->interleave_ways)
 		return pl_fail(-EINVAL, "dimms_per_thread %llu exceeds interleave_ways %llu",
 			       c->dimms_per_thread, c->interleave_ways);
+	/*
+	 * pl_delay() busy-waits with IRQs off after every access: keep it
+	 * well inside one segment so that a segment never runs far over
+	 * segment_ms (a large delay would hold IRQs off for seconds).
+	 */
+	if (c->delay_ticks && c->delay_ticks >= c->segment_ms * tsc_khz / 2)
+		return pl_fail(-EINVAL,
+			       "delay_ticks %llu: must be below half a segment (segment_ms %llu = %llu ticks)",
+			       c->delay_ticks, c->segment_ms, c->segment_ms * tsc_khz);
 	lat_threads = c->mode == PL_MODE_LAT ? n : c->probe ? 1 : 0;
 	if (lat_threads * c->samples > PL_MAX_SAMPLE_BYTES / sizeof(u64))
 		return pl_fail(-EINVAL, "samples: %llu x %llu threads exceeds %llu MiB",
@@ -288,11 +307,14 @@ static int pl_setup_worker(struct pl_run *r, struct pl_worker *w, unsigned int c
 	if (e->mode == PL_MODE_LAT) {
 		e->hist.b = kvcalloc(PL_HIST_NB, sizeof(u64), GFP_KERNEL);
 		if (!e->hist.b)
-			return -ENOMEM;
+			return pl_fail(-ENOMEM, "run: out of memory for thread %u's histogram",
+				       w->idx);
 		if (c->samples) {
 			e->samples = kvcalloc(c->samples, sizeof(u64), GFP_KERNEL);
 			if (!e->samples)
-				return -ENOMEM;
+				return pl_fail(-ENOMEM,
+					       "run: out of memory for thread %u's %llu samples",
+					       w->idx, c->samples);
 			e->nsamples_max = c->samples;
 		}
 	}
@@ -328,14 +350,15 @@ static int pl_run_build(struct pl_run **out)
 		return err;
 	cpus = kcalloc(n, sizeof(*cpus), GFP_KERNEL);
 	if (!cpus)
-		return -ENOMEM;
+		return pl_fail(-ENOMEM, "run: out of memory");
 	err = pl_pick_cpus(c, n, cpus);
 	if (err)
 		goto out_cpus;
 	r = kvzalloc(struct_size(r, w, n), GFP_KERNEL);
-	err = -ENOMEM;
-	if (!r)
+	if (!r) {
+		err = pl_fail(-ENOMEM, "run: out of memory for %u threads", n);
 		goto out_cpus;
+	}
 	r->c = *c;
 	r->n = n;
 	r->width = width;
@@ -384,13 +407,22 @@ static u64 pl_barrier(struct pl_run *r)
 	return go;
 }
 
-static void pl_segment(struct pl_run *r, struct pl_worker *w, u64 end)
+/* one timed segment; false if the worker is not on its CPU (CPU hotplug) */
+static bool pl_segment(struct pl_run *r, struct pl_worker *w, u64 end)
 {
 	struct pl_eng *e = &w->e;
 	unsigned long flags;
 	u64 t0, t1;
 
 	local_irq_save(flags);
+	/*
+	 * A bound kthread whose CPU goes offline is moved to another CPU
+	 * and would go on measuring there: stop instead.
+	 */
+	if (raw_smp_processor_id() != w->cpu) {
+		local_irq_restore(flags);
+		return false;
+	}
 	kernel_fpu_begin();
 	t0 = pl_rdtsc();
 	if (e->mode == PL_MODE_LAT)
@@ -407,6 +439,7 @@ static void pl_segment(struct pl_run *r, struct pl_worker *w, u64 end)
 	else
 		w->first_tsc = t0;
 	w->last_tsc = t1;
+	return true;
 }
 
 static void pl_worker_loop(struct pl_run *r, struct pl_worker *w, u64 go)
@@ -422,10 +455,17 @@ static void pl_worker_loop(struct pl_run *r, struct pl_worker *w, u64 go)
 			pl_stop_all(r);
 			break;
 		}
-		pl_segment(r, w, end);
+		if (!pl_segment(r, w, end)) {
+			pl_target_leave(&pl.t, id);
+			WRITE_ONCE(r->cpu_lost, w->cpu + 1);
+			pl_stop_all(r);
+			break;
+		}
 		pl_target_leave(&pl.t, id);
 		cond_resched();
 	}
+	/* ran to its end (count or duration), not stopped early */
+	w->complete = !e->left || pl_rdtsc() >= end;
 }
 
 static void pl_park(void)
@@ -461,42 +501,121 @@ static int pl_worker_fn(void *arg)
 	return 0;
 }
 
-/* ---- prefetchers (Intel MSR 0x1A4), from the controller with IRQs on ---- */
+/*
+ * ---- prefetchers (Intel MSR 0x1A4), from the controller with IRQs on ----
+ * The value to restore is kept per CPU.  SMT siblings share the register,
+ * so a CPU whose sibling already turned the prefetchers off takes the
+ * sibling's saved value instead of reading back "off".  Changes and
+ * restores run under cpus_read_lock(); a CPU that goes offline in between
+ * gets its value back from the hotplug callback, on that CPU, before it
+ * goes (pl_cpu_offline), so no CPU comes back with its prefetchers off.
+ */
+struct pl_msr {
+	u64 saved;
+	bool changed;
+};
+
+static DEFINE_PER_CPU(struct pl_msr, pl_msr);
+static int pl_cpuhp_state = -1;
+
+static bool pl_sibling_saved(unsigned int cpu, u64 *v)
+{
+	unsigned int s;
+
+	for_each_cpu(s, topology_sibling_cpumask(cpu)) {
+		if (s != cpu && per_cpu_ptr(&pl_msr, s)->changed) {
+			*v = per_cpu_ptr(&pl_msr, s)->saved;
+			return true;
+		}
+	}
+	return false;
+}
+
 static int pl_prefetch_off(struct pl_run *r)
 {
-	struct pl_worker *w;
-	unsigned int i;
-	int err;
+	struct pl_msr *m;
+	unsigned int i, cpu;
+	int err = 0;
+	u64 v;
 
-	for (i = 0; i < r->n; i++) {
-		w = &r->w[i];
-		err = rdmsrq_safe_on_cpu(w->cpu, PL_MSR_PREFETCH, &w->msr_saved);
-		if (!err)
-			err = wrmsrq_safe_on_cpu(w->cpu, PL_MSR_PREFETCH,
-						 w->msr_saved | PL_MSR_PREFETCH_OFF);
-		if (err) {
-			pr_err("cannot turn prefetchers off on CPU %u: %d\n", w->cpu, err);
-			return err;
+	cpus_read_lock();
+	for (i = 0; i < r->n && !err; i++) {
+		cpu = r->w[i].cpu;
+		m = per_cpu_ptr(&pl_msr, cpu);
+		if (m->changed)
+			continue;
+		if (!cpu_online(cpu)) {
+			pr_err("cannot turn prefetchers off on CPU %u: offline\n", cpu);
+			err = -ENXIO;
+			break;
 		}
-		w->msr_changed = true;
+		if (!pl_sibling_saved(cpu, &v))
+			err = rdmsrq_safe_on_cpu(cpu, PL_MSR_PREFETCH, &v);
+		if (!err)
+			err = wrmsrq_safe_on_cpu(cpu, PL_MSR_PREFETCH, v | PL_MSR_PREFETCH_OFF);
+		if (err) {
+			pr_err("cannot turn prefetchers off on CPU %u: %d\n", cpu, err);
+			break;
+		}
+		m->saved = v;
+		m->changed = true;
 	}
-	return 0;
+	cpus_read_unlock();
+	return err;
 }
 
 static void pl_prefetch_restore(struct pl_run *r)
 {
-	struct pl_worker *w;
-	int i;
+	struct pl_msr *m;
+	unsigned int i, cpu;
 
-	/* reverse order: SMT siblings share the register */
-	for (i = r->n - 1; i >= 0; i--) {
-		w = &r->w[i];
-		if (!w->msr_changed)
+	cpus_read_lock();
+	for (i = 0; i < r->n; i++) {
+		cpu = r->w[i].cpu;
+		m = per_cpu_ptr(&pl_msr, cpu);
+		if (!m->changed)
 			continue;
-		if (wrmsrq_safe_on_cpu(w->cpu, PL_MSR_PREFETCH, w->msr_saved))
-			pr_err("cannot restore MSR 0x1a4 on CPU %u\n", w->cpu);
-		w->msr_changed = false;
+		if (wrmsrq_safe_on_cpu(cpu, PL_MSR_PREFETCH, m->saved))
+			pr_err("cannot restore MSR 0x1a4 on CPU %u\n", cpu);
+		m->changed = false;
 	}
+	cpus_read_unlock();
+}
+
+/* CPU hotplug teardown: runs on @cpu, still online, hotplug lock held */
+static int pl_cpu_offline(unsigned int cpu)
+{
+	struct pl_msr *m = per_cpu_ptr(&pl_msr, cpu);
+
+	if (m->changed) {
+		if (wrmsrq_safe_on_cpu(cpu, PL_MSR_PREFETCH, m->saved))
+			pr_err("cannot restore MSR 0x1a4 on CPU %u going offline\n", cpu);
+		else
+			pr_info("CPU %u going offline: prefetchers restored\n", cpu);
+		m->changed = false;
+	}
+	return 0;
+}
+
+int pl_prefetch_init(void)
+{
+	int st;
+
+	if (!pl.prefetch_ok)
+		return 0;
+	st = cpuhp_setup_state_nocalls(CPUHP_AP_ONLINE_DYN, "pmemlab:prefetch",
+				       NULL, pl_cpu_offline);
+	if (st < 0)
+		return st;
+	pl_cpuhp_state = st;
+	return 0;
+}
+
+void pl_prefetch_exit(void)
+{
+	if (pl_cpuhp_state >= 0)
+		cpuhp_remove_state_nocalls(pl_cpuhp_state);
+	pl_cpuhp_state = -1;
 }
 
 /* ---- controller ---- */
@@ -520,6 +639,17 @@ static int pl_create_workers(struct pl_run *r)
 	return 0;
 }
 
+/* every loading thread ran to its end: an abort that came later changed nothing */
+static bool pl_run_complete(const struct pl_run *r)
+{
+	unsigned int i;
+
+	for (i = 0; i < r->n; i++)
+		if (!r->w[i].probe && !r->w[i].complete)
+			return false;
+	return true;
+}
+
 static void pl_publish(struct pl_run *r, bool unloading)
 {
 	int err;
@@ -531,7 +661,9 @@ static void pl_publish(struct pl_run *r, bool unloading)
 		scnprintf(pl.reason, sizeof(pl.reason), "setup failed (%d)", r->err);
 	else if (r->dead)
 		strscpy(pl.reason, "target-gone", sizeof(pl.reason));
-	else if (r->aborted)
+	else if (r->cpu_lost)
+		strscpy(pl.reason, "cpu-offline", sizeof(pl.reason));
+	else if (r->aborted && !pl_run_complete(r))
 		strscpy(pl.reason, "aborted", sizeof(pl.reason));
 	else if (unloading)
 		strscpy(pl.reason, "unloaded", sizeof(pl.reason));
@@ -539,7 +671,10 @@ static void pl_publish(struct pl_run *r, bool unloading)
 		scnprintf(pl.reason, sizeof(pl.reason), "results (%d)", err);
 	else
 		pl.state = PL_DONE;
-	if (pl.state == PL_ERROR)
+	if (pl.state == PL_ERROR && r->cpu_lost)
+		pl_fail(0, "run %llu: cpu-offline (CPU %d went offline under its thread)",
+			pl.run_id, r->cpu_lost - 1);
+	else if (pl.state == PL_ERROR)
 		pl_fail(0, "run %llu: %s", pl.run_id, pl.reason);
 	mutex_unlock(&pl.lock);
 }

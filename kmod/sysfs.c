@@ -265,7 +265,7 @@ static int pl_parse_cpus(struct pl_config *c, const char *s)
 		return 0;
 	}
 	if (!alloc_cpumask_var(&m, GFP_KERNEL))
-		return -ENOMEM;
+		return pl_fail(-ENOMEM, "cpus: out of memory");
 	if (cpulist_parse(s, m))
 		err = pl_fail(-EINVAL, "cpus: '%.32s' is not a CPU list like 0-3,6", s);
 	else if (!cpumask_subset(m, cpu_possible_mask))
@@ -285,7 +285,7 @@ static int pl_param_set(const struct pl_param *p, const char *buf, size_t count)
 
 	copy = kstrndup(buf, count, GFP_KERNEL);
 	if (!copy)
-		return -ENOMEM;
+		return pl_fail(-ENOMEM, "%s: out of memory", name);
 	s = strim(copy);
 	if (memchr(buf, '\0', count)) {
 		err = pl_fail(-EINVAL, "%s: value contains a NUL byte", name);
@@ -561,12 +561,34 @@ RO(last_error, 0444);
 RO(run_id, 0444);
 
 /* ---- results: bin attributes, restartable at any offset ---- */
-static ssize_t pl_bin_read(char *dst, loff_t off, size_t count, const void *src, size_t len)
+enum pl_bin { PL_BIN_RESULT, PL_BIN_HISTO, PL_BIN_SAMPLES };
+
+/*
+ * The buffer and its length are read under pl.lock: a run that starts
+ * frees them (pl_run_start -> pl_results_free) under the same lock.
+ */
+static ssize_t pl_bin_read(char *dst, loff_t off, size_t count, int which)
 {
+	const void *src;
+	size_t len;
 	ssize_t n;
 
 	mutex_lock(&pl.lock);
-	n = memory_read_from_buffer(dst, count, &off, src, len);
+	switch (which) {
+	case PL_BIN_RESULT:
+		src = pl.result;
+		len = pl.result_len;
+		break;
+	case PL_BIN_HISTO:
+		src = pl.histo;
+		len = pl.histo_len;
+		break;
+	default:
+		src = pl.samples;
+		len = pl.samples_len;
+		break;
+	}
+	n = src ? memory_read_from_buffer(dst, count, &off, src, len) : 0;
 	mutex_unlock(&pl.lock);
 	return n;
 }
@@ -575,21 +597,21 @@ static ssize_t result_read(struct file *f, struct kobject *k,
 			   PL_BIN_CONST struct bin_attribute *a, char *buf,
 			   loff_t off, size_t count)
 {
-	return pl_bin_read(buf, off, count, pl.result, pl.result_len);
+	return pl_bin_read(buf, off, count, PL_BIN_RESULT);
 }
 
 static ssize_t histogram_read(struct file *f, struct kobject *k,
 			      PL_BIN_CONST struct bin_attribute *a, char *buf,
 			      loff_t off, size_t count)
 {
-	return pl_bin_read(buf, off, count, pl.histo, pl.histo_len);
+	return pl_bin_read(buf, off, count, PL_BIN_HISTO);
 }
 
 static ssize_t samples_read(struct file *f, struct kobject *k,
 			    PL_BIN_CONST struct bin_attribute *a, char *buf,
 			    loff_t off, size_t count)
 {
-	return pl_bin_read(buf, off, count, pl.samples, pl.samples_len);
+	return pl_bin_read(buf, off, count, PL_BIN_SAMPLES);
 }
 
 static struct bin_attribute pl_bin_result = {
@@ -609,6 +631,73 @@ static struct bin_attribute pl_bin_samples = {
 
 static PL_BIN_ARRAY pl_bin_attrs[] = {
 	&pl_bin_result, &pl_bin_histogram, &pl_bin_samples, NULL,
+};
+
+/*
+ * ---- results/: the scalars of the `all` row, one per file ----
+ * Empty when there is no result (before the first run, while a run is
+ * active) and for lat_* fields of runs without a latency thread.
+ */
+struct pl_rattr {
+	struct kobj_attribute attr;
+	size_t off;			/* in struct pl_scalars */
+	bool milli;			/* three decimals */
+	bool lat;			/* only with a latency thread */
+};
+
+static ssize_t pl_rattr_show(struct kobject *k, struct kobj_attribute *a, char *b)
+{
+	const struct pl_rattr *ra = container_of(a, struct pl_rattr, attr);
+	ssize_t n;
+	u64 v;
+
+	mutex_lock(&pl.lock);
+	if (!pl.agg_valid || (ra->lat && !pl.agg.lat)) {
+		n = sysfs_emit(b, "\n");
+	} else {
+		v = *(const u64 *)((const char *)&pl.agg + ra->off);
+		if (ra->milli)
+			n = sysfs_emit(b, "%llu.%03llu\n", v / 1000, v % 1000);
+		else
+			n = sysfs_emit(b, "%llu\n", v);
+	}
+	mutex_unlock(&pl.lock);
+	return n;
+}
+
+#define R(_name, _field, _milli, _lat) {					\
+	.attr = __ATTR(_name, 0444, pl_rattr_show, NULL),			\
+	.off = offsetof(struct pl_scalars, _field), .milli = _milli, .lat = _lat }
+
+static struct pl_rattr pl_rattrs[] = {
+	R(ops, ops, false, false),
+	R(reads, reads, false, false),
+	R(writes, writes, false, false),
+	R(bytes, bytes, false, false),
+	R(ticks, ticks, false, false),
+	R(ns, ns, false, false),
+	R(bw_mbps, bw_milli, true, false),
+	R(segments, segments, false, false),
+	R(gap_ticks, gap_ticks, false, false),
+	R(irqoff_pct, irqoff_milli, true, false),
+	R(lat_overhead_ticks, lat_overhead, false, true),
+	R(lat_n, lat_n, false, true),
+	R(lat_min, lat_min, false, true),
+	R(lat_mean, lat_mean_milli, true, true),
+	R(lat_stddev, lat_sd_milli, true, true),
+	R(lat_p50, lat_p[0], false, true),
+	R(lat_p90, lat_p[1], false, true),
+	R(lat_p99, lat_p[2], false, true),
+	R(lat_p999, lat_p[3], false, true),
+	R(lat_p9999, lat_p[4], false, true),
+	R(lat_max, lat_max, false, true),
+};
+
+static struct attribute *pl_rattr_list[ARRAY_SIZE(pl_rattrs) + 1];
+
+static struct attribute_group pl_results_group = {
+	.name = "results",
+	.attrs = pl_rattr_list,
 };
 
 static struct kobj_attribute *pl_fixed_attrs[] = {
@@ -640,11 +729,19 @@ int pl_sysfs_init(void)
 	for (i = 0; i < ARRAY_SIZE(pl_fixed_attrs); i++)
 		pl_attrs[n++] = &pl_fixed_attrs[i]->attr;
 	pl_attrs[n] = NULL;
+	for (i = 0; i < ARRAY_SIZE(pl_rattrs); i++)
+		pl_rattr_list[i] = &pl_rattrs[i].attr.attr;
+	pl_rattr_list[i] = NULL;
 
 	pl.kobj = kobject_create_and_add("pmemlab", kernel_kobj);
 	if (!pl.kobj)
 		return -ENOMEM;
 	err = sysfs_create_group(pl.kobj, &pl_group);
+	if (!err) {
+		err = sysfs_create_group(pl.kobj, &pl_results_group);
+		if (err)
+			sysfs_remove_group(pl.kobj, &pl_group);
+	}
 	if (err) {
 		kobject_put(pl.kobj);
 		pl.kobj = NULL;
@@ -656,6 +753,7 @@ void pl_sysfs_exit(void)
 {
 	if (!pl.kobj)
 		return;
+	sysfs_remove_group(pl.kobj, &pl_results_group);
 	sysfs_remove_group(pl.kobj, &pl_group);
 	kobject_put(pl.kobj);
 	pl.kobj = NULL;

@@ -198,7 +198,11 @@ static int pl_dram_open(struct pl_target *t, u64 size, int node, bool huge)
 	unsigned long off, mixed = 0;
 	struct page *pg;
 
-	if (node < 0)
+	if (node < -1) {
+		pr_err("dram_node %d: want -1 (the loading CPU's node) or an online node\n", node);
+		return -EINVAL;
+	}
+	if (node == -1)
 		node = numa_node_id();
 	if (node >= MAX_NUMNODES || !node_online(node)) {
 		pr_err("dram_node %d is not an online node\n", node);
