@@ -3,6 +3,7 @@
 #   make KDIR=/lib/modules/<ver>/build   build the module against those headers
 #   make check-build      build against every installed headers tree with W=1; fail on warnings
 #   make test             install what is missing, then host tests, then guest tests in the VM
+#   make test-kasan       fuzz and teardown guest tests on a KASAN/lockdep/kmemleak kernel (not in make test)
 #   make demo             five headline experiments at the quick scale, plotted (in the emulated-NVDIMM
 #                         guest without pmem; TARGET=/dev/pmemN on a machine with pmem)
 #   make sweep CONFIG=configs/x.toml [TARGET=/dev/pmemN | VM=1] [SCALE=quick] [PMEM_DRAM=/dev/pmemM]   one sweep
@@ -28,7 +29,7 @@ endif
 # The release the headers belong to (Debian's include/config/kernel.release is not it on 6.1).
 KVER = $(shell sed -n 's/^\#define UTS_RELEASE "\(.*\)"/\1/p' $(KDIR)/include/generated/utsrelease.h 2>/dev/null)
 
-.PHONY: all module userspace deps check-build test test-host test-guest demo sweep sweep-all plots bench clean help dkms-install dkms-remove
+.PHONY: all module userspace deps check-build test test-host test-guest test-kasan demo sweep sweep-all plots bench clean help dkms-install dkms-remove
 
 all: module userspace
 
@@ -63,6 +64,10 @@ test-host: deps
 
 test-guest: deps
 	@$(TOP)/scripts/vm -- $(PYTHON) -m pytest -q tests/guest
+
+# Builds the debug kernel once (scripts/debug-kernel), then one guest boot of it.
+test-kasan: deps
+	@$(TOP)/scripts/debug-kernel test
 
 # Without TARGET, demo runs in the emulated-NVDIMM guest; sweep and sweep-all run where the
 # module is loaded (or on TARGET), or in the guest with VM=1.

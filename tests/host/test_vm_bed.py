@@ -21,6 +21,21 @@ vm = load_vm_script()
     "[    6.0] BUG: scheduling while atomic: pmemlab/0/99/0x00000002",
     "[    7.0] general protection fault, probably for non-canonical address 0xdead: 0000 [#1]",
     "[    8.0] kernel BUG at mm/slub.c:100!",
+    # debug kernels (scripts/debug-kernel): KASAN, lockdep, hung tasks, debug objects
+    "[    9.0] BUG: KASAN: slab-use-after-free in pmemlab_stop+0x1c/0x90 [pmemlab]",
+    "[    9.1] WARNING: possible circular locking dependency detected",
+    "[    9.2] WARNING: possible recursive locking detected",
+    "[    9.3] WARNING: inconsistent lock state",
+    "[    9.4] WARNING: suspicious RCU usage",
+    "[    9.5] WARNING: bad unlock balance detected!",
+    "[    9.6] WARNING: held lock freed!",
+    "[    9.7] WARNING: lock held when returning to user space!",
+    "[    9.8] WARNING: possible irq lock inversion dependency detected",
+    "[    9.9] WARNING: HARDIRQ-safe -> HARDIRQ-unsafe lock order detected",
+    "[   10.0] INFO: trying to register non-static key.",
+    "[   10.1] INFO: task rmmod:321 blocked for more than 120 seconds.",
+    "[   10.2] ODEBUG: free active (active state 0) object type: timer_list hint: tick+0x0/0x40 [pmemlab]",
+    "[   10.3] kmemleak: 3 new suspected memory leaks (see /sys/kernel/debug/kmemleak)",
 ])
 def test_scan_log_catches_splats(line: str) -> None:
     assert vm.scan_log("[ 0.0] Linux version 6.1\n" + line) == [line]
@@ -31,6 +46,9 @@ def test_scan_log_catches_splats(line: str) -> None:
     "[    1.0] nd_pmem namespace0.0: unable to guarantee persistence of writes",
     "[    2.0] pmemlab: loaded, target /dev/pmem0 (1040187392 bytes, node 0)",
     "[    3.0] platform regulatory.0: Direct firmware load for regulatory.db failed with error -2",
+    "[    0.1] kmemleak: Kernel memory leak detector initialized (mem pool available: 39000)",
+    "[    0.2] kasan: KernelAddressSanitizer initialized",
+    "[    0.3] Lock dependency validator: Copyright (c) 2006 Red Hat, Inc., Ingo Molnar",
 ])
 def test_scan_log_ignores_ordinary_lines(line: str) -> None:
     assert vm.scan_log(line) == []
@@ -84,3 +102,68 @@ def test_summary_adds_every_report_and_failed_boot(tmp_path) -> None:
         path.unlink()
     res = subprocess.run(summary, capture_output=True, text=True)
     assert res.returncode == 1 and res.stdout.splitlines()[-1] == "total: 0 passed, 1 failed, 0 skipped"
+
+
+def _fake_tree(root, release: str = "6.1.192-pmemlab-debug", image: bool = True):
+    (root / "include" / "config").mkdir(parents=True)
+    (root / "include" / "config" / "kernel.release").write_text(release + "\n")
+    (root / "Makefile").write_text("include /src/Makefile\n")
+    if image:
+        (root / "arch" / "x86" / "boot").mkdir(parents=True)
+        (root / "arch" / "x86" / "boot" / "bzImage").write_bytes(b"\0")
+    return root
+
+
+def test_kernel_tree_boots_its_bzimage_and_builds_against_itself(tmp_path) -> None:
+    tree = _fake_tree(tmp_path)
+    kernel = vm.select_kernel(None, str(tree), env={})
+    assert kernel.release == "6.1.192-pmemlab-debug"
+    assert kernel.image == tree / "arch" / "x86" / "boot" / "bzImage"
+    assert kernel.kdir == tree
+
+
+def test_kernel_tree_from_the_environment(tmp_path) -> None:
+    tree = _fake_tree(tmp_path)
+    assert vm.select_kernel(None, None, env={"VM_KERNEL_TREE": str(tree)}).kdir == tree
+    # an option on the command line overrides the other variable
+    assert vm.select_kernel(None, str(tree), env={"VM_KERNEL": "6.1.0-56-amd64"}).kdir == tree
+
+
+@pytest.mark.parametrize("release,tree_kind,env", [
+    ("6.1.0-56-amd64", "good", {}),          # both options
+    (None, "no-image", {}),                  # tree without a built kernel
+    (None, "missing", {}),                   # no such directory
+    (None, "no-release", {}),                # not a configured build tree
+    (None, None, {"VM_KERNEL": "x", "VM_KERNEL_TREE": "y"}),  # both variables
+])
+def test_kernel_tree_refused(tmp_path, release, tree_kind, env) -> None:
+    tree = {"good": lambda: _fake_tree(tmp_path / "t"),
+            "no-image": lambda: _fake_tree(tmp_path / "t", image=False),
+            "missing": lambda: tmp_path / "nothing",
+            "no-release": lambda: _fake_tree(tmp_path / "t", release=""),
+            None: lambda: None}[tree_kind]()
+    with pytest.raises(SystemExit) as exc:
+        vm.select_kernel(release, None if tree is None else str(tree), env=env)
+    assert exc.value.code == 2
+
+
+def test_installed_kernel_unchanged_without_a_tree() -> None:
+    from pathlib import Path
+    kernel = vm.select_kernel(None, None, env={})
+    assert kernel.release == vm.default_kernel()
+    assert kernel.image == Path(f"/boot/vmlinuz-{kernel.release}")
+    assert kernel.kdir == Path(f"/lib/modules/{kernel.release}/build")
+
+
+def test_kernel_tree_option_errors_before_any_boot(tmp_path) -> None:
+    import subprocess
+    import sys
+    from testlib import TOP
+    run = [sys.executable, str(TOP / "scripts" / "vm")]
+    res = subprocess.run(run + ["--kernel-tree", str(tmp_path / "none"), "--", "true"],
+                         capture_output=True, text=True, timeout=60)
+    assert res.returncode == 2 and "holds no built kernel" in res.stderr
+    res = subprocess.run(run + ["--kernel", "x", "--kernel-tree", str(tmp_path), "--", "true"],
+                         capture_output=True, text=True, timeout=60)
+    assert res.returncode == 2 and "not both" in res.stderr
+    assert "--kernel-tree DIR" in subprocess.run(run + ["--help"], capture_output=True, text=True).stdout
