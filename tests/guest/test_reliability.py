@@ -93,9 +93,11 @@ def test_killed_controller_leaves_a_usable_module(module, pmem_dev: str, tmp_pat
         proc = subprocess.Popen([sys.executable, "-m", "pmemlab", "sweep", str(config), "-o",
                                  str(tmp_path / "k.csv"), "--no-progress"],
                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        deadline = time.monotonic() + 60
-        while mod.state() != "running" and time.monotonic() < deadline:
+        # the controller needs ~10 s to start under TCG, ~95 s on the KASAN/lockdep kernel
+        deadline = time.monotonic() + 300
+        while mod.state() != "running" and time.monotonic() < deadline and proc.poll() is None:
             time.sleep(0.05)
+        assert mod.state() == "running", f"the sweep never started a run (exit {proc.poll()})"
         proc.send_signal(signal.SIGKILL)
         proc.wait()
         assert mod.wait(timeout=60) == "done"  # nobody aborted it: the run just completes
