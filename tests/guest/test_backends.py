@@ -54,15 +54,21 @@ def module_counts(cfg: dict) -> list[dict[str, str]]:
     return res.threads + [res.total]
 
 
+def assert_same_counts(runner: Path, target: list[str], configs: list[dict]) -> None:
+    """Each config on the loaded module and on the user backend at `target`: the same rows with
+    the same counts, width, op and mode."""
+    for cfg in configs:
+        want = module_counts(cfg)
+        got = user_counts(runner, target, cfg)
+        assert len(got) == len(want), cfg
+        for w, g in zip(want, got):
+            assert {k: w[k] for k in COUNTED} == {k: g[k] for k in COUNTED}, (cfg, w, g)
+            assert w["width"] == g["width"] and w["op"] == g["op"] and w["mode"] == g["mode"], cfg
+
+
 def test_same_counts_dram(module, runner: Path) -> None:
     with module(target="dram", dram_size="16M"):
-        for cfg in CONFIGS:
-            want = module_counts(cfg)
-            got = user_counts(runner, ["target=dram", "dram_size=16M"], cfg)
-            assert len(got) == len(want), cfg
-            for w, g in zip(want, got):
-                assert {k: w[k] for k in COUNTED} == {k: g[k] for k in COUNTED}, (cfg, w, g)
-                assert w["width"] == g["width"] and w["op"] == g["op"] and w["mode"] == g["mode"], cfg
+        assert_same_counts(runner, ["target=dram", "dram_size=16M"], CONFIGS)
 
 
 def facts(out: str) -> dict[str, str]:
@@ -95,11 +101,7 @@ def test_same_counts_dax_file(module, runner: Path, ext4_mount: tuple[str, Path]
     pool = mnt / "pool"
     pool.write_bytes(b"")
     with module(target="dram", dram_size="16M"):
-        for cfg in CONFIGS[:3]:
-            want = module_counts(cfg)
-            got = user_counts(runner, [f"target={pool}", "size=16M"], cfg)
-            for w, g in zip(want, got):
-                assert {k: w[k] for k in COUNTED} == {k: g[k] for k in COUNTED}, (cfg, w, g)
+        assert_same_counts(runner, [f"target={pool}", "size=16M"], CONFIGS[:3])
     out = subprocess.run([str(runner), "--facts", f"target={pool}"], capture_output=True, text=True).stdout
     assert facts(out)["target_kind"] == "file"
 
@@ -183,8 +185,4 @@ def test_devdax_target(module, runner: Path, devdax: str) -> None:
     if align.exists():
         assert f["target_page_size"] == align.read_text().strip()
     with module(target="dram", dram_size="16M"):
-        for cfg in CONFIGS[:3]:
-            want = module_counts(cfg)
-            got = user_counts(runner, [f"target={devdax}", "allow_overwrite=1"], cfg)
-            for w, g in zip(want, got):
-                assert {k: w[k] for k in COUNTED} == {k: g[k] for k in COUNTED}, (cfg, w, g)
+        assert_same_counts(runner, [f"target={devdax}", "allow_overwrite=1"], CONFIGS[:3])
