@@ -4,12 +4,12 @@
   (libplcore.so: the same objects as pmemlab-run, called through ctypes);
 - flush, fence and non-temporal variants emit the intended instructions
   (objdump, function by function, of the runner's objects and of the module's
-  kmod/ops.o and engine.o built against installed kernel headers in a scratch
+  kmod/core/ops.o and engine.o built against installed kernel headers in a scratch
   directory); four lines per loop trip with add + jne only;
 - address generators: seq covers every slot once per pass; rand stays in
   the window, is aligned, uniform (chi-square) and reproducible; stride and
   hotspot;
-- worker regions (kmod/place.c, shared by run.c and runner.c): hotspot in the
+- worker regions (kmod/core/place.c, shared by run.c and runner.c): hotspot in the
   first hotspot_size bytes of each thread's region, stride, disjoint per-thread
   slices, per-dimm chunks only on the thread's DIMMs, every offset in the window;
 - histogram percentiles agree with numpy within the bucket error;
@@ -81,11 +81,11 @@ def module_objs(tmp_path_factory: pytest.TempPathFactory) -> Path:
         pytest.skip("no kernel headers under /lib/modules/*/build (scripts/install-deps installs them)")
     d = tmp_path_factory.mktemp("kbuild")
     subprocess.run(["cp", "-a", str(TOP / "Kbuild"), str(TOP / "kmod"), str(d)], check=True)
-    for o in (d / "kmod").glob("*.o"):
+    for o in (d / "kmod").rglob("*.o"):
         o.unlink()
     res = subprocess.run(["make", "-C", str(kdir), f"M={d}", "modules"], capture_output=True, text=True)
     assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-2000:]
-    return d / "kmod"
+    return d / "kmod" / "core"
 
 
 @pytest.fixture(params=["user", "module"])
@@ -357,7 +357,7 @@ def test_hotspot_wraps_in_the_hot_region(lib: ctypes.CDLL) -> None:
 
 # --------------------------------------------------------------------------- worker regions (place.c)
 class Place(ctypes.Structure):
-    """struct pl_place (kmod/pl_core.h): every field a u64."""
+    """struct pl_place (kmod/core/pl_core.h): every field a u64."""
     _fields_ = [(n, ctypes.c_uint64) for n in (
         "target_size", "window_offset", "working_set", "pattern", "access", "stride", "hotspot_size",
         "passes", "pass_offset", "seed", "per_thread", "ways", "gran", "dimms", "split", "idx", "n")]

@@ -3,7 +3,7 @@
  * copy.c - copy kernels of the userspace runner only (the module has no
  * copy op): each 64-byte line is loaded from src = p + pl_copy_delta and
  * stored to p, with regular stores (copy) or non-temporal stores (ntcopy).
- * Same conventions as kmod/ops.c: SIMD registers named in asm, never
+ * Same conventions as kmod/core/ops.c: SIMD registers named in asm, never
  * clobbered from the compiler's point of view (-mgeneral-regs-only).
  * Instructions per 64-byte line: 2 * 64 / width (loads + stores), plus 2
  * (add, jump) per loop trip of four lines.

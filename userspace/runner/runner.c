@@ -2,8 +2,8 @@
 /*
  * pmemlab-run - the userspace backend of pmemlab.
  *
- * Runs the module's own access kernels (kmod/ops.c), address generators
- * (kmod/gen.c), histogram (kmod/hist.c) and timed loops (kmod/engine.c) on
+ * Runs the module's own access kernels (kmod/core/ops.c), address generators
+ * (kmod/core/gen.c), histogram (kmod/core/hist.c) and timed loops (kmod/core/engine.c) on
  * memory a user can map: a file on a DAX file system (MAP_SYNC where the
  * kernel allows it), a devdax device, or anonymous memory bound to a NUMA
  * node (libnuma), with 4 KiB pages, THP (2m) or hugetlbfs (hugetlb).
