@@ -65,6 +65,8 @@ struct pl_worker {
 	bool probe;
 	struct task_struct *task;
 	struct pl_eng e;
+	u64 *hist, *samples;		/* the engine's latency buffers */
+	char *ceil_buf;			/* the engine's ceiling buffer, freed once measured */
 	u64 segments, gap_ticks, first_tsc, last_tsc;
 	bool complete;			/* ran to its count or duration */
 };
@@ -94,6 +96,8 @@ struct pl_run {
 struct pl_scalars {
 	u64 ops, reads, writes, bytes, ticks, ns, bw_milli, segments, gap_ticks;
 	u64 irqoff_milli;
+	bool ceil;			/* ceil_milli is set (a bandwidth thread ran) */
+	u64 ceil_milli;			/* the engine's ceiling, MB/s x 1000 */
 	bool lat;			/* the lat_* fields below are set */
 	u64 lat_overhead, lat_n, lat_min, lat_mean_milli, lat_sd_milli;
 	u64 lat_p[PL_NPCT], lat_max;

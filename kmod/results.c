@@ -29,6 +29,8 @@ static __printf(2, 3) void pl_out(struct pl_buf *b, const char *fmt, ...)
 
 struct pl_sum {
 	u64 ops, reads, writes, bytes, ticks, max_ticks, gap, segments, bw_milli;
+	u64 ceil_milli;			/* engine ceilings of the bandwidth threads */
+	bool ceil;			/* a bandwidth thread is among them */
 };
 
 static u64 pl_bw_milli(u64 bytes, u64 ticks)
@@ -56,6 +58,8 @@ static void pl_scalars(struct pl_scalars *sc, const struct pl_sum *s,
 	sc->segments = s->segments;
 	sc->gap_ticks = s->gap;
 	sc->irqoff_milli = all ? pl_muldiv(s->ticks, 100000, all) : 0;
+	sc->ceil = s->ceil;
+	sc->ceil_milli = s->ceil_milli;
 	if (!h)
 		return;
 	sc->lat = true;
@@ -82,6 +86,8 @@ static void pl_out_scalars(struct pl_buf *b, const struct pl_scalars *sc)
 	pl_out(b, " ops=%llu reads=%llu writes=%llu bytes=%llu ticks=%llu ns=%llu",
 	       sc->ops, sc->reads, sc->writes, sc->bytes, sc->ticks, sc->ns);
 	pl_out_milli(b, "bw_mbps", sc->bw_milli);
+	if (sc->ceil)
+		pl_out_milli(b, "ceiling_mbps", sc->ceil_milli);
 	pl_out(b, " segments=%llu gap_ticks=%llu", sc->segments, sc->gap_ticks);
 	pl_out_milli(b, "irqoff_pct", sc->irqoff_milli);
 	if (!sc->lat) {
@@ -110,6 +116,10 @@ static void pl_add_sum(struct pl_sum *s, const struct pl_worker *w)
 	s->gap += w->gap_ticks;
 	s->segments += w->segments;
 	s->bw_milli += pl_bw_milli(st->bytes, st->ticks);
+	if (w->e.mode == PL_MODE_BW) {
+		s->ceil = true;
+		s->ceil_milli += pl_bw_milli(w->e.ceil_bytes, w->e.ceil_ticks);
+	}
 }
 
 static const char *pl_mode_name(int mode)
@@ -125,9 +135,10 @@ static void pl_out_worker(struct pl_buf *b, const struct pl_run *r, const struct
 
 	pl_add_sum(&s, w);
 	pl_scalars(&sc, &s, lat ? &w->e.hist : NULL, w->e.overhead);
-	pl_out(b, "thread=%u cpu=%u node=%d role=%s op=%s width=%u mode=%s",
+	pl_out(b, "thread=%u cpu=%u node=%d role=%s op=%s width=%u mode=%s insn=%s loop=%s",
 	       w->idx, w->cpu, w->node, w->probe ? "probe" : "load",
-	       pl_ops[w->op].name, r->width, pl_mode_name(w->e.mode));
+	       pl_ops[w->op].name, r->width, pl_mode_name(w->e.mode), w->e.insn,
+	       w->e.loop_name);
 	pl_out_scalars(b, &sc);
 }
 
@@ -209,7 +220,7 @@ int pl_results_build(struct pl_run *r)
 	struct pl_sum s = { 0 };
 	struct pl_buf b = { 0 };
 	u64 overhead = 0;
-	bool lat = false, same_op = true;
+	bool lat = false, same_op = true, same_insn = true, same_loop = true;
 	unsigned int i;
 	int err = -ENOMEM;
 
@@ -218,7 +229,7 @@ int pl_results_build(struct pl_run *r)
 	if (!all.b)
 		return -ENOMEM;
 	pl_hist_reset(&all);
-	b.cap = (r->n + 1) * 768;
+	b.cap = (r->n + 1) * 1024;
 	b.p = kvmalloc(b.cap, GFP_KERNEL);
 	if (!b.p)
 		goto out;
@@ -228,6 +239,8 @@ int pl_results_build(struct pl_run *r)
 		pl_out_worker(&b, r, w);
 		pl_add_sum(&s, w);
 		same_op &= w->op == r->w[0].op;
+		same_insn &= !strcmp(w->e.insn, r->w[0].e.insn);
+		same_loop &= w->e.loop_name == r->w[0].e.loop_name;
 		if (w->e.mode == PL_MODE_LAT) {
 			pl_hist_merge(&all, &w->e.hist);
 			overhead = max(overhead, w->e.overhead);
@@ -236,9 +249,10 @@ int pl_results_build(struct pl_run *r)
 	}
 	pl_scalars(&pl.agg, &s, lat ? &all : NULL, overhead);
 	pl.agg_valid = true;
-	pl_out(&b, "thread=all cpu=-1 node=-1 role=all op=%s width=%u mode=%s",
+	pl_out(&b, "thread=all cpu=-1 node=-1 role=all op=%s width=%u mode=%s insn=%s loop=%s",
 	       same_op ? pl_ops[r->w[0].op].name : "mixed", r->width,
-	       pl_mode_name(r->c.mode));
+	       pl_mode_name(r->c.mode), same_insn ? r->w[0].e.insn : "mixed",
+	       same_loop ? r->w[0].e.loop_name : "mixed");
 	pl_out_scalars(&b, &pl.agg);
 	pl.result = b.p;
 	pl.result_len = b.len;

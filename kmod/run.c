@@ -242,7 +242,7 @@ static int pl_check_run(const struct pl_config *c, unsigned int n, unsigned int 
 }
 
 /* ---- one worker's region and generator (place.c, shared with the runner) ---- */
-static int pl_setup_gen(struct pl_run *r, struct pl_worker *w)
+static int pl_setup_gen(struct pl_run *r, struct pl_worker *w, struct pl_region *reg)
 {
 	const struct pl_config *c = &r->c;
 	struct pl_place in = {
@@ -263,22 +263,20 @@ static int pl_setup_gen(struct pl_run *r, struct pl_worker *w)
 		.idx = w->idx,
 		.n = r->n,
 	};
-	struct pl_region reg;
 	char why[PL_ERR_LEN];
-	int err = pl_place_worker(&in, &reg, why, sizeof(why));
+	int err = pl_place_worker(&in, reg, why, sizeof(why));
 
 	if (err)
 		return pl_fail(err, "%s", why);
-	pl_gen_init(&w->e.gen, &reg.g);
-	w->e.base = pl.t.kaddr + reg.base;
 	return 0;
 }
 
 static int pl_setup_worker(struct pl_run *r, struct pl_worker *w, unsigned int cpu)
 {
 	const struct pl_config *c = &r->c;
-	struct pl_eng *e = &w->e;
-	unsigned int wi = pl_width_idx(r->width);
+	struct pl_region reg;
+	struct pl_eng_cfg ec;
+	char why[PL_ERR_LEN];
 	int err;
 
 	w->run = r;
@@ -286,39 +284,54 @@ static int pl_setup_worker(struct pl_run *r, struct pl_worker *w, unsigned int c
 	w->node = cpu_to_node(cpu);
 	w->op = c->ops[w->idx % c->nops];
 	w->probe = c->probe && w->idx == 0;
-	err = pl_setup_gen(r, w);
+	err = pl_setup_gen(r, w, &reg);
 	if (err)
 		return err;
-	e->access = c->access_size;
-	e->mode = w->probe ? PL_MODE_LAT : c->mode;
-	e->fence = c->fence;
-	e->fence_interval = c->fence_interval;
-	e->flush = c->flush;
-	e->read_pct = pl_ops[w->op].writes ? c->read_pct : 0;
-	e->op_reads = !pl_ops[w->op].writes;
-	e->delay_ticks = c->delay_ticks;
-	e->prep = c->cold ? PL_PREP_COLD : c->warm ? PL_PREP_WARM : PL_PREP_NONE;
-	e->rdtscp = pl.features & PL_F_RDTSCP;
-	e->wfn = pl_ops[w->op].fn[wi];
-	e->rfn = pl_ops[PL_OP_LOAD].fn[wi];
-	e->left = (c->count && !w->probe) ? c->count : ~0ULL;
-	e->stop = w->probe ? &r->probe_stop : &r->stop;
-	e->data = c->seed * 0x2545f4914f6cdd1dULL + w->idx;
-	if (e->mode == PL_MODE_LAT) {
-		e->hist.b = kvcalloc(PL_HIST_NB, sizeof(u64), GFP_KERNEL);
-		if (!e->hist.b)
+	ec = (struct pl_eng_cfg) {
+		.base = pl.t.kaddr + reg.base,
+		.gen = reg.g,
+		.copy_delta = reg.copy_delta,
+		.op = w->op,
+		.width = r->width,
+		.features = pl.features,
+		.mode = w->probe ? PL_MODE_LAT : c->mode,
+		.access = c->access_size,
+		.fence = c->fence,
+		.fence_interval = c->fence_interval,
+		.flush = c->flush,
+		.read_pct = c->read_pct,
+		.delay_ticks = c->delay_ticks,
+		.prep = c->cold ? PL_PREP_COLD : c->warm ? PL_PREP_WARM : PL_PREP_NONE,
+		.count = w->probe ? 0 : c->count,
+		.stop = w->probe ? &r->probe_stop : &r->stop,
+		.nsamples_max = c->samples,
+		.data_seed = c->seed * 0x2545f4914f6cdd1dULL + w->idx,
+	};
+	if (ec.mode == PL_MODE_LAT) {
+		w->hist = kvcalloc(PL_HIST_NB, sizeof(u64), GFP_KERNEL);
+		if (!w->hist)
 			return pl_fail(-ENOMEM, "run: out of memory for thread %u's histogram",
 				       w->idx);
+		ec.hist_buckets = w->hist;
 		if (c->samples) {
-			e->samples = kvcalloc(c->samples, sizeof(u64), GFP_KERNEL);
-			if (!e->samples)
+			w->samples = kvcalloc(c->samples, sizeof(u64), GFP_KERNEL);
+			if (!w->samples)
 				return pl_fail(-ENOMEM,
 					       "run: out of memory for thread %u's %llu samples",
 					       w->idx, c->samples);
-			e->nsamples_max = c->samples;
+			ec.samples = w->samples;
 		}
+	} else {
+		/* the engine's ceiling runs on a buffer of the worker's node (method.md) */
+		w->ceil_buf = kvmalloc_node(pl_eng_ceiling_len(&ec), GFP_KERNEL, w->node);
+		if (!w->ceil_buf)
+			return pl_fail(-ENOMEM, "run: out of memory for thread %u's ceiling buffer",
+				       w->idx);
+		ec.ceil_buf = w->ceil_buf;
 	}
-	pl_hist_reset(&e->hist);
+	err = pl_eng_init(&w->e, &ec, why, sizeof(why));
+	if (err)
+		return pl_fail(err, "thread %u: %s", w->idx, why);
 	return 0;
 }
 
@@ -329,8 +342,9 @@ static void pl_run_free(struct pl_run *r)
 	if (!r)
 		return;
 	for (i = 0; i < r->n; i++) {
-		kvfree(r->w[i].e.hist.b);
-		kvfree(r->w[i].e.samples);
+		kvfree(r->w[i].hist);
+		kvfree(r->w[i].samples);
+		kvfree(r->w[i].ceil_buf);
 	}
 	kvfree(r);
 }
@@ -425,10 +439,7 @@ static bool pl_segment(struct pl_run *r, struct pl_worker *w, u64 end)
 	}
 	kernel_fpu_begin();
 	t0 = pl_rdtsc();
-	if (e->mode == PL_MODE_LAT)
-		pl_eng_lat(e, min(t0 + r->seg_ticks, end));
-	else
-		pl_eng_bw(e, min(t0 + r->seg_ticks, end));
+	pl_eng_run(e, min(t0 + r->seg_ticks, end));
 	t1 = pl_rdtsc();
 	kernel_fpu_end();
 	local_irq_restore(flags);
@@ -485,11 +496,19 @@ static int pl_worker_fn(void *arg)
 	unsigned long flags;
 	u64 go;
 
+	local_irq_save(flags);
 	if (w->e.mode == PL_MODE_LAT) {
-		local_irq_save(flags);
-		w->e.overhead = pl_eng_calibrate(w->e.rdtscp);
-		local_irq_restore(flags);
+		pl_eng_calibrate(&w->e);
+	} else {
+		/* the loop on a cache-resident buffer: the engine's own ceiling */
+		kernel_fpu_begin();
+		pl_eng_ceiling(&w->e, PL_CEILING_MS * tsc_khz);
+		kernel_fpu_end();
 	}
+	local_irq_restore(flags);
+	kvfree(w->ceil_buf);
+	w->ceil_buf = NULL;
+	w->e.ceil_buf = NULL;
 	go = pl_barrier(r);
 	if (go)
 		pl_worker_loop(r, w, go);

@@ -445,7 +445,9 @@ static ssize_t op_table_show(struct kobject *k, struct kobj_attribute *a, char *
 				n += sysfs_emit_at(b, n, " %u:-:none", w[i]);
 				continue;
 			}
-			n += sysfs_emit_at(b, n, " %u:%s:", w[i], pl_ops[op].insn[i]);
+			/* the form this CPU runs (16 bytes: VEX where AVX exists) */
+			n += sysfs_emit_at(b, n, " %u:%s:", w[i], miss ? pl_ops[op].insn[i] :
+					   pl_op_insn(op, w[i], pl.features));
 			if (!miss) {
 				n += sysfs_emit_at(b, n, "ok");
 				continue;
@@ -643,6 +645,7 @@ struct pl_rattr {
 	size_t off;			/* in struct pl_scalars */
 	bool milli;			/* three decimals */
 	bool lat;			/* only with a latency thread */
+	bool bw;			/* only with a bandwidth thread */
 };
 
 static ssize_t pl_rattr_show(struct kobject *k, struct kobj_attribute *a, char *b)
@@ -652,7 +655,7 @@ static ssize_t pl_rattr_show(struct kobject *k, struct kobj_attribute *a, char *
 	u64 v;
 
 	mutex_lock(&pl.lock);
-	if (!pl.agg_valid || (ra->lat && !pl.agg.lat)) {
+	if (!pl.agg_valid || (ra->lat && !pl.agg.lat) || (ra->bw && !pl.agg.ceil)) {
 		n = sysfs_emit(b, "\n");
 	} else {
 		v = *(const u64 *)((const char *)&pl.agg + ra->off);
@@ -668,6 +671,9 @@ static ssize_t pl_rattr_show(struct kobject *k, struct kobj_attribute *a, char *
 #define R(_name, _field, _milli, _lat) {					\
 	.attr = __ATTR(_name, 0444, pl_rattr_show, NULL),			\
 	.off = offsetof(struct pl_scalars, _field), .milli = _milli, .lat = _lat }
+#define RBW(_name, _field) {							\
+	.attr = __ATTR(_name, 0444, pl_rattr_show, NULL),			\
+	.off = offsetof(struct pl_scalars, _field), .milli = true, .bw = true }
 
 static struct pl_rattr pl_rattrs[] = {
 	R(ops, ops, false, false),
@@ -677,6 +683,7 @@ static struct pl_rattr pl_rattrs[] = {
 	R(ticks, ticks, false, false),
 	R(ns, ns, false, false),
 	R(bw_mbps, bw_milli, true, false),
+	RBW(ceiling_mbps, ceil_milli),
 	R(segments, segments, false, false),
 	R(gap_ticks, gap_ticks, false, false),
 	R(irqoff_pct, irqoff_milli, true, false),

@@ -1,29 +1,391 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * engine.c - pmemlab's timed loops, run inside one IRQ-off segment.
+ * engine.c - pmemlab's timed loops, generated from ops.def.
  *
- * Bandwidth: accesses back to back (with the configured fences, flushes
- * and delay); the clock is read once per batch of accesses.
- * Latency: one access at a time, bracketed as in FAST'20 section 3.2:
- *	[prep: clflush (cold) or load (warm) each line, mfence]
- *	t0 = rdtscp; lfence        (or lfence; rdtsc; lfence)
- *	access (+ flush for the flushing ops)
- *	mfence
- *	t1 = rdtscp; lfence
- *	sample = t1 - t0 - overhead (clamped at 0)
- * where overhead is the median of an empty bracket, measured every run.
+ * For every op x instruction form of ops.def this file defines
+ *   - one bandwidth loop per address family (walk.h):
+ *	pl_bw_<op>_<form>_{linear,rand,dimm_linear,dimm_rand}()
+ *   - one latency loop: pl_lat_<op>_<form>()
+ * (the runner's copy ops only in userspace).  pl_eng_init() selects one of
+ * them once; pl_eng_run() calls it once per timed segment.  Inside a loop
+ * nothing is called: the address family, the access (asm text of ops.def),
+ * the counting and the clock reads are all inline, and the counters live in
+ * locals written back when the segment ends.
+ *
+ * Bandwidth: accesses back to back; the clock is read once per batch of
+ * accesses.  Without fences, read_pct mixing and delay the loop takes a
+ * short path (walk, advance the store data, access); otherwise the full
+ * one.  Accesses of one line (or one instruction) are one asm statement;
+ * longer ones run four lines per loop trip on an induction register that
+ * counts up to 0 (one add and one jump per trip), then the remaining lines
+ * one by one.
+ *
+ * Latency: one access at a time, bracketed as in FAST'20 section 3.2, in
+ * one asm statement per access shape:
+ *	mfence; rdtscp; lfence; mov eax, edx to two registers
+ *	the access (its flushes; a loop of add/jnz per line when it spans
+ *	            more than one line)
+ *	mfence; rdtscp; lfence
+ * (without rdtscp: lfence; rdtsc; lfence for each stamp).  Cold/warm
+ * preparation, the address, the read/write choice and the store data in
+ * its register are all done before the first fence.  The calibration is
+ * the same asm text without the access; its median is subtracted.
  */
-#include "pl_core.h"
+#include "walk.h"
 
-/* accesses between two reads of the clock in bandwidth mode */
-static u64 pl_batch(u64 access)
+/*
+ * Every generated loop keeps its own code under its own name: identical
+ * code folding would let a loop's symbol (the loop= of a result) run
+ * another loop's body.  No instrumentation either: no ftrace entry call
+ * (notrace), no stack canary with its call to __stack_chk_fail.
+ */
+#if defined(__GNUC__) && !defined(__clang__)
+#define PL_LOOP	__attribute__((__noipa__)) notrace __no_stack_protector
+#else
+#define PL_LOOP	noinline notrace __no_stack_protector
+#endif
+
+/* ---- op flags as constants (the loops below fold them) ---- */
+enum {
+#define PL_OP(ID, ident, name, flags, CEIL)	PL_OPFL_##ID = (flags),
+#include "ops.def"
+};
+
+static __always_inline bool pl_is_copy(u32 opf)
 {
-	u64 b = 16384 / access;
-
-	return b < 1 ? 1 : b > 256 ? 256 : b;
+	return (opf & PL_OPF_READS) && (opf & PL_OPF_WRITES);
 }
 
-static inline void pl_delay(u64 ticks)
+/* ---- forms: width, and how the store data lives in the registers ---- */
+#define PL_W_8		8
+#define PL_W_16sse	16
+#define PL_W_16vex	16
+#define PL_W_32		32
+#define PL_W_64		64
+
+/* loops that used ymm/zmm end with vzeroupper */
+#define PL_VZU_8
+#define PL_VZU_16sse
+#define PL_VZU_16vex
+#define PL_VZU_32	asm volatile("vzeroupper" ::: "memory")
+#define PL_VZU_64	asm volatile("vzeroupper" ::: "memory")
+
+/*
+ * Bandwidth loops: the data register holds the store data of all lanes,
+ * the increment register (xmm2/ymm2/zmm2) PL_DATA_INC; each access adds
+ * one to the other (one instruction; two for ymm, which needs AVX2 for a
+ * 256-bit add, so the low half is added and copied up, AVX only).
+ */
+static __always_inline void pl_data_begin_8(u64 v) { }
+static __always_inline void pl_data_step_8(u64 *v) { *v += PL_DATA_INC; }
+static __always_inline u64 pl_data_end_8(u64 v) { return v; }
+
+static __always_inline void pl_data_begin_16sse(u64 v)
+{
+	asm volatile("movq %0, %%xmm0\n\tpunpcklqdq %%xmm0, %%xmm0\n\t"
+		     "movq %1, %%xmm2\n\tpunpcklqdq %%xmm2, %%xmm2"
+		     :: "r"(v), "r"(PL_DATA_INC));
+}
+
+static __always_inline void pl_data_step_16sse(u64 *v)
+{
+	asm volatile("paddq %xmm2, %xmm0");
+}
+
+static __always_inline u64 pl_data_end_16sse(u64 v)
+{
+	asm volatile("movq %%xmm0, %0" : "=r"(v));
+	return v;
+}
+
+static __always_inline void pl_data_begin_16vex(u64 v)
+{
+	asm volatile("vmovq %0, %%xmm0\n\tvpunpcklqdq %%xmm0, %%xmm0, %%xmm0\n\t"
+		     "vmovq %1, %%xmm2\n\tvpunpcklqdq %%xmm2, %%xmm2, %%xmm2"
+		     :: "r"(v), "r"(PL_DATA_INC));
+}
+
+static __always_inline void pl_data_step_16vex(u64 *v)
+{
+	asm volatile("vpaddq %xmm2, %xmm0, %xmm0");
+}
+
+static __always_inline u64 pl_data_end_16vex(u64 v)
+{
+	asm volatile("vmovq %%xmm0, %0" : "=r"(v));
+	return v;
+}
+
+static __always_inline void pl_data_begin_32(u64 v)
+{
+	asm volatile("vmovq %0, %%xmm0\n\tvpunpcklqdq %%xmm0, %%xmm0, %%xmm0\n\t"
+		     "vinsertf128 $1, %%xmm0, %%ymm0, %%ymm0\n\t"
+		     "vmovq %1, %%xmm2\n\tvpunpcklqdq %%xmm2, %%xmm2, %%xmm2"
+		     :: "r"(v), "r"(PL_DATA_INC));
+}
+
+static __always_inline void pl_data_step_32(u64 *v)
+{
+	asm volatile("vpaddq %xmm2, %xmm0, %xmm0\n\t"
+		     "vinsertf128 $1, %xmm0, %ymm0, %ymm0");
+}
+
+static __always_inline u64 pl_data_end_32(u64 v)
+{
+	asm volatile("vmovq %%xmm0, %0" : "=r"(v));
+	return v;
+}
+
+static __always_inline void pl_data_begin_64(u64 v)
+{
+	asm volatile("vpbroadcastq %0, %%zmm0\n\tvpbroadcastq %1, %%zmm2"
+		     :: "r"(v), "r"(PL_DATA_INC));
+}
+
+static __always_inline void pl_data_step_64(u64 *v)
+{
+	asm volatile("vpaddq %zmm2, %zmm0, %zmm0");
+}
+
+static __always_inline u64 pl_data_end_64(u64 v)
+{
+	asm volatile("vmovq %%xmm0, %0" : "=r"(v));
+	return v;
+}
+
+/* latency loops: put this sample's data v into the data register (before the bracket) */
+static __always_inline void pl_prep_8(u64 v) { }
+
+static __always_inline void pl_prep_16sse(u64 v)
+{
+	asm volatile("movq %0, %%xmm0\n\tpunpcklqdq %%xmm0, %%xmm0" :: "r"(v));
+}
+
+static __always_inline void pl_prep_16vex(u64 v)
+{
+	asm volatile("vmovq %0, %%xmm0\n\tvpunpcklqdq %%xmm0, %%xmm0, %%xmm0" :: "r"(v));
+}
+
+static __always_inline void pl_prep_32(u64 v)
+{
+	asm volatile("vmovq %0, %%xmm0\n\tvpunpcklqdq %%xmm0, %%xmm0, %%xmm0\n\t"
+		     "vinsertf128 $1, %%xmm0, %%ymm0, %%ymm0" :: "r"(v));
+}
+
+static __always_inline void pl_prep_64(u64 v)
+{
+	asm volatile("vpbroadcastq %0, %%zmm0" :: "r"(v));
+}
+
+/* ---- asm text of the access shapes ---- */
+
+/* memory operands: direct ([p] destination, [q] source) or induction ([e]/[s] + [i]) */
+#define PA(o)		o "(%[p])"
+#define PS(o)		o "(%[q])"
+#define LA(o)		o "(%[e],%[i])"
+#define LS(o)		o "(%[s],%[i])"
+
+/* one 64-byte line at offset o: 64 / width units */
+#define PL_LINE_8(U, A, S, o)							\
+	U(A(o "+0"), S(o "+0")) U(A(o "+8"), S(o "+8"))				\
+	U(A(o "+16"), S(o "+16")) U(A(o "+24"), S(o "+24"))			\
+	U(A(o "+32"), S(o "+32")) U(A(o "+40"), S(o "+40"))			\
+	U(A(o "+48"), S(o "+48")) U(A(o "+56"), S(o "+56"))
+#define PL_LINE_16sse(U, A, S, o)						\
+	U(A(o "+0"), S(o "+0")) U(A(o "+16"), S(o "+16"))			\
+	U(A(o "+32"), S(o "+32")) U(A(o "+48"), S(o "+48"))
+#define PL_LINE_16vex	PL_LINE_16sse
+#define PL_LINE_32(U, A, S, o)	U(A(o "+0"), S(o "+0")) U(A(o "+32"), S(o "+32"))
+#define PL_LINE_64(U, A, S, o)	U(A(o), S(o))
+
+/* four lines at [e]+[i] (each followed by its flush, FL: ops.def PL_FL_*) */
+#define PL_LINES4(form, U, FL)							\
+	PL_LINE_##form(U, LA, LS, "0") FL(LA("0"))				\
+	PL_LINE_##form(U, LA, LS, "64") FL(LA("64"))				\
+	PL_LINE_##form(U, LA, LS, "128") FL(LA("128"))				\
+	PL_LINE_##form(U, LA, LS, "192") FL(LA("192"))
+#define PL_FLUSH4(FL)	FL(LA("0")) FL(LA("64")) FL(LA("128")) FL(LA("192"))
+
+/*
+ * Accesses shorter than a line: n is a power of two from the width to 32,
+ * W(text) wraps each shape (the latency brackets put T0/T1 around it), and
+ * every shape ends at label 9.
+ */
+#define PL_SUB_8(U, FL, W)							\
+	"cmp $8, %[n]\n\tjne 11f\n\t"						\
+	W(U(PA("0"), PS("0")) FL(PA("0"))) "jmp 9f\n"				\
+	"11:\n\tcmp $16, %[n]\n\tjne 12f\n\t"					\
+	W(U(PA("0"), PS("0")) U(PA("8"), PS("8")) FL(PA("0"))) "jmp 9f\n"	\
+	"12:\n\t"								\
+	W(U(PA("0"), PS("0")) U(PA("8"), PS("8")) U(PA("16"), PS("16"))	\
+	  U(PA("24"), PS("24")) FL(PA("0"))) "jmp 9f\n"
+#define PL_SUB_16sse(U, FL, W)							\
+	"cmp $16, %[n]\n\tjne 12f\n\t"						\
+	W(U(PA("0"), PS("0")) FL(PA("0"))) "jmp 9f\n"				\
+	"12:\n\t"								\
+	W(U(PA("0"), PS("0")) U(PA("16"), PS("16")) FL(PA("0"))) "jmp 9f\n"
+#define PL_SUB_16vex	PL_SUB_16sse
+#define PL_SUB_32(U, FL, W)	W(U(PA("0"), PS("0")) FL(PA("0"))) "jmp 9f\n"
+#define PL_SUB_64(U, FL, W)	"jmp 9f\n"	/* a 64-byte form has no shorter access */
+#define PL_AS_IS(text)		text
+
+/*
+ * Bandwidth: accesses of more than a line, four lines per trip on the
+ * induction register [i] (counting up to 0 from minus the bytes of the
+ * whole blocks, [e]/[s] at their end), then the remaining lines one by one.
+ * Flushes after each line; with PL_FL_NONE as FL and the flushes after the
+ * access (FLA), all lines are stored first and then flushed.
+ */
+#define PL_BW_MULTI(form, U, FL, end)						\
+	"mov %[n], %[i]\n\tand $-256, %[i]\n\tjz 5f\n\t"			\
+	"lea (%[p],%[i]), %[e]\n\tlea (%[q],%[i]), %[s]\n\tneg %[i]\n"		\
+	"4:\n\t" PL_LINES4(form, U, FL) "add $256, %[i]\n\tjnz 4b\n"		\
+	"5:\n\tmov %[n], %[i]\n\tand $255, %[i]\n\tjz " end "\n\t"		\
+	"lea (%[p],%[n]), %[e]\n\tlea (%[q],%[n]), %[s]\n\tneg %[i]\n"		\
+	"6:\n\t" PL_LINE_##form(U, LA, LS, "0") FL(LA("0"))			\
+	"add $64, %[i]\n\tjnz 6b\n\t"
+#define PL_BW_FLUSHES(FL)							\
+	"7:\n\tmov %[n], %[i]\n\tand $-256, %[i]\n\tjz 71f\n\t"		\
+	"lea (%[p],%[i]), %[e]\n\tneg %[i]\n"					\
+	"70:\n\t" PL_FLUSH4(FL) "add $256, %[i]\n\tjnz 70b\n"			\
+	"71:\n\tmov %[n], %[i]\n\tand $255, %[i]\n\tjz 9f\n\t"			\
+	"lea (%[p],%[n]), %[e]\n\tneg %[i]\n"					\
+	"72:\n\t" FL(LA("0")) "add $64, %[i]\n\tjnz 72b\n\t"
+
+/*
+ * The whole access as one asm text: exactly a line first (the common case
+ * pays a compare and a taken jump), then shorter, then longer accesses.
+ */
+#define PL_BW_TEXT(form, U, FL)							\
+	"cmp $64, %[n]\n\tje 8f\n\tja 3f\n\t"					\
+	PL_SUB_##form(U, FL, PL_AS_IS)						\
+	"3:\n\t" PL_BW_MULTI(form, U, FL, "9f") "jmp 9f\n"			\
+	"8:\n\t" PL_LINE_##form(U, PA, PS, "0") FL(PA("0"))			\
+	"9:\n\t"
+#define PL_BW_TEXT_FLA(form, U, FL)						\
+	"cmp $64, %[n]\n\tje 8f\n\tja 3f\n\t"					\
+	PL_SUB_##form(U, FL, PL_AS_IS)						\
+	"3:\n\t" PL_BW_MULTI(form, U, PL_FL_NONE, "7f") PL_BW_FLUSHES(FL)	\
+	"jmp 9f\n"								\
+	"8:\n\t" PL_LINE_##form(U, PA, PS, "0") FL(PA("0"))			\
+	"9:\n\t"
+
+/* operands a form's units name: %[t] (load temporary) and %[v] (data) for form 8 */
+#define PL_OUT_8	, [t] "=&r"(t_)
+#define PL_OUT_16sse
+#define PL_OUT_16vex
+#define PL_OUT_32
+#define PL_OUT_64
+#define PL_IN_8		, [v] "r"(v_)
+#define PL_IN_16sse
+#define PL_IN_16vex
+#define PL_IN_32
+#define PL_IN_64
+
+#define PL_BW_ASM(form, text) do {						\
+	u64 t_ __maybe_unused;							\
+	char *e_, *s_;								\
+	s64 i_;									\
+										\
+	asm volatile(text							\
+		     : [e] "=&r"(e_), [s] "=&r"(s_), [i] "=&r"(i_) PL_OUT_##form	\
+		     : [p] "r"(p_), [q] "r"(q_), [n] "r"(n) PL_IN_##form		\
+		     : "memory", "cc");						\
+} while (0)
+
+/*
+ * pl_acc_<op>_<form>(p, q, n, v, fla): one access of n bytes at p (source
+ * q for copies) in the bandwidth loops, as one asm statement; fla: the
+ * flushes after the whole access (flushing ops).
+ */
+#define PL_ACC(ID, k, form, U, FL)						\
+static __always_inline void pl_acc_##k##_##form(char *p_, char *q_, u64 n,	\
+						u64 v_, bool fla)		\
+{										\
+	if ((PL_OPFL_##ID & PL_OPF_FLUSHES) && fla)				\
+		PL_BW_ASM(form, PL_BW_TEXT_FLA(form, U, FL));			\
+	else									\
+		PL_BW_ASM(form, PL_BW_TEXT(form, U, FL));			\
+}
+
+/* ---- latency brackets ---- */
+#define PL_T0_P		"mfence\n\trdtscp\n\tlfence\n\t"			\
+			"mov %%eax, %[lo]\n\tmov %%edx, %[hi]\n\t"
+#define PL_T1_P		"mfence\n\trdtscp\n\tlfence\n\t"
+#define PL_T0_N		"mfence\n\tlfence\n\trdtsc\n\tlfence\n\t"		\
+			"mov %%eax, %[lo]\n\tmov %%edx, %[hi]\n\t"
+#define PL_T1_N		"mfence\n\tlfence\n\trdtsc\n\tlfence\n\t"
+#define PL_BRACKET_P(text)	PL_T0_P text PL_T1_P
+#define PL_BRACKET_N(text)	PL_T0_N text PL_T1_N
+
+#define PL_TICKS(lo0, hi0, lo1, hi1)						\
+	((((u64)(hi1) << 32) | (lo1)) - (((u64)(hi0) << 32) | (lo0)))
+
+/*
+ * One access in its bracket, as one asm text: the shape is chosen before
+ * T0; exactly one line and one to four units have nothing but the access
+ * between T0 and T1; longer accesses loop a line per trip (add and jnz are
+ * then part of the access, method.md); flushes after the whole access run
+ * as a second loop inside the bracket.
+ */
+#define PL_BR_MULTI(form, U, FL, X)						\
+	"lea (%[p],%[n]), %[e]\n\tlea (%[q],%[n]), %[s]\n\t"			\
+	"mov %[n], %[i]\n\tneg %[i]\n\t"					\
+	PL_T0_##X "4:\n\t" PL_LINE_##form(U, LA, LS, "0") FL(LA("0"))		\
+	"add $64, %[i]\n\tjnz 4b\n\t"
+#define PL_BR_TEXT(form, U, FL, X)						\
+	"cmp $64, %[n]\n\tje 8f\n\tja 3f\n\t"					\
+	PL_SUB_##form(U, FL, PL_BRACKET_##X)					\
+	"3:\n\t" PL_BR_MULTI(form, U, FL, X) PL_T1_##X "jmp 9f\n"		\
+	"8:\n\t" PL_BRACKET_##X(PL_LINE_##form(U, PA, PS, "0") FL(PA("0")))	\
+	"9:\n\t"
+#define PL_BR_TEXT_FLA(form, U, FL, X)						\
+	"cmp $64, %[n]\n\tje 8f\n\tja 3f\n\t"					\
+	PL_SUB_##form(U, FL, PL_BRACKET_##X)					\
+	"3:\n\t" PL_BR_MULTI(form, U, PL_FL_NONE, X)				\
+	"mov %[n], %[i]\n\tneg %[i]\n"						\
+	"5:\n\t" FL(LA("0")) "add $64, %[i]\n\tjnz 5b\n\t"			\
+	PL_T1_##X "jmp 9f\n"							\
+	"8:\n\t" PL_BRACKET_##X(PL_LINE_##form(U, PA, PS, "0") FL(PA("0")))	\
+	"9:\n\t"
+
+#define PL_BR_ASM(form, text) ({						\
+	u32 lo0_, hi0_, lo1_, hi1_, aux_;					\
+	u64 t_ __maybe_unused;							\
+	char *e_, *s_;								\
+	s64 i_;									\
+										\
+	asm volatile(text							\
+		     : "=&a"(lo1_), "=&d"(hi1_), "=&c"(aux_),			\
+		       [lo] "=&r"(lo0_), [hi] "=&r"(hi0_),			\
+		       [e] "=&r"(e_), [s] "=&r"(s_), [i] "=&r"(i_) PL_OUT_##form \
+		     : [p] "r"(p_), [q] "r"(q_), [n] "r"(n) PL_IN_##form		\
+		     : "memory", "cc");						\
+	(void)aux_;								\
+	PL_TICKS(lo0_, hi0_, lo1_, hi1_);					\
+})
+
+/*
+ * pl_br_<op>_<form>(p, q, n, v, rdtscp, fla): the ticks of one access of
+ * n bytes: T0/T1 rdtscp-based, or lfence; rdtsc; lfence where the CPU has
+ * no rdtscp.
+ */
+#define PL_BR(ID, k, form, U, FL)						\
+static __always_inline u64 pl_br_##k##_##form(char *p_, char *q_, u64 n,	\
+					      u64 v_, bool rdtscp, bool fla)	\
+{										\
+	if ((PL_OPFL_##ID & PL_OPF_FLUSHES) && fla) {				\
+		if (rdtscp)							\
+			return PL_BR_ASM(form, PL_BR_TEXT_FLA(form, U, FL, P));	\
+		return PL_BR_ASM(form, PL_BR_TEXT_FLA(form, U, FL, N));		\
+	}									\
+	if (rdtscp)								\
+		return PL_BR_ASM(form, PL_BR_TEXT(form, U, FL, P));		\
+	return PL_BR_ASM(form, PL_BR_TEXT(form, U, FL, N));			\
+}
+
+/* ---- what every loop shares ---- */
+static __always_inline void pl_delay(u64 ticks)
 {
 	u64 t0;
 
@@ -34,146 +396,553 @@ static inline void pl_delay(u64 ticks)
 		asm volatile("pause");
 }
 
-/* decide read or write for the next access (exact ratio, no randomness) */
-static inline bool pl_is_read(struct pl_eng *e)
+/*
+ * The next batch of accesses, or 0 when the segment (or the run) is over.
+ * The first batch of a call runs even past until, so that every call
+ * makes progress (the ceiling's short windows, a descheduled thread).
+ */
+static __always_inline u64 pl_bw_batch(const struct pl_eng *e, u64 *left, u64 until,
+				       u64 done)
 {
-	if (e->op_reads)
-		return true;
-	if (!e->read_pct)
+	u64 nb;
+
+	if (!*left || READ_ONCE(*e->stop) || (done && pl_rdtsc() >= until))
+		return 0;
+	nb = e->batch < *left ? e->batch : *left;
+	if (*left != ~0ULL)
+		*left -= nb;
+	return nb;
+}
+
+/* read_pct: an exact, deterministic interleaving (no randomness) */
+static __always_inline bool pl_mix_read(u32 *acc, u32 pct)
+{
+	if (!pct)
 		return false;
-	e->rw_acc += e->read_pct;
-	if (e->rw_acc >= 100) {
-		e->rw_acc -= 100;
+	*acc += pct;
+	if (*acc >= 100) {
+		*acc -= 100;
 		return true;
 	}
 	return false;
 }
 
-static inline void pl_next_data(struct pl_eng *e)
+/*
+ * The full path's access with its fences: fence after each access
+ * (fence_interval 0), after each fence_interval bytes across accesses, or,
+ * for fence_interval < access_size, the access in pieces of fence_interval
+ * bytes, each with its flushes and a fence.  One call site of the access:
+ * the pieces are a loop around it.
+ */
+#define PL_FENCED(ACC, p, q, v, fla) do {					\
+	u64 o_ = 0;								\
+										\
+	do {									\
+		ACC((p) + o_, (q) + o_, piece, v, fla);				\
+		if (fence_each || pl_fence_due(&fence_acc, n, fi))		\
+			pl_fence(fence);					\
+		o_ += piece;							\
+	} while (o_ < n);							\
+} while (0)
+
+static __always_inline void pl_loop_end(struct pl_eng *e, const struct pl_gen *g, u64 left,
+					u64 done, u64 reads, u64 v, bool writes)
 {
-	/* never zero: odd, and different for every access */
-	e->data = (e->data + 0x9e3779b97f4a7c15ULL) | 1;
+	e->gen = *g;
+	e->left = left;
+	e->data = v;
+	e->st.ops += done;
+	e->st.bytes += done * e->access;
+	e->st.reads += writes ? reads : done;
+	e->st.writes += writes ? done - reads : 0;
 }
 
-/* one access plus its fences; returns whether it was a read */
-static inline bool pl_access(struct pl_eng *e, char *p)
-{
-	bool rd = pl_is_read(e);
-	pl_kernel_fn fn = rd ? e->rfn : e->wfn;
-	u64 fi = e->fence_interval, o;
-
-	pl_next_data(e);
-	if (e->fence == PL_FENCE_NONE || !fi) {
-		fn(p, e->access, e->data, e->flush);
-		pl_fence(e->fence);
-	} else if (fi < e->access) {
-		/* fence (and flush=access) every fi bytes inside the access */
-		for (o = 0; o < e->access; o += fi) {
-			fn(p + o, fi, e->data, e->flush);
-			pl_fence(e->fence);
-		}
-	} else {
-		fn(p, e->access, e->data, e->flush);
-		if (pl_fence_due(&e->fence_acc, e->access, fi))
-			pl_fence(e->fence);
-	}
-	return rd;
+/*
+ * The bandwidth loop of op ID (ident k) in form and address family FAM,
+ * for runs without fences, read_pct mixing and delay: per access the next
+ * address, the next store data, the access.  Locals hold everything the
+ * loop needs: the asm's "memory" clobber would make the compiler reload
+ * anything it reads through e.
+ */
+#define PL_BW(ID, k, form, fam, FAM)						\
+void pl_bw_##k##_##form##_##fam(struct pl_eng *e, u64 until);			\
+PL_LOOP void pl_bw_##k##_##form##_##fam(struct pl_eng *e, u64 until)		\
+{										\
+	const u32 opf = PL_OPFL_##ID;						\
+	struct pl_gen g = e->gen;						\
+	char *const base = e->base;						\
+	const u64 n = e->access, delta = e->copy_delta;				\
+	const bool fla = e->flush == PL_FLUSH_ACCESS;				\
+	u64 left = e->left, done = 0, v = e->data, nb;				\
+	char *p;								\
+										\
+	if (opf & PL_OPF_DATA)							\
+		pl_data_begin_##form(v);					\
+	while ((nb = pl_bw_batch(e, &left, until, done))) {				\
+		done += nb;							\
+		do {								\
+			p = base + pl_walk(&g, FAM);				\
+			if (opf & PL_OPF_DATA)					\
+				pl_data_step_##form(&v);			\
+			pl_acc_##k##_##form(p, pl_is_copy(opf) ? p + delta : p,	\
+					    n, v, fla);				\
+		} while (--nb);							\
+	}									\
+	if (opf & PL_OPF_DATA)							\
+		v = pl_data_end_##form(v);					\
+	PL_VZU_##form;								\
+	pl_loop_end(e, &g, left, done, 0, v, opf & PL_OPF_WRITES);		\
 }
 
-static inline void pl_count(struct pl_eng *e, bool rd)
-{
-	e->st.ops++;
-	e->st.bytes += e->access;
-	if (rd)
-		e->st.reads++;
-	else
-		e->st.writes++;
-	if (e->left != ~0ULL)
-		e->left--;
+/*
+ * The bandwidth loop of op ID in form with fences, read_pct mixing or a
+ * delay (the full path): one per op and form, walking any address family
+ * in one code path (pl_walk_any: a few predictable branches and, per-DIMM,
+ * two multiplications more per access than the per-family loops).
+ */
+#define PL_BWF(ID, k, form)							\
+void pl_bwf_##k##_##form(struct pl_eng *e, u64 until);				\
+PL_LOOP void pl_bwf_##k##_##form(struct pl_eng *e, u64 until)			\
+{										\
+	const u32 opf = PL_OPFL_##ID;						\
+	struct pl_gen g = e->gen;						\
+	char *const base = e->base;						\
+	const u64 n = e->access, delta = e->copy_delta;				\
+	const bool fla = e->flush == PL_FLUSH_ACCESS;				\
+	const int fence = e->fence;						\
+	const u64 fi = e->fence_interval, delay = e->delay_ticks;		\
+	const bool fence_each = fence == PL_FENCE_NONE || !fi || fi < n;	\
+	const u64 piece = fence != PL_FENCE_NONE && fi && fi < n ? fi : n;	\
+	const u32 pct = e->read_pct;						\
+	u64 left = e->left, done = 0, reads = 0, v = e->data, nb;		\
+	u64 fence_acc = e->fence_acc;						\
+	u32 rw_acc = e->rw_acc;							\
+	char *p;								\
+										\
+	if (opf & PL_OPF_DATA)							\
+		pl_data_begin_##form(v);					\
+	while ((nb = pl_bw_batch(e, &left, until, done))) {				\
+		done += nb;							\
+		do {								\
+			p = base + pl_walk_any(&g);				\
+			if (opf & PL_OPF_DATA)					\
+				pl_data_step_##form(&v);			\
+			if ((opf & PL_OPF_WRITES) && pl_mix_read(&rw_acc, pct)) { \
+				reads++;					\
+				PL_FENCED(pl_acc_load_##form, p, p, v, false);	\
+			} else {						\
+				PL_FENCED(pl_acc_##k##_##form, p,		\
+					  pl_is_copy(opf) ? p + delta : p, v, fla); \
+			}							\
+			pl_delay(delay);					\
+		} while (--nb);							\
+	}									\
+	if (opf & PL_OPF_DATA)							\
+		v = pl_data_end_##form(v);					\
+	PL_VZU_##form;								\
+	e->fence_acc = fence_acc;						\
+	e->rw_acc = rw_acc;							\
+	pl_loop_end(e, &g, left, done, reads, v, opf & PL_OPF_WRITES);		\
 }
 
-void pl_eng_bw(struct pl_eng *e, u64 until)
+/* cold: flush each line of the access, warm: load each; then mfence */
+static __always_inline void pl_prep_lines(char *p, u64 n, int prep)
 {
-	u64 batch = pl_batch(e->access), i;
-
-	if (e->delay_ticks)
-		batch = 1;
-	while (e->left && !READ_ONCE(*e->stop) && pl_rdtsc() < until) {
-		for (i = 0; i < batch && e->left; i++) {
-			bool rd = pl_access(e, e->base + pl_gen_next(&e->gen));
-
-			pl_count(e, rd);
-			pl_delay(e->delay_ticks);
-		}
-	}
-}
-
-static inline void pl_touch(const char *p)
-{
+	char *line = (char *)((unsigned long)p & ~(unsigned long)(PL_LINE - 1));
+	u64 o;
 	u32 t;
 
-	asm volatile("movzbl (%1), %0" : "=r"(t) : "r"(p) : "memory");
-}
-
-static void pl_prep_lines(struct pl_eng *e, char *p)
-{
-	u64 o, n = e->access < PL_LINE ? PL_LINE : e->access;
-	char *line = (char *)((unsigned long)p & ~(unsigned long)(PL_LINE - 1));
-
-	if (e->prep == PL_PREP_NONE)
+	if (prep == PL_PREP_NONE)
 		return;
+	if (n < PL_LINE)
+		n = PL_LINE;
 	for (o = 0; o < n; o += PL_LINE) {
-		if (e->prep == PL_PREP_COLD)
-			pl_clflush(line + o);
+		if (prep == PL_PREP_COLD)
+			asm volatile("clflush (%0)" :: "r"(line + o) : "memory");
 		else
-			pl_touch(line + o);
+			asm volatile("movzbl (%1), %0" : "=r"(t) : "r"(line + o) : "memory");
 	}
 	pl_mfence();
 }
 
-void pl_eng_lat(struct pl_eng *e, u64 until)
-{
-	u64 t0, t1, d;
-	char *p;
-	bool rd;
+/*
+ * The latency loop of op ID in form.  Any address family, in one code path
+ * (pl_walk_any; the latency loop's own speed is outside the brackets).
+ */
+#define PL_LAT(ID, k, form)							\
+void pl_lat_##k##_##form(struct pl_eng *e, u64 until);				\
+PL_LOOP void pl_lat_##k##_##form(struct pl_eng *e, u64 until)			\
+{										\
+	const u32 opf = PL_OPFL_##ID;						\
+	struct pl_gen g = e->gen;						\
+	struct pl_hist h = e->hist;						\
+	char *const base = e->base;						\
+	const u64 n = e->access, delta = e->copy_delta, ov = e->overhead;	\
+	const u64 delay = e->delay_ticks, nmax = e->nsamples_max;		\
+	const bool fla = e->flush == PL_FLUSH_ACCESS, rdtscp = e->rdtscp;	\
+	const int prep = e->prep;						\
+	const u32 pct = e->read_pct;						\
+	u64 *const samples = e->samples;					\
+	u64 left = e->left, done = 0, reads = 0, v = e->data, ns = e->nsamples, d; \
+	u32 rw_acc = e->rw_acc;							\
+	char *p, *q;								\
+	bool rd;								\
+										\
+	while (left && !READ_ONCE(*e->stop) && pl_rdtsc() < until) {		\
+		p = base + pl_walk_any(&g);					\
+		q = pl_is_copy(opf) ? p + delta : p;				\
+		pl_prep_lines(p, n, prep);					\
+		rd = (opf & PL_OPF_WRITES) && pl_mix_read(&rw_acc, pct);	\
+		if (opf & PL_OPF_DATA) {					\
+			v += PL_DATA_INC;					\
+			if (!rd)						\
+				pl_prep_##form(v);				\
+		}								\
+		if (rd)								\
+			d = pl_br_load_##form(p, p, n, v, rdtscp, false);	\
+		else								\
+			d = pl_br_##k##_##form(p, q, n, v, rdtscp, fla);	\
+		d = d > ov ? d - ov : 0;					\
+		pl_hist_add(&h, d);						\
+		if (ns < nmax)							\
+			samples[ns++] = d;					\
+		reads += rd;							\
+		done++;								\
+		if (left != ~0ULL)						\
+			left--;							\
+		pl_delay(delay);						\
+	}									\
+	PL_VZU_##form;								\
+	e->hist = h;								\
+	e->nsamples = ns;							\
+	e->rw_acc = rw_acc;							\
+	pl_loop_end(e, &g, left, done, reads, v, opf & PL_OPF_WRITES);		\
+}
 
-	while (e->left && !READ_ONCE(*e->stop) && pl_rdtsc() < until) {
-		p = e->base + pl_gen_next(&e->gen);
-		pl_prep_lines(e, p);
-		rd = pl_is_read(e);
-		pl_next_data(e);
-		pl_mfence();
-		t0 = pl_rdtsc_serial(e->rdtscp);
-		(rd ? e->rfn : e->wfn)(p, e->access, e->data, e->flush);
-		pl_mfence();
-		t1 = pl_rdtsc_serial(e->rdtscp);
-		d = t1 - t0;
-		d = d > e->overhead ? d - e->overhead : 0;
-		pl_hist_add(&e->hist, d);
-		if (e->nsamples < e->nsamples_max)
-			e->samples[e->nsamples++] = d;
-		pl_count(e, rd);
-		pl_delay(e->delay_ticks);
+/*
+ * ---- the generated loops ----
+ * Module ops everywhere; the runner's copy ops (PL_OPF_USER) only in
+ * userspace, where pl_eng_init can select them.
+ */
+#ifdef __KERNEL__
+#define PL_HERE(ID, ...)	PL_HERE_##ID(__VA_ARGS__)
+#else
+#define PL_HERE(ID, ...)	__VA_ARGS__
+#endif
+#define PL_HERE_LOAD(...)		__VA_ARGS__
+#define PL_HERE_NTLOAD(...)		__VA_ARGS__
+#define PL_HERE_STORE(...)		__VA_ARGS__
+#define PL_HERE_NTSTORE(...)		__VA_ARGS__
+#define PL_HERE_STORE_CLWB(...)		__VA_ARGS__
+#define PL_HERE_STORE_CLFLUSHOPT(...)	__VA_ARGS__
+#define PL_HERE_STORE_CLFLUSH(...)	__VA_ARGS__
+#define PL_HERE_COPY(...)
+#define PL_HERE_NTCOPY(...)
+
+/* the access and bracket primitives first (the load ones serve read_pct) */
+#define PL_K(ID, k, form, U, FL, insn, needs)					\
+	PL_HERE(ID, PL_ACC(ID, k, form, U, FL) PL_BR(ID, k, form, U, FL))
+#include "ops.def"
+
+#define PL_K(ID, k, form, U, FL, insn, needs)					\
+	PL_HERE(ID,								\
+		PL_BW(ID, k, form, linear, PL_FAM_LINEAR)			\
+		PL_BW(ID, k, form, rand, PL_FAM_RAND)				\
+		PL_BW(ID, k, form, dimm_linear, PL_FAM_DIMM_LINEAR)		\
+		PL_BW(ID, k, form, dimm_rand, PL_FAM_DIMM_RAND)			\
+		PL_BWF(ID, k, form)						\
+		PL_LAT(ID, k, form))
+#include "ops.def"
+
+struct pl_loop_ent {
+	pl_loop_fn fn;
+	const char *name;
+};
+
+#define PL_ENT(name)	{ name, #name }
+static const struct pl_loop_ent pl_bw_loops[PL_OP_ALL][PL_NFORM][PL_NFAM] = {
+#define PL_K(ID, k, form, U, FL, insn, needs)					\
+	PL_HERE(ID, [PL_OP_##ID][PL_FORM_##form] = {				\
+		PL_ENT(pl_bw_##k##_##form##_linear),				\
+		PL_ENT(pl_bw_##k##_##form##_rand),				\
+		PL_ENT(pl_bw_##k##_##form##_dimm_linear),			\
+		PL_ENT(pl_bw_##k##_##form##_dimm_rand) },)
+#include "ops.def"
+};
+
+static const struct pl_loop_ent pl_bwf_loops[PL_OP_ALL][PL_NFORM] = {
+#define PL_K(ID, k, form, U, FL, insn, needs)					\
+	PL_HERE(ID, [PL_OP_##ID][PL_FORM_##form] = PL_ENT(pl_bwf_##k##_##form),)
+#include "ops.def"
+};
+
+static const struct pl_loop_ent pl_lat_loops[PL_OP_ALL][PL_NFORM] = {
+#define PL_K(ID, k, form, U, FL, insn, needs)					\
+	PL_HERE(ID, [PL_OP_##ID][PL_FORM_##form] = PL_ENT(pl_lat_##k##_##form),)
+#include "ops.def"
+};
+
+/* the bandwidth loop of a run: per family without fences, mix and delay */
+static const struct pl_loop_ent *pl_bw_ent(int op, int form, int fam, bool plain)
+{
+	return plain ? &pl_bw_loops[op][form][fam] : &pl_bwf_loops[op][form];
+}
+
+const char *pl_eng_bw_name(int op, int form, int fam, bool plain)
+{
+	if (op < 0 || op >= PL_OP_ALL || form < 0 || form >= PL_NFORM || fam < 0 ||
+	    fam >= PL_NFAM)
+		return NULL;
+	return pl_bw_ent(op, form, fam, plain)->name;
+}
+
+const char *pl_eng_lat_name(int op, int form)
+{
+	if (op < 0 || op >= PL_OP_ALL || form < 0 || form >= PL_NFORM)
+		return NULL;
+	return pl_lat_loops[op][form].name;
+}
+
+/* ---- set-up ---- */
+
+/* accesses between two reads of the clock in bandwidth mode */
+static u64 pl_batch(u64 access)
+{
+	u64 b = 16384 / access;
+
+	return b < 1 ? 1 : b > 256 ? 256 : b;
+}
+
+static unsigned int pl_form_width(int form)
+{
+	return form == PL_FORM_8 ? 8 : form == PL_FORM_32 ? 32 : form == PL_FORM_64 ? 64 : 16;
+}
+
+int pl_eng_init(struct pl_eng *e, const struct pl_eng_cfg *c, char *why, size_t len)
+{
+	const struct pl_loop_ent *ent;
+	const char *insn;
+	u64 extent;
+	const char *gwhy;
+	bool mix;
+
+	memset(e, 0, sizeof(*e));
+	if (c->op < 0 || c->op >= PL_OP_ALL) {
+		snprintf(why, len, "engine: op %d does not exist", c->op);
+		return -EINVAL;
 	}
+	e->form = pl_op_form(c->op, c->width, c->features);
+	if (e->form < 0 || pl_form_width(e->form) != c->width) {
+		snprintf(why, len, "engine: op %s has no %u-byte form on this CPU",
+			 pl_ops[c->op].name, c->width);
+		return -EOPNOTSUPP;
+	}
+	if (c->access < c->width || c->access % c->width ||
+	    (c->access < PL_LINE ? c->access & (c->access - 1) : c->access % PL_LINE)) {
+		snprintf(why, len, "engine: access_size %llu: not 8, 16, 32 or a multiple of 64, or not a multiple of the width %u",
+			 (unsigned long long)c->access, c->width);
+		return -EINVAL;
+	}
+	if (c->fence != PL_FENCE_NONE && c->fence_interval && c->fence_interval < c->access &&
+	    c->access % c->fence_interval) {
+		snprintf(why, len, "engine: fence_interval must divide access_size");
+		return -EINVAL;
+	}
+	if (pl_gen_check(&c->gen, &extent, &gwhy)) {
+		snprintf(why, len, "engine: %s", gwhy);
+		return -EINVAL;
+	}
+	if (c->mode == PL_MODE_LAT && !c->hist_buckets) {
+		snprintf(why, len, "engine: a latency thread needs a histogram");
+		return -EINVAL;
+	}
+	e->op = c->op;
+	e->mode = c->mode;
+	e->fam = pl_gen_fam(&c->gen);
+	e->read_pct = pl_ops[c->op].writes ? c->read_pct : 0;
+	e->plain = c->fence == PL_FENCE_NONE && !e->read_pct && !c->delay_ticks;
+	ent = c->mode == PL_MODE_LAT ? &pl_lat_loops[c->op][e->form] :
+				       pl_bw_ent(c->op, e->form, e->fam, e->plain);
+	if (!ent->fn) {
+		snprintf(why, len, "engine: op %s has no loops here", pl_ops[c->op].name);
+		return -EOPNOTSUPP;
+	}
+	e->loop = ent->fn;
+	e->loop_name = ent->name;
+	e->base = c->base;
+	e->copy_delta = c->copy_delta;
+	e->access = c->access;
+	e->fence = c->fence;
+	e->fence_interval = c->fence_interval;
+	e->flush = c->flush;
+	e->delay_ticks = c->delay_ticks;
+	e->prep = c->prep;
+	e->rdtscp = c->features & PL_F_RDTSCP;
+	e->avx = c->features & PL_F_AVX;
+	e->batch = c->delay_ticks ? 1 : pl_batch(c->access);
+	e->left = c->count ? c->count : ~0ULL;
+	e->stop = c->stop;
+	e->samples = c->samples;
+	e->nsamples_max = c->samples ? c->nsamples_max : 0;
+	e->data = c->data_seed | 1;
+	e->ceil_buf = c->ceil_buf;
+	pl_gen_init(&e->gen, &c->gen);
+	e->hist.b = c->hist_buckets;
+	pl_hist_reset(&e->hist);
+	/* what executes per unit: the op's instructions, then the mix's load */
+	insn = pl_op_insn(c->op, c->width, c->features);
+	mix = e->read_pct && e->read_pct < 100;
+	if (e->read_pct == 100)
+		insn = pl_op_insn(PL_OP_LOAD, c->width, c->features);
+	snprintf(e->insn, sizeof(e->insn), "%s%s%s", insn, mix ? "," : "",
+		 mix ? pl_op_insn(PL_OP_LOAD, c->width, c->features) : "");
+	return 0;
+}
+
+void pl_eng_run(struct pl_eng *e, u64 until)
+{
+	/* no dirty upper vector state into or out of a segment (method.md) */
+	if (e->avx)
+		asm volatile("vzeroupper" ::: "memory");
+	e->loop(e, until);
+	if (e->avx)
+		asm volatile("vzeroupper" ::: "memory");
 }
 
 #define PL_CAL_N	101	/* odd; 808 bytes of stack */
 
-u64 pl_eng_calibrate(bool rdtscp)
+/* the bracket of the latency loops with nothing inside */
+static __always_inline u64 pl_empty_bracket(bool rdtscp)
 {
-	u64 v[PL_CAL_N], t0, t1, x;
+	u32 lo0, hi0, lo1, hi1, aux;
+
+	if (rdtscp)
+		asm volatile(PL_T0_P PL_T1_P
+			     : "=&a"(lo1), "=&d"(hi1), "=&c"(aux), [lo] "=&r"(lo0), [hi] "=&r"(hi0)
+			     :: "memory");
+	else
+		asm volatile(PL_T0_N PL_T1_N
+			     : "=&a"(lo1), "=&d"(hi1), "=&c"(aux), [lo] "=&r"(lo0), [hi] "=&r"(hi0)
+			     :: "memory");
+	(void)aux;
+	return PL_TICKS(lo0, hi0, lo1, hi1);
+}
+
+void pl_eng_calibrate(struct pl_eng *e)
+{
+	u64 v[PL_CAL_N], x;
 	int i, j;
 
 	for (i = 0; i < PL_CAL_N; i++) {
-		pl_mfence();
-		t0 = pl_rdtsc_serial(rdtscp);
-		pl_mfence();
-		t1 = pl_rdtsc_serial(rdtscp);
-		x = t1 - t0;
+		x = pl_empty_bracket(e->rdtscp);
 		/* insertion sort: small n, runs once per thread and run */
 		for (j = i; j > 0 && v[j - 1] > x; j--)
 			v[j] = v[j - 1];
 		v[j] = x;
 	}
-	return v[PL_CAL_N / 2];
+	e->overhead = v[PL_CAL_N / 2];
+}
+
+/* ---- the engine's ceiling ---- */
+#define PL_CEIL_MIN	(32ULL << 10)
+#define PL_CEIL_MAX	(2ULL << 20)
+
+/*
+ * The generator of the ceiling run: the same pattern, access and (where
+ * it fits) step over a cache-resident region of r bytes, one pass; per-DIMM
+ * keeps its family with as many ways as fit.  Returns r.
+ */
+static u64 pl_ceil_gen(const struct pl_gen_cfg *in, struct pl_gen_cfg *out)
+{
+	u64 a = in->access, cap = a > PL_CEIL_MAX ? a : PL_CEIL_MAX;
+	u64 r = 2 * a < PL_CEIL_MIN ? PL_CEIL_MIN : 2 * a;
+
+	if (r > cap)
+		r = cap;
+	*out = *in;
+	out->passes = 1;
+	out->pass_offset = 0;
+	out->span = r;
+	if (2 * in->step > r)
+		out->step = a;
+	if (in->ways) {
+		u64 ways = in->ways, gran;
+
+		if (ways * out->step > r)
+			ways = r / out->step ? r / out->step : 1;
+		gran = r / ways / out->step * out->step;
+		if (gran > in->gran)
+			gran = in->gran / out->step * out->step;
+		if (!gran)
+			gran = out->step;
+		out->ways = ways;
+		out->gran = gran;
+		out->dimms = in->dimms < ways ? in->dimms : ways;
+		out->first_dimm = in->first_dimm % ways;
+		if (ways * gran > r)
+			r = ways * gran;
+		out->span = r;
+	}
+	return r;
+}
+
+u64 pl_eng_ceiling_len(const struct pl_eng_cfg *c)
+{
+	struct pl_gen_cfg g;
+	u64 r = pl_ceil_gen(&c->gen, &g);
+
+	return pl_is_copy(pl_ops[pl_ops[c->op].ceil_op].flags) ? 2 * r : r;
+}
+
+/*
+ * The ceiling is the best of PL_CEIL_WINDOWS windows of ticks / windows
+ * each, after one window that brings the buffer into the cache: a window
+ * that lost the CPU (userspace: preemption, interrupts) is slower, never
+ * faster, so the best one is the loop's own rate.
+ */
+#define PL_CEIL_WINDOWS	8
+
+void pl_eng_ceiling(struct pl_eng *e, u64 ticks)
+{
+	struct pl_eng c = *e;
+	struct pl_gen_cfg g;
+	const struct pl_loop_ent *ent;
+	int cop = pl_ops[e->op].ceil_op, stop = 0, k;
+	u64 r, t0, t1, win = ticks / PL_CEIL_WINDOWS;
+
+	if (e->mode != PL_MODE_BW || !e->ceil_buf)
+		return;
+	ent = pl_bw_ent(cop, e->form, e->fam, e->plain);
+	if (!ent->fn)
+		return;
+	r = pl_ceil_gen(&e->gen.c, &g);
+	pl_gen_init(&c.gen, &g);
+	c.op = cop;
+	c.base = e->ceil_buf;
+	c.copy_delta = pl_is_copy(pl_ops[cop].flags) ? r : 0;
+	c.loop = ent->fn;
+	c.left = ~0ULL;
+	c.stop = &stop;
+	c.fence_acc = 0;
+	c.rw_acc = 0;
+	e->ceil_bytes = 0;
+	e->ceil_ticks = 0;
+	e->ceil_loop = ent->name;
+	if (e->avx)
+		asm volatile("vzeroupper" ::: "memory");
+	for (k = 0; k <= PL_CEIL_WINDOWS; k++) {
+		c.st.bytes = 0;
+		t0 = pl_rdtsc();
+		c.loop(&c, t0 + win);
+		t1 = pl_rdtsc();
+		/* window 0 warms the cache; then keep the fastest (bytes/ticks) */
+		if (k && t1 > t0 && (!e->ceil_ticks ||
+				     (pl_u128)c.st.bytes * e->ceil_ticks >
+				     (pl_u128)e->ceil_bytes * (t1 - t0))) {
+			e->ceil_bytes = c.st.bytes;
+			e->ceil_ticks = t1 - t0;
+		}
+	}
+	if (e->avx)
+		asm volatile("vzeroupper" ::: "memory");
 }

@@ -11,8 +11,11 @@
  * "virtual" region made of this worker's interleave chunks only and are
  * then mapped to the region: chunk c of the virtual region is DIMM
  * first_dimm + (c mod dimms) (mod ways) of interleave round c / dimms.
+ *
+ * This file is the definition and the set-up; the loops walk the same
+ * sequences inline, without calls or divisions (walk.h).
  */
-#include "pl_core.h"
+#include "walk.h"
 
 static u64 splitmix64(u64 *x)
 {
@@ -34,24 +37,9 @@ void pl_rng_seed(struct pl_rng *r, u64 seed, u64 stream)
 		r->s[0] = 1;
 }
 
-static inline u64 rotl(u64 x, int k)
-{
-	return (x << k) | (x >> (64 - k));
-}
-
 u64 pl_rng_next(struct pl_rng *r)
 {
-	u64 *s = r->s;
-	u64 res = rotl(s[1] * 5, 7) * 9;
-	u64 t = s[1] << 17;
-
-	s[2] ^= s[0];
-	s[3] ^= s[1];
-	s[1] ^= s[2];
-	s[0] ^= s[3];
-	s[2] ^= t;
-	s[3] = rotl(s[3], 45);
-	return res;
+	return pl_rng_step(r);
 }
 
 u64 pl_rng_below(struct pl_rng *r, u64 n)
@@ -68,6 +56,21 @@ u64 pl_rng_below(struct pl_rng *r, u64 n)
 		}
 	}
 	return (u64)(m >> 64);
+}
+
+/*
+ * l = ceil(log2 d), m = floor(2^64 * (2^l - d) / d) + 1, sh1 = min(l, 1),
+ * sh2 = max(l - 1, 0) (Granlund and Montgomery, figure 4.1).
+ */
+void pl_divc_init(struct pl_divc *c, u64 d)
+{
+	unsigned int l = 0;
+
+	while (l < 63 && ((u64)1 << l) < d)
+		l++;
+	c->m = (u64)pl_udiv128((pl_u128)(((u64)1 << l) - d) << 64, d) + 1;
+	c->sh1 = l ? 1 : 0;
+	c->sh2 = l ? l - 1 : 0;
 }
 
 /* bytes of the virtual region of a per-DIMM mapping */
@@ -151,35 +154,32 @@ int pl_gen_check(const struct pl_gen_cfg *c, u64 *extent, const char **why)
 	return 0;
 }
 
+int pl_gen_fam(const struct pl_gen_cfg *c)
+{
+	if (c->ways)
+		return c->pattern == PL_PAT_RAND ? PL_FAM_DIMM_RAND : PL_FAM_DIMM_LINEAR;
+	return c->pattern == PL_PAT_RAND ? PL_FAM_RAND : PL_FAM_LINEAR;
+}
+
 void pl_gen_init(struct pl_gen *g, const struct pl_gen_cfg *c)
 {
+	memset(g, 0, sizeof(*g));
 	g->c = *c;
+	g->fam = pl_gen_fam(c);
 	g->nslots = gen_nslots(c, gen_span(c));
-	g->slot = 0;
-	g->pass = 0;
-	g->in_pass = 0;
+	g->thresh = g->nslots ? -g->nslots % g->nslots : 0;
 	pl_rng_seed(&g->rng, c->seed, c->stream);
+	if (c->ways) {
+		g->round_bytes = c->ways * c->gran;
+		g->first_off = c->first_dimm * c->gran;
+		pl_divc_init(&g->spc_div, c->gran / c->step);
+		pl_divc_init(&g->dimm_div, c->dimms);
+		pl_divc_init(&g->gran_div, c->gran);
+	}
+	pl_gen_start_pass(g, g->fam);
 }
 
 u64 pl_gen_next(struct pl_gen *g)
 {
-	u64 slot, v;
-
-	if (g->c.pattern == PL_PAT_RAND) {
-		slot = pl_rng_below(&g->rng, g->nslots);
-		v = g->pass * g->c.pass_offset + slot * g->c.step;
-		if (++g->in_pass == g->nslots) {
-			g->in_pass = 0;
-			if (++g->pass == g->c.passes)
-				g->pass = 0;
-		}
-	} else {
-		v = g->pass * g->c.pass_offset + g->slot * g->c.step;
-		if (++g->slot == g->nslots) {
-			g->slot = 0;
-			if (++g->pass == g->c.passes)
-				g->pass = 0;
-		}
-	}
-	return pl_gen_map(&g->c, v);
+	return pl_walk(g, g->fam);
 }

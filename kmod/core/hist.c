@@ -5,25 +5,10 @@
  * Values below 256 ticks have one bucket each.  Above, every power of two
  * [2^k, 2^(k+1)) is cut into 128 equal buckets, so a bucket is at most
  * 1/128 = 0.78% of its lower bound wide; percentiles report the bucket
- * midpoint (error <= 0.39%) clamped to the exact min and max.
+ * midpoint (error <= 0.39%) clamped to the exact min and max.  Adding a
+ * sample (pl_hist_add) is inline in pl_core.h: the latency loops call nothing.
  */
 #include "pl_core.h"
-
-static inline unsigned int pl_log2(u64 v)
-{
-	return 63 - __builtin_clzll(v);
-}
-
-unsigned int pl_hist_idx(u64 v)
-{
-	unsigned int k;
-
-	if (v < PL_HIST_EXACT)
-		return v;
-	k = pl_log2(v);			/* >= 8 */
-	return PL_HIST_EXACT + (k - 8) * PL_HIST_SUB +
-	       ((v >> (k - 7)) & (PL_HIST_SUB - 1));
-}
 
 void pl_hist_bounds(unsigned int idx, u64 *lo, u64 *hi)
 {
@@ -49,18 +34,6 @@ void pl_hist_reset(struct pl_hist *h)
 	h->sumsq = 0;
 	if (h->b)
 		memset(h->b, 0, PL_HIST_NB * sizeof(u64));
-}
-
-void pl_hist_add(struct pl_hist *h, u64 v)
-{
-	h->n++;
-	if (v < h->min)
-		h->min = v;
-	if (v > h->max)
-		h->max = v;
-	h->sum += v;
-	h->sumsq += (pl_u128)v * v;
-	h->b[pl_hist_idx(v)]++;
 }
 
 void pl_hist_merge(struct pl_hist *dst, const struct pl_hist *src)

@@ -28,18 +28,35 @@
 
 extern const char *const pl_feature_names[PL_F_NR];
 
+/*
+ * Ops, in the order of ops.def: the module's ops first (PL_OP_NR of them),
+ * then the userspace runner's copy ops.
+ */
 enum pl_op {
-	PL_OP_LOAD,
-	PL_OP_NTLOAD,
-	PL_OP_STORE,
-	PL_OP_NTSTORE,
-	PL_OP_STORE_CLWB,
-	PL_OP_STORE_CLFLUSHOPT,
-	PL_OP_STORE_CLFLUSH,
-	PL_OP_NR
+#define PL_OP(ID, ident, name, flags, CEIL)	PL_OP_##ID,
+#include "ops.def"
+	PL_OP_ALL
 };
 
-#define PL_NWIDTH	4	/* 8, 16, 32, 64 bytes */
+#define PL_OP_NR	PL_OP_COPY	/* ops of the module (ops.def lists them first) */
+#define PL_NWIDTH	4		/* 8, 16, 32, 64 bytes */
+
+/* op flags (ops.def) */
+#define PL_OPF_READS	(1u << 0)	/* the access reads memory */
+#define PL_OPF_WRITES	(1u << 1)	/* the access writes memory (counted as a write) */
+#define PL_OPF_DATA	(1u << 2)	/* stores the data register (non-zero, varying) */
+#define PL_OPF_FLUSHES	(1u << 3)	/* flushes each line it stored */
+#define PL_OPF_USER	(1u << 4)	/* userspace runner only */
+
+/* instruction forms: the widths, with 16 bytes in two encodings */
+enum pl_form {
+	PL_FORM_8,
+	PL_FORM_16sse,		/* legacy SSE encoding: CPUs without AVX */
+	PL_FORM_16vex,		/* VEX encoding: wherever AVX exists */
+	PL_FORM_32,
+	PL_FORM_64,
+	PL_NFORM
+};
 
 enum pl_fence { PL_FENCE_NONE, PL_FENCE_SFENCE, PL_FENCE_MFENCE };
 enum pl_flush { PL_FLUSH_LINE, PL_FLUSH_ACCESS };
@@ -48,24 +65,26 @@ enum pl_mode { PL_MODE_BW, PL_MODE_LAT };
 enum pl_prep { PL_PREP_NONE, PL_PREP_COLD, PL_PREP_WARM };
 
 /*
- * An access kernel touches n bytes at p with one instruction width.
- * n is a multiple of 64, or a power of two between the width and 32.
- * v is the store data (non-zero); flush is enum pl_flush (flushing ops only).
+ * Address families: how the generated loops walk a worker's region.
+ * linear: seq, stride and hotspot (slot after slot, wrapping at the end of
+ * a pass); rand: a uniform slot per access; dimm_*: the same over the
+ * worker's own interleave chunks (placement per-dimm).
  */
-typedef void (*pl_kernel_fn)(char *p, u64 n, u64 v, int flush);
+enum pl_fam { PL_FAM_LINEAR, PL_FAM_RAND, PL_FAM_DIMM_LINEAR, PL_FAM_DIMM_RAND, PL_NFAM };
 
 struct pl_op_desc {
 	const char *name;
-	bool writes;
+	u32 flags;		/* PL_OPF_* */
+	int ceil_op;		/* the op whose loop measures the engine's ceiling */
+	bool writes;		/* PL_OPF_WRITES (kept for the callers' checks) */
 	bool flushes;
-	/* instruction each width emits, for documentation and sysfs */
+	/* the instruction each width runs on a CPU with every feature (docs) */
 	const char *insn[PL_NWIDTH];
-	/* features needed per width (PL_F_NONE: no such instruction) */
+	/* features the least demanding form of each width needs (PL_F_NONE: no such width) */
 	u32 needs[PL_NWIDTH];
-	pl_kernel_fn fn[PL_NWIDTH];
 };
 
-extern const struct pl_op_desc pl_ops[PL_OP_NR];
+extern const struct pl_op_desc pl_ops[PL_OP_ALL];
 
 static inline unsigned int pl_width_idx(unsigned int width)
 {
@@ -73,6 +92,10 @@ static inline unsigned int pl_width_idx(unsigned int width)
 }
 
 int pl_op_lookup(const char *name, size_t len);
+/* the form op x width runs with the feature mask, or -1 */
+int pl_op_form(int op, unsigned int width, u32 features);
+/* mnemonics of one unit of op x width on a CPU with these features ("mov+clwb"), or NULL */
+const char *pl_op_insn(int op, unsigned int width, u32 features);
 /* 0 if op x width can run with the feature mask, else the missing features */
 u32 pl_op_missing(enum pl_op op, unsigned int width, u32 features);
 
@@ -165,6 +188,25 @@ u64 pl_rng_next(struct pl_rng *r);
 /* uniform integer in [0, n), n > 0, without modulo bias (Lemire) */
 u64 pl_rng_below(struct pl_rng *r, u64 n);
 
+/*
+ * Division by an invariant d without a divide instruction (Granlund and
+ * Montgomery, "Division by invariant integers using multiplication", 1994,
+ * figure 4.1): exact for every 64-bit n and 1 <= d < 2^63.
+ */
+struct pl_divc {
+	u64 m;
+	u8 sh1, sh2;
+};
+
+void pl_divc_init(struct pl_divc *c, u64 d);
+
+static inline u64 pl_divc_div(const struct pl_divc *c, u64 n)
+{
+	u64 t = (u64)(((pl_u128)c->m * n) >> 64);
+
+	return (t + ((n - t) >> c->sh1)) >> c->sh2;
+}
+
 /* ---- address generator ---- */
 struct pl_gen_cfg {
 	int pattern;		/* enum pl_pattern */
@@ -178,13 +220,31 @@ struct pl_gen_cfg {
 	u64 seed, stream;
 };
 
+/*
+ * A generator's state: everything the inline families (walk.h) need per
+ * access, derived once at set-up, so that no access divides.
+ */
 struct pl_gen {
 	struct pl_gen_cfg c;
+	int fam;		/* enum pl_fam */
 	u64 nslots;		/* slots per pass */
-	u64 slot;		/* next sequential slot */
-	u64 pass;		/* current pass */
-	u64 in_pass;		/* accesses issued in this pass (rand) */
-	struct pl_rng rng;
+	u64 pass;		/* current pass, 0..passes-1 */
+	u64 pass_base;		/* pass * pass_offset */
+	u64 left;		/* slots left in this pass */
+	u64 off;		/* linear: offset of the next slot */
+	struct pl_rng rng;	/* rand */
+	u64 thresh;		/* rand: Lemire's rejection bound, -nslots % nslots */
+	/* per-DIMM: the region offset is rbase + doff + within */
+	u64 within;		/* dimm_linear: offset inside the current chunk */
+	u64 doff;		/* DIMM of the current chunk x gran */
+	u64 rbase;		/* interleave round of the current chunk x ways x gran */
+	u64 chunk;		/* dimm_linear: chunk of the round, 0..dimms-1 */
+	u64 round_bytes;	/* ways x gran */
+	u64 first_off;		/* first_dimm x gran */
+	u64 pass_q, pass_rem;	/* dimm_rand: pass_base = pass_q * step + pass_rem */
+	struct pl_divc spc_div;	/* dimm_rand: / slots per chunk (gran / step) */
+	struct pl_divc dimm_div;/* per-DIMM: / dimms */
+	struct pl_divc gran_div;/* per-DIMM, any family (pl_walk_any): / gran */
 };
 
 /*
@@ -193,9 +253,12 @@ struct pl_gen {
  */
 int pl_gen_check(const struct pl_gen_cfg *c, u64 *extent, const char **why);
 void pl_gen_init(struct pl_gen *g, const struct pl_gen_cfg *c);
+/* the next offset, out of line (tests, set-up); the loops inline walk.h */
 u64 pl_gen_next(struct pl_gen *g);
-/* virtual (per-DIMM) offset -> region offset */
+/* virtual (per-DIMM) offset -> region offset, by its definition (divisions) */
 u64 pl_gen_map(const struct pl_gen_cfg *c, u64 v);
+/* the family of a generator configuration */
+int pl_gen_fam(const struct pl_gen_cfg *c);
 
 /* ---- one worker's region (place.c) ---- */
 struct pl_place {
@@ -236,40 +299,99 @@ struct pl_hist {
 };
 
 void pl_hist_reset(struct pl_hist *h);
-void pl_hist_add(struct pl_hist *h, u64 v);
 void pl_hist_merge(struct pl_hist *dst, const struct pl_hist *src);
-unsigned int pl_hist_idx(u64 v);
 void pl_hist_bounds(unsigned int idx, u64 *lo, u64 *hi);
 /* q in parts per million; value at the smallest bucket covering rank q */
 u64 pl_hist_pct(const struct pl_hist *h, u32 q_ppm);
 /* mean and standard deviation, both times 1000 */
 void pl_hist_moments(const struct pl_hist *h, u64 *mean_milli, u64 *sd_milli);
 
-/* ---- the timed loops ---- */
+static inline unsigned int pl_hist_idx(u64 v)
+{
+	unsigned int k;
+
+	if (v < PL_HIST_EXACT)
+		return v;
+	k = 63 - __builtin_clzll(v);	/* >= 8 */
+	return PL_HIST_EXACT + (k - 8) * PL_HIST_SUB +
+	       ((v >> (k - 7)) & (PL_HIST_SUB - 1));
+}
+
+/* inline: the latency loops add every sample without a call */
+static inline void pl_hist_add(struct pl_hist *h, u64 v)
+{
+	h->n++;
+	if (v < h->min)
+		h->min = v;
+	if (v > h->max)
+		h->max = v;
+	h->sum += v;
+	h->sumsq += (pl_u128)v * v;
+	h->b[pl_hist_idx(v)]++;
+}
+
+/* ---- the timed loops (engine.c) ---- */
+
+/* milliseconds each bandwidth thread measures the engine's ceiling (before the run) */
+#define PL_CEILING_MS	2
+
 struct pl_stats {
 	u64 ops, bytes;
 	u64 reads, writes;	/* accesses by kind */
 	u64 ticks;		/* inside timed segments */
 };
 
-struct pl_eng {
-	/* configuration */
-	char *base;		/* first byte of this worker's region */
-	u64 access;
+/* What a caller fills to set a worker's engine up (pl_eng_init). */
+struct pl_eng_cfg {
+	char *base;		/* first byte of the worker's region */
+	struct pl_gen_cfg gen;	/* its generator (pl_place_worker) */
+	u64 copy_delta;		/* copy ops: source = destination + copy_delta */
+	int op;			/* enum pl_op */
+	unsigned int width;	/* 8, 16, 32, 64 */
+	u32 features;		/* PL_F_* of the CPU */
 	int mode;		/* enum pl_mode */
-	int fence;		/* enum pl_fence */
+	u64 access;		/* bytes per access */
+	int fence;		/* enum pl_fence (bandwidth mode) */
 	u64 fence_interval;	/* 0: after each access */
 	int flush;		/* enum pl_flush */
-	u32 read_pct;		/* 0: only the worker's op */
-	u64 delay_ticks;
+	u32 read_pct;		/* 0: only the op; writing ops: % of loads */
+	u64 delay_ticks;	/* busy wait after each access */
 	int prep;		/* enum pl_prep, latency mode */
-	bool rdtscp;
-	pl_kernel_fn wfn;	/* the worker's op */
-	pl_kernel_fn rfn;	/* load kernel of the same width, for read_pct */
-	bool op_reads;		/* the worker's op is a load */
-	u64 overhead;		/* timer overhead subtracted from each sample */
-	u64 *samples;		/* raw samples (may be NULL) */
+	u64 count;		/* accesses to run, 0: unlimited */
+	const int *stop;	/* polled once per batch: non-zero stops */
+	u64 *hist_buckets;	/* PL_HIST_NB counters, latency mode (caller's) */
+	u64 *samples;		/* the first nsamples_max raw samples (may be NULL) */
 	u64 nsamples_max;
+	u64 data_seed;		/* store data starts here (made odd, so never zero) */
+	char *ceil_buf;		/* bandwidth mode: pl_eng_ceiling_len() bytes, 64-B aligned */
+};
+
+struct pl_eng;
+typedef void (*pl_loop_fn)(struct pl_eng *e, u64 until);
+
+struct pl_eng {
+	/* set up by pl_eng_init, constant during a run */
+	char *base;
+	u64 copy_delta;
+	u64 access;
+	int op, form, fam, mode;
+	int fence;
+	u64 fence_interval;
+	int flush;
+	u32 read_pct;
+	u64 delay_ticks;
+	int prep;
+	bool rdtscp, avx;
+	bool plain;		/* no fence, mix or delay: a loop per family (else pl_bwf_*) */
+	u64 batch;		/* accesses between two reads of the clock */
+	pl_loop_fn loop;	/* selected once: the generated loop that runs */
+	const char *loop_name;	/* its symbol */
+	char insn[64];		/* the mnemonics it executes per unit (and the mix's load) */
+	u64 overhead;		/* latency: timer overhead subtracted from each sample */
+	u64 *samples;
+	u64 nsamples_max;
+	const int *stop;
+	char *ceil_buf;
 	/* state */
 	struct pl_gen gen;
 	struct pl_hist hist;
@@ -278,14 +400,30 @@ struct pl_eng {
 	u64 nsamples;
 	u64 fence_acc;
 	u32 rw_acc;
-	u64 data;
-	const int *stop;	/* polled: non-zero stops the loop */
+	u64 data;		/* the last store data (odd) */
+	/* the engine's ceiling: bytes and ticks of the loop on a cache-resident buffer */
+	u64 ceil_bytes, ceil_ticks;
+	const char *ceil_loop;	/* the loop that measured it */
 };
 
+/* store data advances by this every access: even, so odd data stays odd (never zero) */
+#define PL_DATA_INC	(2 * 0x9e3779b97f4a7c15ULL)
+
+/*
+ * Set e up from c: validates what the loops rely on (-EINVAL/-EOPNOTSUPP
+ * and a reason in why), selects the loop.  Nothing is allocated.
+ */
+int pl_eng_init(struct pl_eng *e, const struct pl_eng_cfg *c, char *why, size_t len);
 /* run until pl_rdtsc() >= until, e->left == 0 or *e->stop; IRQs may be off */
-void pl_eng_bw(struct pl_eng *e, u64 until);
-void pl_eng_lat(struct pl_eng *e, u64 until);
-/* median timer overhead of an empty latency bracket */
-u64 pl_eng_calibrate(bool rdtscp);
+void pl_eng_run(struct pl_eng *e, u64 until);
+/* latency threads: the median of an empty latency bracket into e->overhead */
+void pl_eng_calibrate(struct pl_eng *e);
+/* bytes of the cache-resident buffer the ceiling of a bandwidth thread runs on */
+u64 pl_eng_ceiling_len(const struct pl_eng_cfg *c);
+/* bandwidth threads: run the loop on e->ceil_buf for about ticks (SIMD allowed, IRQs may be off) */
+void pl_eng_ceiling(struct pl_eng *e, u64 ticks);
+/* loop table lookups (tests, docs) */
+const char *pl_eng_bw_name(int op, int form, int fam, bool plain);
+const char *pl_eng_lat_name(int op, int form);
 
 #endif /* PMEMLAB_CORE_H */

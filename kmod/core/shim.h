@@ -1,15 +1,16 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * shim.h - the only header the portable pmemlab files (ops.c, gen.c, hist.c,
- * engine.c, place.c) include.  It maps the few things they need onto the
- * kernel or onto libc, so that the same access kernels, address generators,
- * histogram and region set-up compile into the module and into a userspace
- * runner.
+ * shim.h - the only outside header the portable pmemlab files (ops.c, gen.c,
+ * hist.c, engine.c, place.c; ops.def, walk.h) include.  It maps the few
+ * things they need onto the kernel or onto libc, so that the same loops,
+ * address generators, histogram and region set-up compile into the module
+ * and into a userspace runner.
  *
  * Userspace builds must compile the portable files with -mgeneral-regs-only
- * (or -mno-sse -mno-avx): the access kernels keep store data in xmm0/ymm0/zmm0
- * across asm statements and never declare SIMD clobbers, exactly as in the
- * kernel, where -mno-sse guarantees that the compiler never uses them.
+ * (or -mno-sse -mno-avx): the generated loops keep store data in
+ * xmm0/ymm0/zmm0 across asm statements and never declare SIMD clobbers,
+ * exactly as in the kernel, where -mno-sse guarantees that the compiler never
+ * uses them.
  */
 #ifndef PMEMLAB_SHIM_H
 #define PMEMLAB_SHIM_H
@@ -38,6 +39,25 @@ typedef int64_t s64;
 #endif
 #ifndef READ_ONCE
 #define READ_ONCE(x)	(*(const volatile __typeof__(x) *)&(x))
+#endif
+#ifndef __always_inline
+#define __always_inline	inline __attribute__((__always_inline__))
+#endif
+#ifndef noinline
+#define noinline	__attribute__((__noinline__))
+#endif
+#ifndef __maybe_unused
+#define __maybe_unused	__attribute__((__unused__))
+#endif
+#ifndef notrace
+#define notrace
+#endif
+#ifndef __no_stack_protector
+#if defined(__has_attribute) && __has_attribute(__no_stack_protector__)
+#define __no_stack_protector	__attribute__((__no_stack_protector__))
+#else
+#define __no_stack_protector
+#endif
 #endif
 #endif
 

@@ -1,38 +1,137 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * pltest.c - entry points of libplcore.so, the shared kernels as a library
- * for the host tests (ctypes): one access kernel, the generator, a worker's
+ * pltest.c - entry points of libplcore.so, the shared core as a library for
+ * the host tests (ctypes): the engine on a buffer, the generator, a worker's
  * region, the histogram, the fence rate.
  */
 #include "pl_core.h"
 #include "runner.h"
-
-/* op: index into the module's op table, or PL_OP_NR + i for the runner's copy ops */
-int pl_test_kernel(int op, unsigned int width, char *p, u64 n, u64 v, int flush, u64 copy_delta)
-{
-	const struct pl_op_desc *d = op < PL_OP_NR ? &pl_ops[op] :
-				     op < PLU_OP_ALL ? &pl_user_ops[op - PL_OP_NR] : NULL;
-	pl_kernel_fn fn;
-
-	if (!d)
-		return -1;
-	fn = d->fn[pl_width_idx(width)];
-	if (!fn)
-		return -1;
-	pl_copy_delta = copy_delta;
-	fn(p, n, v, flush);
-	return 0;
-}
 
 int pl_test_nops(void)
 {
 	return PL_OP_NR;
 }
 
+/* op: an index into the op table (the module's ops, then the runner's copy ops) */
 const char *pl_test_op_name(int op)
 {
-	return op < PL_OP_NR ? pl_ops[op].name :
-	       op < PLU_OP_ALL ? pl_user_ops[op - PL_OP_NR].name : NULL;
+	return op >= 0 && op < PL_OP_ALL ? pl_ops[op].name : NULL;
+}
+
+/* the engine's inputs, as the host tests give them (ctypes: all u64) */
+struct pl_test_eng {
+	u64 op, width, features, mode;
+	u64 pattern, access, step, span, passes, pass_offset;
+	u64 ways, gran, dimms, first_dimm, seed, stream;
+	u64 copy_delta, fence, fence_interval, flush, read_pct, delay_ticks, prep;
+	u64 count, data_seed;
+};
+
+struct pl_test_res {
+	u64 ops, reads, writes, bytes, data, lat_n, ceil_bytes, ceil_ticks;
+	char loop[64], insn[64], ceil_loop[64];
+};
+
+/*
+ * Run the real engine (pl_eng_init, the selected generated loop through
+ * pl_eng_run) for t->count accesses over base[0, t->span): 0, or -errno and
+ * why.  ceil_buf (may be NULL): also measure the ceiling on it for 1e6 ticks.
+ */
+int pl_test_engine(char *base, const struct pl_test_eng *t, struct pl_test_res *res,
+		   char *ceil_buf, char *why, size_t len)
+{
+	static u64 hist[PL_HIST_NB];
+	static int stop;
+	struct pl_eng e;
+	struct pl_eng_cfg c = {
+		.base = base,
+		.gen = { .pattern = t->pattern, .access = t->access, .step = t->step,
+			 .span = t->span, .passes = t->passes, .pass_offset = t->pass_offset,
+			 .ways = t->ways, .gran = t->gran, .dimms = t->dimms,
+			 .first_dimm = t->first_dimm, .seed = t->seed, .stream = t->stream },
+		.copy_delta = t->copy_delta,
+		.op = t->op,
+		.width = t->width,
+		.features = t->features,
+		.mode = t->mode,
+		.access = t->access,
+		.fence = t->fence,
+		.fence_interval = t->fence_interval,
+		.flush = t->flush,
+		.read_pct = t->read_pct,
+		.delay_ticks = t->delay_ticks,
+		.prep = t->prep,
+		.count = t->count,
+		.stop = &stop,
+		.hist_buckets = hist,
+		.data_seed = t->data_seed,
+		.ceil_buf = ceil_buf,
+	};
+	int err;
+
+	if (!t->count) {
+		snprintf(why, len, "count must be > 0");
+		return -EINVAL;
+	}
+	err = pl_eng_init(&e, &c, why, len);
+	if (err)
+		return err;
+	if (ceil_buf)
+		pl_eng_ceiling(&e, 1000000);
+	while (e.left)
+		pl_eng_run(&e, ~0ULL);
+	res->ops = e.st.ops;
+	res->reads = e.st.reads;
+	res->writes = e.st.writes;
+	res->bytes = e.st.bytes;
+	res->data = e.data;
+	res->lat_n = e.hist.n;
+	res->ceil_bytes = e.ceil_bytes;
+	res->ceil_ticks = e.ceil_ticks;
+	snprintf(res->loop, sizeof(res->loop), "%s", e.loop_name);
+	snprintf(res->insn, sizeof(res->insn), "%s", e.insn);
+	snprintf(res->ceil_loop, sizeof(res->ceil_loop), "%s", e.ceil_loop ? e.ceil_loop : "");
+	return 0;
+}
+
+/* bytes of the ceiling buffer for these inputs */
+u64 pl_test_ceiling_len(const struct pl_test_eng *t)
+{
+	struct pl_eng_cfg c = {
+		.gen = { .pattern = t->pattern, .access = t->access, .step = t->step,
+			 .span = t->span, .passes = t->passes, .pass_offset = t->pass_offset,
+			 .ways = t->ways, .gran = t->gran, .dimms = t->dimms,
+			 .first_dimm = t->first_dimm },
+		.op = t->op,
+		.access = t->access,
+	};
+
+	return pl_eng_ceiling_len(&c);
+}
+
+/* n / d by the generators' multiply-and-shift division */
+u64 pl_test_divc(u64 n, u64 d)
+{
+	struct pl_divc c;
+
+	pl_divc_init(&c, d);
+	return pl_divc_div(&c, n);
+}
+
+/* the op table's names; the loops' names per op x form x family (plain) or full path */
+const char *pl_test_bw_name(int op, int form, int fam, int plain)
+{
+	return pl_eng_bw_name(op, form, fam, plain);
+}
+
+const char *pl_test_lat_name(int op, int form)
+{
+	return pl_eng_lat_name(op, form);
+}
+
+int pl_test_form(int op, unsigned int width, u32 features)
+{
+	return pl_op_form(op, width, features);
 }
 
 /* the first n offsets of a generator; returns 0, or -1 with *why */

@@ -191,7 +191,7 @@ static const struct pl_op_desc *op_desc(int op)
 	if (op < PL_OP_NR)
 		return &pl_ops[op];
 	if (op < PLU_OP_ALL)
-		return &pl_user_ops[op - PL_OP_NR];
+		return &pl_ops[op];
 	return &pl_chase_desc;
 }
 
@@ -430,6 +430,34 @@ static u32 detect_features(void)
 	}
 	if (__get_cpuid(0x80000001, &a, &b, &c, &d) && (d & (1u << 27)))
 		f |= PL_F_RDTSCP;
+	return f;
+}
+
+/*
+ * PMEMLAB_RUN_HIDE_FEATURES=avx,rdtscp: run as on a CPU without them (the
+ * legacy SSE forms, the lfence; rdtsc; lfence bracket on a newer CPU);
+ * hiding avx hides avx2 and avx512f too.
+ */
+static u32 hide_features(u32 f)
+{
+	const char *env = getenv("PMEMLAB_RUN_HIDE_FEATURES");
+	char buf[256], *tok, *save;
+	int i;
+
+	if (!env)
+		return f;
+	snprintf(buf, sizeof(buf), "%s", env);
+	for (tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		for (i = 0; i < PL_F_NR; i++)
+			if (!strcmp(tok, pl_feature_names[i]))
+				break;
+		if (i == PL_F_NR)
+			refuse(EINVAL, "PMEMLAB_RUN_HIDE_FEATURES: '%s' is not a feature (%s ...)", tok,
+			       pl_feature_names[0]);
+		f &= ~(1u << i);
+		if ((1u << i) == PL_F_AVX)
+			f &= ~(PL_F_AVX2 | PL_F_AVX512F);
+	}
 	return f;
 }
 
@@ -749,7 +777,7 @@ struct worker {
 	bool probe, chase;
 	struct pl_eng e;
 	u64 segments, gap_ticks, last_tsc;
-	u64 copy_delta;
+	u64 ceil_len;			/* bytes of e.ceil_buf */
 	int pin_err;			/* errno of a failed pinning, or -1: ran elsewhere */
 	int ran_on;			/* sched_getcpu() after pinning */
 	pthread_t th;
@@ -882,7 +910,7 @@ static void check_run(const struct cfg *c, const struct target *t, unsigned int 
 		       c->samples, lat_threads, PL_MAX_SAMPLE_BYTES >> 20);
 }
 
-static void setup_gen(struct worker *w)
+static void setup_gen(struct worker *w, struct pl_region *reg)
 {
 	const struct cfg *c = &R.c;
 	struct pl_place in = {
@@ -904,15 +932,11 @@ static void setup_gen(struct worker *w)
 		.idx = w->idx,
 		.n = R.n,
 	};
-	struct pl_region reg;
 	char why[256];
-	int err = pl_place_worker(&in, &reg, why, sizeof(why));
+	int err = pl_place_worker(&in, reg, why, sizeof(why));
 
 	if (err)
 		refuse(-err, "%s", why);
-	pl_gen_init(&w->e.gen, &reg.g);
-	w->e.base = R.t.addr + reg.base;
-	w->copy_delta = reg.copy_delta;
 }
 
 /*
@@ -982,42 +1006,57 @@ static void *chase_loop(struct worker *w, char *p, u64 until, u64 *left)
 static void setup_worker(struct worker *w, int cpu)
 {
 	const struct cfg *c = &R.c;
-	struct pl_eng *e = &w->e;
-	unsigned int wi = pl_width_idx(R.width);
+	struct pl_region reg;
+	struct pl_eng_cfg ec;
+	char why[256];
+	int err;
 
 	w->cpu = cpu;
 	w->node = numa_available() < 0 ? 0 : numa_node_of_cpu(cpu);
 	w->op = c->ops[w->idx % c->nops];
 	w->probe = c->probe && w->idx == 0;
 	w->chase = w->op == PL_OP_CHASE;
-	setup_gen(w);
-	e->access = c->access_size;
-	e->mode = w->probe ? PL_MODE_LAT : (int)c->mode;
-	e->fence = c->fence;
-	e->fence_interval = c->fence_interval;
-	e->flush = c->flush;
-	e->read_pct = op_desc(w->op)->writes ? c->read_pct : 0;
-	e->op_reads = !op_desc(w->op)->writes;
-	e->delay_ticks = c->delay_ticks;
-	e->prep = c->cold ? PL_PREP_COLD : c->warm ? PL_PREP_WARM : PL_PREP_NONE;
-	e->rdtscp = features & PL_F_RDTSCP;
-	e->wfn = op_desc(w->op)->fn[wi];
-	e->rfn = pl_ops[PL_OP_LOAD].fn[wi];
-	e->left = (c->count && !w->probe) ? c->count : ~0ULL;
-	e->stop = w->probe ? &R.probe_stop : &R.stop;
-	e->data = c->seed * 0x2545f4914f6cdd1dULL + w->idx;
-	if (e->mode == PL_MODE_LAT) {
-		e->hist.b = calloc(PL_HIST_NB, sizeof(u64));
-		if (!e->hist.b)
+	setup_gen(w, &reg);
+	ec = (struct pl_eng_cfg) {
+		.base = R.t.addr + reg.base,
+		.gen = reg.g,
+		.copy_delta = reg.copy_delta,
+		/* chase: the engine's latency set-up (generator, histogram, samples) for 8-B loads */
+		.op = w->chase ? PL_OP_LOAD : w->op,
+		.width = R.width,
+		.features = features,
+		.mode = w->probe ? PL_MODE_LAT : (int)c->mode,
+		.access = c->access_size,
+		.fence = c->fence,
+		.fence_interval = c->fence_interval,
+		.flush = c->flush,
+		.read_pct = c->read_pct,
+		.delay_ticks = c->delay_ticks,
+		.prep = c->cold ? PL_PREP_COLD : c->warm ? PL_PREP_WARM : PL_PREP_NONE,
+		.count = w->probe ? 0 : c->count,
+		.stop = w->probe ? &R.probe_stop : &R.stop,
+		.nsamples_max = c->samples,
+		.data_seed = c->seed * 0x2545f4914f6cdd1dULL + w->idx,
+	};
+	if (ec.mode == PL_MODE_LAT) {
+		ec.hist_buckets = calloc(PL_HIST_NB, sizeof(u64));
+		if (!ec.hist_buckets)
 			refuse(ENOMEM, "no memory for the histogram");
 		if (c->samples) {
-			e->samples = calloc(c->samples, sizeof(u64));
-			if (!e->samples)
+			ec.samples = calloc(c->samples, sizeof(u64));
+			if (!ec.samples)
 				refuse(ENOMEM, "no memory for %" PRIu64 " samples", c->samples);
-			e->nsamples_max = c->samples;
 		}
+	} else {
+		/* the engine's ceiling buffer, first touched by the pinned thread (worker_fn) */
+		w->ceil_len = (pl_eng_ceiling_len(&ec) + 4095) & ~4095ULL;
+		ec.ceil_buf = aligned_alloc(4096, w->ceil_len);
+		if (!ec.ceil_buf)
+			refuse(ENOMEM, "no memory for the ceiling buffer");
 	}
-	pl_hist_reset(&e->hist);
+	err = pl_eng_init(&w->e, &ec, why, sizeof(why));
+	if (err)
+		refuse(-err, "thread %u: %s", w->idx, why);
 	if (w->chase)
 		build_chase(w);
 }
@@ -1058,9 +1097,15 @@ static void *worker_fn(void *arg)
 		__atomic_store_n(&R.probe_stop, 1, __ATOMIC_RELAXED);
 		goto out;
 	}
-	pl_copy_delta = w->copy_delta;
-	if (e->mode == PL_MODE_LAT)
-		e->overhead = pl_eng_calibrate(e->rdtscp);
+	if (e->mode == PL_MODE_LAT) {
+		pl_eng_calibrate(e);
+	} else {
+		/* the loop on a cache-resident buffer: the engine's own ceiling */
+		memset(e->ceil_buf, 0x5a, w->ceil_len);
+		pl_eng_ceiling(e, PL_CEILING_MS * R.tsc_khz);
+		free(e->ceil_buf);
+		e->ceil_buf = NULL;
+	}
 	if (w->chase)
 		chase_p = e->base + pl_gen_next(&e->gen);
 	go = barrier();
@@ -1073,18 +1118,14 @@ static void *worker_fn(void *arg)
 		seg_end = t0 + R.seg_ticks < end ? t0 + R.seg_ticks : end;
 		if (w->chase)
 			chase_p = chase_loop(w, chase_p, seg_end, &left);
-		else if (e->mode == PL_MODE_LAT)
-			pl_eng_lat(e, seg_end);
 		else
-			pl_eng_bw(e, seg_end);
+			pl_eng_run(e, seg_end);
 		t1 = pl_rdtsc();
 		e->st.ticks += t1 - t0;
 		if (w->segments++)
 			w->gap_ticks += t0 - w->last_tsc;
 		w->last_tsc = t1;
 	}
-	if (features & PL_F_AVX)
-		asm volatile("vzeroupper" ::: "memory");
 out:
 	if (!w->probe && atomic_fetch_sub(&R.loaders, 1) == 1)
 		__atomic_store_n(&R.probe_stop, 1, __ATOMIC_RELAXED);
@@ -1165,6 +1206,8 @@ static void pick_cpus(unsigned int n, int *out)
 /* ---- results: the module's results.c, printed ---- */
 struct sum {
 	u64 ops, reads, writes, bytes, ticks, max_ticks, gap, segments, bw_milli;
+	u64 ceil_milli;			/* engine ceilings of the bandwidth threads */
+	bool ceil;
 };
 
 static void out_milli(const char *key, u64 milli)
@@ -1185,6 +1228,8 @@ static void out_common(const struct sum *s)
 	       " ticks=%" PRIu64 " ns=%" PRIu64, s->ops, s->reads, s->writes, s->bytes,
 	       s->max_ticks, pl_muldiv(s->max_ticks, 1000000, R.tsc_khz));
 	out_milli("bw_mbps", s->bw_milli);
+	if (s->ceil)
+		out_milli("ceiling_mbps", s->ceil_milli);
 	printf(" segments=%" PRIu64 " gap_ticks=%" PRIu64, s->segments, s->gap);
 	out_milli("irqoff_pct", all ? pl_muldiv(s->ticks, 100000, all) : 0);
 }
@@ -1220,6 +1265,21 @@ static void add_sum(struct sum *s, const struct worker *w)
 	s->gap += w->gap_ticks;
 	s->segments += w->segments;
 	s->bw_milli += bw_milli(st->bytes, st->ticks);
+	if (w->e.mode == PL_MODE_BW) {
+		s->ceil = true;
+		s->ceil_milli += bw_milli(w->e.ceil_bytes, w->e.ceil_ticks);
+	}
+}
+
+/* what a thread executed: chase is the runner's own loop */
+static const char *insn_of(const struct worker *w)
+{
+	return w->chase ? "mov" : w->e.insn;
+}
+
+static const char *loop_of(const struct worker *w)
+{
+	return w->chase ? "chase_loop" : w->e.loop_name;
 }
 
 static const char *mode_name(int mode)
@@ -1245,7 +1305,7 @@ static void print_results(void)
 	struct pl_hist all = { 0 };
 	struct sum s = { 0 };
 	u64 overhead = 0;
-	bool lat = false, same_op = true;
+	bool lat = false, same_op = true, same_insn = true, same_loop = true;
 	unsigned int i;
 	char who[16];
 
@@ -1258,9 +1318,9 @@ static void print_results(void)
 		struct sum one = { 0 };
 
 		add_sum(&one, w);
-		printf("thread=%u cpu=%d node=%d role=%s op=%s width=%u mode=%s", w->idx, w->cpu,
-		       w->node, w->probe ? "probe" : "load", op_desc(w->op)->name, R.width,
-		       mode_name(w->e.mode));
+		printf("thread=%u cpu=%d node=%d role=%s op=%s width=%u mode=%s insn=%s loop=%s",
+		       w->idx, w->cpu, w->node, w->probe ? "probe" : "load", op_desc(w->op)->name,
+		       R.width, mode_name(w->e.mode), insn_of(w), loop_of(w));
 		out_common(&one);
 		if (w->e.mode == PL_MODE_LAT)
 			out_lat(&w->e.hist, w->e.overhead);
@@ -1268,6 +1328,8 @@ static void print_results(void)
 			printf("\n");
 		add_sum(&s, w);
 		same_op &= w->op == R.w[0].op;
+		same_insn &= !strcmp(insn_of(w), insn_of(&R.w[0]));
+		same_loop &= !strcmp(loop_of(w), loop_of(&R.w[0]));
 		if (w->e.mode == PL_MODE_LAT) {
 			pl_hist_merge(&all, &w->e.hist);
 			if (w->e.overhead > overhead)
@@ -1275,8 +1337,9 @@ static void print_results(void)
 			lat = true;
 		}
 	}
-	printf("thread=all cpu=-1 node=-1 role=all op=%s width=%u mode=%s",
-	       same_op ? op_desc(R.w[0].op)->name : "mixed", R.width, mode_name(R.c.mode));
+	printf("thread=all cpu=-1 node=-1 role=all op=%s width=%u mode=%s insn=%s loop=%s",
+	       same_op ? op_desc(R.w[0].op)->name : "mixed", R.width, mode_name(R.c.mode),
+	       same_insn ? insn_of(&R.w[0]) : "mixed", same_loop ? loop_of(&R.w[0]) : "mixed");
 	out_common(&s);
 	if (lat)
 		out_lat(&all, overhead);
@@ -1366,7 +1429,7 @@ int main(int argc, char **argv)
 	}
 	if (!c->target)
 		refuse(EINVAL, "target: give target=dram[:NODE], a file on a DAX file system, or /dev/daxX.Y");
-	features = detect_features();
+	features = hide_features(detect_features());
 	R.tsc_khz = c->tsc_khz ? c->tsc_khz : read_tsc_khz();
 	R.n = c->threads;
 	{

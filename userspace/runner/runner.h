@@ -5,14 +5,10 @@
 
 #include "pl_core.h"
 
-/* ops the runner has beyond the module's (indexes PL_OP_NR + i) */
-#define PLU_NOPS	2
-#define PLU_OP_COPY	(PL_OP_NR + 0)
-#define PLU_OP_NTCOPY	(PL_OP_NR + 1)
-#define PLU_OP_ALL	(PL_OP_NR + PLU_NOPS)
-
-extern const struct pl_op_desc pl_user_ops[PLU_NOPS];
-/* source of a copy = destination + pl_copy_delta (per thread) */
-extern __thread u64 pl_copy_delta;
+/* ops the runner has beyond the module's: ops.def lists them after the module's */
+#define PLU_NOPS	(PL_OP_ALL - PL_OP_NR)
+#define PLU_OP_COPY	PL_OP_COPY
+#define PLU_OP_NTCOPY	PL_OP_NTCOPY
+#define PLU_OP_ALL	PL_OP_ALL
 
 #endif

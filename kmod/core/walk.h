@@ -1,0 +1,204 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * walk.h - the address families, inline: the next offset of a generator
+ * (struct pl_gen, set up by pl_gen_init in gen.c) without a call and
+ * without a division.  The generated loops keep the generator in a local
+ * copy so that the compiler holds its fields in registers.
+ *
+ * Every family yields exactly the offsets of the definition in gen.c
+ * (slot j of pass k at (k mod passes) * pass_offset + j * step, the
+ * per-DIMM map of pl_gen_map()); the host tests compare them.
+ */
+#ifndef PMEMLAB_WALK_H
+#define PMEMLAB_WALK_H
+
+#include "pl_core.h"
+
+static __always_inline u64 pl_rotl(u64 x, int k)
+{
+	return (x << k) | (x >> (64 - k));
+}
+
+/* xoshiro256** */
+static __always_inline u64 pl_rng_step(struct pl_rng *r)
+{
+	u64 *s = r->s;
+	u64 res = pl_rotl(s[1] * 5, 7) * 9;
+	u64 t = s[1] << 17;
+
+	s[2] ^= s[0];
+	s[3] ^= s[1];
+	s[1] ^= s[2];
+	s[0] ^= s[3];
+	s[2] ^= t;
+	s[3] = pl_rotl(s[3], 45);
+	return res;
+}
+
+/*
+ * Lemire's bounded integer in [0, n): the high half of x * n, redrawn
+ * while the low half is below thresh = 2^64 mod n (= -n % n), which the
+ * caller computed once.  The same draws as pl_rng_below().
+ */
+static __always_inline u64 pl_rng_bounded(struct pl_rng *r, u64 n, u64 thresh)
+{
+	pl_u128 m = (pl_u128)pl_rng_step(r) * n;
+
+	while (unlikely((u64)m < thresh))
+		m = (pl_u128)pl_rng_step(r) * n;
+	return (u64)(m >> 64);
+}
+
+/*
+ * Start pass g->pass: its base, and where each family resumes.  Runs once
+ * per pass (the per-DIMM families divide here, never per access); inline
+ * so that the loops call nothing.
+ */
+static __always_inline void pl_gen_start_pass(struct pl_gen *g, const int fam)
+{
+	u64 chunk, round;
+
+	g->pass_base = g->pass * g->c.pass_offset;
+	g->left = g->nslots;
+	g->off = g->pass_base;
+	if (fam == PL_FAM_DIMM_LINEAR) {
+		chunk = g->pass_base / g->c.gran;
+		round = chunk / g->c.dimms;
+		g->chunk = chunk % g->c.dimms;
+		g->within = g->pass_base % g->c.gran;
+		g->rbase = round * g->round_bytes;
+		g->doff = (g->c.first_dimm + g->chunk) % g->c.ways * g->c.gran;
+	} else if (fam == PL_FAM_DIMM_RAND) {
+		g->pass_q = g->pass_base / g->c.step;
+		g->pass_rem = g->pass_base % g->c.step;
+	}
+}
+
+static __always_inline void pl_gen_next_pass(struct pl_gen *g, const int fam)
+{
+	if (++g->pass == g->c.passes)
+		g->pass = 0;
+	pl_gen_start_pass(g, fam);
+}
+
+/*
+ * Each family's step yields the next offset and counts the slot; the
+ * pass change is shared (pl_walk): a loop whose family is a run-time value
+ * (the latency and full bandwidth loops) carries one copy of it.
+ */
+
+/* seq, stride, hotspot: slot after slot */
+static __always_inline u64 pl_walk_linear(struct pl_gen *g)
+{
+	u64 v = g->off;
+
+	g->off += g->c.step;
+	return v;
+}
+
+/* rand: a uniform slot of the pass */
+static __always_inline u64 pl_walk_rand(struct pl_gen *g)
+{
+	return g->pass_base + pl_rng_bounded(&g->rng, g->nslots, g->thresh) * g->c.step;
+}
+
+/*
+ * Per-DIMM, sequential: the virtual offset advances by step, and the
+ * region offset rbase + doff + within with it; at the end of a chunk the
+ * next chunk of the thread's DIMMs follows (the next DIMM, wrapping at
+ * ways; after dimms chunks the next interleave round).  A new pass starts
+ * over from its base (divisions once per pass, in pl_gen_start_pass()).
+ */
+static __always_inline u64 pl_walk_dimm_linear(struct pl_gen *g)
+{
+	u64 v = g->rbase + g->doff + g->within;
+
+	g->within += g->c.step;
+	if (unlikely(g->within >= g->c.gran)) {
+		g->within -= g->c.gran;
+		g->doff += g->c.gran;
+		if (g->doff == g->round_bytes)
+			g->doff = 0;
+		if (++g->chunk == g->c.dimms) {
+			g->chunk = 0;
+			g->rbase += g->round_bytes;
+			g->doff = g->first_off;
+		}
+	}
+	return v;
+}
+
+/*
+ * Per-DIMM, random: slot s of the pass is virtual offset t * step + rem
+ * with t = pass_q + s; its chunk is t / (gran / step) (rem < step), the
+ * chunk's round and DIMM follow by a second division.  Both divisions are
+ * multiplications by precomputed inverses (pl_divc).
+ */
+static __always_inline u64 pl_walk_dimm_rand(struct pl_gen *g)
+{
+	u64 t = g->pass_q + pl_rng_bounded(&g->rng, g->nslots, g->thresh);
+	u64 chunk = pl_divc_div(&g->spc_div, t);
+	u64 within = t * g->c.step - chunk * g->c.gran + g->pass_rem;
+	u64 round = pl_divc_div(&g->dimm_div, chunk);
+	u64 dimm = g->c.first_dimm + (chunk - round * g->c.dimms);
+
+	if (dimm >= g->c.ways)
+		dimm -= g->c.ways;
+	return round * g->round_bytes + dimm * g->c.gran + within;
+}
+
+/* the next offset of family fam (a constant in the per-family loops) */
+static __always_inline u64 pl_walk(struct pl_gen *g, const int fam)
+{
+	u64 v;
+
+	switch (fam) {
+	case PL_FAM_RAND:
+		v = pl_walk_rand(g);
+		break;
+	case PL_FAM_DIMM_LINEAR:
+		v = pl_walk_dimm_linear(g);
+		break;
+	case PL_FAM_DIMM_RAND:
+		v = pl_walk_dimm_rand(g);
+		break;
+	default:
+		v = pl_walk_linear(g);
+		break;
+	}
+	if (unlikely(!--g->left))
+		pl_gen_next_pass(g, fam);
+	return v;
+}
+
+/*
+ * Any family, decided at run time, in one code path: the loops whose
+ * family is a run-time value (latency, and bandwidth with fences, read_pct
+ * or a delay) carry this one walker instead of four.  The same offsets as
+ * pl_walk(): the per-DIMM map of a virtual offset v is computed by
+ * multiplications (chunk = v / gran, round = chunk / dimms).
+ */
+static __always_inline u64 pl_walk_any(struct pl_gen *g)
+{
+	u64 v, chunk, round, dimm;
+
+	if (g->fam == PL_FAM_RAND || g->fam == PL_FAM_DIMM_RAND) {
+		v = pl_walk_rand(g);
+	} else {
+		v = g->off;
+		g->off += g->c.step;
+	}
+	if (g->c.ways) {
+		chunk = pl_divc_div(&g->gran_div, v);
+		round = pl_divc_div(&g->dimm_div, chunk);
+		dimm = g->c.first_dimm + (chunk - round * g->c.dimms);
+		if (dimm >= g->c.ways)
+			dimm -= g->c.ways;
+		v = round * g->round_bytes + dimm * g->c.gran + (v - chunk * g->c.gran);
+	}
+	if (unlikely(!--g->left))
+		pl_gen_next_pass(g, g->fam);
+	return v;
+}
+
+#endif /* PMEMLAB_WALK_H */
