@@ -1,0 +1,312 @@
+"""The engine's generated loops, run through libplcore.so (pl_test_engine: pl_eng_init, then
+the selected loop through pl_eng_run, on a buffer), judged by what they leave in memory:
+
+- every op x instruction form (the legacy SSE forms too) x access shape (a unit, two or four
+  units, a line, blocks of four lines and a tail) x flush mode writes exactly its data there, or
+  nothing (loads), or the source (copies), and nothing elsewhere;
+- every address family (seq, stride, hotspot, rand, per-DIMM seq and rand, with passes) writes
+  where an independent Python model of the generators says, in that order: access k stores
+  (seed | 1) + (k + 1) * PL_DATA_INC in every 8-byte word, the last store to a word wins;
+- read_pct mixes: the reads are exactly the accesses the accumulator picks, and write nothing;
+- the division by multiplication the per-DIMM loops use is exact;
+- the ceiling runs the plain loop of the ceiling op (ntstore: store, ntcopy: copy) on its buffer.
+"""
+from __future__ import annotations
+
+import ctypes
+import random
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from engine_code import FAMILIES, FORM_WIDTH, FORMS, OPS, has_form, ident
+from testlib import TOP
+
+LIB = TOP / "userspace" / "runner" / "libplcore.so"
+FEATURES = ("sse2", "sse4_1", "avx", "avx2", "avx512f", "clflush", "clflushopt", "clwb", "rdtscp")
+FLAGS = set(next((ln.split(":", 1)[1].split() for ln in Path("/proc/cpuinfo").read_text().splitlines()
+                  if ln.startswith("flags")), []))
+CPU = sum(1 << i for i, f in enumerate(FEATURES) if f in FLAGS)
+NO_AVX = CPU & ~((1 << 2) | (1 << 3) | (1 << 4))
+MASK64 = (1 << 64) - 1
+INC = (2 * 0x9E3779B97F4A7C15) & MASK64
+PAT = {"seq": 0, "rand": 1, "stride": 2, "hotspot": 3}
+OP_INDEX = {op: i for i, op in enumerate(OPS)}
+
+
+class Eng(ctypes.Structure):
+    """struct pl_test_eng (userspace/runner/pltest.c): all u64."""
+    _fields_ = [(n, ctypes.c_uint64) for n in (
+        "op", "width", "features", "mode", "pattern", "access", "step", "span", "passes", "pass_offset",
+        "ways", "gran", "dimms", "first_dimm", "seed", "stream", "copy_delta", "fence", "fence_interval",
+        "flush", "read_pct", "delay_ticks", "prep", "count", "data_seed")]
+
+
+class Res(ctypes.Structure):
+    _fields_ = [(n, ctypes.c_uint64) for n in ("ops", "reads", "writes", "bytes", "data", "lat_n", "ceil_bytes",
+                                                "ceil_ticks")] + \
+               [(n, ctypes.c_char * 64) for n in ("loop", "insn", "ceil_loop")]
+
+
+@pytest.fixture(scope="module")
+def lib() -> ctypes.CDLL:
+    import subprocess
+    res = subprocess.run(["make", "-s", "-C", str(TOP / "userspace")], capture_output=True, text=True)
+    assert res.returncode == 0, res.stdout + res.stderr
+    lib = ctypes.CDLL(str(LIB))
+    lib.pl_test_engine.argtypes = [ctypes.c_void_p, ctypes.POINTER(Eng), ctypes.POINTER(Res), ctypes.c_void_p,
+                                   ctypes.c_char_p, ctypes.c_size_t]
+    lib.pl_test_ceiling_len.argtypes = [ctypes.POINTER(Eng)]
+    lib.pl_test_ceiling_len.restype = ctypes.c_uint64
+    lib.pl_test_divc.argtypes = [ctypes.c_uint64, ctypes.c_uint64]
+    lib.pl_test_divc.restype = ctypes.c_uint64
+    lib.pl_test_bw_name.restype = ctypes.c_char_p
+    lib.pl_test_lat_name.restype = ctypes.c_char_p
+    return lib
+
+
+def aligned(nbytes: int, align: int = 4096) -> np.ndarray:
+    raw = np.zeros(nbytes + align, dtype=np.uint8)
+    off = (-raw.ctypes.data) % align
+    return raw[off:off + nbytes]
+
+
+def run(lib: ctypes.CDLL, buf: np.ndarray, off: int = 0, ceil: np.ndarray | None = None, **kw: int) -> Res:
+    e = Eng(**{"features": CPU, "passes": 1, "seed": 1, "data_seed": 0x1234, **kw})
+    if not e.step:
+        e.step = e.access
+    res = Res()
+    why = ctypes.create_string_buffer(256)
+    rc = lib.pl_test_engine(buf.ctypes.data + off, ctypes.byref(e), ctypes.byref(res),
+                            None if ceil is None else ceil.ctypes.data, why, 256)
+    assert rc == 0, why.value.decode()
+    return res
+
+
+def form_ok(op: str, form: str) -> bool:
+    need = {"16vex": {"avx"}, "32": {"avx"}, "64": {"avx512f"}}.get(form, set())
+    if op == "ntload" and form == "32":
+        need = {"avx2"}
+    need |= {"store+clwb": {"clwb"}, "store+clflushopt": {"clflushopt"}}.get(op, set())
+    return has_form(op, form) and need <= FLAGS
+
+
+def features_for(form: str) -> int:
+    return NO_AVX if form == "16sse" else CPU
+
+
+def data(k: int, seed: int = 0x1234) -> int:
+    """The store data of access k (0-based)."""
+    return ((seed | 1) + (k + 1) * INC) & MASK64
+
+
+# --------------------------------------------------------------------------- one access
+SIZES = (8, 16, 32, 64, 192, 256, 320, 4096, 4288)
+ACCESS_CASES = [(op, form, n, fl) for op in OPS for form in FORMS for n in SIZES for fl in (0, 1)
+                if form_ok(op, form) and n >= FORM_WIDTH[form] and (n >= 64 or not fl)
+                and (fl == 0 or op.startswith("store+"))]
+
+
+@pytest.mark.parametrize("op,form,n,flush", ACCESS_CASES)
+def test_one_access_writes_exactly_its_data(lib: ctypes.CDLL, op: str, form: str, n: int, flush: int) -> None:
+    buf = aligned(3 * 8192)
+    rng = np.random.default_rng(n * 131 + FORM_WIDTH[form])
+    buf[:] = rng.integers(1, 255, size=buf.size, dtype=np.uint8)
+    before = buf.copy()
+    off, delta = 4096, 8192
+    res = run(lib, buf, off, op=OP_INDEX[op], width=FORM_WIDTH[form], features=features_for(form), access=n,
+              span=n, count=1, flush=flush, copy_delta=delta)
+    assert res.loop.decode() == f"pl_bw_{ident(op)}_{form}_linear"
+    assert (res.ops, res.bytes) == (1, n)
+    if op in ("load", "ntload"):
+        assert np.array_equal(buf, before), f"{op} changed memory"
+        assert (res.reads, res.writes) == (1, 0)
+        return
+    assert (res.reads, res.writes) == (0, 1)
+    if op in ("copy", "ntcopy"):
+        assert np.array_equal(buf[off:off + n], before[off + delta:off + delta + n]), "copy: dest != source"
+        assert np.array_equal(buf[off + n:], before[off + n:]), "copy wrote past its destination"
+    else:
+        got = buf.view(np.uint64)[off // 8:(off + n) // 8]
+        assert np.all(got == np.uint64(data(0))), f"{op} {form}: stored {got[:4]} not {data(0):#x}"
+        assert np.array_equal(buf[off + n:], before[off + n:])
+    assert np.array_equal(buf[:off], before[:off])
+
+
+# --------------------------------------------------------------------------- the address families, modelled
+def splitmix64(x: int) -> tuple[int, int]:
+    x = (x + 0x9E3779B97F4A7C15) & MASK64
+    z = x
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & MASK64
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & MASK64
+    return x, z ^ (z >> 31)
+
+
+class Xoshiro:
+    def __init__(self, seed: int, stream: int) -> None:
+        x = (seed ^ (stream * 0xD1342543DE82EF95)) & MASK64
+        self.s = []
+        for _ in range(4):
+            x, z = splitmix64(x)
+            self.s.append(z)
+        if not any(self.s):
+            self.s[0] = 1
+
+    def next(self) -> int:
+        s = self.s
+        rotl = lambda v, k: ((v << k) | (v >> (64 - k))) & MASK64  # noqa: E731
+        res = (rotl((s[1] * 5) & MASK64, 7) * 9) & MASK64
+        t = (s[1] << 17) & MASK64
+        s[2] ^= s[0]
+        s[3] ^= s[1]
+        s[1] ^= s[2]
+        s[0] ^= s[3]
+        s[2] ^= t
+        s[3] = rotl(s[3], 45)
+        return res
+
+    def below(self, n: int) -> int:
+        m = self.next() * n
+        if (m & MASK64) < n:
+            thresh = (-n) % n
+            while (m & MASK64) < thresh:
+                m = self.next() * n
+        return m >> 64
+
+
+def model_offsets(pattern: str, access: int, step: int, span: int, passes: int, pass_offset: int, count: int,
+                  ways: int = 0, gran: int = 0, dimms: int = 0, first: int = 0, seed: int = 1,
+                  stream: int = 0) -> list[int]:
+    """Region offsets of the first count accesses, from the definition (method.md, Addresses)."""
+    vspan = (span // (ways * gran)) * dimms * gran if ways else span
+    nslots = (vspan - ((passes - 1) * pass_offset + access)) // step + 1
+    rng = Xoshiro(seed, stream)
+    out, k = [], 0
+    while len(out) < count:
+        base = (k % passes) * pass_offset
+        for j in range(nslots):
+            slot = rng.below(nslots) if pattern == "rand" else j
+            v = base + slot * step
+            if ways:
+                chunk, within = divmod(v, gran)
+                rnd, c = divmod(chunk, dimms)
+                v = (rnd * ways + (first + c) % ways) * gran + within
+            out.append(v)
+            if len(out) == count:
+                break
+        k += 1
+    return out
+
+
+WALKS = [
+    # pattern, access, step, span, passes, pass_offset, per-DIMM (ways, gran, dimms, first)
+    ("seq", 64, 64, 4096, 1, 0, None),
+    ("seq", 8, 8, 1024, 3, 16, None),
+    ("stride", 64, 256, 8192, 2, 128, None),
+    ("hotspot", 320, 320, 2048, 1, 0, None),
+    ("rand", 64, 64, 8192, 1, 0, None),
+    ("rand", 64, 256, 16384, 2, 64, None),
+    ("rand", 4096, 4096, 1 << 16, 1, 0, None),
+    ("seq", 256, 256, 1 << 16, 1, 0, (4, 4096, 2, 1)),
+    ("seq", 64, 64, 3 * 8192 + 4096, 2, 128, (3, 4096, 2, 2)),
+    ("rand", 256, 256, 1 << 16, 1, 0, (4, 4096, 1, 3)),
+    ("rand", 64, 192, 3 * 12288, 2, 64, (3, 12288, 2, 1)),   # slots per chunk: 64, not a power of two
+    ("rand", 32, 32, 6 * 96 * 5, 1, 0, (6, 96, 4, 5)),        # gran 96: 3 slots per chunk
+]
+
+
+@pytest.mark.parametrize("form", ["8", "64" if "avx512f" in FLAGS else "32"])
+@pytest.mark.parametrize("walk", WALKS, ids=lambda w: f"{w[0]}-{w[1]}-{w[2]}-{w[4]}p-{'dimm' if w[6] else 'flat'}")
+def test_every_family_writes_where_the_definition_says(lib: ctypes.CDLL, walk: tuple, form: str) -> None:
+    pattern, access, step, span, passes, po, dimm = walk
+    width = FORM_WIDTH[form]
+    if access < width:
+        pytest.skip("access smaller than the width")
+    ways, gran, dimms, first = dimm or (0, 0, 0, 0)
+    nslots_guess = max(1, span // step)
+    count = 3 * nslots_guess + 7  # three passes and a bit
+    buf = aligned(span)
+    buf[:] = 0
+    res = run(lib, buf, op=OP_INDEX["store"], width=width, pattern=PAT[pattern], access=access, step=step,
+              span=span, passes=passes, pass_offset=po, ways=ways, gran=gran, dimms=dimms, first_dimm=first,
+              count=count, seed=9, stream=2)
+    fam = ("dimm_" if ways else "") + ("rand" if pattern == "rand" else "linear")
+    assert res.loop.decode() == f"pl_bw_store_{form}_{fam}"
+    assert res.ops == count and res.writes == count
+    want = np.zeros(span // 8, dtype=np.uint64)
+    for k, v in enumerate(model_offsets(pattern, access, step, span, passes, po, count, ways, gran, dimms,
+                                        first, seed=9, stream=2)):
+        want[v // 8:(v + access) // 8] = data(k)
+    got = buf.view(np.uint64)
+    bad = np.nonzero(got != want)[0]
+    assert not len(bad), f"{len(bad)} words differ, first at byte {bad[0] * 8}: {got[bad[0]]:#x} != {want[bad[0]]:#x}"
+    assert res.data == data(count - 1)
+
+
+@pytest.mark.parametrize("mode", [0, 1])
+def test_read_pct_reads_exactly_the_picked_accesses(lib: ctypes.CDLL, mode: int) -> None:
+    """Accumulator read_pct per access, a load when it reaches 100: those write nothing."""
+    access, count, pct, span = 64, 200, 30, 64 * 256
+    buf = aligned(span)
+    buf[:] = 0
+    res = run(lib, buf, op=OP_INDEX["ntstore"], width=8, access=access, span=span, count=count, read_pct=pct,
+              mode=mode)
+    assert res.loop.decode() == ("pl_lat_ntstore_8" if mode else "pl_bwf_ntstore_8")
+    assert res.insn.decode() == "movnti,mov"
+    acc, reads = 0, []
+    for _ in range(count):
+        acc += pct
+        reads.append(acc >= 100)
+        if acc >= 100:
+            acc -= 100
+    assert res.reads == sum(reads) == count * pct // 100 and res.writes == count - res.reads
+    got = buf.view(np.uint64)
+    for k in range(count):
+        assert np.all(got[k * 8:(k + 1) * 8] == (0 if reads[k] else data(k))), k
+
+
+def test_division_by_multiplication_is_exact(lib: ctypes.CDLL) -> None:
+    rng = random.Random(5)
+    ds = [1, 2, 3, 5, 7, 48, 64, 96, 1000, 4095, 4096, 4097, (1 << 27) + 3, (1 << 32) - 1, (1 << 40) + 7,
+          (1 << 62) + 1]
+    ns = [0, 1, 2, 63, 64, (1 << 32) - 1, 1 << 32, (1 << 45) - 1, (1 << 63) - 1, 1 << 63, MASK64]
+    for d in ds:
+        for n in ns + [rng.getrandbits(64) for _ in range(300)] + [(d * rng.getrandbits(36) + d - 1) & MASK64 for _ in range(50)]:
+            assert lib.pl_test_divc(n, d) == n // d, (n, d)
+
+
+# --------------------------------------------------------------------------- tables and the ceiling
+def test_every_op_form_family_has_its_loop(lib: ctypes.CDLL) -> None:
+    for i, op in enumerate(OPS):
+        for f, form in enumerate(FORMS):
+            for fam, name in enumerate(FAMILIES):
+                got = lib.pl_test_bw_name(i, f, fam, 1)
+                want = f"pl_bw_{ident(op)}_{form}_{name}".encode() if has_form(op, form) else None
+                assert got == want, (op, form, name)
+                assert lib.pl_test_bw_name(i, f, fam, 0) == (f"pl_bwf_{ident(op)}_{form}".encode() if want else None)
+            assert lib.pl_test_lat_name(i, f) == (f"pl_lat_{ident(op)}_{form}".encode() if has_form(op, form) else None)
+
+
+@pytest.mark.parametrize("op,ceil", [("load", "load"), ("ntload", "ntload"), ("ntstore", "store"),
+                                     ("store+clflush", "store"), ("copy", "copy"), ("ntcopy", "copy")])
+def test_ceiling_runs_the_plain_loop_on_its_buffer(lib: ctypes.CDLL, op: str, ceil: str) -> None:
+    form = "32" if "avx2" in FLAGS else "16vex"
+    for access, family in ((64, "linear"), (4096, "rand"), (256, "dimm_rand")):
+        if family.startswith("dimm") and op.endswith("copy"):
+            continue
+        kw = dict(op=OP_INDEX[op], width=FORM_WIDTH[form], access=access, span=1 << 20, count=8,
+                  pattern=PAT["rand" if "rand" in family else "seq"], copy_delta=1 << 20)
+        if family.startswith("dimm"):
+            kw.update(ways=6, gran=4096, dimms=2, first_dimm=5)
+        need = lib.pl_test_ceiling_len(ctypes.byref(Eng(**{**kw, "step": access})))
+        one = max(32 << 10, min(2 * access, 2 << 20))
+        assert need == (2 * one if op.endswith("copy") else one), (op, access, need)
+        ceil_buf = aligned(need)
+        buf = aligned(2 << 20)
+        before = buf.copy()
+        res = run(lib, buf, ceil=ceil_buf, **kw)
+        assert res.ceil_loop.decode() == f"pl_bw_{ident(ceil)}_{form}_{family}"
+        assert res.ceil_bytes > 0 and res.ceil_ticks > 0
+        if op in ("load", "ntload"):
+            assert np.array_equal(buf, before), "the ceiling touched the run's region"
