@@ -114,3 +114,35 @@ def test_user_backend_latency_histogram() -> None:
 def test_split_output() -> None:
     text = "#fact target dram\nthread=0 ops=1\nthread=all ops=1\n# histogram\n0 5 5 1\nall 5 5 1\n#state done\n"
     assert split_output(text) == ("thread=0 ops=1\nthread=all ops=1\n", "0 5 5 1\nall 5 5 1\n", "done")
+
+
+def test_engine_ceiling_and_loop_bound_columns() -> None:
+    """Every bandwidth row carries the engine's ceiling (same loop, cache-resident) and loop_bound;
+    the loop and its instructions are columns too. Latency rows carry no ceiling."""
+    rc, df = run_csv("backend=user", "target=dram", "dram_size=8M", "op=load", "width=32", "threads=2",
+                     "working_set=64K", "access_size=4K", "duration_ms=200")
+    assert rc == 0
+    for _, row in df.iterrows():
+        assert row["engine_ceiling_gbps"] == pytest.approx(row["ceiling_mbps"] / 1000)
+        assert row["engine_ceiling_gbps"] > 0
+        assert bool(row["loop_bound"]) == (row["bw_gbps"] >= 0.5 * row["engine_ceiling_gbps"])
+        assert (row["insn"], row["loop"]) == ("vmovdqa", "pl_bw_load_32_linear")
+    agg = df[df["thread"].astype(str) == "all"].iloc[0]
+    threads = df[df["thread"].astype(str) != "all"]
+    assert agg["ceiling_mbps"] == pytest.approx(threads["ceiling_mbps"].sum(), abs=0.01)
+    rc, df = run_csv("backend=user", "target=dram", "dram_size=8M", "mode=latency", "count=200")
+    assert rc == 0
+    for col in ("engine_ceiling_gbps", "loop_bound"):
+        assert col not in df or df[col].isna().all(), col
+    assert set(df["loop"]) == {"pl_lat_load_64" if "avx512f" in Path("/proc/cpuinfo").read_text() else "pl_lat_load_32"}
+
+
+def test_loop_bound_is_half_the_ceiling() -> None:
+    from pmemlab.results import parse_result
+    line = "thread=all cpu=-1 op=load width=64 mode=bandwidth insn=vmovdqa64 loop=pl_bw_load_64_linear " \
+           "ops=1 bytes=64 ticks=1 bw_mbps={bw} ceiling_mbps=20000.000"
+    for bw, bound in ((9999.999, False), (10000.0, True), (30000.0, True)):
+        row = parse_result(line.format(bw=bw), 2e6)[0]
+        assert row["engine_ceiling_gbps"] == 20.0 and row["loop_bound"] is bound, bw
+    row = parse_result("thread=all op=load mode=latency ops=1 bytes=64 ticks=1 bw_mbps=1.0", 2e6)[0]
+    assert "loop_bound" not in row and "engine_ceiling_gbps" not in row

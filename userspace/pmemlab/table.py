@@ -45,6 +45,13 @@ COLUMN_DOC: dict[str, str] = {
     "elapsed_ticks": "run time, TSC ticks", "elapsed_ns": "run time, ns",
     "bw_mbps": "bandwidth as the module reports it, 1e6 B/s (aggregate: sum over threads)",
     "bw_gbps": "bandwidth, 1e9 B/s (= bw_mbps / 1000)",
+    "insn": "instructions one access unit executed (then its flush; ',' the read_pct load)",
+    "loop": "the generated loop that ran (a symbol of the module or the runner)",
+    "ceiling_mbps": "the engine's ceiling as the module reports it, 1e6 B/s (bandwidth threads; aggregate: sum)",
+    "engine_ceiling_gbps": "the engine's own rate: the same loop, access size, width and address family on a "
+                           "cache-resident buffer (ntstore, flushes: the plain store), 1e9 B/s",
+    "loop_bound": "1 when bw_gbps >= 0.5 x engine_ceiling_gbps: the number is within 2x of the tool's own "
+                  "limit, so it measures the loop more than the memory",
     "width_used": "instruction width the run used, bytes", "thread_role": "load or probe (loaded latency)",
     "lat_n": "latency samples in the statistics",
     "gap_ticks": "time lost between segments, TSC ticks", "gap_ns": "the same in ns",
