@@ -850,16 +850,19 @@ void pl_eng_calibrate(struct pl_eng *e)
 /*
  * The generator of the ceiling run: the same pattern, access and (where
  * it fits) step over a cache-resident region of r bytes, one pass; per-DIMM
- * keeps its family with as many ways as fit.  Returns r.
+ * keeps its family with as many ways as fit.  An access above 2 MiB runs at
+ * 2 MiB there: the same four-line loop, whose per-access cost is negligible
+ * at either size (and no thread holds a buffer of 64 MiB).  Returns r.
  */
 static u64 pl_ceil_gen(const struct pl_gen_cfg *in, struct pl_gen_cfg *out)
 {
-	u64 a = in->access, cap = a > PL_CEIL_MAX ? a : PL_CEIL_MAX;
+	u64 a = in->access < PL_CEIL_MAX ? in->access : PL_CEIL_MAX;
 	u64 r = 2 * a < PL_CEIL_MIN ? PL_CEIL_MIN : 2 * a;
 
-	if (r > cap)
-		r = cap;
+	if (r > PL_CEIL_MAX)
+		r = PL_CEIL_MAX;
 	*out = *in;
+	out->access = a;
 	out->passes = 1;
 	out->pass_offset = 0;
 	out->span = r;
@@ -917,6 +920,7 @@ void pl_eng_ceiling(struct pl_eng *e, u64 ticks)
 		return;
 	r = pl_ceil_gen(&e->gen.c, &g);
 	pl_gen_init(&c.gen, &g);
+	c.access = g.access;	/* fences keep their rate per byte at the smaller access */
 	c.op = cop;
 	c.base = e->ceil_buf;
 	c.copy_delta = pl_is_copy(pl_ops[cop].flags) ? r : 0;

@@ -292,18 +292,18 @@ def test_every_op_form_family_has_its_loop(lib: ctypes.CDLL) -> None:
                                      ("store+clflush", "store"), ("copy", "copy"), ("ntcopy", "copy")])
 def test_ceiling_runs_the_plain_loop_on_its_buffer(lib: ctypes.CDLL, op: str, ceil: str) -> None:
     form = "32" if "avx2" in FLAGS else "16vex"
-    for access, family in ((64, "linear"), (4096, "rand"), (256, "dimm_rand")):
+    for access, family in ((64, "linear"), (4096, "rand"), (256, "dimm_rand"), (4 << 20, "linear")):
         if family.startswith("dimm") and op.endswith("copy"):
             continue
-        kw = dict(op=OP_INDEX[op], width=FORM_WIDTH[form], access=access, span=1 << 20, count=8,
-                  pattern=PAT["rand" if "rand" in family else "seq"], copy_delta=1 << 20)
+        kw = dict(op=OP_INDEX[op], width=FORM_WIDTH[form], access=access, span=max(1 << 20, access), count=8,
+                  pattern=PAT["rand" if "rand" in family else "seq"], copy_delta=max(1 << 20, access))
         if family.startswith("dimm"):
             kw.update(ways=6, gran=4096, dimms=2, first_dimm=5)
         need = lib.pl_test_ceiling_len(ctypes.byref(Eng(**{**kw, "step": access})))
         one = max(32 << 10, min(2 * access, 2 << 20))
         assert need == (2 * one if op.endswith("copy") else one), (op, access, need)
         ceil_buf = aligned(need)
-        buf = aligned(2 << 20)
+        buf = aligned(max(2 << 20, 2 * access))
         before = buf.copy()
         res = run(lib, buf, ceil=ceil_buf, **kw)
         assert res.ceil_loop.decode() == f"pl_bw_{ident(ceil)}_{form}_{family}"
