@@ -3,8 +3,10 @@
  * engine.c - pmemlab's timed loops, generated from ops.def.
  *
  * For every op x instruction form of ops.def this file defines
- *   - one bandwidth loop per address family (walk.h):
+ *   - one bandwidth loop per address family (walk.h), for runs without
+ *     fences, read_pct mixing and delay:
  *	pl_bw_<op>_<form>_{linear,rand,dimm_linear,dimm_rand}()
+ *   - one full bandwidth loop for the others: pl_bwf_<op>_<form>()
  *   - one latency loop: pl_lat_<op>_<form>()
  * (the runner's copy ops only in userspace).  pl_eng_init() selects one of
  * them once; pl_eng_run() calls it once per timed segment.  Inside a loop
@@ -13,12 +15,10 @@
  * locals written back when the segment ends.
  *
  * Bandwidth: accesses back to back; the clock is read once per batch of
- * accesses.  Without fences, read_pct mixing and delay the loop takes a
- * short path (walk, advance the store data, access); otherwise the full
- * one.  Accesses of one line (or one instruction) are one asm statement;
- * longer ones run four lines per loop trip on an induction register that
- * counts up to 0 (one add and one jump per trip), then the remaining lines
- * one by one.
+ * accesses.  Each access, with all its shapes, is one asm statement: one
+ * line (or one to four units) straight, longer accesses four lines per
+ * loop trip on an induction register that counts up to 0 (one add and one
+ * jump per trip), then the remaining lines one by one.
  *
  * Latency: one access at a time, bracketed as in FAST'20 section 3.2, in
  * one asm statement per access shape:
@@ -460,7 +460,8 @@ static __always_inline void pl_loop_end(struct pl_eng *e, const struct pl_gen *g
 /*
  * The bandwidth loop of op ID (ident k) in form and address family FAM,
  * for runs without fences, read_pct mixing and delay: per access the next
- * address, the next store data, the access.  Locals hold everything the
+ * address, the next store data, the access (the pass changes between runs
+ * of accesses: a batch is cut where a pass ends).  Locals hold everything the
  * loop needs: the asm's "memory" clobber would make the compiler reload
  * anything it reads through e.
  */
@@ -480,13 +481,22 @@ PL_LOOP void pl_bw_##k##_##form##_##fam(struct pl_eng *e, u64 until)		\
 		pl_data_begin_##form(v);					\
 	while ((nb = pl_bw_batch(e, &left, until, done))) {				\
 		done += nb;							\
+		/* the pass changes between runs of accesses, not per access */	\
 		do {								\
-			p = base + pl_walk(&g, FAM);				\
-			if (opf & PL_OPF_DATA)					\
-				pl_data_step_##form(&v);			\
-			pl_acc_##k##_##form(p, pl_is_copy(opf) ? p + delta : p,	\
-					    n, v, fla);				\
-		} while (--nb);							\
+			u64 run = nb < g.left ? nb : g.left, k = run;		\
+										\
+			do {							\
+				p = base + pl_walk_step(&g, FAM);		\
+				if (opf & PL_OPF_DATA)				\
+					pl_data_step_##form(&v);		\
+				pl_acc_##k##_##form(p, pl_is_copy(opf) ?	\
+						    p + delta : p, n, v, fla);	\
+			} while (--k);						\
+			nb -= run;						\
+			g.left -= run;						\
+			if (!g.left)						\
+				pl_gen_next_pass(&g, FAM);			\
+		} while (nb);							\
 	}									\
 	if (opf & PL_OPF_DATA)							\
 		v = pl_data_end_##form(v);					\

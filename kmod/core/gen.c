@@ -173,6 +173,11 @@ void pl_gen_init(struct pl_gen *g, const struct pl_gen_cfg *c)
 		g->round_bytes = c->ways * c->gran;
 		g->first_off = c->first_dimm * c->gran;
 		pl_divc_init(&g->spc_div, c->gran / c->step);
+		g->spc_shift = -1;
+		if (!((c->gran / c->step) & (c->gran / c->step - 1))) {
+			g->spc_shift = __builtin_ctzll(c->gran / c->step);
+			g->spc_mask = c->gran / c->step - 1;
+		}
 		pl_divc_init(&g->dimm_div, c->dimms);
 		pl_divc_init(&g->gran_div, c->gran);
 	}

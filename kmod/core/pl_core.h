@@ -243,6 +243,8 @@ struct pl_gen {
 	u64 first_off;		/* first_dimm x gran */
 	u64 pass_q, pass_rem;	/* dimm_rand: pass_base = pass_q * step + pass_rem */
 	struct pl_divc spc_div;	/* dimm_rand: / slots per chunk (gran / step) */
+	int spc_shift;		/* dimm_rand: log2 of the slots per chunk, or -1 */
+	u64 spc_mask;		/* dimm_rand: slots per chunk - 1 (a power of two) */
 	struct pl_divc dimm_div;/* per-DIMM: / dimms */
 	struct pl_divc gran_div;/* per-DIMM, any family (pl_walk_any): / gran */
 };

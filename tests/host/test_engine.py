@@ -213,6 +213,7 @@ WALKS = [
     ("rand", 256, 256, 1 << 16, 1, 0, (4, 4096, 1, 3)),
     ("rand", 64, 192, 3 * 12288, 2, 64, (3, 12288, 2, 1)),   # slots per chunk: 64, not a power of two
     ("rand", 32, 32, 6 * 96 * 5, 1, 0, (6, 96, 4, 5)),        # gran 96: 3 slots per chunk
+    ("rand", 64, 64, 3 * 192 * 7, 2, 64, (3, 192, 1, 2)),     # 3 slots per chunk, one DIMM a thread
 ]
 
 
