@@ -448,6 +448,7 @@ def test_one_huge_access_per_sample_stays_lockup_free(module, pmem_dev: str) -> 
 
 RESULT_SCALARS = ["ops", "reads", "writes", "bytes", "ticks", "ns", "bw_mbps", "segments", "gap_ticks",
                   "irqoff_pct"]
+BW_SCALARS = ["ceiling_mbps"]  # only with a bandwidth thread
 LAT_SCALARS = ["lat_overhead_ticks", "lat_n", "lat_min", "lat_mean", "lat_stddev", "lat_p50", "lat_p90",
                "lat_p99", "lat_p999", "lat_p9999", "lat_max"]
 
@@ -459,18 +460,20 @@ def test_results_directory_matches_the_all_line(module, pmem_dev: str) -> None:
         mod = Module(sysfs)
         rdir = sysfs / "results"
         names = sorted(p.name for p in rdir.iterdir())
-        assert names == sorted(RESULT_SCALARS + LAT_SCALARS)
+        assert names == sorted(RESULT_SCALARS + BW_SCALARS + LAT_SCALARS)
         for name in names:
             assert oct((rdir / name).stat().st_mode & 0o777) == oct(0o444), name
             assert (rdir / name).read_text() == "\n", f"{name} before any run"
         res = mod.run(mode="bandwidth", op="load", threads=2, duration_ms=50, working_set=4 * MiB)
-        for name in RESULT_SCALARS:
+        for name in RESULT_SCALARS + BW_SCALARS:
             assert (rdir / name).read_text().strip() == res.total[name], name
         for name in LAT_SCALARS:
             assert (rdir / name).read_text() == "\n", name
         res = mod.run(mode="latency", op="load", threads=2, count=300, working_set=4 * MiB)
         for name in RESULT_SCALARS + LAT_SCALARS:
             assert (rdir / name).read_text().strip() == res.total[name], name
+        for name in BW_SCALARS:
+            assert (rdir / name).read_text() == "\n", name
         mod.set(mode="bandwidth", count=0, duration_ms=3000)
         mod.start()
         assert (rdir / "ops").read_text() == "\n", "a running run has no result yet"
