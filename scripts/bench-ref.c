@@ -6,10 +6,15 @@
  * can check in one screen.
  *
  *	bench-ref randread BYTES MS PAGES CPU[,CPU...]	random 64 B lines, GB/s
+ *	bench-ref randread-x BYTES MS PAGES CPU[,CPU...]	the same with xoshiro256** and
+ *					Lemire's bounded draw per load (the generator
+ *					pmemlab's rand family must use), to tell its cost
+ *					from the loop's
  *	bench-ref l1lat COUNT CPU			rdtscp-bracketed L1 load, median ticks
  *	bench-ref chase BYTES LOADS PAGES CPU		dependent loads, ns per load
  *
- * PAGES: 4k or 2m (madvise HUGEPAGE).  Output: one number on stdout.
+ * PAGES: 4k or 2m (madvise HUGEPAGE).  Output: one number on stdout (randread:
+ * then the loads it issued).
  */
 #define _GNU_SOURCE
 #include <pthread.h>
@@ -67,23 +72,54 @@ static inline uint64_t mix(uint64_t x)
 struct rr {
 	char *p;
 	uint64_t lines, ns, loads;
-	int cpu;
+	int cpu, xoshiro;
 	uint64_t sink;
 };
+
+static inline uint64_t rotl(uint64_t x, int k)
+{
+	return (x << k) | (x >> (64 - k));
+}
+
+/* xoshiro256** and Lemire's unbiased bounded integer (Vigna; Lemire 2019) */
+static inline uint64_t xoshiro(uint64_t *s)
+{
+	uint64_t r = rotl(s[1] * 5, 7) * 9, t = s[1] << 17;
+
+	s[2] ^= s[0];
+	s[3] ^= s[1];
+	s[1] ^= s[2];
+	s[0] ^= s[3];
+	s[2] ^= t;
+	s[3] = rotl(s[3], 45);
+	return r;
+}
 
 static void *randread(void *arg)
 {
 	struct rr *r = arg;
 	uint64_t i = (uint64_t)r->cpu << 40, t0, end, sum = 0, k;
 
+	uint64_t st[4] = { mix(i), mix(i + 1), mix(i + 2), mix(i + 3) }, thresh = -r->lines % r->lines;
+
 	pin(r->cpu);
 	t0 = now_ns();
 	end = t0 + r->ns;
 	do {
-		for (k = 0; k < 4096; k++, i++) {
-			uint64_t line = (uint64_t)(((unsigned __int128)mix(i) * r->lines) >> 64);
+		if (r->xoshiro) {
+			for (k = 0; k < 4096; k++) {
+				unsigned __int128 m = (unsigned __int128)xoshiro(st) * r->lines;
 
-			sum += *(volatile uint64_t *)(r->p + line * 64);
+				while ((uint64_t)m < thresh)
+					m = (unsigned __int128)xoshiro(st) * r->lines;
+				sum += *(volatile uint64_t *)(r->p + (uint64_t)(m >> 64) * 64);
+			}
+		} else {
+			for (k = 0; k < 4096; k++, i++) {
+				uint64_t line = (uint64_t)(((unsigned __int128)mix(i) * r->lines) >> 64);
+
+				sum += *(volatile uint64_t *)(r->p + line * 64);
+			}
 		}
 		r->loads += 4096;
 	} while (now_ns() < end);
@@ -115,7 +151,7 @@ static uint64_t median(uint64_t *v, size_t n)
 
 int main(int argc, char **argv)
 {
-	if (argc == 6 && !strcmp(argv[1], "randread")) {
+	if (argc == 6 && (!strcmp(argv[1], "randread") || !strcmp(argv[1], "randread-x"))) {
 		size_t bytes = strtoull(argv[2], NULL, 0);
 		uint64_t ms = strtoull(argv[3], NULL, 0), loads = 0, ns = 0;
 		char *p = map(bytes, argv[4]), *tok, *save;
@@ -125,7 +161,8 @@ int main(int argc, char **argv)
 
 		memset(p, 1, bytes);
 		for (tok = strtok_r(argv[5], ",", &save); tok && n < 64; tok = strtok_r(NULL, ",", &save)) {
-			r[n] = (struct rr){ .p = p, .lines = bytes / 64, .ns = ms * 1000000, .cpu = atoi(tok) };
+			r[n] = (struct rr){ .p = p, .lines = bytes / 64, .ns = ms * 1000000, .cpu = atoi(tok),
+					    .xoshiro = !strcmp(argv[1], "randread-x") };
 			pthread_create(&th[n], NULL, randread, &r[n]);
 			n++;
 		}
@@ -140,7 +177,7 @@ int main(int argc, char **argv)
 
 			for (i = 0; i < n; i++)
 				gbps += r[i].loads * 64.0 / r[i].ns;
-			printf("%.3f\n", gbps);
+			printf("%.3f %llu\n", gbps, (unsigned long long)loads);
 		}
 		return 0;
 	}
@@ -194,7 +231,7 @@ int main(int argc, char **argv)
 		printf("%.3f\n", (double)(now_ns() - t0) / loads);
 		return q == NULL;
 	}
-	fprintf(stderr, "usage: bench-ref randread BYTES MS PAGES CPUS | l1lat COUNT CPU | "
+	fprintf(stderr, "usage: bench-ref randread[-x] BYTES MS PAGES CPUS | l1lat COUNT CPU | "
 			"chase BYTES LOADS PAGES CPU\n");
 	return 2;
 }
