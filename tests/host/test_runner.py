@@ -434,3 +434,21 @@ def test_runner_file_target(built: Path, tmp_path: Path) -> None:
     # not DAX: no MAP_SYNC, and the facts say so; page-cache pages show in smaps: 4 KiB
     f = facts_of(res.stdout)
     assert (f["map_sync"], f["target_pages"], f["target_page_size"]) == ("0", "file", "4096"), f
+
+
+def test_runner_hides_features_on_request(built: Path) -> None:
+    """PMEMLAB_RUN_HIDE_FEATURES: the run as on a CPU without them (legacy SSE, no 32-byte width)."""
+    env = {"PATH": "/usr/bin:/bin", "PMEMLAB_RUN_HIDE_FEATURES": "avx,rdtscp"}
+    res = subprocess.run([str(RUNNER), "target=dram", "dram_size=4M", "op=ntload", "count=100", "width=16"],
+                         capture_output=True, text=True, timeout=60, env=env)
+    assert res.returncode == 0, res.stderr
+    f = facts_of(res.stdout)
+    assert not {"avx", "avx2", "avx512f", "rdtscp"} & set(f["cpu_features"].split())
+    row = dict(x.split("=", 1) for x in result_lines(res.stdout)[0].split())
+    assert (row["insn"], row["loop"]) == ("movntdqa", "pl_bw_ntload_16sse_linear")
+    res = subprocess.run([str(RUNNER), "target=dram", "dram_size=4M", "count=100", "width=32"], capture_output=True,
+                         text=True, timeout=60, env=env)
+    assert res.returncode == 2 and "EOPNOTSUPP" in res.stderr, res.stderr
+    res = subprocess.run([str(RUNNER), "target=dram", "dram_size=4M", "count=100"], capture_output=True, text=True,
+                         timeout=60, env={**env, "PMEMLAB_RUN_HIDE_FEATURES": "sse9"})
+    assert res.returncode == 2 and "pmemlab-run: EINVAL: PMEMLAB_RUN_HIDE_FEATURES: 'sse9'" in res.stderr
