@@ -21,6 +21,7 @@ from __future__ import annotations
 import os
 import subprocess
 from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -228,10 +229,35 @@ def fences(count: int, access: int, fence: str, fi: int) -> int:
     return count * access // fi
 
 
-@pytest.mark.parametrize("case", cases())
-def test_executes_its_own_instructions(case: Case, tracer: Path, binary: Binary, tmp_path: Path) -> None:
+CASES = cases()
+
+
+@pytest.fixture(scope="module")
+def all_traces(tracer: Path, binary: Binary, tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple]:
+    """Every case traced once, on every CPU at a time (each run is one process under its own
+    tracer); each test then judges its own case."""
+    runnable = [p.values[0] for p in CASES if not p.marks]
+    base = tmp_path_factory.mktemp("traces")
+
+    def one(i_case: tuple[int, Case]) -> tuple[str, tuple]:
+        i, c = i_case
+        d = base / str(i)
+        d.mkdir()
+        try:
+            return c.id, traced(tracer, binary, [c.loop(op) for op in c.ops], c.args(), d, c.hide)
+        except AssertionError as exc:  # the test of this case reports it
+            return c.id, exc
+    with ThreadPoolExecutor(max_workers=max(1, len(os.sched_getaffinity(0)))) as pool:
+        return dict(pool.map(one, enumerate(runnable)))
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_executes_its_own_instructions(case: Case, binary: Binary, all_traces: dict[str, tuple]) -> None:
     loops = [case.loop(op) for op in case.ops]
-    stdout, entries = traced(tracer, binary, loops, case.args(), tmp_path, case.hide)
+    got = all_traces[case.id]
+    if isinstance(got, AssertionError):
+        raise got
+    stdout, entries = got
     rows = [fields(ln) for ln in stdout.splitlines() if ln.startswith("thread=") and not ln.startswith("thread=all")]
     assert len(rows) == len(case.ops)
     read_pct = int(case.params.get("read_pct", 0))
