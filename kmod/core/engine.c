@@ -253,20 +253,39 @@ static __always_inline void pl_prep_64(u64 v)
 	"72:\n\t" FL(LA("0")) "add $64, %[i]\n\tjnz 72b\n\t"
 
 /*
+ * Four lines (256 bytes, the papers' most common access) straight at [p],
+ * each followed by its flush, or (FLA) the four flushes after the stores.
+ * (Local labels of one asm text: 2 shorter accesses, 11-12 their parts,
+ * 4-6 longer ones, 7 four lines or, with FLA, the flushes of longer ones
+ * with 70-72, 8 one line, 9 the end, 13 four lines with FLA.)
+ */
+#define PL_FOUR(form, U, FL)							\
+	PL_LINE_##form(U, PA, PS, "0") FL(PA("0"))				\
+	PL_LINE_##form(U, PA, PS, "64") FL(PA("64"))				\
+	PL_LINE_##form(U, PA, PS, "128") FL(PA("128"))				\
+	PL_LINE_##form(U, PA, PS, "192") FL(PA("192"))
+#define PL_FOUR_FLA(form, U, FL)						\
+	PL_FOUR(form, U, PL_FL_NONE) FL(PA("0")) FL(PA("64")) FL(PA("128")) FL(PA("192"))
+
+/*
  * The whole access as one asm text: exactly a line first (the common case
- * pays a compare and a taken jump), then shorter, then longer accesses.
+ * pays a compare and a taken jump), then shorter accesses, four lines
+ * straight, and longer accesses.
  */
 #define PL_BW_TEXT(form, U, FL)							\
-	"cmp $64, %[n]\n\tje 8f\n\tja 3f\n\t"					\
-	PL_SUB_##form(U, FL, PL_AS_IS)						\
-	"3:\n\t" PL_BW_MULTI(form, U, FL, "9f") "jmp 9f\n"			\
+	"cmp $64, %[n]\n\tje 8f\n\tjb 2f\n\t"					\
+	"cmp $256, %[n]\n\tje 7f\n\t"						\
+	PL_BW_MULTI(form, U, FL, "9f") "jmp 9f\n"				\
+	"2:\n\t" PL_SUB_##form(U, FL, PL_AS_IS)					\
+	"7:\n\t" PL_FOUR(form, U, FL) "jmp 9f\n"				\
 	"8:\n\t" PL_LINE_##form(U, PA, PS, "0") FL(PA("0"))			\
 	"9:\n\t"
 #define PL_BW_TEXT_FLA(form, U, FL)						\
-	"cmp $64, %[n]\n\tje 8f\n\tja 3f\n\t"					\
-	PL_SUB_##form(U, FL, PL_AS_IS)						\
-	"3:\n\t" PL_BW_MULTI(form, U, PL_FL_NONE, "7f") PL_BW_FLUSHES(FL)	\
-	"jmp 9f\n"								\
+	"cmp $64, %[n]\n\tje 8f\n\tjb 2f\n\t"					\
+	"cmp $256, %[n]\n\tje 13f\n\t"						\
+	PL_BW_MULTI(form, U, PL_FL_NONE, "7f") PL_BW_FLUSHES(FL) "jmp 9f\n"	\
+	"2:\n\t" PL_SUB_##form(U, FL, PL_AS_IS)					\
+	"13:\n\t" PL_FOUR_FLA(form, U, FL) "jmp 9f\n"				\
 	"8:\n\t" PL_LINE_##form(U, PA, PS, "0") FL(PA("0"))			\
 	"9:\n\t"
 
@@ -323,10 +342,10 @@ static __always_inline void pl_acc_##k##_##form(char *p_, char *q_, u64 n,	\
 
 /*
  * One access in its bracket, as one asm text: the shape is chosen before
- * T0; exactly one line and one to four units have nothing but the access
- * between T0 and T1; longer accesses loop a line per trip (add and jnz are
- * then part of the access, method.md); flushes after the whole access run
- * as a second loop inside the bracket.
+ * T0; one to four units, one line and four lines (256 bytes) have nothing
+ * but the access between T0 and T1; other accesses loop a line per trip
+ * (add and jnz are then part of the access, method.md); flushes after the
+ * whole access run as a second loop inside the bracket.
  */
 #define PL_BR_MULTI(form, U, FL, X)						\
 	"lea (%[p],%[n]), %[e]\n\tlea (%[q],%[n]), %[s]\n\t"			\
@@ -334,18 +353,22 @@ static __always_inline void pl_acc_##k##_##form(char *p_, char *q_, u64 n,	\
 	PL_T0_##X "4:\n\t" PL_LINE_##form(U, LA, LS, "0") FL(LA("0"))		\
 	"add $64, %[i]\n\tjnz 4b\n\t"
 #define PL_BR_TEXT(form, U, FL, X)						\
-	"cmp $64, %[n]\n\tje 8f\n\tja 3f\n\t"					\
-	PL_SUB_##form(U, FL, PL_BRACKET_##X)					\
-	"3:\n\t" PL_BR_MULTI(form, U, FL, X) PL_T1_##X "jmp 9f\n"		\
+	"cmp $64, %[n]\n\tje 8f\n\tjb 2f\n\t"					\
+	"cmp $256, %[n]\n\tje 7f\n\t"						\
+	PL_BR_MULTI(form, U, FL, X) PL_T1_##X "jmp 9f\n"			\
+	"2:\n\t" PL_SUB_##form(U, FL, PL_BRACKET_##X)				\
+	"7:\n\t" PL_BRACKET_##X(PL_FOUR(form, U, FL)) "jmp 9f\n"		\
 	"8:\n\t" PL_BRACKET_##X(PL_LINE_##form(U, PA, PS, "0") FL(PA("0")))	\
 	"9:\n\t"
 #define PL_BR_TEXT_FLA(form, U, FL, X)						\
-	"cmp $64, %[n]\n\tje 8f\n\tja 3f\n\t"					\
-	PL_SUB_##form(U, FL, PL_BRACKET_##X)					\
-	"3:\n\t" PL_BR_MULTI(form, U, PL_FL_NONE, X)				\
+	"cmp $64, %[n]\n\tje 8f\n\tjb 2f\n\t"					\
+	"cmp $256, %[n]\n\tje 7f\n\t"						\
+	PL_BR_MULTI(form, U, PL_FL_NONE, X)					\
 	"mov %[n], %[i]\n\tneg %[i]\n"						\
 	"5:\n\t" FL(LA("0")) "add $64, %[i]\n\tjnz 5b\n\t"			\
 	PL_T1_##X "jmp 9f\n"							\
+	"2:\n\t" PL_SUB_##form(U, FL, PL_BRACKET_##X)				\
+	"7:\n\t" PL_BRACKET_##X(PL_FOUR_FLA(form, U, FL)) "jmp 9f\n"		\
 	"8:\n\t" PL_BRACKET_##X(PL_LINE_##form(U, PA, PS, "0") FL(PA("0")))	\
 	"9:\n\t"
 

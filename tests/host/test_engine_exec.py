@@ -111,8 +111,8 @@ def family_of(case_family: str) -> str:
     return {"stride": "linear", "hotspot": "linear"}.get(case_family, case_family)
 
 
-SHAPES = {"8": (8, 16, 32, 64, 320, 1088), "16sse": (16, 32, 64, 320), "16vex": (16, 32, 64, 320, 1088),
-          "32": (32, 64, 320, 1088), "64": (64, 320, 4160)}
+SHAPES = {"8": (8, 16, 32, 64, 256, 320, 1088), "16sse": (16, 32, 64, 256, 320),
+          "16vex": (16, 32, 64, 256, 320, 1088), "32": (32, 64, 256, 320, 1088), "64": (64, 256, 320, 4160)}
 DIMM_SHAPES = {"8": (8, 64, 256), "16sse": (16, 64), "16vex": (16, 64, 256), "32": (32, 64, 1024), "64": (64, 256)}
 CASE_FAMILIES = ("linear", "stride", "hotspot", "rand", "dimm_linear", "dimm_rand")
 
