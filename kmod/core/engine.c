@@ -502,30 +502,42 @@ PL_LOOP void pl_bw_##k##_##form##_##fam(struct pl_eng *e, u64 until)		\
 										\
 	if (opf & PL_OPF_DATA)							\
 		pl_data_begin_##form(v);					\
-	while ((nb = pl_bw_batch(e, &left, until, done))) {				\
+	/* per-DIMM random with one DIMM a thread: its own copy of the loop */	\
+	if (FAM == PL_FAM_DIMM_RAND && g.dimm_fast)				\
+		PL_BW_BATCHES(k, form, PL_WALK_DIMM_RAND1, FAM);		\
+	else									\
+		PL_BW_BATCHES(k, form, FAM, FAM);				\
+	if (opf & PL_OPF_DATA)							\
+		v = pl_data_end_##form(v);					\
+	PL_VZU_##form;								\
+	pl_loop_end(e, &g, left, done, 0, v, opf & PL_OPF_WRITES);		\
+}
+
+/*
+ * The batches of a per-family loop: per access the next address of WALK
+ * (a family of walk.h), the next store data, the access; the pass (of
+ * family FAM) changes between runs of accesses, not per access.
+ */
+#define PL_BW_BATCHES(k, form, WALK, FAM) do {					\
+	while ((nb = pl_bw_batch(e, &left, until, done))) {			\
 		done += nb;							\
-		/* the pass changes between runs of accesses, not per access */	\
 		do {								\
-			u64 run = nb < g.left ? nb : g.left, k = run;		\
+			u64 run = nb < g.left ? nb : g.left, cnt = run;		\
 										\
 			do {							\
-				p = base + pl_walk_step(&g, FAM);		\
+				p = base + pl_walk_step(&g, WALK);		\
 				if (opf & PL_OPF_DATA)				\
 					pl_data_step_##form(&v);		\
 				pl_acc_##k##_##form(p, pl_is_copy(opf) ?	\
 						    p + delta : p, n, v, fla);	\
-			} while (--k);						\
+			} while (--cnt);					\
 			nb -= run;						\
 			g.left -= run;						\
 			if (!g.left)						\
 				pl_gen_next_pass(&g, FAM);			\
 		} while (nb);							\
 	}									\
-	if (opf & PL_OPF_DATA)							\
-		v = pl_data_end_##form(v);					\
-	PL_VZU_##form;								\
-	pl_loop_end(e, &g, left, done, 0, v, opf & PL_OPF_WRITES);		\
-}
+} while (0)
 
 /*
  * The bandwidth loop of op ID in form with fences, read_pct mixing or a

@@ -177,6 +177,8 @@ void pl_gen_init(struct pl_gen *g, const struct pl_gen_cfg *c)
 		if (!((c->gran / c->step) & (c->gran / c->step - 1))) {
 			g->spc_shift = __builtin_ctzll(c->gran / c->step);
 			g->spc_mask = c->gran / c->step - 1;
+			g->dimm_fast = c->dimms == 1;
+			g->skip = (c->ways - 1) * (c->gran / c->step);
 		}
 		pl_divc_init(&g->dimm_div, c->dimms);
 		pl_divc_init(&g->gran_div, c->gran);

@@ -245,6 +245,9 @@ struct pl_gen {
 	struct pl_divc spc_div;	/* dimm_rand: / slots per chunk (gran / step) */
 	int spc_shift;		/* dimm_rand: log2 of the slots per chunk, or -1 */
 	u64 spc_mask;		/* dimm_rand: slots per chunk - 1 (a power of two) */
+	bool dimm_fast;		/* dimm_rand: spc a power of two and one DIMM a thread */
+	u64 skip;		/* dimm_rand, fast: (ways - 1) x slots per chunk */
+	u64 pass_add;		/* dimm_rand, fast: first_off + pass_rem */
 	struct pl_divc dimm_div;/* per-DIMM: / dimms */
 	struct pl_divc gran_div;/* per-DIMM, any family (pl_walk_any): / gran */
 };

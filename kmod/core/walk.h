@@ -71,6 +71,7 @@ static __always_inline void pl_gen_start_pass(struct pl_gen *g, const int fam)
 	} else if (fam == PL_FAM_DIMM_RAND) {
 		g->pass_q = g->pass_base / g->c.step;
 		g->pass_rem = g->pass_base % g->c.step;
+		g->pass_add = g->first_off + g->pass_rem;
 	}
 }
 
@@ -141,7 +142,7 @@ static __always_inline u64 pl_walk_dimm_rand(struct pl_gen *g)
 	u64 t = g->pass_q + pl_rng_bounded(&g->rng, g->nslots, g->thresh);
 	u64 chunk, within, round, dimm;
 
-	if (likely(g->spc_shift >= 0)) {
+	if (g->spc_shift >= 0) {
 		chunk = t >> g->spc_shift;
 		within = (t & g->spc_mask) * g->c.step + g->pass_rem;
 	} else {
@@ -158,6 +159,23 @@ static __always_inline u64 pl_walk_dimm_rand(struct pl_gen *g)
 }
 
 /*
+ * Per-DIMM random with one DIMM a thread and a power of two of slots per
+ * chunk (g->dimm_fast): chunk c of slot t is t >> shift, and its region
+ * offset (c * ways * spc + t - c * spc) * step + first_off + rem is
+ * (t + c * skip) * step + pass_add with skip = (ways - 1) * spc: a shift,
+ * two multiplications, two adds.  The per-family loops run it as a walk of
+ * its own (PL_WALK_DIMM_RAND1), chosen once per call.
+ */
+#define PL_WALK_DIMM_RAND1	PL_NFAM
+
+static __always_inline u64 pl_walk_dimm_rand1(struct pl_gen *g)
+{
+	u64 t = g->pass_q + pl_rng_bounded(&g->rng, g->nslots, g->thresh);
+
+	return (t + (t >> g->spc_shift) * g->skip) * g->c.step + g->pass_add;
+}
+
+/*
  * The next offset of family fam (a constant in the per-family loops),
  * without counting the slot: the per-family loops count a run of accesses
  * at once against g->left and change the pass between runs.
@@ -170,7 +188,9 @@ static __always_inline u64 pl_walk_step(struct pl_gen *g, const int fam)
 	case PL_FAM_DIMM_LINEAR:
 		return pl_walk_dimm_linear(g);
 	case PL_FAM_DIMM_RAND:
-		return pl_walk_dimm_rand(g);
+		return g->dimm_fast ? pl_walk_dimm_rand1(g) : pl_walk_dimm_rand(g);
+	case PL_WALK_DIMM_RAND1:
+		return pl_walk_dimm_rand1(g);
 	default:
 		return pl_walk_linear(g);
 	}
