@@ -191,8 +191,9 @@ def test_every_experiment_has_results(experiments):
 # --------------------------------------------------------------------------
 # one test per recipe: the data drawn, axis labels, scales, series, legend
 # --------------------------------------------------------------------------
-ACCESS = {("load", "seq"): "Read (seq)", ("load", "rand"): "Read (rand)", ("store+clwb", "seq"): "Write (clwb)",
-          ("ntstore", "seq"): "Write (ntstore)"}
+# one access per line: the sequential bars are a 64 B stride
+ACCESS = {("load", "stride"): "Read (seq)", ("load", "rand"): "Read (rand)", ("store+clwb", "stride"): "Write (clwb)",
+          ("ntstore", "stride"): "Write (ntstore)"}
 
 
 def test_idle_latency(experiments):
@@ -353,7 +354,8 @@ def test_loaded_latency(experiments):
         assert ax.get_title().endswith(f"delay {us.min():.3g}-{us.max():.3g} µs")
         for label in legend_labels(ax):
             name, pattern = label.rsplit(" ", 1)
-            expected = probe_curve(sub[(sub["op"] == OPS[name]) & (sub["pattern"] == pattern)])
+            loaders = sub["op"].astype(str).str.split(",").str[-1]  # the probe's load, then the loaders' op
+            expected = probe_curve(sub[(loaders == OPS[name]) & (sub["pattern"] == pattern)])
             x, y = curves(ax)[label]
             assert list(x) == pytest.approx(list(expected["bw"]), rel=1e-9), f"{label}: x is the achieved bandwidth"
             assert list(y) == pytest.approx(list(expected["lat"]), rel=1e-9), f"{label}: y is the probe latency"

@@ -57,10 +57,19 @@ def _probe_latency(results: Results) -> pd.DataFrame:
 
 
 # --------------------------------------------------------------------------
+def _prefetch_state(df: pd.DataFrame) -> tuple[pd.DataFrame, str]:
+    """The rows measured with prefetchers off where there are any (LATTester's setting), else
+    those with them on; and which, for the title."""
+    if "prefetch" in df and (df["prefetch"].astype(str) == "off").any():
+        return df[df["prefetch"].astype(str) == "off"].copy(), "prefetchers off"
+    return df, "prefetchers on"
+
+
 def idle_latency(results: Results) -> Figure:
     """FAST'20 fig 2: mean latency (error bar: one standard deviation of the samples) of seq and
-    rand reads and of clwb and ntstore writes, one bar per target."""
-    df = results.ok()
+    rand reads and of clwb and ntstore writes, one bar per target; one access per line, with the
+    prefetchers off where the sweep could switch them (the title says which)."""
+    df, prefetchers = _prefetch_state(results.ok())
     fig, (ax,) = new_figure(1, width_per_panel=6.0)
     if df.empty:
         note(ax, NO_DATA)
@@ -77,11 +86,15 @@ def idle_latency(results: Results) -> Figure:
         legend(ax, "target")
     ax.set_ylabel(LAT_LABEL)
     ax.set_xlabel("Access")
-    return _finish(fig, results, "Idle latency of 8 B accesses (error bars: 1 std of the samples)")
+    return _finish(fig, results, f"Idle latency of 8 B accesses, one per line, {prefetchers} "
+                   "(error bars: 1 std of the samples)")
 
 
 def _access_kind(op: str, pattern: str) -> str:
-    return pattern if op in ("load", "ntload") else {"store+clwb": "clwb", "ntstore": "ntstore"}.get(op, op)
+    """Bar names: a 64 B stride of 8 B loads is the paper's sequential read."""
+    if op in ("load", "ntload"):
+        return "seq" if pattern == "stride" else pattern
+    return {"store+clwb": "clwb", "ntstore": "ntstore"}.get(op, op)
 
 
 INSTR_ORDER = ("load", "ntload", "store+clflush", "ntstore", "store+clflushopt", "store+clwb")
@@ -296,7 +309,9 @@ def loaded_latency(results: Results) -> Figure:
         if sub.empty:
             note(ax, NO_DATA)
         else:
-            sub = sub.assign(workload=[f"{op_label(o)} {p}" for o, p in zip(sub["op"], sub["pattern"])])
+            # an op list is the probe's load, then the loaders' op: the curve is named by the load
+            sub = sub.assign(workload=[f"{op_label(str(o).split(',')[-1])} {p}"
+                                       for o, p in zip(sub["op"], sub["pattern"])])
             _latency_vs_bandwidth(ax, sub, "workload")
         delays = _delay_range(sub)
         ax.set_title(f"{target} · {delays}" if delays else str(target), fontsize=9)
