@@ -65,6 +65,16 @@ def sweep_name(csv_path: Path) -> str:
     return csv_path.stem.split(TARGET_LABEL_SEPARATOR, 1)[0]
 
 
+def find_experiments(results_dir: Path) -> dict[str, list[Path]]:
+    """Sweep CSVs under `results_dir` grouped by sweep name (NAME.csv and NAME@LABEL.csv merge)."""
+    found: dict[str, list[Path]] = {}
+    if results_dir.is_dir():
+        for path in sorted(results_dir.rglob("*.csv")):
+            if is_sweep_csv(path) and path.stat().st_size > 0:
+                found.setdefault(sweep_name(path), []).append(path)
+    return found
+
+
 def load_results(paths: Sequence[Path]) -> Results:
     """The rows of `paths` (one experiment, maybe one CSV per module load), with a `target_label`."""
     frames, hists, sidecars = [], [], []

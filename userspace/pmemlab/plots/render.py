@@ -12,7 +12,7 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from pmemlab.errors import ConfigError, PmemlabError
-from pmemlab.plots.data import Results, is_sweep_csv, load_results, size_label, sweep_name
+from pmemlab.plots.data import Results, find_experiments, is_sweep_csv, load_results, size_label, sweep_name
 from pmemlab.plots.recipes import RECIPES
 from pmemlab.plots.style import (
     bytes_axis, data_ticks, finish, legend, log_label, new_figure, note, series, zero_based,
@@ -175,16 +175,6 @@ def plot_command(args: argparse.Namespace) -> int:
     for path in save_figure(fig, args.output, name, _formats(args.format)):
         print(f"plot: {path}")
     return 0
-
-
-def find_experiments(results_dir: Path) -> dict[str, list[Path]]:
-    """Sweep CSVs under `results_dir` grouped by sweep name (NAME.csv and NAME@LABEL.csv merge)."""
-    groups: dict[str, list[Path]] = defaultdict(list)
-    if results_dir.is_dir():
-        for path in sorted(results_dir.rglob("*.csv")):
-            if is_sweep_csv(path) and path.stat().st_size > 0:
-                groups[sweep_name(path)].append(path)
-    return dict(groups)
 
 
 def plot_all_command(args: argparse.Namespace) -> int:
