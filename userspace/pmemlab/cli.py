@@ -322,16 +322,18 @@ def _plot_commands() -> dict[str, Any]:
 
 
 def _add_result_parsers(sub: Any) -> None:
-    """`pmemlab compare`: its parser and command live in its module."""
-    from pmemlab import compare
+    """`pmemlab report` and `pmemlab compare`: their parsers and commands live in their modules."""
+    from pmemlab import compare, report
 
     compare.add_parser(sub)
+    report.add_parser(sub)
 
 
 def _result_commands() -> dict[str, Any]:
     from pmemlab.compare import cmd_compare
+    from pmemlab.report import cmd_report
 
-    return {"compare": cmd_compare}
+    return {"compare": cmd_compare, "report": cmd_report}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
