@@ -216,5 +216,5 @@ def gallery_problem(revisions: dict[str, set[str]]) -> str:
         parts.append(f"the results come from {len(revisions)} revisions ("
                      + "; ".join(f"{r}: {', '.join(sorted(n))}" for r, n in sorted(revisions.items())) + ")")
     if dirty:
-        parts.append(f"{', '.join(dirty)} is a modified tree")
+        parts.append(f"{', '.join(dirty)} {'is a modified tree' if len(dirty) == 1 else 'are modified trees'}")
     return " and ".join(parts) + ("; record them again from one clean commit" if parts else "")
