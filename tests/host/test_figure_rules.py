@@ -58,6 +58,28 @@ def test_axes_follow_the_rules(experiments, name):
             assert "log scale" in ax.get_xlabel(), (name, ax.get_xlabel())
         assert drawn_artists(ax) or ax.texts, f"{name}: an empty panel"
     assert "repeats:" in caption_of(fig)
+    assert_legends_clear_of_data(fig, name)
+
+
+def assert_legends_clear_of_data(fig, name: str) -> None:
+    """On a linear axis from 0, no data point lies under the legend (as drawn)."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    canvas = FigureCanvasAgg(fig)
+    canvas.draw()
+    renderer = canvas.get_renderer()
+    for ax in data_axes(fig):
+        legend = ax.get_legend()
+        if legend is None or ax.get_yscale() != "linear" or ax.get_ylim()[0] != 0:
+            continue
+        box = legend.get_window_extent(renderer)
+        for line in ax.get_lines():
+            if line.get_gid() == "pmemlab-reference" or not len(line.get_xdata()):
+                continue
+            xy = line.get_transform().transform(np.column_stack([np.asarray(line.get_xdata(), float),
+                                                                 np.asarray(line.get_ydata(), float)]))
+            inside = [(x, y) for x, y in xy if box.x0 <= x <= box.x1 and box.y0 <= y <= box.y1]
+            assert not inside, f"{name}: {ax.get_title()!r}: the legend covers data points"
 
 
 # --------------------------------------------------------------------------

@@ -72,6 +72,7 @@ def finish(fig: Figure, results: Results, title: str, extra: Sequence[str] = ())
     fig.suptitle(title, fontsize=10, y=1 - (0.04 + banner) / height, va="top")
     # tight_layout adds the title's height below the rect's top itself: the rect only leaves the banner
     add_caption(fig, caption(results, extra), top=1 - max(banner - 0.08, 0.0) / height)
+    make_room_for_legends(fig)
     draw_notice(fig, notice)
     return fig
 
@@ -137,9 +138,50 @@ def legend(ax: Axes, title: str | None = None, outside: bool = False) -> None:
     if ax.get_legend_handles_labels()[0]:
         where = {"loc": "upper left", "bbox_to_anchor": (1.01, 1.0)} if outside else {}
         ax.legend(title="\n".join(lines) or None, fontsize=7, title_fontsize=6.5, **where)
+        ax._pmemlab_legend_outside = outside  # type: ignore[attr-defined]
     elif lines:
         ax.text(0.99, 0.99, "\n".join(lines), transform=ax.transAxes, ha="right", va="top", fontsize=6.5,
                 color="0.3")
+
+
+def make_room_for_legends(fig: Figure) -> None:
+    """After the layout: a legend that 'best' could only place over data points gets room above
+    them instead (linear axes from 0): the top rises until the points clear the legend's height,
+    and the legend moves to the upper corner with fewer points under it."""
+    for ax in fig.axes:
+        box = ax.get_legend()
+        if box is None or getattr(ax, "_pmemlab_legend_outside", True):
+            continue
+        corner = _make_room(ax, box)
+        if corner:
+            title = box.get_title().get_text()
+            ax.legend(title=title or None, fontsize=7, title_fontsize=6.5, loc=corner)
+
+
+def _make_room(ax: Axes, box: Any) -> str | None:
+    if ax.get_yscale() != "linear" or ax.get_ylim()[0] != 0:
+        return None
+    fig = ax.figure
+    if not hasattr(fig.canvas, "get_renderer"):
+        from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+        FigureCanvasAgg(fig)
+    renderer = fig.canvas.get_renderer()
+    frame = box.get_window_extent(renderer)
+    area = ax.get_window_extent(renderer)
+    points = np.concatenate([line.get_transform().transform(np.column_stack([
+        np.asarray(line.get_xdata(), float), np.asarray(line.get_ydata(), float)]))
+        for line in ax.get_lines() if len(line.get_xdata()) and line.get_gid() != REFERENCE_GID] or [np.empty((0, 2))])
+    points = points[np.isfinite(points).all(axis=1)]
+    inside = (points[:, 0] >= frame.x0) & (points[:, 0] <= frame.x1) & (points[:, 1] >= frame.y0) & \
+             (points[:, 1] <= frame.y1)
+    if not inside.any() or area.height <= 0:
+        return None
+    share = min(frame.height / area.height + 0.06, 0.7)
+    bottom, top = ax.get_ylim()
+    ax.set_ylim(bottom, top / (1 - share))
+    left_side = (points[:, 0] < area.x0 + area.width / 2).sum()
+    return "upper left" if left_side <= len(points) - left_side else "upper right"
 
 
 def ci_note(repeats: Iterable[int]) -> str:
@@ -400,12 +442,12 @@ def draw_references(ax: Axes, refs: Sequence[Reference], color_of: Callable[[Ref
     stacked = {"top": 0, "bottom": 0}
 
     def off_note(text: str, edge: str, left: bool, color: str) -> None:
-        """An off-scale value named at the axis edge; several stack instead of overprinting."""
-        k = stacked[edge]
+        """An off-scale value named under the axis (below its label), one line each."""
+        k = stacked["top"] + stacked["bottom"]
         stacked[edge] += 1
-        y = 0.985 - 0.075 * k if edge == "top" else 0.015 + 0.075 * k
-        ax.annotate(text, xy=(0.01 if left else 0.99, y), xycoords="axes fraction", ha="left" if left else "right",
-                    va="top" if edge == "top" else "bottom", fontsize=6, color=color, gid=REFERENCE_LABEL_GID)
+        ax.annotate(text, xy=(0.0, 0.0), xycoords="axes fraction", xytext=(0, -34 - 8 * k),
+                    textcoords="offset points", ha="left", va="top", fontsize=5.5, color=color,
+                    gid=REFERENCE_LABEL_GID, annotation_clip=False)
 
     for ref in refs:
         color = color_of(ref) or "0.25"
