@@ -726,12 +726,24 @@ def test_page_size(experiments):
 # commands
 # --------------------------------------------------------------------------
 def test_plot_all_renders_every_experiment(results_dir, tmp_path, capsys):
+    """Every experiment in PNG and SVG; and a gallery shows one clean revision: plot-all names the
+    revisions the results come from and the modified trees among them (the recorded fixtures span
+    several); results of one clean revision: quiet."""
+    from pmemlab.plots.render import gallery_problem
+
     assert cli.main(["plot-all", str(results_dir), "-o", str(tmp_path / "plots")]) == 0
     for name in RECIPES:
         for ext in ("png", "svg"):
             path = tmp_path / "plots" / f"{name}.{ext}"
             assert path.exists() and path.stat().st_size > 1000, path
-    assert "bw-threads (2 CSV)" in capsys.readouterr().out
+    out, err = capsys.readouterr()
+    assert "bw-threads (2 CSV)" in out
+    revisions = {str(v) for path in results_dir.glob("*.csv") if not path.name.endswith((".summary.csv", ".hist.csv"))
+                 for v in pd.read_csv(path, usecols=["toolkit_version"], dtype=str)["toolkit_version"].dropna()}
+    assert len(revisions) > 1 and f"not gallery-ready: the results come from {len(revisions)} revisions" in err
+    assert sum(r.endswith("-dirty") for r in revisions) > 1 and "are modified trees" in err
+    assert gallery_problem({"abc1234": {"bw-size", "idle-latency"}}) == ""
+    assert "v0.1.0-dirty is a modified tree" in gallery_problem({"v0.1.0-dirty": {"x"}})
 
 
 @pytest.mark.parametrize("missing", [False, True])
@@ -837,18 +849,3 @@ def test_histogram_percentiles_follow_the_module():
             assert got == pytest.approx([row[f"lat_ns_p{p}"] for p in ("50", "90", "99", "999", "9999")], rel=1e-12)
             checked += 1
     assert checked > 150
-
-
-def test_plot_all_says_when_results_are_not_one_clean_revision(results_dir, tmp_path, capsys):
-    """A gallery shows one clean revision: plot-all names the revisions the results come from and
-    the modified trees among them (the recorded fixtures span several); one clean revision: quiet."""
-    from pmemlab.plots.render import gallery_problem
-
-    assert cli.main(["plot-all", str(results_dir), "-o", str(tmp_path / "p"), "--format", "png"]) == 0
-    err = capsys.readouterr().err
-    revisions = {str(v) for path in results_dir.glob("*.csv") if not path.name.endswith((".summary.csv", ".hist.csv"))
-                 for v in pd.read_csv(path, usecols=["toolkit_version"], dtype=str)["toolkit_version"].dropna()}
-    assert len(revisions) > 1 and f"not gallery-ready: the results come from {len(revisions)} revisions" in err
-    assert sum(r.endswith("-dirty") for r in revisions) > 1 and "are modified trees" in err
-    assert gallery_problem({"abc1234": {"bw-size", "idle-latency"}}) == ""
-    assert "v0.1.0-dirty is a modified tree" in gallery_problem({"v0.1.0-dirty": {"x"}})

@@ -244,8 +244,9 @@ def pooled_buckets(results: Results, runs: pd.DataFrame, keys: Sequence[str]) ->
     merged = hist.merge(wanted, on=RUN_KEYS, how="inner")
     if merged.empty:
         return {}
-    has_all = merged.groupby(RUN_KEYS)["thread"].transform(lambda t: (t == "all").any())
-    merged = merged[(merged["thread"] == "all") | ~has_all]
+    is_all = merged["thread"] == "all"
+    has_all = is_all.groupby([merged[k] for k in RUN_KEYS]).transform("any")
+    merged = merged[is_all | ~has_all]
     ticks = {"lo_ticks", "hi_ticks"} <= set(merged.columns)
     bounds = ["lo_ns", "hi_ns", *(["lo_ticks", "hi_ticks"] if ticks else [])]
     out: dict[tuple, pd.DataFrame] = {}
