@@ -27,8 +27,8 @@ from pmemlab.config import expand, load_config, target_loads  # noqa: E402
 from pmemlab.plots.data import load_results  # noqa: E402
 from pmemlab.plots.recipes import RECIPES  # noqa: E402
 from pmemlab.plots.render import find_experiments  # noqa: E402
-from pmemlab.plots.marks import MARK_GID, WATERMARK_GID, notice_of  # noqa: E402
-from pmemlab.plots.style import LOOP_BOUND_GID, caption_of, is_reference_label, references_of  # noqa: E402
+from pmemlab.plots.marks import WATERMARK_GID, notice_of  # noqa: E402
+from pmemlab.plots.style import caption_of, is_reference_label, references_of  # noqa: E402
 
 TOP = Path(__file__).resolve().parents[2]
 RECORDED = Path(__file__).resolve().parent / "fixtures" / "recorded"

@@ -495,11 +495,6 @@ def is_reference_label(label: str) -> bool:
     return label.startswith(PAPERS)
 
 
-def _frac(ax: Axes, x: float) -> float:
-    lo, hi = ax.get_xlim()
-    return min(max((x - lo) / (hi - lo), 0.0), 0.8) if hi > lo else 0.0
-
-
 def references_of(ax: Axes) -> list[float]:
     """The values of the reference markers drawn on `ax` (for tests and the report)."""
     out = []
