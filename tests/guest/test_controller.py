@@ -126,3 +126,19 @@ def test_ctrl_c_mid_sweep_then_resume(loaded: Module, tmp_path: Path) -> None:
     agg = full[full["thread"].astype(str) == "all"]
     assert agg.loc[agg["status"] == "ok", "point"].nunique() == 9
     assert int(loaded.read("run_id")) - runs_before == 9 - len(done_points)
+
+
+def test_sweep_rows_say_hypervisor_and_emulated_namespace(module, pmem_dev: str, dram_pmem_dev: str,
+                                                          tmp_path: Path) -> None:
+    """In the QEMU guest: every row names the hypervisor; the NVDIMM namespace is a virtual
+    NVDIMM and the memmap= namespace is DRAM (the figures' EMULATED mark comes from these)."""
+    config = tmp_path / "one.toml"
+    config.write_text('[sweep]\nname = "one"\n[base]\nthreads = 1\nworking_set = "16M"\nduration_ms = 20\n')
+    for dev, emulated in ((pmem_dev, "virtual-nvdimm"), (dram_pmem_dev, "memmap")):
+        with module(target=dev):
+            out = tmp_path / f"{Path(dev).name}.csv"
+            res = pmemlab("sweep", str(config), "-o", str(out), "--no-progress")
+            assert res.returncode == 0, res.stdout + res.stderr
+        df = pd.read_csv(out, dtype=str)
+        assert (df["hypervisor"] == "qemu").all(), df["hypervisor"].unique()
+        assert (df["target_emulated"] == emulated).all(), (dev, df["target_emulated"].unique())

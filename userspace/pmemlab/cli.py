@@ -81,6 +81,7 @@ def build_parser() -> argparse.ArgumentParser:
     from pmemlab.plots.command import add_plot_parsers
 
     add_plot_parsers(sub)
+    _add_result_parsers(sub)
 
     p = sub.add_parser("summarize", help="(re)write NAME.summary.csv: mean, stddev, 95%% CI across repeats")
     p.add_argument("csv", type=Path)
@@ -320,10 +321,25 @@ def _plot_commands() -> dict[str, Any]:
     return {"plot": cmd_plot, "plot-all": cmd_plot_all}
 
 
+def _add_result_parsers(sub: Any) -> None:
+    """`pmemlab report` and `pmemlab compare`: their parsers and commands live in their modules."""
+    from pmemlab import compare, report
+
+    compare.add_parser(sub)
+    report.add_parser(sub)
+
+
+def _result_commands() -> dict[str, Any]:
+    from pmemlab.compare import cmd_compare
+    from pmemlab.report import cmd_report
+
+    return {"compare": cmd_compare, "report": cmd_report}
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
-        command = COMMANDS.get(args.command) or _plot_commands()[args.command]
+        command = COMMANDS.get(args.command) or {**_plot_commands(), **_result_commands()}[args.command]
         return command(args)
     except PmemlabError as exc:
         print(exc.one_line(), file=sys.stderr)
