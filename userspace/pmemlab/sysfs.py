@@ -1,6 +1,6 @@
 """Talking to pmemlab.ko through /sys/kernel/pmemlab (docs/interface.md).
 
-The root is configurable (`--sysfs`, env PMEMLAB_SYSFS) so tests can drive a fake
+`Module` is the kernel backend (`backend.Backend`). The root is configurable (`--sysfs`, env PMEMLAB_SYSFS) so tests can drive a fake
 module: a directory tree plus an `SysfsIO` whose `write` emulates the module.
 """
 
@@ -10,11 +10,12 @@ import errno
 import os
 import platform
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
 from pmemlab import params as P
+from pmemlab.backend import BackendKind, load_identity
+from pmemlab.backend import RunOutcome as RunOutcome  # re-exported: older callers import it from here
 from pmemlab.errors import (
     Interrupted,
     ModuleAccessError,
@@ -66,24 +67,6 @@ class SysfsIO:
             os.close(fd)
 
 
-@dataclass
-class RunOutcome:
-    """What one module run gave: final state, result text, timing."""
-
-    state: str  # done | error:<reason> | timeout
-    result: str = ""
-    error: str = ""
-    started: float = 0.0
-    elapsed_s: float = 0.0
-    params: dict[str, Any] = field(default_factory=dict)
-    histogram: str = ""
-    run_id: str | None = None
-
-    @property
-    def ok(self) -> bool:
-        return self.state == "done"
-
-
 def source_tree() -> Path | None:
     """The pmemlab tree this package runs from (None when installed from a wheel)."""
     top = Path(__file__).resolve().parents[2]
@@ -116,7 +99,9 @@ _LOAD_FIX = (
 
 
 class Module:
-    """The loaded module, seen through its sysfs directory."""
+    """The loaded module, seen through its sysfs directory (a `backend.Backend`)."""
+
+    kind: BackendKind = "kernel"
 
     def __init__(self, root: Path | None = None, io: SysfsIO | None = None,
                  modparams: Path | None = None) -> None:
@@ -261,6 +246,19 @@ class Module:
 
     def state(self) -> str:
         return self.read("state")
+
+    def last_error(self) -> str:
+        return self.read_opt("last_error") or ""
+
+    def identity(self) -> dict[str, Any]:
+        return load_identity(self.kind, self.module_parameters())
+
+    def failure_fix(self, status: str) -> str:
+        if status == "refused":
+            return ("the module's reason is above; change the value (`pmemlab params` lists the allowed values, "
+                    "`pmemlab info` the target's size and CPU features) and run again")
+        return (f"`pmemlab info` shows the module's state and last_error ({self.root}/last_error), "
+                "`dmesg | grep pmemlab` the kernel's side; change the parameters and run again")
 
     def abort(self) -> None:
         self.write("abort", "1")
