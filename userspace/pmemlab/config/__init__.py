@@ -34,7 +34,7 @@ parse (load_config, parse_config) and expand (points).
 """
 
 from pmemlab.config.adaptive import ADAPTIVE_KEYS, adaptive_metrics
-from pmemlab.config.expand import MAX_POINTS, count_points, expand, point_key
+from pmemlab.config.expand import MAX_POINTS, command_line_problems, count_points, expand, one_point, point_key
 from pmemlab.config.filters import compile_filter, eval_filter
 from pmemlab.config.lines import LineIndex
 from pmemlab.config.model import FULL_SCALE, SET_ORIGIN, Adaptive, Axis, Point, SweepConfig
@@ -48,6 +48,6 @@ __all__ = [
     "ADAPTIVE_KEYS", "FULL_SCALE", "MAX_POINTS", "MAX_RANGE_VALUES", "PMEM_DRAM_PLACEHOLDER", "PMEM_PLACEHOLDER",
     "RANGE_RE", "SET_ORIGIN", "SWEEP_KEYS", "TOP_KEYS",
     "Adaptive", "Axis", "LineIndex", "Point", "Problems", "SweepConfig",
-    "adaptive_metrics", "apply_scale", "axis_values", "compile_filter", "count_points", "eval_filter", "expand",
-    "expand_range", "load_config", "parse_config", "point_key", "target_loads",
+    "adaptive_metrics", "apply_scale", "axis_values", "command_line_problems", "compile_filter", "count_points",
+    "eval_filter", "expand", "expand_range", "load_config", "one_point", "parse_config", "point_key", "target_loads",
 ]

@@ -6,7 +6,7 @@ import hashlib
 import itertools
 import json
 import math
-from typing import Any, Iterable, Mapping
+from typing import Any, Iterable, Mapping, Sequence
 
 from pmemlab import params as P
 from pmemlab.config.filters import compile_filter, eval_filter
@@ -107,3 +107,33 @@ def _origin(cfg: SweepConfig, lines: LineIndex, key: str, value: Any = None) -> 
 
 def _fmt_varied(varied: Mapping[str, Any]) -> str:
     return " ".join(f"{k}={v}" for k, v in varied.items())
+
+
+def command_line_problems(problems: Sequence[P.Problem]) -> ConfigError:
+    """`pmemlab run KEY=VALUE ...` values the checks refuse, as one error."""
+    msgs = "\n".join(f"  {p.message()}" for p in problems)
+    unsupported = all(p.kind == "unsupported" for p in problems)
+    return ConfigError(f"{'this target cannot run' if unsupported else 'invalid parameters'}:\n{msgs}",
+                       "change the values; nothing was sent to the module")
+
+
+def one_point(values: Mapping[str, Any], given: Iterable[str], facts: P.TargetFacts | None,
+              discovered: Mapping[str, Any] | None = None) -> Point:
+    """The point of `pmemlab run`: normalised `values`, with the defaults found on this machine
+    where the command line (`given`) did not set the key, checked against the target as a
+    sweep's points are; a point this target cannot run is an error, not a skip."""
+    params = dict(values)
+    given = set(given)
+    for key, value in (discovered or {}).items():
+        if key not in given:
+            params[key] = value
+    problems = P.check_point(params, facts)
+    if not problems:
+        try:
+            P.resolve_cpus(params, facts)
+        except ValueError as exc:
+            problems = [P.Problem(key="cpus", value=params.get("cpus"), allowed=P.PARAMS["cpus"].allowed(),
+                                  reason=str(exc), kind="unsupported")]
+    if problems:
+        raise command_line_problems(problems)
+    return Point(index=0, params=params, varied={}, key="")
