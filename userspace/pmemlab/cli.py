@@ -18,7 +18,6 @@ from pmemlab.config import Point, SweepConfig, command_line_problems, count_poin
 from pmemlab.config import target_loads
 from pmemlab.errors import ConfigError, PmemlabError, user_message
 from pmemlab.sweep import Bench, Sweep, SweepOptions, sidecar_path, summary_path, write_summary
-from pmemlab.sysfs import Module, sysfs_root
 from pmemlab.table import BASE_COLUMNS
 
 RUN_TABLE_COLUMNS: tuple[str, ...] = (
@@ -100,8 +99,8 @@ def parse_assignments(items: Sequence[str], what: str = "argument") -> dict[str,
     return out
 
 
-def _module(args: argparse.Namespace) -> Module:
-    return Module(sysfs_root(args.sysfs))
+def _module(args: argparse.Namespace) -> Backend:
+    return BackendSpec("kernel", sysfs=Path(args.sysfs) if args.sysfs else None).open()
 
 
 def _backend(args: argparse.Namespace, opts: dict[str, str]) -> Backend:
