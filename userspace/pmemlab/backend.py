@@ -4,12 +4,14 @@ measurement. Two implement it: the kernel module through its sysfs directory
 
 A backend tells its facts (target, CPU features, widths, TSC rate), runs one parameter set
 (writes the parameters, starts, waits, aborts on timeout or Ctrl-C) and returns a
-`RunOutcome` with the result text and histogram in the module's formats, says what identifies
+`RunOutcome` with the result text, histogram and raw samples in the module's formats, says what identifies
 it for resume (its kind and load-time parameters), and says how to get on after a failed run.
 """
 
 from __future__ import annotations
 
+import array
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Literal, Mapping, Protocol
@@ -38,10 +40,21 @@ class RunOutcome:
     # run conditions this run measured itself (the user backend's own mapping); they
     # override the conditions the sweep probed once
     conditions: dict[str, Any] = field(default_factory=dict)
+    # with samples = N: the first N latency samples of each latency thread, in thread order,
+    # little-endian u64 TSC ticks, overhead subtracted, 0 = not filled (docs/interface.md)
+    raw_samples: bytes = b""
 
     @property
     def ok(self) -> bool:
         return self.state == "done"
+
+    def sample_ticks(self) -> list[int]:
+        """raw_samples as numbers (every latency thread's, one after the other)."""
+        values = array.array("Q")
+        values.frombytes(self.raw_samples[: len(self.raw_samples) // 8 * 8])
+        if sys.byteorder != "little":
+            values.byteswap()
+        return values.tolist()
 
 
 class Backend(Protocol):

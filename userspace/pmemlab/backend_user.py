@@ -20,6 +20,7 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
+import tempfile
 import time
 from pathlib import Path
 from typing import Any, Callable, Mapping
@@ -160,6 +161,14 @@ class UserBackend:
             on_poll: Callable[[], None] | None = None) -> RunOutcome:
         self.require_loaded()
         args = [*self._args(), *(f"{k}={P.to_sysfs(k, v)}" for k, v in values.items() if k in P.PARAMS)]
+        if not values.get("samples"):
+            return self._run(args, values, timeout_s, None)
+        with tempfile.TemporaryDirectory(prefix="pmemlab-run-") as tmp:
+            samples = Path(tmp) / "raw_samples"
+            return self._run([*args, f"raw_samples={samples}"], values, timeout_s, samples)
+
+    def _run(self, args: list[str], values: Mapping[str, Any], timeout_s: float,
+             samples: Path | None) -> RunOutcome:
         started = time.time()
         t0 = time.monotonic()
         proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -192,8 +201,9 @@ class UserBackend:
             self._last_error = _reason(err) or reason
             return UserRunOutcome(f"error:{reason}", result=result, error=self._last_error, started=started,
                                   elapsed_s=elapsed, params=dict(values), conditions=cond)
+        raw = samples.read_bytes() if samples is not None and samples.exists() else b""
         return UserRunOutcome("done", result=result, started=started, elapsed_s=elapsed, params=dict(values),
-                              histogram=hist, run_id=None, conditions=cond)
+                              histogram=hist, run_id=None, conditions=cond, raw_samples=raw)
 
 
 def _reason(stderr: str) -> str:

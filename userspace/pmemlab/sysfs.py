@@ -58,6 +58,10 @@ class SysfsIO:
         with open(path, "r", encoding="utf-8", errors="replace") as fh:
             return fh.read()
 
+    def read_bytes(self, path: Path) -> bytes:
+        with open(path, "rb") as fh:
+            return fh.read()
+
     def write(self, path: Path, text: str) -> None:
         fd = os.open(path, os.O_WRONLY | os.O_TRUNC)
         try:
@@ -318,13 +322,24 @@ class Module:
         if state == "done":
             return RunOutcome("done", result=self.read("result"), started=started, elapsed_s=elapsed,
                               params=dict(values), histogram=self.read_opt("histogram") or "",
-                              run_id=self.read_opt("run_id"))
+                              run_id=self.read_opt("run_id"),
+                              raw_samples=self._raw_samples() if values.get("samples") else b"")
         if state == "idle":
             state = "error:stopped without a result (aborted from elsewhere?)"
         reason = state.split(":", 1)[1].strip() if ":" in state else state
         detail = self.read_opt("last_error") or ""
         return RunOutcome(f"error:{reason}", error=detail or reason, started=started, elapsed_s=elapsed,
                           params=dict(values))
+
+    def _raw_samples(self) -> bytes:
+        """The binary raw_samples file (b"" when this module has none)."""
+        try:
+            return self.io.read_bytes(self.root / "raw_samples")
+        except FileNotFoundError:
+            return b""
+        except PermissionError:
+            raise ModuleAccessError(f"permission denied reading {self.root / 'raw_samples'}",
+                                    "run as root (sudo pmemlab ...)") from None
 
     def _abort_and_wait(self, wait_s: float = 10.0) -> None:
         try:
