@@ -51,6 +51,25 @@ def test_info_reads_the_module(loaded: Module) -> None:
     assert loaded.read("version") in res.stdout and "fsdax" in res.stdout
 
 
+def test_backend_reads_raw_samples(loaded: Module) -> None:
+    """The controller's kernel backend returns the module's raw_samples with a run that asks
+    for them: `samples` u64 ticks per latency thread, within the run's min and max."""
+    from pmemlab import params as P
+    from pmemlab.sysfs import Module as KernelBackend
+
+    values, problems = P.normalize({"mode": "latency", "op": "load", "count": "400", "samples": "100",
+                                    "threads": "2", "pattern": "rand", "working_set": "1M"})
+    assert not problems
+    out = KernelBackend(loaded.root).run(values, timeout_s=120)
+    assert out.ok, out.error
+    ticks = out.sample_ticks()
+    assert len(out.raw_samples) == 2 * 100 * 8 and len(ticks) == 200
+    rows = [dict(f.split("=", 1) for f in ln.split()) for ln in out.result.splitlines()]
+    assert int(rows[-1]["lat_min"]) <= min(ticks) and max(ticks) <= int(rows[-1]["lat_max"])
+    values["samples"] = 0
+    assert KernelBackend(loaded.root).run(values, timeout_s=120).raw_samples == b""
+
+
 def test_sweep_3x3(loaded: Module, tmp_path: Path) -> None:
     config = tmp_path / "sweep.toml"
     config.write_text(SWEEP_3X3)

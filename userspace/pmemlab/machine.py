@@ -13,13 +13,16 @@ import shutil
 import socket
 import struct
 import subprocess
+import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
 from pmemlab import __version__
+from pmemlab import params as P
+from pmemlab.backend import Backend
 from pmemlab.params import parse_cpulist
-from pmemlab.sysfs import Module, load_hint
+from pmemlab.sysfs import load_hint
 
 CPU_FEATURES_OF_INTEREST: tuple[str, ...] = (
     "clflush", "clflushopt", "clwb", "sse2", "avx", "avx2", "avx512f", "rdtscp", "constant_tsc", "nonstop_tsc",
@@ -359,7 +362,7 @@ def ndctl_info(runner: ToolRunner) -> dict[str, Any]:
 
 
 # --------------------------------------------------------------------------
-def gather_info(module: Module | None, host: HostPaths | None = None,
+def gather_info(module: Backend | None, host: HostPaths | None = None,
                 runner: ToolRunner | None = None, with_tools: bool = True) -> dict[str, Any]:
     host = host or HostPaths()
     runner = runner or run_tool
@@ -381,7 +384,7 @@ def gather_info(module: Module | None, host: HostPaths | None = None,
             facts = module.facts()
             mod.update(loaded=True, version=facts.get("version"), facts=facts,
                        parameters=module.module_parameters(), run_params=module.current_params(),
-                       state=module.read_opt("state"), last_error=module.read_opt("last_error") or "")
+                       state=module.state(), last_error=module.last_error())
         else:
             mod["note"] = f"module not loaded ({module.root} missing): {load_hint()}"
     info["module"] = mod
@@ -462,10 +465,26 @@ def conditions(info: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def target_facts(backend: Backend, online_cpus: int, host: HostPaths | None = None) -> P.TargetFacts:
+    """The backend's facts about its target and CPU, plus this machine's NUMA nodes (what
+    cpus = "remote" and the placement checks need)."""
+    facts = backend.target_facts(online_cpus=online_cpus)
+    node = facts.extra.get("target_node")
+    nodes = numa_info(host or HostPaths())["nodes"]
+    node_cpus: dict[int, tuple[int, ...]] = {}
+    for n in nodes:
+        try:
+            node_cpus[n["node"]] = tuple(parse_cpulist(n.get("cpus") or ""))
+        except ValueError:
+            node_cpus[n["node"]] = ()
+    ids = [n["node"] for n in nodes]
+    distance = {n["node"]: dict(zip(ids, n.get("distances") or [])) for n in nodes}
+    return dataclasses.replace(facts, target_node=node if isinstance(node, int) else None,
+                               node_cpus=node_cpus or None, node_distance=distance or None)
+
+
 def discovered_defaults(info: dict[str, Any]) -> dict[str, Any]:
     """Parameter defaults learnt from the machine (interleave geometry from ndctl)."""
-    from pmemlab import params as P
-
     ways = info.get("target", {}).get("interleave_ways")
     out: dict[str, Any] = {}
     if isinstance(ways, int) and not isinstance(ways, bool):

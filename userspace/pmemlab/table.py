@@ -15,7 +15,7 @@ from typing import Any, Iterable, Mapping, Sequence
 from pmemlab import ipmctl
 from pmemlab.params import PARAM_NAMES
 from pmemlab.results import KNOWN_RESULT_COLUMNS, parse_result
-from pmemlab.sysfs import RunOutcome
+from pmemlab.backend import RunOutcome
 
 ID_COLUMNS: tuple[str, ...] = ("sweep", "point", "point_key", "repeat", "thread", "status", "error")
 CONDITION_COLUMNS: tuple[str, ...] = (
@@ -82,7 +82,7 @@ def rows_for_outcome(ids: Mapping[str, Any], params: Mapping[str, Any], outcome:
     started = (datetime.fromtimestamp(outcome.started, timezone.utc).isoformat(timespec="seconds")
                if outcome and outcome.started else now_iso())
     # a backend that reports the conditions of each run (user backend) overrides the sweep's
-    cond = {**cond, **(getattr(outcome, "conditions", None) or {})}
+    cond = {**cond, **(outcome.conditions if outcome else {})}
     common: dict[str, Any] = {**ids, **{k: params.get(k) for k in PARAM_NAMES}, **cond,
                               "started_at": started, "run_s": round(outcome.elapsed_s, 6) if outcome else None,
                               "run_id": outcome.run_id if outcome else None}
