@@ -281,7 +281,7 @@ def _plot_commands() -> dict[str, Callable[[argparse.Namespace], int]]:
     return {"plot": cmd_plot, "plot-all": cmd_plot_all}
 
 
-def _add_result_parsers(sub: Any) -> None:
+def _add_result_parsers(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
     """`pmemlab report` and `pmemlab compare`: their parsers and commands live in their modules."""
     from pmemlab import compare, report
 
@@ -289,7 +289,7 @@ def _add_result_parsers(sub: Any) -> None:
     report.add_parser(sub)
 
 
-def _result_commands() -> dict[str, Any]:
+def _result_commands() -> dict[str, Callable[[argparse.Namespace], int]]:
     from pmemlab.compare import cmd_compare
     from pmemlab.report import cmd_report
 
