@@ -51,6 +51,25 @@ def test_info_reads_the_module(loaded: Module) -> None:
     assert loaded.read("version") in res.stdout and "fsdax" in res.stdout
 
 
+def test_backend_reads_raw_samples(loaded: Module) -> None:
+    """The controller's kernel backend returns the module's raw_samples with a run that asks
+    for them: `samples` u64 ticks per latency thread, within the run's min and max."""
+    from pmemlab import params as P
+    from pmemlab.sysfs import Module as KernelBackend
+
+    values, problems = P.normalize({"mode": "latency", "op": "load", "count": "400", "samples": "100",
+                                    "threads": "2", "pattern": "rand", "working_set": "1M"})
+    assert not problems
+    out = KernelBackend(loaded.root).run(values, timeout_s=120)
+    assert out.ok, out.error
+    ticks = out.sample_ticks()
+    assert len(out.raw_samples) == 2 * 100 * 8 and len(ticks) == 200
+    rows = [dict(f.split("=", 1) for f in ln.split()) for ln in out.result.splitlines()]
+    assert int(rows[-1]["lat_min"]) <= min(ticks) and max(ticks) <= int(rows[-1]["lat_max"])
+    values["samples"] = 0
+    assert KernelBackend(loaded.root).run(values, timeout_s=120).raw_samples == b""
+
+
 def test_sweep_3x3(loaded: Module, tmp_path: Path) -> None:
     config = tmp_path / "sweep.toml"
     config.write_text(SWEEP_3X3)
@@ -126,3 +145,19 @@ def test_ctrl_c_mid_sweep_then_resume(loaded: Module, tmp_path: Path) -> None:
     agg = full[full["thread"].astype(str) == "all"]
     assert agg.loc[agg["status"] == "ok", "point"].nunique() == 9
     assert int(loaded.read("run_id")) - runs_before == 9 - len(done_points)
+
+
+def test_sweep_rows_say_hypervisor_and_emulated_namespace(module, pmem_dev: str, dram_pmem_dev: str,
+                                                          tmp_path: Path) -> None:
+    """In the QEMU guest: every row names the hypervisor; the NVDIMM namespace is a virtual
+    NVDIMM and the memmap= namespace is DRAM (the figures' EMULATED mark comes from these)."""
+    config = tmp_path / "one.toml"
+    config.write_text('[sweep]\nname = "one"\n[base]\nthreads = 1\nworking_set = "16M"\nduration_ms = 20\n')
+    for dev, emulated in ((pmem_dev, "virtual-nvdimm"), (dram_pmem_dev, "memmap")):
+        with module(target=dev):
+            out = tmp_path / f"{Path(dev).name}.csv"
+            res = pmemlab("sweep", str(config), "-o", str(out), "--no-progress")
+            assert res.returncode == 0, res.stdout + res.stderr
+        df = pd.read_csv(out, dtype=str)
+        assert (df["hypervisor"] == "qemu").all(), df["hypervisor"].unique()
+        assert (df["target_emulated"] == emulated).all(), (dev, df["target_emulated"].unique())

@@ -84,6 +84,14 @@ def test_histogram_parsing():
     assert parse_histogram("", 1000) == []
 
 
+def test_raw_samples_are_read_when_asked_for(fake):
+    out = fake.module().run(values(mode="latency", count=100, threads=2, samples=3))
+    assert out.ok and len(out.raw_samples) == 2 * 3 * 8
+    assert out.sample_ticks() == [600, 608, 616, 601, 609, 617]  # thread 0's, then thread 1's
+    out = fake.module().run(values(mode="latency", count=100))
+    assert out.ok and out.raw_samples == b"" and out.sample_ticks() == []  # samples = 0: not read
+
+
 def test_run_error_state_reports_reason(fake):
     fake.fail = lambda p: "window beyond target"
     out = fake.module().run(values())

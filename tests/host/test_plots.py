@@ -1,30 +1,41 @@
 """Figures: every recipe renders from results recorded by the real module in the guest
 (tests/host/fixtures/recorded, written by its record.sh), and draws the right DATA: each recipe's
-lines, bars, CDFs and heatmaps are compared with the same statistic computed here from the CSVs
-with pandas; plus the paper's axes, scales, series, legend entries and the caption line (target,
-machine, date), checked through matplotlib's objects. Then the generic plot and plot-all."""
+lines, bars, CCDFs and heatmaps are compared with the same statistic computed here from the CSVs
+with pandas (95 % CIs with scipy, medians and percentiles from the histograms by the module's rank
+rule), and with the summary CSVs the sweeps wrote; plus the rules of a publishable figure checked
+through matplotlib's objects: bandwidth axes from 0, error bars as wide as the CI, latency named
+(median) with its p5-p95 spread and log axes said in the label, tails as a CCDF on a log axis,
+ticks at the swept values, one colour scale per figure, the papers' values as reference markers,
+hollow loop-bound points, the caption (target, machine, date, repeats, what is missing) and the
+EMULATED mark. Then the generic plot and plot-all."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
+import math
+
 import numpy as np
 import pandas as pd
 import pytest
 from matplotlib.container import BarContainer, ErrorbarContainer
+from scipy import stats as scipy_stats
 
 import pmemlab.cli as cli  # noqa: E402
 from pmemlab.config import expand, load_config, target_loads  # noqa: E402
 from pmemlab.plots.data import load_results  # noqa: E402
 from pmemlab.plots.recipes import RECIPES  # noqa: E402
 from pmemlab.plots.render import find_experiments  # noqa: E402
-from pmemlab.plots.style import caption_of  # noqa: E402
+from pmemlab.plots.marks import WATERMARK_GID, notice_of  # noqa: E402
+from pmemlab.plots.style import caption_of, is_reference_label, references_of  # noqa: E402
 
 TOP = Path(__file__).resolve().parents[2]
 RECORDED = Path(__file__).resolve().parent / "fixtures" / "recorded"
 BW = "Bandwidth (GB/s)"
 LAT = "Latency (ns)"
+MEDIAN = "Median latency (ns)"
+MEDIAN_LOG = "Median latency (ns, log scale)"
 OPS = {"Read (load)": "load", "Write (ntstore)": "ntstore", "Write (clwb)": "store+clwb", "Write (store)": "store"}
 
 
@@ -86,8 +97,14 @@ def figure_of(experiments, name):
 
 
 def legend_labels(ax) -> list[str]:
+    """The series in the legend (the papers' reference values, also listed there, left out)."""
     leg = ax.get_legend()
-    return [t.get_text() for t in leg.get_texts()] if leg else []
+    return [t.get_text() for t in leg.get_texts() if not is_reference_label(t.get_text())] if leg else []
+
+
+def legend_title(ax) -> str:
+    leg = ax.get_legend()
+    return leg.get_title().get_text().replace("\n", " ") if leg else ""
 
 
 def data_axes(fig):
@@ -109,12 +126,20 @@ def curves(ax) -> dict[str, tuple[np.ndarray, np.ndarray]]:
 
 
 def yerr_of(ax, label: str) -> np.ndarray:
-    """Half the length of each error bar of the series `label` (symmetric bars: the std)."""
+    """Half the length of each error bar of the series `label` (NaN where a point has none)."""
     container = next(c for c in ax.containers if isinstance(c, ErrorbarContainer) and c.get_label() == label)
     if not container.has_yerr:
         return np.array([])
-    segments = container.lines[2][0].get_segments()
-    return np.array([(seg[1][1] - seg[0][1]) / 2 for seg in segments])
+    segments = container.lines[2][-1].get_segments()
+    return np.array([(seg[1][1] - seg[0][1]) / 2 if len(seg) else np.nan for seg in segments])
+
+
+def whiskers_of(ax, label: str) -> tuple[np.ndarray, np.ndarray]:
+    """(lower end, upper end) of each vertical error bar of the series `label`."""
+    container = next(c for c in ax.containers if isinstance(c, ErrorbarContainer) and c.get_label() == label)
+    segments = container.lines[2][-1].get_segments()
+    return (np.array([seg[0][1] if len(seg) else np.nan for seg in segments]),
+            np.array([seg[1][1] if len(seg) else np.nan for seg in segments]))
 
 
 def bars(ax) -> dict[str, dict[str, float]]:
@@ -124,10 +149,17 @@ def bars(ax) -> dict[str, dict[str, float]]:
             for c in ax.containers if isinstance(c, BarContainer)}
 
 
-def bar_tops(ax, label: str) -> list[float]:
-    """The upper end of each bar's error bar (mean + std) of hue `label`."""
+def bar_whiskers(ax, label: str) -> list[tuple[float, float]]:
+    """(lower, upper) end of each bar's whisker of hue `label`."""
     container = next(c for c in ax.containers if isinstance(c, BarContainer) and c.get_label() == label)
-    return [seg[1][1] for seg in container.errorbar.lines[2][0].get_segments()]
+    return [(seg[0][1], seg[1][1]) for seg in container.errorbar.lines[2][0].get_segments()]
+
+
+def bar_x(ax, label: str) -> dict[str, float]:
+    """category tick label -> x centre of the bar of hue `label`."""
+    ticks = [t.get_text() for t in ax.get_xticklabels()]
+    container = next(c for c in ax.containers if isinstance(c, BarContainer) and c.get_label() == label)
+    return {t: p.get_x() + p.get_width() / 2 for t, p in zip(ticks, container.patches)}
 
 
 def visible_ticks(ax) -> list[str]:
@@ -154,6 +186,53 @@ def mean_by(df: pd.DataFrame, keys, y: str) -> pd.Series:
     return df.groupby(keys)[y].mean()
 
 
+def ci95_by(df: pd.DataFrame, keys, y: str) -> pd.Series:
+    """Half-width of the Student-t 95 % CI of the mean over repeats (scipy), NaN for one repeat."""
+    def half(v):
+        v = v.dropna()
+        return scipy_stats.t.ppf(0.975, len(v) - 1) * v.std(ddof=1) / math.sqrt(len(v)) if len(v) > 1 else np.nan
+    return df.groupby(keys)[y].apply(half)
+
+
+def hist_rows(experiments, name) -> pd.DataFrame:
+    """Every histogram row of the experiment, with its CSV's label."""
+    frames = []
+    for path in experiments[name]:
+        h = path.with_name(path.stem + ".hist.csv")
+        if h.exists():
+            frame = pd.read_csv(h, dtype={"thread": str})
+            frame["label"] = path.stem.split("@", 1)[1]
+            frames.append(frame)
+    return pd.concat(frames, ignore_index=True)
+
+
+def pooled_quantiles(hist: pd.DataFrame, runs: pd.DataFrame, keys, qs) -> pd.DataFrame:
+    """Per combination of `keys` of the aggregate rows `runs`: the quantiles `qs` of every sample
+    of their runs (thread 'all' histograms of all repeats pooled) by the module's rule (hist.c):
+    the midpoint in whole ticks of the bucket holding rank ceil(n*q), clamped to the runs' exact
+    min and max."""
+    keys = list(keys)
+    columns = list(dict.fromkeys(["label", "point_key", "repeat", *keys]))
+    merged = hist[hist["thread"] == "all"].merge(runs[columns], on=["label", "point_key", "repeat"])
+    out = []
+    for key, grp in merged.groupby(keys if len(keys) > 1 else keys[0]):
+        key = key if isinstance(key, tuple) else (key,)
+        counts = grp.groupby(["lo_ticks", "hi_ticks", "lo_ns", "hi_ns"])["count"].sum().sort_index()
+        cum, n = counts.cumsum().to_numpy(), int(counts.sum())
+        sel = runs
+        for k, v in zip(keys, key):
+            sel = sel[sel[k] == v]
+        lo, hi = sel["lat_ns_min"].min(), sel["lat_ns_max"].max()
+        row = dict(zip(keys, key), n=n)
+        for q in qs:
+            rank = -(-n * round(q * 1e6) // 10**6)  # ceil(n * q) in parts per million, as hist.c
+            lo_t, hi_t, lo_ns, hi_ns = counts.index[int(np.argmax(cum >= rank))]
+            mid = lo_ns + (hi_t - lo_t) // 2 * ((hi_ns - lo_ns) / (hi_t - lo_t) if hi_t > lo_t else 0)
+            row[q] = min(max(mid, lo), hi)
+        out.append(row)
+    return pd.DataFrame(out).set_index(keys)
+
+
 def assert_curve(ax, label: str, expected: pd.Series) -> None:
     """The series `label` has x = expected's index (sorted) and y = its values."""
     got = curves(ax)
@@ -171,7 +250,8 @@ def sidecar_days(paths) -> str:
 
 def assert_caption(fig, results, paths):
     """The caption names the sweep, every target (label and device), the host, CPU model and kernel,
-    and the day(s) the sidecars say the runs started."""
+    the day(s) the sidecars say the runs started and the repeats per point; the figure carries the
+    EMULATED mark (the fixtures come from a TCG guest)."""
     text = caption_of(fig)
     assert text.startswith(results.name) and "target:" in text and "machine:" in text
     fields = dict(part.split(": ", 1) for part in text.split(" · ") if ": " in part)
@@ -182,6 +262,10 @@ def assert_caption(fig, results, paths):
             assert str(value) in text, (column, value)
     for label in rows["target_label"].unique():
         assert f"{label} (" in fields["target"]
+    repeats = results.ok().groupby(["source_csv", "point_key"])["repeat"].nunique()
+    assert fields["repeats"].startswith(f"{repeats.min()}") and fields["repeats"].endswith("per point")
+    assert notice_of(fig).startswith("EMULATED: run under a hypervisor")
+    assert any(t.get_gid() == WATERMARK_GID for t in fig.texts)
 
 
 def test_every_experiment_has_results(experiments):
@@ -196,23 +280,35 @@ ACCESS = {("load", "stride"): "Read (seq)", ("load", "rand"): "Read (rand)", ("s
           ("ntstore", "stride"): "Write (ntstore)"}
 
 
+def ref_values(ax) -> list[float]:
+    return sorted(references_of(ax))
+
+
 def test_idle_latency(experiments):
+    """Bars of the pooled median, whiskers p5-p95, on a linear axis from 0; the REPORT's values as
+    black bars over the bars they belong to (pmem and DRAM, seq and rand read, clwb write)."""
     results, fig = figure_of(experiments, "idle-latency")
     (ax,) = data_axes(fig)
-    assert ax.get_ylabel() == LAT
+    assert ax.get_ylabel() == MEDIAN and ax.get_yscale() == "linear" and ax.get_ylim()[0] == 0
     df = agg(csv_rows(experiments, "idle-latency"))
     df["access"] = [ACCESS[(o, p)] for o, p in zip(df["op"], df["pattern"])]
-    means = mean_by(df, ["label", "access"], "lat_ns_mean")
-    spread = mean_by(df, ["label", "access"], "lat_ns_stddev")
-    assert ax.get_yscale() == ("log" if (means + spread).max() / means.min() > 50 else "linear")
+    q = pooled_quantiles(hist_rows(experiments, "idle-latency"), df, ["label", "access"], (0.5, 0.05, 0.95))
     assert [t.get_text() for t in ax.get_xticklabels()] == ["Read (seq)", "Read (rand)", "Write (clwb)", "Write (ntstore)"]
     drawn = bars(ax)
     assert list(drawn) == ["dram", "pmem"]  # DRAM first, as in the paper
     for label, heights in drawn.items():
-        assert heights == pytest.approx(means[label].to_dict(), rel=1e-9)
-        tops = [means[label][a] + spread[label][a] for a in heights]
-        assert bar_tops(ax, label) == pytest.approx(tops, rel=1e-9), "error bars: 1 std of the samples"
+        assert heights == pytest.approx(q[0.5][label].to_dict(), rel=1e-9), "bars: median of the pooled samples"
+        expected = [(q[0.05][label][a], q[0.95][label][a]) for a in heights]
+        assert bar_whiskers(ax, label) == pytest.approx(expected, rel=1e-9), "whiskers: p5-p95"
     assert legend_labels(ax) == ["dram", "pmem"]
+    assert "whiskers p5-p95 of 40 k samples" in legend_title(ax)
+    markers = {(round(line.get_xdata()[0], 6), float(line.get_ydata()[0])) for line in ax.get_lines()
+               if line.get_gid() == "pmemlab-reference"}
+    x_dram, x_pmem = bar_x(ax, "dram"), bar_x(ax, "pmem")
+    assert markers == {(round(x_pmem["Read (rand)"], 6), 305.0), (round(x_dram["Read (rand)"], 6), 81.0),
+                       (round(x_pmem["Read (seq)"], 6), 169.0), (round(x_pmem["Write (clwb)"], 6), 94.0),
+                       (round(x_dram["Write (clwb)"], 6), 86.0)}
+    assert "REPORT summary of §3" in caption_of(fig)
     assert_caption(fig, results, experiments["idle-latency"])
 
 
@@ -225,61 +321,103 @@ def test_instr_latency(experiments):
     assert [ax.get_title() for ax in axes] == ["seq", "rand"]
     df = agg(csv_rows(experiments, "instr-latency"))
     df["size_type"] = [f"{a}_{SHORT[o]}" for a, o in zip(df["access_size"], df["op"])]
-    means = mean_by(df, ["pattern", "label", "size_type"], "lat_ns_p50")
-    std = df.groupby(["pattern", "label", "size_type"])["lat_ns_p50"].std().fillna(0)
+    q = pooled_quantiles(hist_rows(experiments, "instr-latency"), df, ["pattern", "label", "size_type"], (0.5,))[0.5]
     labels = sorted(set(df["label"]), key=lambda t: (not t.startswith("dram"), t))
+    wide = q.max() / q[q > 0].min() > 50
     for ax, pattern in zip(axes, ("seq", "rand")):
-        assert ax.get_ylabel() == "Median latency (ns)" and ax.get_xlabel().startswith("Size_Type")
+        assert ax.get_ylabel() == (MEDIAN_LOG if wide else MEDIAN) and ax.get_xlabel().startswith("Size_Type")
+        assert ax.get_yscale() == ("log" if wide else "linear")
         ticks = [t.get_text() for t in ax.get_xticklabels()]
         assert ticks == [f"{size}_{SHORT[op]}" for size in (64, 128, 256) for op in SHORT if op in set(df["op"])]
         drawn = bars(ax)
         assert list(drawn) == labels and legend_labels(ax) == labels
         for label, heights in drawn.items():
-            assert heights == pytest.approx(means[pattern][label].to_dict(), rel=1e-9)
-    wide = (means + std).max() / means[means > 0].min() > 50
-    assert all(ax.get_yscale() == ("log" if wide else "linear") for ax in axes)
+            assert heights == pytest.approx(q[pattern][label].to_dict(), rel=1e-9)
     assert_caption(fig, results, experiments["instr-latency"])
 
 
 def test_tail_latency(experiments):
+    """Left: p99.9 and p99.99 of every sample per hotspot size and the exact max, log-log (said in
+    the label), hollow where fewer than 10 samples lie above; FAST'20's 50 µs outliers as a line.
+    Right: the CCDF on a log y axis, with the paper's 0.006 %; the caption sets our sample count
+    against the paper's 20 M."""
     results, fig = figure_of(experiments, "tail-latency")
-    pct, cdf = data_axes(fig)
+    pct, ccdf = data_axes(fig)
     assert pct.get_xscale() == "log" and pct.get_yscale() == "log"
-    assert pct.get_xlabel() == "Hotspot size" and pct.get_ylabel() == LAT
+    assert pct.get_xlabel() == "Hotspot size" and pct.get_ylabel() == "Latency (ns, log scale)"
     assert legend_labels(pct) == ["99.9th", "99.99th", "max"]
     df = agg(csv_rows(experiments, "tail-latency"))
-    for label, column in (("99.9th", "lat_ns_p999"), ("99.99th", "lat_ns_p9999"), ("max", "lat_ns_max")):
-        assert_curve(pct, label, mean_by(df, "hotspot_size", column))
-    assert cdf.get_xscale() == "log" and cdf.get_ylabel().startswith("CDF")
+    hist = hist_rows(experiments, "tail-latency")
+    q = pooled_quantiles(hist, df, ["hotspot_size"], (0.999, 0.9999))
+    assert_curve(pct, "99.9th", q[0.999])
+    assert_curve(pct, "99.99th", q[0.9999])
+    assert_curve(pct, "max", df.groupby("hotspot_size")["lat_ns_max"].max())
+    hollow = [line for line in pct.get_lines() if line.get_gid() == "pmemlab-few-samples"]
+    thin = sorted(zip(*[np.concatenate([line.get_xdata() for line in hollow]),
+                        np.concatenate([line.get_ydata() for line in hollow])]))
+    expected = sorted((s, v) for qq in (0.999, 0.9999) for s, v in q[qq].items() if q["n"][s] * (1 - qq) < 10)
+    assert thin == pytest.approx(expected) and expected, "hollow: fewer than 10 samples above"
+    assert [float(t) for t in pct.get_xticks()] == sorted(float(s) for s in df["hotspot_size"].unique())
+    assert ref_values(pct) == [50_000.0]
+    assert ccdf.get_yscale() == "log" and ccdf.get_xscale() == "log" and ccdf.get_ylabel().startswith("P(latency > x)")
     hotspots = sorted(df["hotspot_size"].unique())
-    lines = cdf.get_lines()
-    assert len(lines) == len(hotspots) and legend_labels(cdf)[0] == "256 B"
-    hist = pd.read_csv(experiments["tail-latency"][0].with_name("tail-latency@pmem.hist.csv"), dtype={"thread": str})
-    hist = hist[hist["thread"] == "all"].merge(df[["point_key", "hotspot_size"]].drop_duplicates(), on="point_key")
+    lines = [line for line in ccdf.get_lines() if line.get_gid() != "pmemlab-reference"]
+    assert len(lines) == len(hotspots) and legend_labels(ccdf)[0] == "256 B"
+    runs = hist[hist["thread"] == "all"].merge(df[["point_key", "hotspot_size"]].drop_duplicates(), on="point_key")
     for size, line in zip(hotspots, lines):
         y = np.asarray(line.get_ydata(), float)
-        assert np.all(np.diff(y) >= 0) and y[-1] == pytest.approx(1.0), "a CDF rises to 1"
-        counts = hist[hist["hotspot_size"] == size].groupby("hi_ns")["count"].sum().sort_index()
-        assert list(line.get_xdata()) == pytest.approx(list(counts.index))
-        assert list(y) == pytest.approx(list(counts.cumsum() / counts.sum()))
+        counts = runs[runs["hotspot_size"] == size].groupby("hi_ns")["count"].sum().sort_index()
+        n = counts.sum()
+        assert y[0] == 1.0 and np.all(np.diff(y) <= 0) and y.min() == pytest.approx(1 / n), "a CCDF down to 1/n"
+        assert list(y[1:-1]) == pytest.approx(list((n - counts.cumsum()) / n)[:-1])
+        assert line.get_xdata()[-1] == pytest.approx(counts.index[-1]), "the last step runs to the maximum"
+    assert ccdf.get_ylim()[0] <= 1 / max(runs.groupby("hotspot_size")["count"].sum())
+    assert ref_values(ccdf) == [pytest.approx(6e-5)]
+    text = caption_of(fig)
+    assert "percentiles from 20 k samples per hotspot size" in text and "FAST'20 issued 20 M writes" in text
+    assert "p99.99 rests on 2 samples above it" in text
     assert_caption(fig, results, experiments["tail-latency"])
 
 
+def summary_ci(experiments, name: str) -> pd.DataFrame:
+    """The sweeps' own summary CSVs (written when the fixtures were recorded), with the label."""
+    frames = []
+    for path in experiments[name]:
+        frame = pd.read_csv(path.with_name(path.stem + ".summary.csv"))
+        frame["label"] = path.stem.split("@", 1)[1]
+        frames.append(frame)
+    return pd.concat(frames, ignore_index=True)
+
+
 def test_bw_threads(experiments):
+    """One panel per target with what it is (DRAM, 1 DIMM); the mean over repeats with error bars
+    exactly the sweep's summary 95 % CI, on an axis from 0, ticks at the swept thread counts; the
+    REPORT's single-DIMM values on the 1-DIMM panel; the caption names the missing panel."""
     results, fig = figure_of(experiments, "bw-threads")
     axes = data_axes(fig)
-    assert [ax.get_title() for ax in axes] == ["dram", "pmem"]  # DRAM on the left, as in the paper
+    assert [ax.get_title() for ax in axes] == ["dram · DRAM", "pmem · 1 DIMM, non-interleaved"]
     df = agg(csv_rows(experiments, "bw-threads"))
+    summary = summary_ci(experiments, "bw-threads")
     for ax in axes:
-        assert ax.get_xlabel() == "Threads" and ax.get_ylabel() == BW
+        label = ax.get_title().split(" · ")[0]
+        assert ax.get_xlabel() == "Threads" and ax.get_ylabel() == BW and ax.get_ylim()[0] == 0
         assert legend_labels(ax) == ["Read (load)", "Write (ntstore)", "Write (clwb)"]
-        sub = df[df["label"] == ax.get_title()]
-        for label, op in OPS.items():
+        assert legend_title(ax) == "error bars: 95 % CI over 2 repeats"
+        sub = df[df["label"] == label]
+        for name, op in OPS.items():
             if op in set(sub["op"]):
-                assert_curve(ax, label, mean_by(sub[sub["op"] == op], "threads", "bw_gbps"))
-                assert list(yerr_of(ax, label)) == pytest.approx(
-                    list(sub[sub["op"] == op].groupby("threads")["bw_gbps"].std()), rel=1e-9), "error bars: std of repeats"
+                assert_curve(ax, name, mean_by(sub[sub["op"] == op], "threads", "bw_gbps"))
+                drawn = yerr_of(ax, name)
+                expected = summary[(summary["label"] == label) & (summary["op"] == op)].sort_values("threads")
+                assert list(drawn) == pytest.approx(list(expected["bw_gbps_ci95"]), rel=1e-9), "the summary's CI"
+                assert list(drawn) == pytest.approx(list(ci95_by(sub[sub["op"] == op], "threads", "bw_gbps")),
+                                                    rel=1e-9), "scipy's t interval"
         assert [float(t) for t in ax.get_xticks()] == sorted(float(t) for t in sub["threads"].unique())
+    dram, pmem = axes
+    assert ref_values(dram) == [] and ref_values(pmem) == [2.3, 6.6]
+    text = caption_of(fig)
+    assert "missing panels of FAST'20 fig 4: interleaved pmem" in text
+    assert "6-DIMM values of REPORT §3.2.1 Obs. 4 not drawn (pmem has 1 DIMM)" in text
     assert_caption(fig, results, experiments["bw-threads"])
 
 
@@ -288,9 +426,11 @@ def test_bw_size(experiments):
     axes = data_axes(fig)
     df = agg(csv_rows(experiments, "bw-size"))
     targets = ["dram", "pmem"]
-    line_axes = axes[:2]
+    line_axes = [ax for ax in axes if not ax.images][:2]
+    sizes = sorted(df["access_size"].unique())
     for ax, target in zip(line_axes, targets):
         assert ax.get_xscale() == "log" and ax.get_xlabel() == "Access size" and ax.get_ylabel() == BW
+        assert ax.get_ylim()[0] == 0
         sub = df[df["label"] == target]
         by_threads = mean_by(sub, ["op", "threads"], "bw_gbps")
         best = {op: int(by_threads[op].idxmax()) for op in ("load", "ntstore", "store+clwb")}
@@ -300,43 +440,65 @@ def test_bw_size(experiments):
             if op in best:
                 chosen = sub[(sub["op"] == op) & (sub["threads"] == best[op])]
                 assert_curve(ax, f"{label} ({best[op]} thr)", mean_by(chosen, "access_size", "bw_gbps"))
-        assert visible_ticks(ax)[0] == "64 B"
-    heat_axes = [ax for ax in axes[2:] if ax.images]
+        assert [float(t) for t in ax.get_xticks()] == [float(s) for s in sizes], "a tick at every swept size"
+        assert visible_ticks(ax) == ["64 B", "256 B", "1 KiB", "4 KiB", "16 KiB", "64 KiB", "128 KiB"]
+    assert ref_values(line_axes[0]) == [] and ref_values(line_axes[1]) == [1.5, 2.8]
+    heat_axes = [ax for ax in axes if ax.images]
     assert len(heat_axes) == 2 * 3, "a heatmap per target and op"
+    assert len(axes) == 2 + 6, "no empty panel slot"
+    top = df.groupby(["label", "op", "threads", "access_size"])["bw_gbps"].mean().max()
     for ax in heat_axes:
         target, rest = ax.get_title().split(" · ", 1)
         op = OPS[rest.split(":")[0]]
         sub = df[(df["label"] == target) & (df["op"] == op)]
         grid = sub.groupby(["threads", "access_size"])["bw_gbps"].mean().unstack().sort_index().sort_index(axis=1)
         assert np.allclose(ax.images[0].get_array(), grid.to_numpy()), ax.get_title()
+        norm = ax.images[0].norm
+        assert (norm.vmin, norm.vmax) == (0.0, pytest.approx(top)), "one colour scale for every heatmap"
         assert ax.get_ylabel() == "Threads"
-    assert any(ax.get_label() == "<colorbar>" and ax.get_ylabel() == BW for ax in fig.axes)
+    bars_ = [ax for ax in fig.axes if ax.get_label() == "<colorbar>"]
+    assert len(bars_) == 1 and bars_[0].get_ylabel().startswith(BW), "one colour bar"
     assert_caption(fig, results, experiments["bw-size"])
 
 
-def probe_curve(df: pd.DataFrame) -> pd.DataFrame:
-    """Per delay: mean aggregate bandwidth and mean latency of the probe thread, computed here."""
-    ok = df[df["status"] == "ok"]
-    total = ok[ok["thread"] == "all"].groupby("delay_ticks")["bw_gbps"].mean()
-    probe = ok[ok["thread_role"] == "probe"].groupby("delay_ticks")["lat_ns_mean"].mean()
-    return pd.DataFrame({"bw": total, "lat": probe}).sort_index(ascending=False)
+def probe_curve(df: pd.DataFrame, hist: pd.DataFrame) -> pd.DataFrame:
+    """Per delay: mean aggregate bandwidth and the median of the probe's samples (the runs'
+    aggregate histogram holds the latency threads' samples: the probe's), computed here."""
+    ok = df[(df["status"] == "ok") & (df["thread"] == "all")]
+    bw = ok.groupby("delay_ticks")["bw_gbps"].mean()
+    lat = pooled_quantiles(hist, ok, ["delay_ticks"], (0.5,))[0.5]
+    return pd.DataFrame({"bw": bw, "lat": lat}).sort_index(ascending=False)
+
+
+def test_probe_histogram_is_the_probe_thread():
+    """Under loaded latency the aggregate row's latency statistics are the probe thread's (the
+    rule the figures rely on to take the probe's samples from the aggregate histogram)."""
+    d = pd.read_csv(RECORDED / "loaded-latency@pmem.csv", dtype={"thread": str})
+    d = d[d["status"] == "ok"]
+    both = d[d["thread"] == "all"].merge(d[d["thread_role"] == "probe"], on=["point_key", "repeat"])
+    assert len(both) and (both["lat_ns_p50_x"] == both["lat_ns_p50_y"]).all()
+    assert (both["lat_n_x"] == both["lat_n_y"]).all()
 
 
 def test_emulation(experiments):
     results, fig = figure_of(experiments, "emulation")
     (ax,) = data_axes(fig)
-    assert ax.get_xlabel() == BW and ax.get_ylabel() == LAT and ax.get_yscale() == "log"
+    assert ax.get_xlabel() == BW and ax.get_ylabel() == "Probe median latency (ns, log scale)"
+    assert ax.get_yscale() == "log" and ax.get_xlim()[0] == 0
     rows = csv_rows(experiments, "emulation")
+    hist = hist_rows(experiments, "emulation")
     ran = set(rows.loc[rows["status"] == "ok", "label"])
     assert set(legend_labels(ax)) == ran and {"pmem", "dram", "emulated"} <= ran  # the memmap namespace ran
     for label in ran:
-        expected = probe_curve(rows[rows["label"] == label])
+        expected = probe_curve(rows[rows["label"] == label], hist)
         x, y = curves(ax)[label]
         assert list(x) == pytest.approx(list(expected["bw"]), rel=1e-9), "x: achieved bandwidth per delay"
-        assert list(y) == pytest.approx(list(expected["lat"]), rel=1e-9), "y: the probe thread's latency"
+        assert list(y) == pytest.approx(list(expected["lat"]), rel=1e-9), "y: the probe's median"
     for entry in results.not_run:  # loads insmod refused (no second node in the guest) are named
         assert f"not run: {entry.split(':')[0]}" in caption_of(fig)
     assert "not run: dram-remote" in caption_of(fig)
+    assert notice_of(fig) == ("EMULATED: run under a hypervisor (unidentified); emulated: memmap= DRAM; "
+                              "pmem: virtual NVDIMM - not pmem performance")
     assert_caption(fig, results, experiments["emulation"])
 
 
@@ -344,10 +506,12 @@ def test_loaded_latency(experiments):
     results, fig = figure_of(experiments, "loaded-latency")
     axes = data_axes(fig)
     rows = csv_rows(experiments, "loaded-latency")
+    hist = hist_rows(experiments, "loaded-latency")
     assert [ax.get_title().split(" · ")[0] for ax in axes] == ["dram", "pmem"]
     for ax in axes:
         target = ax.get_title().split(" · ")[0]
-        assert ax.get_xlabel() == BW and ax.get_ylabel() == LAT and ax.get_yscale() == "log"
+        assert ax.get_xlabel() == BW and ax.get_ylabel() == "Probe median latency (ns, log scale)"
+        assert ax.get_yscale() == "log"
         assert legend_labels(ax) == ["Read (load) rand", "Read (load) seq", "Write (ntstore) rand", "Write (ntstore) seq"]
         sub = rows[rows["label"] == target]
         us = sub["delay_ticks"] / sub["tsc_khz"] * 1000
@@ -355,10 +519,14 @@ def test_loaded_latency(experiments):
         for label in legend_labels(ax):
             name, pattern = label.rsplit(" ", 1)
             loaders = sub["op"].astype(str).str.split(",").str[-1]  # the probe's load, then the loaders' op
-            expected = probe_curve(sub[(loaders == OPS[name]) & (sub["pattern"] == pattern)])
+            expected = probe_curve(sub[(loaders == OPS[name]) & (sub["pattern"] == pattern)], hist)
             x, y = curves(ax)[label]
             assert list(x) == pytest.approx(list(expected["bw"]), rel=1e-9), f"{label}: x is the achieved bandwidth"
-            assert list(y) == pytest.approx(list(expected["lat"]), rel=1e-9), f"{label}: y is the probe latency"
+            assert list(y) == pytest.approx(list(expected["lat"]), rel=1e-9), f"{label}: y is the probe's median"
+    dram, pmem = axes
+    assert ref_values(dram) == [52.3, 70.4, 105.9], "the REPORT's DRAM bandwidth ceilings (vertical lines)"
+    assert ref_values(pmem) == [], "its Optane values are for six DIMMs; this namespace has one"
+    assert "6-DIMM values of REPORT §3.2.5 not drawn" in caption_of(fig)
     assert_caption(fig, results, experiments["loaded-latency"])
 
 
@@ -379,7 +547,7 @@ def test_ewr_with_media_counters_scatters_points(experiments):
     results.rows.loc[ok, "ewr"] = np.linspace(0.2, 1.0, ok.sum())
     fig = RECIPES["ewr"](results)
     (ax,) = data_axes(fig)
-    assert legend_labels(ax) == ["Write (ntstore)", "Write (clwb)"]
+    assert legend_labels(ax) == ["Write (ntstore)", "Write (clwb)"] and ax.get_ylim()[0] == 0
     okrows = results.rows[ok]
     for collection, label in zip(ax.collections, legend_labels(ax)):
         sub = okrows[okrows["op"] == OPS[label]]
@@ -390,28 +558,42 @@ def test_xpbuffer(experiments):
     results, fig = figure_of(experiments, "xpbuffer")
     (ax,) = data_axes(fig)
     assert ax.get_xscale() == "log" and ax.get_xlabel() == "Region size N (256 B XPLines)"
-    assert "EWR proxy" in ax.get_ylabel()  # no media counters in the guest
+    assert "EWR proxy" in ax.get_ylabel() and ax.get_ylim()[0] == 0  # no media counters in the guest
     assert legend_labels(ax) == ["Write (ntstore)"]
     df = agg(csv_rows(experiments, "xpbuffer"))
     expected = mean_by(df.assign(n=df["working_set"] // 256), "n", "bw_gbps")
     assert list(expected.index) == [1, 4, 16, 64, 256, 1024]
     assert_curve(ax, "Write (ntstore)", expected)
+    assert [float(t) for t in ax.get_xticks()] == [1, 4, 16, 64, 256, 1024]
     assert_caption(fig, results, experiments["xpbuffer"])
 
 
 def test_flush_instr(experiments):
+    """Bandwidth: mean from 0; latency: the median with p5-p95 whiskers on a log axis said in the
+    label; FAST'20's crossover sizes as vertical lines."""
     results, fig = figure_of(experiments, "flush-instr")
     bw_ax, lat_ax = data_axes(fig)
-    assert bw_ax.get_ylabel() == BW and lat_ax.get_ylabel() == LAT
+    assert bw_ax.get_ylabel() == BW and lat_ax.get_ylabel() == MEDIAN_LOG and bw_ax.get_ylim()[0] == 0
     assert bw_ax.get_xscale() == "log" and lat_ax.get_xscale() == "log" and lat_ax.get_yscale() == "log"
     assert bw_ax.get_title() == "bandwidth (2 threads)" and lat_ax.get_title() == "latency (1 thread)"
     df = agg(csv_rows(experiments, "flush-instr"))
-    for ax, mode, y in ((bw_ax, "bandwidth", "bw_gbps"), (lat_ax, "latency", "lat_ns_mean")):
+    lat = df[df["mode"] == "latency"]
+    q = pooled_quantiles(hist_rows(experiments, "flush-instr"), lat, ["op", "access_size"], (0.5, 0.05, 0.95))
+    for ax, mode in ((bw_ax, "bandwidth"), (lat_ax, "latency")):
         assert sorted(legend_labels(ax)) == sorted(["Write (ntstore) + sfence", "Write (clwb) + sfence",
                                                     "Write (store) + sfence"])
         for label in legend_labels(ax):
             op = OPS[label.removesuffix(" + sfence")]
-            assert_curve(ax, label, mean_by(df[(df["mode"] == mode) & (df["op"] == op)], "access_size", y))
+            if mode == "bandwidth":
+                assert_curve(ax, label, mean_by(df[(df["mode"] == mode) & (df["op"] == op)], "access_size", "bw_gbps"))
+            else:
+                assert_curve(ax, label, q[0.5][op])
+                lo, hi = whiskers_of(ax, label)
+                assert list(lo) == pytest.approx(list(q[0.05][op])) and list(hi) == pytest.approx(list(q[0.95][op]))
+        sizes = sorted(df.loc[df["mode"] == mode, "access_size"].unique())
+        assert [float(t) for t in ax.get_xticks()] == [float(s) for s in sizes]
+    assert ref_values(bw_ax) == [256.0] and ref_values(lat_ax) == [512.0]
+    assert "median; whiskers p5-p95 of 2 k samples per point" in legend_title(lat_ax)
     assert_caption(fig, results, experiments["flush-instr"])
 
 
@@ -419,10 +601,13 @@ def test_sfence_interval(experiments):
     results, fig = figure_of(experiments, "sfence-interval")
     (ax,) = data_axes(fig)
     assert ax.get_xscale() == "log" and ax.get_xlabel() == "Write size between sfences" and ax.get_ylabel() == BW
+    assert ax.get_ylim()[0] == 0
     assert sorted(legend_labels(ax)) == ["clwb after the write", "clwb every 64 B line"]
     df = agg(csv_rows(experiments, "sfence-interval"))
     for label, flush in (("clwb every 64 B line", "line"), ("clwb after the write", "access")):
         assert_curve(ax, label, mean_by(df[df["flush"] == flush], "access_size", "bw_gbps"))
+    assert [float(t) for t in ax.get_xticks()] == sorted(float(s) for s in df["access_size"].unique())
+    assert ref_values(ax) == [256.0, 8 * 2**20]
     assert_caption(fig, results, experiments["sfence-interval"])
 
 
@@ -430,6 +615,7 @@ def test_imc_contention(experiments):
     results, fig = figure_of(experiments, "imc-contention")
     left, right = data_axes(fig)
     assert left.get_xlabel() == "DIMMs per thread (N)" and left.get_ylabel() == "Bandwidth per DIMM (GB/s)"
+    assert left.get_ylim()[0] == 0 and right.get_ylim()[0] == 0
     assert legend_labels(left) == ["Read (load) (2 thr)", "Write (ntstore) (2 thr)"]
     df = agg(csv_rows(experiments, "imc-contention"))
     per_dimm = df[df["placement"] == "per-dimm"]
@@ -446,13 +632,14 @@ def test_imc_contention(experiments):
     ticks = visible_ticks(right)
     assert {"4 KiB", "24 KiB", "48 KiB"} <= set(ticks), ticks  # the interleave size and the stripe peaks
     assert any(list(line.get_xdata()) == [4096, 4096] for line in right.get_lines())  # the interleave size
+    assert ref_values(right) == [4096.0, 24576.0, 49152.0], "FAST'20's dip and peaks (6 DIMMs, 4 KiB)"
     assert_caption(fig, results, experiments["imc-contention"])
 
 
 def test_numa_mix_records_missing_remote_node(experiments):
     results, fig = figure_of(experiments, "numa-mix")
     (ax,) = data_axes(fig)
-    assert ax.get_xlabel() == "Loads within each thread (%)" and ax.get_ylabel() == BW
+    assert ax.get_xlabel() == "Loads within each thread (%)" and ax.get_ylabel() == BW and ax.get_ylim()[0] == 0
     assert set(legend_labels(ax)) == {"1 thread, local", "2 threads, local"}
     df = agg(csv_rows(experiments, "numa-mix"))
     df["share"] = [100 if op == "load" else pct for op, pct in zip(df["op"], df["read_pct"])]
@@ -460,6 +647,7 @@ def test_numa_mix_records_missing_remote_node(experiments):
         expected = mean_by(df[(df["threads"] == threads) & df["cpus"].isna()], "share", "bw_gbps")
         assert list(expected.index) == [0, 25, 75, 100]  # pure loads at 100 %, pure ntstores at 0 %
         assert_curve(ax, label, expected)
+    assert [float(t) for t in ax.get_xticks()] == [0, 25, 75, 100], "ticks at the swept shares only"
     skipped = results.rows[results.rows["status"] == "skipped"]
     assert not skipped.empty and skipped["error"].str.contains("no NUMA node other than the target").all()
     assert any("skipped" in t.get_text() for t in ax.texts)
@@ -506,26 +694,33 @@ def test_mixed_threads(experiments):
             assert list(expected.index) == [0, 1, 2]
             assert_curve(right, f"{name} {pattern}", expected)
     assert [float(t) for t in left.get_xticks()] == [2.0] and left.get_xlim() == (1.0, 3.0)  # no 1.9 .. 2.1 ticks
+    assert left.get_ylim()[0] == 0 and right.get_ylim()[0] == 0
     assert "skipped: 4 points" in caption_of(fig)
+    assert "missing curves of REPORT fig 12: 2r:1nt (threads: more threads than the 2 online CPUs)" in caption_of(fig)
     assert_caption(fig, results, experiments["mixed-threads"])
 
 
 def test_page_size(experiments):
     results, fig = figure_of(experiments, "page-size")
     lat_ax, bw_ax = data_axes(fig)
-    assert lat_ax.get_ylabel() == LAT and bw_ax.get_ylabel() == BW
+    assert lat_ax.get_ylabel() == MEDIAN_LOG and bw_ax.get_ylabel() == BW and bw_ax.get_ylim()[0] == 0
     assert lat_ax.get_xscale() == bw_ax.get_xscale() == "log" and lat_ax.get_yscale() == "log"
     labels = legend_labels(lat_ax)
     assert any("4 KiB pages" in label for label in labels) and any("2 MiB pages" in label for label in labels)
     assert len(labels) == 3
     df = agg(csv_rows(experiments, "page-size"))
-    for ax, mode, y in ((lat_ax, "latency", "lat_ns_mean"), (bw_ax, "bandwidth", "bw_gbps")):
+    hist = hist_rows(experiments, "page-size")
+    for ax, mode in ((lat_ax, "latency"), (bw_ax, "bandwidth")):
         for label in legend_labels(ax):
             target, pages = label.split(" · ")
             sub = df[(df["label"] == target) & (df["mode"] == mode)]
             page = int(sub["target_page_size"].iloc[0])
             assert pages == {4096: "4 KiB pages", 2 << 20: "2 MiB pages", 1 << 30: "1 GiB pages"}[page]
-            assert_curve(ax, label, mean_by(sub, "working_set", y))
+            if mode == "bandwidth":
+                assert_curve(ax, label, mean_by(sub, "working_set", "bw_gbps"))
+            else:
+                assert_curve(ax, label, pooled_quantiles(hist, sub, ["working_set"], (0.5,))[0.5])
+        assert [float(t) for t in ax.get_xticks()] == sorted(float(w) for w in df["working_set"].unique())
     assert_caption(fig, results, experiments["page-size"])
 
 
@@ -533,12 +728,24 @@ def test_page_size(experiments):
 # commands
 # --------------------------------------------------------------------------
 def test_plot_all_renders_every_experiment(results_dir, tmp_path, capsys):
+    """Every experiment in PNG and SVG; and a gallery shows one clean revision: plot-all names the
+    revisions the results come from and the modified trees among them (the recorded fixtures span
+    several); results of one clean revision: quiet."""
+    from pmemlab.plots.render import gallery_problem
+
     assert cli.main(["plot-all", str(results_dir), "-o", str(tmp_path / "plots")]) == 0
     for name in RECIPES:
         for ext in ("png", "svg"):
             path = tmp_path / "plots" / f"{name}.{ext}"
             assert path.exists() and path.stat().st_size > 1000, path
-    assert "bw-threads (2 CSV)" in capsys.readouterr().out
+    out, err = capsys.readouterr()
+    assert "bw-threads (2 CSV)" in out
+    revisions = {str(v) for path in results_dir.glob("*.csv") if not path.name.endswith((".summary.csv", ".hist.csv"))
+                 for v in pd.read_csv(path, usecols=["toolkit_version"], dtype=str)["toolkit_version"].dropna()}
+    assert len(revisions) > 1 and f"not gallery-ready: the results come from {len(revisions)} revisions" in err
+    assert sum(r.endswith("-dirty") for r in revisions) > 1 and "are modified trees" in err
+    assert gallery_problem({"abc1234": {"bw-size", "idle-latency"}}) == ""
+    assert "v0.1.0-dirty is a modified tree" in gallery_problem({"v0.1.0-dirty": {"x"}})
 
 
 @pytest.mark.parametrize("missing", [False, True])
@@ -566,7 +773,7 @@ def test_generic_plot(experiments, tmp_path, capsys):
     assert [ax.get_title() for ax in axes] == ["threads = 1", "threads = 2"]
     for ax in axes:
         assert ax.get_xscale() == "log" and ax.get_yscale() == "log"
-        assert ax.get_xlabel() == "access_size (bytes)" and ax.get_ylabel() == BW
+        assert ax.get_xlabel() == "access_size (bytes)" and ax.get_ylabel() == "Bandwidth (GB/s, log scale)"
         assert legend_labels(ax) == ["load", "ntstore", "store+clwb"]
     df = agg(csv_rows(experiments, "bw-size"))
     for ax, threads in zip(axes, (1, 2)):
@@ -627,3 +834,20 @@ def test_sweep_without_recipe_gets_one_series_per_other_axis(experiments, tmp_pa
     assert legend_labels(ax) == sorted(df["op"].dropna().unique())
     for op in legend_labels(ax):
         assert_curve(ax, op, mean_by(agg(df[df["op"] == op]), "access_size", "bw_gbps"))
+
+
+def test_histogram_percentiles_follow_the_module():
+    """The figures' percentiles from a histogram (pooled_buckets + bucket_quantiles) are the
+    module's own for a single run: every p50 .. p99.99 of every recorded run, exactly."""
+    from pmemlab.plots.data import bucket_quantiles, pooled_buckets
+
+    checked = 0
+    for hist in sorted(RECORDED.glob("*.hist.csv")):
+        results = load_results([hist.with_name(hist.name.replace(".hist", ""))])
+        ok = results.ok()
+        for (key, repeat), buckets in pooled_buckets(results, ok, ["point_key", "repeat"]).items():
+            row = ok[(ok["point_key"] == key) & (ok["repeat"] == repeat)].iloc[0]
+            got = bucket_quantiles(buckets, [0.5, 0.9, 0.99, 0.999, 0.9999], row["lat_ns_min"], row["lat_ns_max"])
+            assert got == pytest.approx([row[f"lat_ns_p{p}"] for p in ("50", "90", "99", "999", "9999")], rel=1e-12)
+            checked += 1
+    assert checked > 150

@@ -111,6 +111,21 @@ def test_user_backend_latency_histogram() -> None:
         b.run({"mode": "latency", "probe": 1, "threads": 2})
 
 
+def test_user_backend_raw_samples() -> None:
+    """samples = N: the runner writes each latency thread's first N samples to a file the
+    backend reads back, as the module's raw_samples; they agree with the run's statistics."""
+    b = UserBackend("dram", {"dram_size": "4M", "dram_pages": "4k"})
+    out = b.run({"mode": "latency", "count": 500, "samples": 200, "threads": 2, "pattern": "rand"})
+    assert out.ok, out.error
+    ticks = out.sample_ticks()
+    assert len(out.raw_samples) == 2 * 200 * 8 and len(ticks) == 400 and len(set(ticks)) > 1
+    rows = [dict(f.split("=", 1) for f in ln.split()) for ln in out.result.splitlines()]
+    for thread, row in enumerate(rows[:2]):
+        mine = ticks[thread * 200:(thread + 1) * 200]
+        assert int(row["lat_min"]) <= min(mine) and max(mine) <= int(row["lat_max"])
+    assert b.run({"mode": "latency", "count": 100}).raw_samples == b""
+
+
 def test_split_output() -> None:
     text = "#fact target dram\nthread=0 ops=1\nthread=all ops=1\n# histogram\n0 5 5 1\nall 5 5 1\n#state done\n"
     assert split_output(text) == ("thread=0 ops=1\nthread=all ops=1\n", "0 5 5 1\nall 5 5 1\n", "done")

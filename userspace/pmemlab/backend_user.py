@@ -1,6 +1,6 @@
 """The user backend: runs the module's own kernels in userspace (userspace/runner/pmemlab-run).
 
-`UserBackend` speaks the same interface as `sysfs.Module` (facts, target_facts, run ->
+`UserBackend` implements `backend.Backend` as `sysfs.Module` does (facts, target_facts, run ->
 RunOutcome with the module's `result` and `histogram` text), so `pmemlab run` and
 `pmemlab sweep` drive either backend and write the same CSV columns.
 
@@ -11,7 +11,7 @@ parameters): `dram_size`, `dram_pages` (4k | 2m = THP | hugetlb = hugetlbfs), `d
 `size` (bytes of a file to use, created/extended for write runs), `allow_overwrite`, `tsc_khz`.
 Every run maps the target afresh and pre-faults it before anything is timed, and prints the
 facts of that mapping (`#fact` lines: page size obtained, THP/hugetlbfs/4k, MAP_SYNC); `run()`
-returns them with the outcome (`UserRunOutcome.conditions`), so each CSV row carries the
+returns them with the outcome (`RunOutcome.conditions`), so each CSV row carries the
 conditions of its own run, not those of the `--facts` probe.
 """
 
@@ -20,27 +20,24 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
+import tempfile
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
 from pmemlab import params as P
 from pmemlab.errors import Interrupted, ModuleNotLoaded, ParamRefused, PmemlabError, WrongTarget
-from pmemlab.sysfs import INT_FACTS, RunOutcome
+from pmemlab.backend import BACKENDS, BackendKind, RunOutcome, load_identity
+from pmemlab.sysfs import INT_FACTS
 
-BACKENDS = ("kernel", "user")
 # facts of a run's own mapping that go into its CSV rows (condition columns)
 RUN_CONDITIONS = ("target_kind", "target_size", "target_node", "target_page_size", "target_pages", "map_sync")
 # KEY=VALUE arguments that configure the user backend's target, not a run
 TARGET_KEYS = ("backend", "target", "dram_size", "dram_pages", "dram_node", "size", "allow_overwrite", "tsc_khz")
 
 
-@dataclass
 class UserRunOutcome(RunOutcome):
-    """A user-backend run: the module's outcome plus the facts of the run's own mapping."""
-
-    conditions: dict[str, Any] = field(default_factory=dict)
+    """A user-backend run: its `conditions` are the facts of the run's own mapping."""
 
 
 def run_conditions(facts: Mapping[str, Any]) -> dict[str, Any]:
@@ -71,7 +68,9 @@ def split_backend_args(raw: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str
 
 
 class UserBackend:
-    """pmemlab-run on one target, seen like the module."""
+    """pmemlab-run on one target, seen like the module (a `backend.Backend`)."""
+
+    kind: BackendKind = "user"
 
     def __init__(self, target: str, options: Mapping[str, str] | None = None, runner: Path | None = None) -> None:
         if not target:
@@ -84,7 +83,7 @@ class UserBackend:
         self._facts: dict[str, Any] | None = None
         self._last_error = ""
 
-    # -- the Module interface -------------------------------------------------
+    # -- the Backend protocol -------------------------------------------------
     def loaded(self) -> bool:
         return self.runner.exists() and os.access(self.runner, os.X_OK)
 
@@ -146,6 +145,15 @@ class UserBackend:
     def state(self) -> str:
         return "idle"
 
+    def last_error(self) -> str:
+        return self._last_error
+
+    def identity(self) -> dict[str, Any]:
+        return load_identity(self.kind, self.module_parameters())
+
+    def failure_fix(self, status: str) -> str:
+        return "the runner's reason is above; change the parameters or the target and run again"
+
     def abort(self) -> None:
         """Nothing runs between calls: a run in progress is stopped by run() itself."""
 
@@ -153,6 +161,14 @@ class UserBackend:
             on_poll: Callable[[], None] | None = None) -> RunOutcome:
         self.require_loaded()
         args = [*self._args(), *(f"{k}={P.to_sysfs(k, v)}" for k, v in values.items() if k in P.PARAMS)]
+        if not values.get("samples"):
+            return self._run(args, values, timeout_s, None)
+        with tempfile.TemporaryDirectory(prefix="pmemlab-run-") as tmp:
+            samples = Path(tmp) / "raw_samples"
+            return self._run([*args, f"raw_samples={samples}"], values, timeout_s, samples)
+
+    def _run(self, args: list[str], values: Mapping[str, Any], timeout_s: float,
+             samples: Path | None) -> RunOutcome:
         started = time.time()
         t0 = time.monotonic()
         proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -185,8 +201,9 @@ class UserBackend:
             self._last_error = _reason(err) or reason
             return UserRunOutcome(f"error:{reason}", result=result, error=self._last_error, started=started,
                                   elapsed_s=elapsed, params=dict(values), conditions=cond)
+        raw = samples.read_bytes() if samples is not None and samples.exists() else b""
         return UserRunOutcome("done", result=result, started=started, elapsed_s=elapsed, params=dict(values),
-                              histogram=hist, run_id=None, conditions=cond)
+                              histogram=hist, run_id=None, conditions=cond, raw_samples=raw)
 
 
 def _reason(stderr: str) -> str:

@@ -3,22 +3,22 @@
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 import os
 import sys
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Callable, Sequence
 
 import pandas as pd
 
-from pmemlab import __version__, ipmctl, machine
+from pmemlab import __version__, exitcodes, ipmctl, machine
 from pmemlab import params as P
-from pmemlab.config import count_points, expand, load_config, target_loads
-from pmemlab.errors import ConfigError, Interrupted, ParamRefused, PmemlabError
-from pmemlab.sweep import SweepOptions, run_sweep, sidecar_path, summary_path, write_summary
-from pmemlab.sysfs import Module, sysfs_root
-from pmemlab.table import BASE_COLUMNS, rows_for_outcome
+from pmemlab.backend import Backend, BackendSpec
+from pmemlab.config import Point, SweepConfig, command_line_problems, count_points, expand, load_config, one_point
+from pmemlab.config import target_loads
+from pmemlab.errors import ConfigError, PmemlabError, user_message
+from pmemlab.sweep import Bench, Sweep, SweepOptions, sidecar_path, summary_path, write_summary
+from pmemlab.table import BASE_COLUMNS
 
 RUN_TABLE_COLUMNS: tuple[str, ...] = (
     "thread", "cpu", "thread_node", "thread_op", "ops", "bytes", "elapsed_ns", "bw_gbps", "irqoff_pct",
@@ -81,6 +81,7 @@ def build_parser() -> argparse.ArgumentParser:
     from pmemlab.plots.command import add_plot_parsers
 
     add_plot_parsers(sub)
+    _add_result_parsers(sub)
 
     p = sub.add_parser("summarize", help="(re)write NAME.summary.csv: mean, stddev, 95%% CI across repeats")
     p.add_argument("csv", type=Path)
@@ -99,11 +100,11 @@ def parse_assignments(items: Sequence[str], what: str = "argument") -> dict[str,
     return out
 
 
-def _module(args: argparse.Namespace) -> Module:
-    return Module(sysfs_root(args.sysfs))
+def _module(args: argparse.Namespace) -> Backend:
+    return BackendSpec("kernel", sysfs=Path(args.sysfs) if args.sysfs else None).open()
 
 
-def _backend(args: argparse.Namespace, opts: dict[str, str]) -> Any:
+def _backend(args: argparse.Namespace, opts: dict[str, str]) -> Backend:
     """The module, or the user backend (backend=user: pmemlab-run on --target / target=)."""
     backend = getattr(args, "backend", None) or opts.get("backend", "kernel")
     if backend != "user":
@@ -111,30 +112,13 @@ def _backend(args: argparse.Namespace, opts: dict[str, str]) -> Any:
             raise ConfigError(f"{', '.join(sorted(set(opts) - {'backend'}))}: target options of backend=user",
                               "the module's target is chosen at insmod; add backend=user or drop them")
         return _module(args)
-    from pmemlab.backend_user import UserBackend
-
-    return UserBackend(opts.get("target") or args.target or "", opts)
+    spec = BackendSpec("user", target=opts.get("target") or args.target or "",
+                       options={k: v for k, v in opts.items() if k not in ("backend", "target")})
+    return spec.open()
 
 
 def _online_cpus() -> int:
-    return machine.cpu_info(machine.HostPaths())["online_cpus"]
-
-
-def _target_facts(mod: Any) -> P.TargetFacts:
-    """The backend's facts about its target and CPU, plus this machine's NUMA nodes."""
-    facts = mod.target_facts(online_cpus=_online_cpus())
-    node = facts.extra.get("target_node")
-    nodes = machine.numa_info(machine.HostPaths())["nodes"]
-    node_cpus: dict[int, tuple[int, ...]] = {}
-    for n in nodes:
-        try:
-            node_cpus[n["node"]] = tuple(P.parse_cpulist(n.get("cpus") or ""))
-        except ValueError:
-            node_cpus[n["node"]] = ()
-    ids = [n["node"] for n in nodes]
-    distance = {n["node"]: dict(zip(ids, n.get("distances") or [])) for n in nodes}
-    return dataclasses.replace(facts, target_node=node if isinstance(node, int) else None,
-                               node_cpus=node_cpus or None, node_distance=distance or None)
+    return int(machine.cpu_info(machine.HostPaths())["online_cpus"])
 
 
 # --------------------------------------------------------------------------
@@ -159,38 +143,23 @@ def cmd_params(args: argparse.Namespace) -> int:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    """One point, once: a sweep of one point whose rows are printed, not written."""
     from pmemlab.backend_user import split_backend_args
 
     raw, backend_opts = split_backend_args(parse_assignments(args.assignments))
     values, problems = P.normalize(raw)
-    mod = _backend(args, backend_opts)
-    info: dict[str, Any] = {}
-    if not problems:
-        mod.require_loaded()
-        facts = _target_facts(mod)
-        info = machine.gather_info(mod)
-        # interleave geometry found by ndctl, as in a sweep, unless given on the command line
-        for key, value in machine.discovered_defaults(info).items():
-            if key not in raw:
-                values[key] = value
-        problems = P.check_point(values, facts)
+    backend = _backend(args, backend_opts)
     if problems:
-        msgs = "\n".join(f"  {p.key} = {p.value!r}: {p.reason} (allowed: {p.allowed})" for p in problems)
-        unsupported = all(p.kind == "unsupported" for p in problems)
-        raise ConfigError(f"{'this target cannot run' if unsupported else 'invalid parameters'}:\n{msgs}",
-                          "change the values; nothing was sent to the module")
-    mod.check_target(args.target)
-    cond = machine.conditions(info)
-    outcome = None
-    try:
-        outcome = mod.run(P.resolve_cpus(values, facts), timeout_s=args.timeout)
-        status = "ok" if outcome.ok else ("timeout" if outcome.state == "timeout" else "error")
-        error = "" if outcome.ok else (outcome.error or outcome.state)
-    except ParamRefused as exc:
-        status = "refused"
-        error = f"refused at start: {exc.reason}" if exc.key == "run" else f"{exc.key}={exc.value}: {exc.reason}"
-    ids = {"sweep": "run", "point": 0, "point_key": "", "repeat": 0}
-    rows = rows_for_outcome(ids, values, outcome, status, error, cond.get("tsc_khz"), cond)
+        raise command_line_problems(problems)
+    backend.require_loaded()
+    bench = Bench.probe(backend, _online_cpus())
+    point = one_point(values, raw, bench.facts, bench.discovered)  # the interleave ndctl found, unless given
+    backend.check_target(args.target)
+    sweep, recorder = Sweep.one_point(point, bench, timeout_s=args.timeout)
+    report = sweep.run()
+    rows = recorder.rows
+    status, error = str(rows[-1]["status"]), str(rows[-1].get("error") or "")
+    cond = bench.conditions
     df = pd.DataFrame(rows)
     if args.csv:
         cols = [c for c in BASE_COLUMNS if c in df.columns] + [c for c in df.columns if c not in BASE_COLUMNS]
@@ -198,30 +167,19 @@ def cmd_run(args: argparse.Namespace) -> int:
     elif args.json:
         print(json.dumps(rows, indent=2, default=str))
     else:
-        changed = " ".join(f"{k}={values[k]}" for k in raw)
+        changed = " ".join(f"{k}={point.params[k]}" for k in raw)
         print(f"pmemlab run on {cond.get('target')} ({cond.get('target_kind')}): {changed or 'defaults'}")
         if status == "ok":
             cols = [c for c in RUN_TABLE_COLUMNS if c in df.columns and df[c].notna().any()]
             print(df[cols].to_string(index=False, float_format=lambda x: f"{x:.3f}"))
         else:
             print(f"status: {status}: {error}")
-    if status != "ok":
-        print(PmemlabError(f"run {status}: {error}", _run_fix(status, mod, args)).one_line(), file=sys.stderr)
-        return 1
-    return 0
-
-
-def _run_fix(status: str, mod: Any, args: argparse.Namespace) -> str:
-    """How to get on after a failed `pmemlab run`."""
-    if status == "timeout":
-        return f"raise --timeout (now {args.timeout:g} s) or shorten the run (duration_ms, count)"
-    if not isinstance(mod, Module):
-        return "the runner's reason is above; change the parameters or the target and run again"
-    if status == "refused":
-        return ("the module's reason is above; change the value (`pmemlab params` lists the allowed values, "
-                "`pmemlab info` the target's size and CPU features) and run again")
-    return (f"`pmemlab info` shows the module's state and last_error ({mod.root}/last_error), "
-            "`dmesg | grep pmemlab` the kernel's side; change the parameters and run again")
+    code = exitcodes.for_run(report)
+    if code != exitcodes.OK:
+        fix = (f"raise --timeout (now {args.timeout:g} s) or shorten the run (duration_ms, count)"
+               if status == "timeout" else backend.failure_fix(status))
+        print(PmemlabError(f"run {status}: {error}", fix).one_line(), file=sys.stderr)
+    return code
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:
@@ -234,45 +192,48 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     for key, table in cfg.pinned.items():
         print(f"pmemlab: --set {key}={cfg.overrides[key]} replaces the {'[[zip]] key' if table == 'zip' else 'axis'} "
               f"{key}: every point runs with {key}={cfg.base.get(key, cfg.overrides[key])}", file=sys.stderr)
-    mod = _backend(args, backend_opts)
-    loaded = mod.loaded()
-    facts = _target_facts(mod) if loaded else None
-    info = machine.gather_info(mod) if loaded or not args.dry_run else None
-    discovered = machine.discovered_defaults(info) if info else {}
-    points = expand(cfg, facts, discovered)  # every problem is raised here, before any run
-    runs = len(points) * (cfg.adaptive.min_repeats if cfg.adaptive else cfg.repeats)
-    skipped = [p for p in points if p.skip_reason]
+    backend = _backend(args, backend_opts)
+    loaded = backend.loaded()
+    bench = Bench.probe(backend, _online_cpus(), facts=loaded, info=loaded or not args.dry_run)
+    points = expand(cfg, bench.facts, bench.discovered)  # every problem is raised here, before any run
     output = args.output or Path("results") / f"{cfg.name}.csv"
     if args.dry_run:
-        print(f"{cfg.name}: {count_points(cfg)} combinations, {len(points)} points after filters, "
-              f"{runs} runs{' (adaptive, at least)' if cfg.adaptive else ''}; "
-              f"{len(skipped)} points skipped on this machine{'' if loaded else ' (module not loaded: not checked)'}")
-        est = _estimate_s(points, cfg)
-        if est:
-            print(f"estimated run time: at least {est / 60:.1f} min")
-        varied = [p.varied | ({"skip": p.skip_reason} if p.skip_reason else {}) for p in points]
-        if varied and varied[0]:
-            print(pd.DataFrame(varied).to_string(max_rows=40))
-        print(f"output would go to {output}")
-        return 0
-    mod.require_loaded()
-    mod.check_target(args.target or cfg.target)
+        _print_dry_run(cfg, points, output, loaded)
+        return exitcodes.OK
+    backend.require_loaded()
+    backend.check_target(args.target or cfg.target)
+    skipped = [p for p in points if p.skip_reason]
     if skipped:
         reasons = sorted({p.skip_reason for p in skipped})
         print(f"pmemlab: {len(skipped)} of {len(points)} points cannot run here and are recorded as skipped: "
               + "; ".join(reasons[:5]), file=sys.stderr)
-    assert info is not None
+    info = bench.info or {}
     media = ipmctl.MediaCounters(runner=machine.run_tool, available=bool(info.get("ipmctl", {}).get("available")))
     opts = SweepOptions(output=output, fail_fast=args.fail_fast, fresh=args.fresh,
-                        progress=not args.no_progress, argv=sys.argv[:], facts=facts)
-    report = run_sweep(cfg, points, mod, info, opts, media)
+                        progress=not args.no_progress, argv=sys.argv[:])
+    report = Sweep.for_config(cfg, points, bench, opts, media).run()
     print(f"{cfg.name}: {report.runs} runs ({report.ok} ok, {report.failed} failed, {report.skipped} skipped"
           f"{f', {report.resumed} resumed' if report.resumed else ''}) -> {report.csv} "
-          f"(sidecar {sidecar_path(report.csv)}, summary {summary_path(report.csv)})")
-    return 1 if report.failed and report.ok == 0 else 0
+          f"(sidecar {sidecar_path(output)}, summary {summary_path(output)})")
+    return exitcodes.for_sweep(report)
 
 
-def _estimate_s(points: Sequence[Any], cfg: Any) -> float:
+def _print_dry_run(cfg: SweepConfig, points: Sequence[Point], output: Path, loaded: bool) -> None:
+    runs = len(points) * (cfg.adaptive.min_repeats if cfg.adaptive else cfg.repeats)
+    skipped = [p for p in points if p.skip_reason]
+    print(f"{cfg.name}: {count_points(cfg)} combinations, {len(points)} points after filters, "
+          f"{runs} runs{' (adaptive, at least)' if cfg.adaptive else ''}; "
+          f"{len(skipped)} points skipped on this machine{'' if loaded else ' (module not loaded: not checked)'}")
+    est = _estimate_s(points, cfg)
+    if est:
+        print(f"estimated run time: at least {est / 60:.1f} min")
+    varied = [p.varied | ({"skip": p.skip_reason} if p.skip_reason else {}) for p in points]
+    if varied and varied[0]:
+        print(pd.DataFrame(varied).to_string(max_rows=40))
+    print(f"output would go to {output}")
+
+
+def _estimate_s(points: Sequence[Point], cfg: SweepConfig) -> float:
     reps = cfg.adaptive.min_repeats if cfg.adaptive else cfg.repeats
     total = 0.0
     for p in points:
@@ -314,25 +275,37 @@ COMMANDS = {"info": cmd_info, "params": cmd_params, "run": cmd_run, "sweep": cmd
             "summarize": cmd_summarize, "abort": cmd_abort, "targets": cmd_targets}
 
 
-def _plot_commands() -> dict[str, Any]:
+def _plot_commands() -> dict[str, Callable[[argparse.Namespace], int]]:
     from pmemlab.plots.command import cmd_plot, cmd_plot_all
 
     return {"plot": cmd_plot, "plot-all": cmd_plot_all}
 
 
+def _add_result_parsers(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
+    """`pmemlab report` and `pmemlab compare`: their parsers and commands live in their modules."""
+    from pmemlab import compare, report
+
+    compare.add_parser(sub)
+    report.add_parser(sub)
+
+
+def _result_commands() -> dict[str, Callable[[argparse.Namespace], int]]:
+    from pmemlab.compare import cmd_compare
+    from pmemlab.report import cmd_report
+
+    return {"compare": cmd_compare, "report": cmd_report}
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
-        command = COMMANDS.get(args.command) or _plot_commands()[args.command]
+        command = COMMANDS.get(args.command) or {**_plot_commands(), **_result_commands()}[args.command]
         return command(args)
-    except PmemlabError as exc:
-        print(exc.one_line(), file=sys.stderr)
-        return exc.exit_code
-    except KeyboardInterrupt:
-        print("pmemlab: interrupted", file=sys.stderr)
-        return Interrupted.exit_code
-    except BrokenPipeError:
-        return 0
+    except (PmemlabError, KeyboardInterrupt, BrokenPipeError) as exc:
+        message = user_message(exc)
+        if message:
+            print(message, file=sys.stderr)
+        return exitcodes.for_error(exc)
 
 
 if __name__ == "__main__":  # pragma: no cover

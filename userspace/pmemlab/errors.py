@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from pmemlab.exitcodes import BAD_INPUT, FAILED, INTERRUPTED
+
 
 class PmemlabError(Exception):
     """An error shown to the user as `pmemlab: <cause>; fix: <fix>`."""
 
-    exit_code = 1
+    exit_code = FAILED
 
     def __init__(self, cause: str, fix: str = "") -> None:
         super().__init__(cause)
@@ -55,16 +57,25 @@ class ParamRefused(PmemlabError):
 class ConfigError(PmemlabError):
     """A sweep config or a `key=value` argument is invalid."""
 
-    exit_code = 2
+    exit_code = BAD_INPUT
 
 
 class ResumeMismatch(PmemlabError):
     """An existing CSV holds runs of another config or target: resuming would mix them."""
 
-    exit_code = 2
+    exit_code = BAD_INPUT
 
 
 class Interrupted(PmemlabError):
     """Ctrl-C: the sweep stopped (and the run in progress, if any, was aborted)."""
 
-    exit_code = 130
+    exit_code = INTERRUPTED
+
+
+def user_message(exc: BaseException) -> str:
+    """The one line the command line prints for an error that ended a command ('' for none)."""
+    if isinstance(exc, PmemlabError):
+        return exc.one_line()
+    if isinstance(exc, KeyboardInterrupt):
+        return "pmemlab: interrupted"
+    return ""

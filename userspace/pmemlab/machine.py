@@ -13,13 +13,16 @@ import shutil
 import socket
 import struct
 import subprocess
+import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
 from pmemlab import __version__
+from pmemlab import params as P
+from pmemlab.backend import Backend
 from pmemlab.params import parse_cpulist
-from pmemlab.sysfs import Module, load_hint
+from pmemlab.sysfs import load_hint
 
 CPU_FEATURES_OF_INTEREST: tuple[str, ...] = (
     "clflush", "clflushopt", "clwb", "sse2", "avx", "avx2", "avx512f", "rdtscp", "constant_tsc", "nonstop_tsc",
@@ -163,6 +166,106 @@ def read_prefetch_msr(host: HostPaths, cpu: int = 0) -> tuple[int | None, str]:
 
 
 # --------------------------------------------------------------------------
+# hypervisor and emulated namespaces: figures made under either carry a visible mark
+# --------------------------------------------------------------------------
+DMI_HYPERVISORS: dict[str, str] = {  # /sys/class/dmi/id/sys_vendor -> hypervisor
+    "QEMU": "qemu", "VMware, Inc.": "vmware", "Microsoft Corporation": "microsoft", "Xen": "xen",
+    "innotek GmbH": "oracle", "Parallels Software International Inc.": "parallels", "Amazon EC2": "amazon",
+    "Google": "google", "Bochs": "bochs",
+}
+
+
+def hypervisor_info(host: HostPaths, runner: ToolRunner | None, cpuinfo_flag: bool) -> dict[str, Any]:
+    """Is this machine a virtual one, and whose: systemd-detect-virt --vm, the DMI system vendor,
+    /sys/hypervisor/type and the CPUID hypervisor bit (cpuinfo flag). `name` is the hypervisor,
+    'unknown' when only the CPUID bit says there is one, 'none' when nothing does."""
+    evidence: list[str] = []
+    names: list[str] = []
+    if runner is not None:
+        res = runner(["systemd-detect-virt", "--vm"])
+        found = res.stdout.strip()
+        if res.returncode == 0 and found and found != "none":
+            names.append(found)
+            evidence.append(f"systemd-detect-virt: {found}")
+    vendor = (_read(host.sys / "class/dmi/id/sys_vendor") or "").strip()
+    if vendor in DMI_HYPERVISORS:
+        names.append(DMI_HYPERVISORS[vendor])
+        evidence.append(f"DMI sys_vendor: {vendor}")
+    xen = (_read(host.sys / "hypervisor/type") or "").strip()
+    if xen:
+        names.append(xen)
+        evidence.append(f"/sys/hypervisor/type: {xen}")
+    if cpuinfo_flag:
+        evidence.append("cpuinfo flag: hypervisor")
+    name = names[0] if names else ("unknown" if evidence else "none")
+    return {"name": name, "evidence": evidence}
+
+
+def nd_provider(device: str | None, host: HostPaths) -> str | None:
+    """The provider of the NVDIMM bus under `device` (/dev/pmemN, /dev/daxX.Y or a file on a DAX
+    file system): 'ACPI.NFIT' (firmware NVDIMMs), 'e820' (memmap= legacy pmem: DRAM), 'nfit_test.N'
+    (the kernel's test bus); None when the device is not on an NVDIMM bus or cannot be found."""
+    if not device or not device.startswith("/"):
+        return None
+    name = os.path.basename(device)
+    candidates = [host.sys / "class/block" / name / "device", host.sys / "bus/dax/devices" / name]
+    if not device.startswith("/dev/"):
+        try:
+            st = os.stat(device)
+            candidates.append(host.sys / f"dev/block/{os.major(st.st_dev)}:{os.minor(st.st_dev)}")
+        except OSError:
+            pass
+    for start in candidates:
+        try:
+            path = start.resolve(strict=True)
+        except OSError:
+            continue
+        for parent in (path, *path.parents):
+            if parent.name.startswith("ndbus"):
+                provider = _read(parent / "provider")
+                return provider.strip() if provider else None
+    return None
+
+
+def target_emulation(kind: str | None, provider: str | None, hypervisor: str | None,
+                     region_has_dimms: bool | None = None) -> str:
+    """Whether the target is real persistent memory: 'no' (an NVDIMM on bare metal), 'dram' (a DRAM
+    target: the papers' DRAM baseline, not an emulation), 'memmap' (DRAM reserved with memmap=,
+    seen as legacy pmem), 'nfit_test' (the kernel's emulated test bus), 'virtual-nvdimm' (an
+    NVDIMM that a hypervisor provides), or 'unknown'. Without the provider (results recorded
+    before it was read), a region without DIMM mappings counts as memmap= (e820 regions have none)."""
+    kind = str(kind or "")
+    if kind in ("dram", "user-dram"):
+        return "dram"
+    virtual = hypervisor not in (None, "", "none")
+    if provider:
+        if provider == "e820":
+            return "memmap"
+        if provider.startswith("nfit_test"):
+            return "nfit_test"
+        return "virtual-nvdimm" if virtual else "no"
+    if region_has_dimms is False:
+        return "memmap"
+    if region_has_dimms and hypervisor is not None:
+        return "virtual-nvdimm" if virtual else "no"
+    return "unknown"
+
+
+def emulation_conditions(info: dict[str, Any]) -> dict[str, str | None]:
+    """The `hypervisor` and `target_emulated` columns from `pmemlab info` facts; results recorded
+    before these were detected give what their facts allow (the CPUID bit, the ndctl region)."""
+    hyp = info.get("hypervisor", {}).get("name") if isinstance(info.get("hypervisor"), dict) else None
+    if hyp is None and "hypervisor" in info.get("cpu", {}):
+        hyp = "unknown" if info["cpu"]["hypervisor"] else "none"
+    t = info.get("target", {})
+    region = t.get("region")
+    has_dimms = None
+    if region is not None:
+        has_dimms = bool(t.get("mappings"))
+    return {"hypervisor": hyp, "target_emulated": target_emulation(t.get("kind"), t.get("nd_provider"), hyp, has_dimms)}
+
+
+# --------------------------------------------------------------------------
 def ndctl_topology(doc: Any) -> dict[str, Any]:
     """Regions (with mappings and namespaces) and DIMMs from `ndctl list -RNDi` JSON.
 
@@ -259,7 +362,7 @@ def ndctl_info(runner: ToolRunner) -> dict[str, Any]:
 
 
 # --------------------------------------------------------------------------
-def gather_info(module: Module | None, host: HostPaths | None = None,
+def gather_info(module: Backend | None, host: HostPaths | None = None,
                 runner: ToolRunner | None = None, with_tools: bool = True) -> dict[str, Any]:
     host = host or HostPaths()
     runner = runner or run_tool
@@ -271,6 +374,7 @@ def gather_info(module: Module | None, host: HostPaths | None = None,
                  "arch": uname.machine},
         "cpu": cpu,
         "numa": numa_info(host),
+        "hypervisor": hypervisor_info(host, runner if with_tools else None, bool(cpu.get("hypervisor"))),
     }
     mod: dict[str, Any] = {"loaded": False}
     facts: dict[str, Any] = {}
@@ -280,7 +384,7 @@ def gather_info(module: Module | None, host: HostPaths | None = None,
             facts = module.facts()
             mod.update(loaded=True, version=facts.get("version"), facts=facts,
                        parameters=module.module_parameters(), run_params=module.current_params(),
-                       state=module.read_opt("state"), last_error=module.read_opt("last_error") or "")
+                       state=module.state(), last_error=module.last_error())
         else:
             mod["note"] = f"module not loaded ({module.root} missing): {load_hint()}"
     info["module"] = mod
@@ -303,6 +407,7 @@ def gather_info(module: Module | None, host: HostPaths | None = None,
         "node": facts.get("target_node"),
         "page_size": facts.get("target_page_size"),
         "fs_signature": facts.get("fs_signature"),
+        "nd_provider": nd_provider(facts.get("target"), host),
     }
     if with_tools:
         nd = ndctl_info(runner)
@@ -356,13 +461,30 @@ def conditions(info: dict[str, Any]) -> dict[str, Any]:
         "hostname": info.get("host", {}).get("hostname"),
         "module_version": mod.get("version"),
         "toolkit_version": info.get("toolkit", {}).get("revision"),
+        **emulation_conditions(info),
     }
+
+
+def target_facts(backend: Backend, online_cpus: int, host: HostPaths | None = None) -> P.TargetFacts:
+    """The backend's facts about its target and CPU, plus this machine's NUMA nodes (what
+    cpus = "remote" and the placement checks need)."""
+    facts = backend.target_facts(online_cpus=online_cpus)
+    node = facts.extra.get("target_node")
+    nodes = numa_info(host or HostPaths())["nodes"]
+    node_cpus: dict[int, tuple[int, ...]] = {}
+    for n in nodes:
+        try:
+            node_cpus[n["node"]] = tuple(parse_cpulist(n.get("cpus") or ""))
+        except ValueError:
+            node_cpus[n["node"]] = ()
+    ids = [n["node"] for n in nodes]
+    distance = {n["node"]: dict(zip(ids, n.get("distances") or [])) for n in nodes}
+    return dataclasses.replace(facts, target_node=node if isinstance(node, int) else None,
+                               node_cpus=node_cpus or None, node_distance=distance or None)
 
 
 def discovered_defaults(info: dict[str, Any]) -> dict[str, Any]:
     """Parameter defaults learnt from the machine (interleave geometry from ndctl)."""
-    from pmemlab import params as P
-
     ways = info.get("target", {}).get("interleave_ways")
     out: dict[str, Any] = {}
     if isinstance(ways, int) and not isinstance(ways, bool):
@@ -426,6 +548,9 @@ def format_info(info: dict[str, Any]) -> str:
     add("tsc", f"{tsc.get('tsc_khz')} kHz, {tsc.get('source')}, invariant={tsc.get('invariant')}")
     pf = info.get("prefetch", {})
     add("prefetchers", f"control={pf.get('control')} run_param={pf.get('run_param')} msr 0x1a4={pf.get('msr_0x1a4')} ({pf.get('state')})")
+    hyp = info.get("hypervisor", {})
+    add("hypervisor", f"{hyp.get('name')} ({'; '.join(hyp.get('evidence', [])) or 'no evidence of one'})")
+    add("target emulated", emulation_conditions(info)["target_emulated"])
     lines.append("numa")
     for n in info["numa"]["nodes"]:
         add(f"node{n['node']}", f"cpus {n.get('cpus')}, {size((n.get('mem_total_kib') or 0) * 1024)}, distances {n.get('distances')}")

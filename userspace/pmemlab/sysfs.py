@@ -1,6 +1,6 @@
 """Talking to pmemlab.ko through /sys/kernel/pmemlab (docs/interface.md).
 
-The root is configurable (`--sysfs`, env PMEMLAB_SYSFS) so tests can drive a fake
+`Module` is the kernel backend (`backend.Backend`). The root is configurable (`--sysfs`, env PMEMLAB_SYSFS) so tests can drive a fake
 module: a directory tree plus an `SysfsIO` whose `write` emulates the module.
 """
 
@@ -10,11 +10,12 @@ import errno
 import os
 import platform
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
 from pmemlab import params as P
+from pmemlab.backend import BackendKind, load_identity
+from pmemlab.backend import RunOutcome as RunOutcome  # re-exported: older callers import it from here
 from pmemlab.errors import (
     Interrupted,
     ModuleAccessError,
@@ -57,6 +58,10 @@ class SysfsIO:
         with open(path, "r", encoding="utf-8", errors="replace") as fh:
             return fh.read()
 
+    def read_bytes(self, path: Path) -> bytes:
+        with open(path, "rb") as fh:
+            return fh.read()
+
     def write(self, path: Path, text: str) -> None:
         fd = os.open(path, os.O_WRONLY | os.O_TRUNC)
         try:
@@ -64,24 +69,6 @@ class SysfsIO:
             os.write(fd, data)
         finally:
             os.close(fd)
-
-
-@dataclass
-class RunOutcome:
-    """What one module run gave: final state, result text, timing."""
-
-    state: str  # done | error:<reason> | timeout
-    result: str = ""
-    error: str = ""
-    started: float = 0.0
-    elapsed_s: float = 0.0
-    params: dict[str, Any] = field(default_factory=dict)
-    histogram: str = ""
-    run_id: str | None = None
-
-    @property
-    def ok(self) -> bool:
-        return self.state == "done"
 
 
 def source_tree() -> Path | None:
@@ -116,7 +103,9 @@ _LOAD_FIX = (
 
 
 class Module:
-    """The loaded module, seen through its sysfs directory."""
+    """The loaded module, seen through its sysfs directory (a `backend.Backend`)."""
+
+    kind: BackendKind = "kernel"
 
     def __init__(self, root: Path | None = None, io: SysfsIO | None = None,
                  modparams: Path | None = None) -> None:
@@ -262,6 +251,19 @@ class Module:
     def state(self) -> str:
         return self.read("state")
 
+    def last_error(self) -> str:
+        return self.read_opt("last_error") or ""
+
+    def identity(self) -> dict[str, Any]:
+        return load_identity(self.kind, self.module_parameters())
+
+    def failure_fix(self, status: str) -> str:
+        if status == "refused":
+            return ("the module's reason is above; change the value (`pmemlab params` lists the allowed values, "
+                    "`pmemlab info` the target's size and CPU features) and run again")
+        return (f"`pmemlab info` shows the module's state and last_error ({self.root}/last_error), "
+                "`dmesg | grep pmemlab` the kernel's side; change the parameters and run again")
+
     def abort(self) -> None:
         self.write("abort", "1")
 
@@ -320,13 +322,24 @@ class Module:
         if state == "done":
             return RunOutcome("done", result=self.read("result"), started=started, elapsed_s=elapsed,
                               params=dict(values), histogram=self.read_opt("histogram") or "",
-                              run_id=self.read_opt("run_id"))
+                              run_id=self.read_opt("run_id"),
+                              raw_samples=self._raw_samples() if values.get("samples") else b"")
         if state == "idle":
             state = "error:stopped without a result (aborted from elsewhere?)"
         reason = state.split(":", 1)[1].strip() if ":" in state else state
         detail = self.read_opt("last_error") or ""
         return RunOutcome(f"error:{reason}", error=detail or reason, started=started, elapsed_s=elapsed,
                           params=dict(values))
+
+    def _raw_samples(self) -> bytes:
+        """The binary raw_samples file (b"" when this module has none)."""
+        try:
+            return self.io.read_bytes(self.root / "raw_samples")
+        except FileNotFoundError:
+            return b""
+        except PermissionError:
+            raise ModuleAccessError(f"permission denied reading {self.root / 'raw_samples'}",
+                                    "run as root (sudo pmemlab ...)") from None
 
     def _abort_and_wait(self, wait_s: float = 10.0) -> None:
         try:

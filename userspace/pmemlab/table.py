@@ -15,14 +15,14 @@ from typing import Any, Iterable, Mapping, Sequence
 from pmemlab import ipmctl
 from pmemlab.params import PARAM_NAMES
 from pmemlab.results import KNOWN_RESULT_COLUMNS, parse_result
-from pmemlab.sysfs import RunOutcome
+from pmemlab.backend import RunOutcome
 
 ID_COLUMNS: tuple[str, ...] = ("sweep", "point", "point_key", "repeat", "thread", "status", "error")
 CONDITION_COLUMNS: tuple[str, ...] = (
     "target", "target_kind", "target_size", "target_node", "target_page_size", "target_pages", "map_sync",
     "target_region",
     "target_interleave_ways", "cpu_model", "tsc_khz", "freq_source", "prefetch_control", "prefetch_msr", "kernel",
-    "hostname", "module_version", "toolkit_version",
+    "hostname", "module_version", "toolkit_version", "hypervisor", "target_emulated",
 )
 TIME_COLUMNS: tuple[str, ...] = ("started_at", "run_s", "run_id")
 HIST_COLUMNS: tuple[str, ...] = ("sweep", "point", "point_key", "repeat", "thread", "lo_ticks", "hi_ticks",
@@ -69,6 +69,9 @@ COLUMN_DOC: dict[str, str] = {
     "prefetch_control": "how the module can switch prefetchers (msr-0x1a4 or none)",
     "prefetch_msr": "MSR 0x1a4 of CPU 0 when the sweep started (0xf = all four prefetchers off; empty = unreadable)", "started_at": "UTC start of the run", "run_s": "wall seconds of the run",
     "run_id": "the module's run counter for this run (when it has one)",
+    "hypervisor": "hypervisor the run ran under (qemu, kvm, ...; unknown: only the CPUID bit; none)",
+    "target_emulated": "no (NVDIMM on bare metal) | dram (DRAM target) | memmap (memmap= DRAM) | "
+                       "virtual-nvdimm (a hypervisor's NVDIMM) | nfit_test | unknown",
     "access_size": "bytes", "stride": "bytes", "working_set": "bytes", "window_offset": "bytes",
     "hotspot_size": "bytes", "pass_offset": "bytes", "fence_interval": "bytes", "interleave_gran": "bytes",
     "width": "bytes per instruction", "duration_ms": "ms", "delay_ticks": "TSC ticks",
@@ -86,7 +89,7 @@ def rows_for_outcome(ids: Mapping[str, Any], params: Mapping[str, Any], outcome:
     started = (datetime.fromtimestamp(outcome.started, timezone.utc).isoformat(timespec="seconds")
                if outcome and outcome.started else now_iso())
     # a backend that reports the conditions of each run (user backend) overrides the sweep's
-    cond = {**cond, **(getattr(outcome, "conditions", None) or {})}
+    cond = {**cond, **(outcome.conditions if outcome else {})}
     common: dict[str, Any] = {**ids, **{k: params.get(k) for k in PARAM_NAMES}, **cond,
                               "started_at": started, "run_s": round(outcome.elapsed_s, 6) if outcome else None,
                               "run_id": outcome.run_id if outcome else None}

@@ -9,9 +9,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
+import numpy as np
 import pandas as pd
 
 from pmemlab.errors import PmemlabError
+from pmemlab.machine import emulation_conditions
+from pmemlab.stats import summarize
 
 TARGET_LABEL_SEPARATOR = "@"  # results/NAME@LABEL.csv: the run of NAME with the module load LABEL
 
@@ -62,24 +65,31 @@ def sweep_name(csv_path: Path) -> str:
     return csv_path.stem.split(TARGET_LABEL_SEPARATOR, 1)[0]
 
 
+def find_experiments(results_dir: Path) -> dict[str, list[Path]]:
+    """Sweep CSVs under `results_dir` grouped by sweep name (NAME.csv and NAME@LABEL.csv merge)."""
+    found: dict[str, list[Path]] = {}
+    if results_dir.is_dir():
+        for path in sorted(results_dir.rglob("*.csv")):
+            if is_sweep_csv(path) and path.stat().st_size > 0:
+                found.setdefault(sweep_name(path), []).append(path)
+    return found
+
+
 def load_results(paths: Sequence[Path]) -> Results:
     """The rows of `paths` (one experiment, maybe one CSV per module load), with a `target_label`."""
     frames, hists, sidecars = [], [], []
     for path in paths:
         frame = _read_csv(path)
         frame["source_csv"] = path.name
-        frames.append(frame)
         hpath = histogram_path(path)
         if hpath.exists() and hpath.stat().st_size > 0:
             hist = _read_csv(hpath)
             hist["source_csv"] = path.name
             hists.append(hist)
-        side = path.with_suffix(".json")
-        if side.exists():
-            try:
-                sidecars.append(json.loads(side.read_text(encoding="utf-8")))
-            except (OSError, json.JSONDecodeError):
-                pass
+        side = _sidecar(path)
+        if side is not None:
+            sidecars.append(side)
+        frames.append(_with_emulation_columns(frame, side))
     rows = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
     if rows.empty and "sweep" not in rows.columns:
         raise PmemlabError(f"no rows in {', '.join(str(p) for p in paths)}", "run the sweep first")
@@ -88,6 +98,32 @@ def load_results(paths: Sequence[Path]) -> Results:
     name = str(rows["sweep"].dropna().iloc[0]) if "sweep" in rows and rows["sweep"].notna().any() else paths[0].stem
     return Results(name=name, rows=rows, hist=hist, sidecars=sidecars, paths=list(paths),
                    not_run=loads_not_run(paths, name))
+
+
+def _sidecar(path: Path) -> dict[str, Any] | None:
+    side = path.with_suffix(".json")
+    if not side.exists():
+        return None
+    try:
+        doc = json.loads(side.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError, UnicodeDecodeError):
+        return None
+    return doc if isinstance(doc, dict) else None
+
+
+EMULATION_COLUMNS = ("hypervisor", "target_emulated")
+
+
+def _with_emulation_columns(frame: pd.DataFrame, side: dict[str, Any] | None) -> pd.DataFrame:
+    """Results recorded before `hypervisor` and `target_emulated` were columns get them from the
+    machine facts in their sidecar, by the rule that writes them now (machine.emulation_conditions)."""
+    if frame.empty or all(c in frame and frame[c].notna().any() for c in EMULATION_COLUMNS):
+        return frame
+    derived = emulation_conditions(side.get("machine", {})) if side and isinstance(side.get("machine"), dict) else {}
+    for column in EMULATION_COLUMNS:
+        if column not in frame or frame[column].isna().all():
+            frame[column] = derived.get(column)
+    return frame
 
 
 SKIPPED_FILE = "SKIPPED"  # beside the CSVs: a "NAME@LABEL: reason" line per module load that failed
@@ -107,7 +143,7 @@ def loads_not_run(paths: Sequence[Path], name: str) -> list[str]:
 
 
 TEXT_COLUMNS = {c: str for c in ("toolkit_version", "module_version", "kernel", "hostname", "cpu_model", "target",
-                                 "op", "error", "sweep", "point_key", "thread")}
+                                 "op", "error", "sweep", "point_key", "thread", "hypervisor", "target_emulated")}
 
 
 def _read_csv(path: Path) -> pd.DataFrame:
@@ -143,20 +179,152 @@ def _target_labels(rows: pd.DataFrame, file_labels: dict[str, str]) -> pd.Series
 # --------------------------------------------------------------------------
 # statistics over repeats
 # --------------------------------------------------------------------------
+def groups(df: pd.DataFrame, keys: Sequence[str]) -> Iterable[tuple[tuple, pd.DataFrame]]:
+    """(key tuple, rows) per combination of `keys` (one group of everything when there are none)."""
+    if not keys:
+        yield (), df
+        return
+    by = keys[0] if len(keys) == 1 else list(keys)
+    for key, grp in df.groupby(by, sort=True, dropna=False):
+        yield (key if isinstance(key, tuple) else (key,)), grp
+
+
 def mean_over_repeats(df: pd.DataFrame, keys: Sequence[str], y: str) -> pd.DataFrame:
-    """One row per combination of `keys`: mean, standard deviation and n of `y` over the repeats."""
+    """One row per combination of `keys`: mean, sample standard deviation, n and the half-width of
+    the Student-t 95 % confidence interval of the mean of `y` over the repeats (pmemlab.stats, the
+    rule of the sweep's summary CSV; ci95 is NaN for a single repeat). `loop_bound` is True where
+    any repeat was loop-bound (the engine's ceiling column; False where there is none)."""
     keys = [k for k in dict.fromkeys(keys) if k in df.columns]
+    columns = [*keys, "mean", "std", "n", "ci95", "loop_bound"]
     data = df[[*keys, y]].copy()
+    data["loop_bound"] = loop_bound_rows(df)
     data[y] = pd.to_numeric(data[y], errors="coerce")
     data = data.dropna(subset=[y])
     if data.empty:
-        return pd.DataFrame(columns=[*keys, "mean", "std", "n"])
-    if not keys:
-        return pd.DataFrame({"mean": [data[y].mean()], "std": [data[y].std()], "n": [len(data)]})
-    grouped = data.groupby(keys, sort=True, dropna=False)[y]
-    out = grouped.agg(["mean", "std", "count"]).reset_index().rename(columns={"count": "n"})
-    out["std"] = out["std"].fillna(0.0)
+        return pd.DataFrame(columns=columns)
+    rows = []
+    for key, grp in groups(data, keys):
+        s = summarize(grp[y].tolist())
+        rows.append([*key, s.mean, s.stddev if s.n > 1 else 0.0, s.n, s.ci95, bool(grp["loop_bound"].any())])
+    return pd.DataFrame(rows, columns=columns)
+
+
+def loop_bound_rows(df: pd.DataFrame) -> pd.Series:
+    """Per row: the engine's `loop_bound` flag (1/True: the bandwidth is within 2x of what the
+    measuring loop reaches on cache-resident data); False where the column is absent or empty."""
+    if "loop_bound" not in df:
+        return pd.Series(False, index=df.index)
+    text = df["loop_bound"].astype(str).str.strip().str.lower()
+    return text.isin(("1", "1.0", "true", "yes"))
+
+
+# --------------------------------------------------------------------------
+# latency distributions from the histograms (NAME.hist.csv)
+# --------------------------------------------------------------------------
+SPREAD = (0.05, 0.95)  # the whiskers of every latency figure: p5 .. p95 of the samples
+SPREAD_TEXT = "p5-p95"
+RUN_KEYS = ["source_csv", "point_key", "repeat"]
+
+
+def pooled_buckets(results: Results, runs: pd.DataFrame, keys: Sequence[str]) -> dict[tuple, pd.DataFrame]:
+    """Per combination of `keys` among the aggregate rows `runs`: the histogram of every sample of
+    those runs (all repeats pooled), one row per bucket in ascending order with lo_ns, hi_ns,
+    mid_ns (the module's midpoint: lo + (hi - lo) / 2 in whole TSC ticks) and count. The runs'
+    `thread = all` histogram (every latency-sampling thread: the probe under loaded latency),
+    else the sum of their threads'. Groups without a histogram are absent."""
+    hist = results.hist
+    if hist is None or hist.empty or runs.empty:
+        return {}
+    keys = list(keys)
+    hist = hist.copy()
+    hist["repeat"] = pd.to_numeric(hist["repeat"], errors="coerce")
+    hist["thread"] = hist["thread"].astype(str)
+    wanted = runs[list(dict.fromkeys([*RUN_KEYS, *keys]))].drop_duplicates(RUN_KEYS).copy()
+    wanted["repeat"] = pd.to_numeric(wanted["repeat"], errors="coerce")
+    merged = hist.merge(wanted, on=RUN_KEYS, how="inner")
+    if merged.empty:
+        return {}
+    is_all = merged["thread"] == "all"
+    has_all = is_all.groupby([merged[k] for k in RUN_KEYS]).transform("any")
+    merged = merged[is_all | ~has_all]
+    ticks = {"lo_ticks", "hi_ticks"} <= set(merged.columns)
+    bounds = ["lo_ns", "hi_ns", *(["lo_ticks", "hi_ticks"] if ticks else [])]
+    out: dict[tuple, pd.DataFrame] = {}
+    for key, grp in groups(merged, keys):
+        b = grp.groupby(bounds, sort=True)["count"].sum().reset_index()
+        b = b[b["count"] > 0].sort_values("lo_ns", kind="stable").reset_index(drop=True)
+        if ticks:
+            width = (b["hi_ticks"] - b["lo_ticks"]).astype("int64")
+            per_tick = (b["hi_ns"] - b["lo_ns"]) / width.where(width > 0, 1)
+            b["mid_ns"] = b["lo_ns"] + (width // 2) * per_tick
+        else:
+            b["mid_ns"] = (b["lo_ns"] + b["hi_ns"]) / 2
+        out[key] = b[["lo_ns", "hi_ns", "mid_ns", "count"]]
     return out
+
+
+def bucket_quantiles(buckets: pd.DataFrame, qs: Sequence[float], lo: float = -math.inf,
+                     hi: float = math.inf) -> list[float]:
+    """The module's percentile rule (kmod/core/hist.c, docs/method.md) on a histogram: the
+    midpoint of the bucket that holds rank ceil(n*q) (q in parts per million, as the module
+    counts), clamped to the exact minimum and maximum."""
+    n = int(buckets["count"].sum())
+    if n == 0:
+        return [math.nan for _ in qs]
+    cum = np.cumsum(buckets["count"].to_numpy(dtype=np.int64))
+    mids = buckets["mid_ns"].to_numpy(dtype=float)
+    out = []
+    for q in qs:
+        rank = max(1, (n * round(q * 1_000_000) + 999_999) // 1_000_000)
+        value = float(mids[min(int(np.searchsorted(cum, rank)), len(mids) - 1)])
+        out.append(min(max(value, lo), hi))
+    return out
+
+
+def latency_stats(results: Results, runs: pd.DataFrame, keys: Sequence[str]) -> pd.DataFrame:
+    """Per combination of `keys`: the median and the p5 / p25 / p75 / p95 of every latency sample of
+    the runs (repeats pooled, from the histogram), the sample count, the repeats, and the exact max.
+    Without a histogram: the mean over repeats of each run's median (lat_ns_p50) and no spread."""
+    keys = [k for k in dict.fromkeys(keys) if k in runs.columns]
+    columns = [*keys, "p50", "p5", "p25", "p75", "p95", "samples", "repeats", "max", "from_histogram"]
+    if runs.empty:
+        return pd.DataFrame(columns=columns)
+    buckets = pooled_buckets(results, runs, keys)
+    rows = []
+    for key, grp in groups(runs, keys):
+        lo = pd.to_numeric(grp.get("lat_ns_min"), errors="coerce").min() if "lat_ns_min" in grp else math.nan
+        hi = pd.to_numeric(grp.get("lat_ns_max"), errors="coerce").max() if "lat_ns_max" in grp else math.nan
+        repeats = len(grp.drop_duplicates(RUN_KEYS))
+        b = buckets.get(key)
+        if b is not None and b["count"].sum() > 0:
+            p50, p5, p25, p75, p95 = bucket_quantiles(b, (0.5, SPREAD[0], 0.25, 0.75, SPREAD[1]),
+                                                      lo if np.isfinite(lo) else -math.inf,
+                                                      hi if np.isfinite(hi) else math.inf)
+            rows.append([*key, p50, p5, p25, p75, p95, int(b["count"].sum()), repeats, hi, True])
+        else:
+            median = pd.to_numeric(grp.get("lat_ns_p50"), errors="coerce").mean() if "lat_ns_p50" in grp else math.nan
+            samples = pd.to_numeric(grp.get("lat_n"), errors="coerce").sum() if "lat_n" in grp else 0
+            rows.append([*key, median, math.nan, math.nan, math.nan, math.nan, int(samples or 0), repeats, hi, False])
+    return pd.DataFrame(rows, columns=columns)
+
+
+def count_text(n: float) -> str:
+    """20000 -> '20 k', 1500000 -> '1.5 M'."""
+    if not np.isfinite(n):
+        return "?"
+    for div, unit in ((1e6, " M"), (1e3, " k")):
+        if n >= div:
+            return f"{n / div:.3g}{unit}"
+    return f"{int(n)}"
+
+
+def repeats_text(counts: Iterable[int]) -> str:
+    """'2 repeats', '2-3 repeats', '1 repeat'."""
+    values = sorted({int(c) for c in counts if pd.notna(c)})
+    if not values:
+        return "no repeats"
+    span = str(values[0]) if len(values) == 1 else f"{values[0]}-{values[-1]}"
+    return f"{span} repeat{'s' if values[-1] != 1 else ''}"
 
 
 # --------------------------------------------------------------------------
@@ -178,8 +346,9 @@ def _unique(values: Iterable[Any]) -> list[str]:
     return [str(v) for v in dict.fromkeys(v for v in values if pd.notna(v) and str(v) != "")]
 
 
-def caption(results: Results) -> str:
-    """'target ... · machine ... · date ...': the run conditions the figure came from."""
+def caption(results: Results, extra: Sequence[str] = ()) -> str:
+    """'target ... · machine ... · date ...': the run conditions the figure came from, then what
+    the recipe adds (statistic, samples, what is missing, the papers' values drawn)."""
     rows = results.rows
     parts = [results.name]
     targets = []
@@ -205,6 +374,10 @@ def caption(results: Results) -> str:
     scale = _scale(results.sidecars)
     if scale:
         parts.append(f"scale: {scale}")
+    repeats = results.ok().groupby(["source_csv", "point_key"])["repeat"].nunique() if not results.ok().empty else []
+    if len(repeats):
+        parts.append(f"repeats: {repeats_text(repeats)} per point")
+    parts.extend(e for e in extra if e)
     return " · ".join(parts)
 
 

@@ -1,20 +1,33 @@
 """One recipe per experiment of configs/ (the sweep name picks it): the paper's figure from the
 sweep's rows. Every recipe takes the experiment's Results and returns a matplotlib Figure whose
-last text is the caption line (target, machine, date)."""
+caption line names the run conditions, the statistic drawn, the samples and repeats, what is
+missing and the papers' values drawn; a figure of emulated runs carries the mark (marks.py).
+
+The rules every recipe follows (docs/method.md, "Figures"): bandwidth is the mean over repeats
+with 95 % confidence-interval error bars on an axis from 0; latency is the median of the pooled
+samples with p5-p95 whiskers, on a linear axis unless the label says "log scale"; tails are a
+CCDF on a log axis; ticks sit at the swept values; heatmaps of one figure share one colour scale."""
 
 from __future__ import annotations
 
+import math
 from typing import Callable
 
 import numpy as np
 import pandas as pd
+from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from pmemlab.params import WRITE_OPS
-from pmemlab.plots.data import Results, caption, mean_over_repeats, size_label
+from pmemlab.plots.data import (
+    Results, bucket_quantiles, count_text, latency_stats, loop_bound_rows, mean_over_repeats, pooled_buckets,
+    repeats_text, size_label,
+)
+from pmemlab.plots.references import Reference, references, sources, withheld
 from pmemlab.plots.style import (
-    BW_LABEL, LAT_LABEL, add_caption, bytes_axis, grouped_bars, heatmap, integer_x, legend, log_y_if_wide,
-    new_figure, note, series,
+    BW_LABEL, LAT_LABEL, MEDIAN_LABEL, add_note, bytes_axis, cap_whiskers, data_ticks, draw_references, finish, heatmap,
+    hollow, integer_x, latency_bars, latency_series, legend, log_y, mark_loop_bound, new_figure, note, series,
+    shared_colorbar, shared_norm, spread_note, zero_based,
 )
 
 Recipe = Callable[[Results], Figure]
@@ -24,16 +37,47 @@ OP_LABEL = {"load": "Read (load)", "ntload": "Read (ntload)", "store": "Write (s
             "ntstore": "Write (ntstore)", "store+clwb": "Write (clwb)", "store+clflushopt": "Write (clflushopt)",
             "store+clflush": "Write (clflush)"}
 NO_DATA = "no successful runs in this CSV\n(see its status and error columns)"
+WIDE = 50.0  # medians spanning more than this factor get a log axis (said in the label)
 
 
 def op_label(op: object) -> str:
     return OP_LABEL.get(str(op), str(op))
 
 
-def _finish(fig: Figure, results: Results, title: str) -> Figure:
-    fig.suptitle(title, fontsize=10)
-    add_caption(fig, caption(results))
-    return fig
+class Notes:
+    """What a recipe adds to the caption: the statistic, the papers' values drawn and withheld,
+    the panels that are missing and why."""
+
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+        self.drawn: list[Reference] = []
+        self.withheld: dict[str, str] = {}
+
+    def add(self, text: str) -> None:
+        if text and text not in self.lines:
+            self.lines.append(text)
+
+    def refs(self, experiment: str, kind: str, dimms: int | None, target: str) -> list[Reference]:
+        """The paper values for one target; the ones withheld (another DIMM count) are named."""
+        refs = references(experiment, kind, dimms)
+        self.drawn.extend(r for r in refs if r not in self.drawn)
+        for ref in withheld(experiment, kind, dimms):
+            have = "unknown" if dimms is None else f"{dimms}"
+            self.withheld.setdefault(ref.source, f"{ref.dimms}-DIMM values of {ref.source} not drawn "
+                                                 f"({target} has {have} DIMM{'s' if dimms != 1 else ''})")
+        return refs
+
+    def caption(self) -> list[str]:
+        out = list(self.lines)
+        if self.drawn:
+            out.append("paper values (dashed lines, black bars): " + "; ".join(sources(self.drawn))
+                       + " (another machine: six 256 GB Optane DIMMs per socket)")
+        out.extend(self.withheld.values())
+        return out
+
+
+def _finish(fig: Figure, results: Results, title: str, notes: Notes | None = None) -> Figure:
+    return finish(fig, results, title, notes.caption() if notes else ())
 
 
 def _targets(df: pd.DataFrame) -> list[str]:
@@ -42,20 +86,42 @@ def _targets(df: pd.DataFrame) -> list[str]:
     return sorted(labels, key=lambda t: (not str(t).startswith(("DRAM", "dram")), str(t)))
 
 
-def _probe_latency(results: Results) -> pd.DataFrame:
-    """Aggregate rows with `probe_lat_ns`: the probe thread's mean latency (else the aggregate's)."""
-    agg = results.ok()
-    threads = results.threads()
-    if "thread_role" in threads and (threads["thread_role"] == "probe").any():
-        probe = threads[threads["thread_role"] == "probe"][["point_key", "repeat", "source_csv", "lat_ns_mean"]]
-        probe = probe.rename(columns={"lat_ns_mean": "probe_lat_ns"})
-        agg = agg.merge(probe, on=["point_key", "repeat", "source_csv"], how="left")
-    else:
-        agg["probe_lat_ns"] = np.nan
-    agg["probe_lat_ns"] = agg["probe_lat_ns"].fillna(agg.get("lat_ns_mean"))
-    return agg
+def target_kind(df: pd.DataFrame, label: object) -> str:
+    """'dram' for a DRAM target (module or user backend), 'pmem' for any other."""
+    rows = df[df["target_label"] == label] if "target_label" in df else df
+    kinds = set(rows.get("target_kind", pd.Series(dtype=str)).dropna().astype(str))
+    return "dram" if kinds and kinds <= {"dram", "user-dram"} else "pmem"
 
 
+def target_dimms(df: pd.DataFrame, label: object) -> int | None:
+    """The interleave ways of the target's region (ndctl), None when unknown or mixed."""
+    rows = df[df["target_label"] == label] if "target_label" in df else df
+    ways = pd.to_numeric(rows.get("target_interleave_ways", pd.Series(dtype=float)), errors="coerce").dropna()
+    return int(ways.iloc[0]) if len(ways) and ways.nunique() == 1 else None
+
+
+def dimm_text(df: pd.DataFrame, label: object) -> str:
+    if target_kind(df, label) == "dram":
+        return "DRAM"
+    ways = target_dimms(df, label)
+    if ways is None:
+        return "DIMMs unknown"
+    return "1 DIMM, non-interleaved" if ways == 1 else f"{ways} DIMMs interleaved"
+
+
+def series_colors(ax: Axes) -> dict[str, str]:
+    """Legend label -> colour of each error-bar series drawn on `ax`."""
+    return {c.get_label(): c.lines[0].get_color() for c in ax.containers if hasattr(c, "has_yerr")}
+
+
+def _wide(values: pd.Series) -> bool:
+    values = pd.to_numeric(values, errors="coerce").dropna()
+    values = values[values > 0]
+    return bool(len(values)) and values.max() / values.min() > WIDE
+
+
+# --------------------------------------------------------------------------
+# latency
 # --------------------------------------------------------------------------
 def _prefetch_state(df: pd.DataFrame) -> tuple[pd.DataFrame, str]:
     """The rows measured with prefetchers off where there are any (LATTester's setting), else
@@ -66,28 +132,33 @@ def _prefetch_state(df: pd.DataFrame) -> tuple[pd.DataFrame, str]:
 
 
 def idle_latency(results: Results) -> Figure:
-    """FAST'20 fig 2: mean latency (error bar: one standard deviation of the samples) of seq and
-    rand reads and of clwb and ntstore writes, one bar per target; one access per line, with the
-    prefetchers off where the sweep could switch them (the title says which)."""
+    """FAST'20 fig 2: median latency (whiskers p5-p95 of the samples) of seq and rand reads and of
+    clwb and ntstore writes, one bar per target; the REPORT's values as black bars. One access per
+    line, with the prefetchers off where the sweep could switch them (the title says which)."""
     df, prefetchers = _prefetch_state(results.ok())
-    fig, (ax,) = new_figure(1, width_per_panel=6.0)
+    notes = Notes()
+    fig, (ax,) = new_figure(1, width_per_panel=8.0)
+    ax.set_ylabel(MEDIAN_LABEL)
     if df.empty:
         note(ax, NO_DATA)
     else:
         df["access"] = [f"{'Read' if op in ('load', 'ntload') else 'Write'} ({_access_kind(op, pat)})"
                         for op, pat in zip(df["op"], df["pattern"])]
-        stats = mean_over_repeats(df, ["access", "target_label"], "lat_ns_mean")
-        spread = mean_over_repeats(df, ["access", "target_label"], "lat_ns_stddev")
-        stats = stats.merge(spread[["access", "target_label", "mean"]].rename(columns={"mean": "sample_std"}),
-                            on=["access", "target_label"], how="left")
-        stats["std"] = stats["sample_std"].fillna(stats["std"])
-        grouped_bars(ax, stats, "access", "target_label", list(dict.fromkeys(df["access"])), _targets(df))
-        log_y_if_wide(ax, stats)
-        legend(ax, "target")
-    ax.set_ylabel(LAT_LABEL)
+        stats = latency_stats(results, df, ["access", "target_label"])
+        targets = _targets(df)
+        where = latency_bars(ax, stats, "access", "target_label", list(dict.fromkeys(df["access"])), targets)
+        cap_whiskers(ax, stats, where, "access", "target_label")
+        for target in targets:
+            refs = [r for r in notes.refs("idle-latency", target_kind(df, target), target_dimms(df, target), target)
+                    if (r.series, target) in where]
+            draw_references(ax, refs, at=lambda r, t=target: where[(r.series, t)])
+        zero_based(ax)
+        add_note(ax, spread_note(stats))
+        notes.add(spread_note(stats))
+        legend(ax, "target", outside=True)
     ax.set_xlabel("Access")
     return _finish(fig, results, f"Idle latency of 8 B accesses, one per line, {prefetchers} "
-                   "(error bars: 1 std of the samples)")
+                   "(median, whiskers p5-p95)", notes)
 
 
 def _access_kind(op: str, pattern: str) -> str:
@@ -106,10 +177,11 @@ def instr_category(access_size: object, op: object) -> str:
 
 
 def instr_latency(results: Results) -> Figure:
-    """REPORT fig 8: median latency per Size_Type (access size x L LN SF SN SO SW), a bar per
-    target (DRAM, the DRAM-emulated namespace, pmem), one panel per pattern; a log axis when the
-    values span more than 50x (one slow outlier would hide every other bar)."""
+    """REPORT fig 8: median latency per Size_Type (access size x L LN SF SN SO SW), whiskers
+    p5-p95, a bar per target (DRAM, the DRAM-emulated namespace, pmem), one panel per pattern;
+    a log axis (said in the label) when the medians span more than 50x."""
     df = results.ok()
+    notes = Notes()
     patterns = [p for p in ("seq", "rand") if not df.empty and (df["pattern"] == p).any()]
     fig, axes = new_figure(1, rows=max(len(patterns), 1), width_per_panel=10.0, height=3.2, sharey=True)
     if not patterns:
@@ -119,66 +191,133 @@ def instr_latency(results: Results) -> Figure:
     for ax, pattern in zip(axes, patterns):
         sub = df[df["pattern"] == pattern]
         sub = sub.assign(size_type=[instr_category(a, o) for a, o in zip(sub["access_size"], sub["op"])])
-        stats = mean_over_repeats(sub, ["size_type", "target_label"], "lat_ns_p50")
+        stats = latency_stats(results, sub, ["size_type", "target_label"])
         ops = [op for op in INSTR_ORDER if op in set(sub["op"])]
         categories = [instr_category(a, op) for a in sorted(set(sub["access_size"])) for op in ops]
         categories = [c for c in categories if c in set(sub["size_type"])]
-        grouped_bars(ax, stats, "size_type", "target_label", categories, [t for t in targets if t in set(sub["target_label"])])
+        where = latency_bars(ax, stats, "size_type", "target_label", categories,
+                             [t for t in targets if t in set(sub["target_label"])])
         ax.tick_params(axis="x", labelrotation=60, labelsize=7)
         ax.set_title(pattern, fontsize=9)
         ax.set_xlabel("Size_Type (L load, LN ntload, SF store+clflush, SN ntstore, SO store+clflushopt, SW store+clwb)")
-        ax.set_ylabel("Median latency (ns)")
-        legend(ax, "target")
-        every.append(stats)
+        ax.set_ylabel(MEDIAN_LABEL)
+        every.append((ax, stats, where))
     if every:
-        log_y_if_wide(axes[0], pd.concat(every, ignore_index=True))
-    return _finish(fig, results, "Memory instruction latency (median)")
+        stats = pd.concat([e[1] for e in every], ignore_index=True)
+        for ax, own, where in every:
+            if _wide(stats["p50"]):
+                log_y(ax)
+            else:
+                zero_based(ax)
+                cap_whiskers(ax, own, where, "size_type", "target_label", scope=stats)
+            add_note(ax, spread_note(stats))
+            legend(ax, "target", outside=True)
+        notes.add(spread_note(stats))
+    return _finish(fig, results, "Memory instruction latency (median, whiskers p5-p95)", notes)
+
+
+TAIL_QUANTILES = ((0.999, "99.9th"), (0.9999, "99.99th"))
+FEW_ABOVE = 10  # a percentile with fewer samples above it than this is drawn hollow
+THIN_GID = "pmemlab-few-samples"
+PAPER_TAIL_SAMPLES = 20_000_000  # FAST'20 §3.3: "use a single thread to issue 20 million 64-byte writes"
 
 
 def tail_latency(results: Results) -> Figure:
-    """FAST'20 fig 3: 99.9th, 99.99th percentile and max latency vs hotspot size (log-log), and
-    the latency CDF per hotspot size from the histogram."""
+    """FAST'20 fig 3: 99.9th, 99.99th percentile (of every sample at a hotspot size, repeats
+    pooled) and the exact max vs hotspot size, log-log; and the CCDF per hotspot size on a log
+    axis (the tail is the point). Percentiles with fewer than 10 samples above them are hollow."""
     df = results.ok()
-    fig, (left, right) = new_figure(2, width_per_panel=5.0)
+    notes = Notes()
+    fig, (left, right) = new_figure(2, width_per_panel=6.2)
     if df.empty:
         note(left, NO_DATA)
-    for column, label in (("lat_ns_p999", "99.9th"), ("lat_ns_p9999", "99.99th"), ("lat_ns_max", "max")):
-        if column in df and df[column].notna().any():
-            series(left, df, "hotspot_size", column, prefix=label)
-    bytes_axis(left)
+    buckets = pooled_buckets(results, df, ["hotspot_size"]) if not df.empty else {}
+    sizes = sorted(set(df["hotspot_size"])) if not df.empty else []
+    samples: list[int] = []
+    for q, name in TAIL_QUANTILES:
+        xs, ys, thin = [], [], []
+        for size in sizes:
+            b = buckets.get((size,))
+            if b is None:
+                continue
+            rows = df[df["hotspot_size"] == size]
+            lo, hi = rows["lat_ns_min"].min(), rows["lat_ns_max"].max()
+            xs.append(size)
+            ys.append(bucket_quantiles(b, [q], lo, hi)[0])
+            thin.append(b["count"].sum() * (1 - q) < FEW_ABOVE)
+        if xs:
+            line = left.errorbar(xs, ys, marker="o", markersize=4, capsize=0, label=name)
+            hollow(left, xs, ys, thin, line.lines[0].get_color(),
+                   f"hollow: fewer than {FEW_ABOVE} samples above the percentile", THIN_GID)
+    if sizes:
+        peak = df.groupby("hotspot_size")["lat_ns_max"].max()
+        left.errorbar(list(peak.index), list(peak.values), marker="s", markersize=4, label="max")
+        samples = [int(buckets[(s,)]["count"].sum()) for s in sizes if (s,) in buckets]
     left.set_yscale("log")
+    bytes_axis(left, sizes)
     left.set_xlabel("Hotspot size")
-    left.set_ylabel(LAT_LABEL)
+    left.set_ylabel(f"{LAT_LABEL[:-1]}, log scale)")
     left.set_title("Tail latency vs hotspot size", fontsize=9)
-    legend(left, "percentile")
-    _latency_cdf(right, results)
-    return _finish(fig, results, "Tail latency of 64 B writes into a hotspot")
+    kind = target_kind(df, _targets(df)[0]) if not df.empty else "pmem"
+    refs = notes.refs("tail-latency", kind, None, "the target")
+    draw_references(left, [r for r in refs if r.series == "max"], color_of=lambda r: "#b00020")
+    if samples:
+        few = round(min(samples) * (1 - TAIL_QUANTILES[1][0]))
+        notes.add(f"percentiles from {count_text(min(samples))}"
+                  + (f"-{count_text(max(samples))}" if max(samples) != min(samples) else "")
+                  + f" samples per hotspot size ({repeats_text(df.groupby('hotspot_size')['repeat'].nunique())}"
+                  f" pooled): p99.99 rests on {few} sample{'s' if few != 1 else ''} above it; FAST'20 issued "
+                  f"{count_text(PAPER_TAIL_SAMPLES)} writes per size ({count_text(PAPER_TAIL_SAMPLES * 1e-4)} above)")
+        notes.add("max: exact, the largest over repeats")
+    legend(left, "percentile", outside=True)
+    _latency_ccdf(right, results, df, buckets)
+    draw_references(right, [r for r in refs if r.series == "ccdf"], color_of=lambda r: "#b00020")
+    legend(right, "hotspot", outside=True)
+    return _finish(fig, results, "Tail latency of 64 B writes into a hotspot", notes)
 
 
-def _latency_cdf(ax, results: Results) -> None:
-    hist = results.hist
-    ax.set_xlabel(LAT_LABEL)
-    ax.set_ylabel("CDF (fraction of accesses)")
-    ax.set_title("Latency CDF per hotspot size", fontsize=9)
+def _latency_ccdf(ax: Axes, results: Results, df: pd.DataFrame, buckets: dict) -> None:
+    """P(latency > x) per hotspot size from the pooled histogram: a step per bucket, down to one
+    sample in n (the log axis cannot show the zero past the maximum)."""
+    ax.set_xlabel(f"{LAT_LABEL[:-1]}, log scale)")
+    ax.set_ylabel("P(latency > x), log scale")
+    ax.set_title("Latency CCDF per hotspot size", fontsize=9)
     ax.set_xscale("log")
-    if hist is None or hist.empty:
+    ax.set_yscale("log")
+    if not buckets:
         note(ax, "no latency histogram (NAME.hist.csv) next to the CSV")
         return
-    agg = results.ok()[["point_key", "hotspot_size", "source_csv"]].drop_duplicates(["point_key", "source_csv"])
-    merged = hist[hist["thread"].astype(str) == "all"].merge(agg, on=["point_key", "source_csv"], how="inner")
-    if merged.empty:
-        merged = hist.merge(agg, on=["point_key", "source_csv"], how="inner")
-    for size, grp in merged.groupby("hotspot_size", sort=True):
-        buckets = grp.groupby("hi_ns", sort=True)["count"].sum()
-        cdf = buckets.cumsum() / buckets.sum()
-        ax.step(buckets.index, cdf.values, where="post", label=size_label(size))
-    ax.set_ylim(0, 1.02)
-    legend(ax, "hotspot")
+    floor = 1.0
+    for (size,), b in sorted(buckets.items()):
+        n = int(b["count"].sum())
+        ccdf = (n - np.cumsum(b["count"].to_numpy(dtype=np.int64))) / n  # exact zero past the maximum
+        xs = [float(b["lo_ns"].iloc[0]), *b["hi_ns"]]
+        ys = [1.0, *ccdf]
+        keep = [i for i, y in enumerate(ys) if y > 0]
+        # the last step (one sample above) runs on to the maximum, where the CCDF falls to 0
+        ax.step([*(xs[i] for i in keep), xs[-1]], [*(ys[i] for i in keep), ys[keep[-1]]], where="post",
+                label=size_label(size))
+        floor = min(floor, 1.0 / n)
+    ax.set_ylim(floor / 2, 1.5)
+    add_note(ax, "lowest step: one sample in n")
+
+
+# --------------------------------------------------------------------------
+# bandwidth
+# --------------------------------------------------------------------------
+def _bandwidth_refs(ax: Axes, notes: Notes, experiment: str, df: pd.DataFrame, target: object) -> None:
+    """The paper values of `experiment` for `target`, each in the colour of its op's series."""
+    refs = notes.refs(experiment, target_kind(df, target), target_dimms(df, target), str(target))
+    colors = series_colors(ax)
+    draw_references(ax, refs, color_of=lambda r: next((c for lab, c in colors.items()
+                                                        if lab.startswith(op_label(r.series))), None))
 
 
 def bw_threads(results: Results) -> Figure:
-    """FAST'20 fig 4: bandwidth vs threads per op, one panel per target (own vertical scale)."""
+    """FAST'20 fig 4: bandwidth vs threads per op, one panel per target (DRAM, a single DIMM,
+    interleaved DIMMs; each its own vertical scale); the caption names the panels not run."""
     df = results.ok()
+    notes = Notes()
     targets = _targets(df) if not df.empty else ["target"]
     fig, axes = new_figure(len(targets))
     for ax, target in zip(axes, targets):
@@ -187,12 +326,34 @@ def bw_threads(results: Results) -> Figure:
             note(ax, NO_DATA)
         else:
             series(ax, sub, "threads", "bw_gbps", "op", label_of=op_label)
-        ax.set_title(str(target), fontsize=9)
+            _bandwidth_refs(ax, notes, "bw-threads", df, target)
+            zero_based(ax)
+        ax.set_title(f"{target} · {dimm_text(df, target)}" if not df.empty else str(target), fontsize=9)
         integer_x(ax, sub["threads"] if not sub.empty else None)
         ax.set_xlabel("Threads")
         ax.set_ylabel(BW_LABEL)
         legend(ax)
-    return _finish(fig, results, "Bandwidth vs thread count (sequential 256 B)")
+    if not df.empty:
+        notes.add(_missing_panels(df, targets))
+    return _finish(fig, results, "Bandwidth vs thread count (sequential 256 B)", notes)
+
+
+def _missing_panels(df: pd.DataFrame, targets: list[str]) -> str:
+    """FAST'20 fig 4 has three panels (DRAM, one DIMM, six interleaved DIMMs): which are not here."""
+    kinds = {t: (target_kind(df, t), target_dimms(df, t)) for t in targets}
+    have_dram = any(k == "dram" for k, _ in kinds.values())
+    pmem_ways = [w for k, w in kinds.values() if k == "pmem"]
+    missing = []
+    if not have_dram:
+        missing.append("DRAM (no DRAM target)")
+    if 1 not in pmem_ways:
+        missing.append("single-DIMM pmem (no non-interleaved namespace among the targets)")
+    if not any(w is not None and w > 1 for w in pmem_ways):
+        have = ", ".join(f"{t}: {'unknown' if w is None else w} DIMM{'s' if w != 1 else ''}"
+                         for t, (k, w) in kinds.items() if k == "pmem")
+        missing.append("interleaved pmem (no interleaved namespace among the targets"
+                       + (f"; {have}" if have else "") + "; add one under [sweep.targets])")
+    return ("missing panels of FAST'20 fig 4: " + "; ".join(missing)) if missing else ""
 
 
 def _best_threads(df: pd.DataFrame) -> dict[str, int]:
@@ -205,54 +366,83 @@ def _best_threads(df: pd.DataFrame) -> dict[str, int]:
 def bw_size(results: Results) -> Figure:
     """FAST'20 fig 5: random-access bandwidth vs access size, each op at its best thread count
     (the legend gives it), one panel per target (top row); below, per target a row of heatmaps
-    threads x access size, one per op."""
+    threads x access size, one per op, all on one colour scale (one colour bar)."""
     df = results.ok()
+    notes = Notes()
     targets = _targets(df) if not df.empty else ["target"]
     ops = [op for op in OP_LABEL if not df.empty and op in set(df["op"])]
-    columns = max(len(targets), len(ops), 1)
-    fig, axes = new_figure(columns, rows=1 + len(targets), width_per_panel=4.4, height=3.2)
-    for extra in axes[len(targets):columns]:
-        extra.remove()
+    heat_cols = max(len(ops), 1)
+    cols = math.lcm(len(targets), heat_cols)
+    fig = Figure(figsize=(max(4.6 * max(len(targets), heat_cols), 5.0) + 0.6, 3.3 * (1 + len(targets)) + 0.7))
+    grid = fig.add_gridspec(1 + len(targets), cols + 1, width_ratios=[1] * cols + [0.05 * cols])
+    span, hspan = cols // len(targets), cols // heat_cols
+    sizes = sorted(set(df["access_size"])) if not df.empty else []
+    norm = shared_norm([df[(df["target_label"] == t) & (df["op"] == op)] for t in targets for op in ops],
+                       ["threads", "access_size"], "bw_gbps") if not df.empty else None
+    heat_axes = []
     for i, target in enumerate(targets):
-        ax, heat_axes = axes[i], axes[columns * (1 + i):columns * (2 + i)]
+        ax = fig.add_subplot(grid[0, i * span:(i + 1) * span])
         sub = df[df["target_label"] == target] if not df.empty else df
+        ax.set_xlabel("Access size")
+        ax.set_ylabel(BW_LABEL)
         if sub.empty:
             note(ax, NO_DATA)
-            for heat_ax in heat_axes:
-                heat_ax.remove()
             continue
         best = _best_threads(sub)
         chosen = sub[[best.get(op) == t for op, t in zip(sub["op"], sub["threads"])]]
         series(ax, chosen, "access_size", "bw_gbps", "op", label_of=lambda op: f"{op_label(op)} ({best[op]} thr)",
                order=ops)
-        bytes_axis(ax)
+        bytes_axis(ax, sizes)
+        _bandwidth_refs(ax, notes, "bw-size", df, target)
+        zero_based(ax)
         ax.set_title(f"{target} · threads " + "/".join(str(best[o]) for o in ops if o in best), fontsize=9)
-        ax.set_xlabel("Access size")
-        ax.set_ylabel(BW_LABEL)
         legend(ax)
-        for j, heat_ax in enumerate(heat_axes):
-            if j >= len(ops) or not (sub["op"] == ops[j]).any():
-                heat_ax.remove()
+        for j, op in enumerate(ops):
+            heat_ax = fig.add_subplot(grid[1 + i, j * hspan:(j + 1) * hspan])
+            cell = sub[sub["op"] == op]
+            if cell.empty:
+                note(heat_ax, f"{op_label(op)}: not run on {target}")
+                heat_ax.set_xticks([])
+                heat_ax.set_yticks([])
                 continue
-            heatmap(heat_ax, sub[sub["op"] == ops[j]], "access_size", "threads", "bw_gbps", fig,
-                    x_label=size_label, colorbar_label=BW_LABEL)
-            heat_ax.set_title(f"{target} · {op_label(ops[j])}: threads x access size", fontsize=8)
+            heatmap(heat_ax, cell, "access_size", "threads", "bw_gbps", norm, x_label=size_label)
+            heat_ax.set_title(f"{target} · {op_label(op)}: threads x access size", fontsize=8)
             heat_ax.set_xlabel("Access size")
             heat_ax.set_ylabel("Threads")
-    return _finish(fig, results, "Bandwidth vs access size (random)")
+            heat_axes.append(heat_ax)
+    if heat_axes and norm is not None:
+        shared_colorbar(fig, fig.add_subplot(grid[1:, cols]), norm, f"{BW_LABEL}, mean over repeats")
+        notes.add("heatmaps: one colour scale for every target and op")
+    return _finish(fig, results, "Bandwidth vs access size (random)", notes)
 
 
-def _latency_vs_bandwidth(ax, df: pd.DataFrame, hue: str, label_of: Callable[[object], str] = str) -> None:
-    """One curve per `hue`: probe latency against achieved bandwidth, ordered by injected delay."""
+def _latency_vs_bandwidth(ax: Axes, results: Results, df: pd.DataFrame, hue: str,
+                          label_of: Callable[[object], str] = str) -> pd.DataFrame:
+    """One curve per `hue`: the probe's median latency (whiskers p5-p95; under load the runs'
+    histogram holds the probe's samples only) against the achieved bandwidth (mean, 95 % CI over
+    repeats), ordered by injected delay."""
+    every = []
     for value, grp in df.groupby(hue, sort=True):
         bw = mean_over_repeats(grp, ["delay_ticks"], "bw_gbps")
-        lat = mean_over_repeats(grp, ["delay_ticks"], "probe_lat_ns")
-        curve = bw.merge(lat, on="delay_ticks", suffixes=("_bw", "_lat")).sort_values("delay_ticks", ascending=False)
-        ax.errorbar(curve["mean_bw"], curve["mean_lat"], xerr=curve["std_bw"], yerr=curve["std_lat"],
-                    marker="o", markersize=4, capsize=2.5, label=label_of(value))
+        lat = latency_stats(results, grp, ["delay_ticks"])
+        curve = bw.merge(lat, on="delay_ticks").sort_values("delay_ticks", ascending=False)
+        has_ci = (curve["n"] > 1).any()
+        yerr = [np.clip(curve["p50"] - curve["p5"], 0, None), np.clip(curve["p95"] - curve["p50"], 0, None)] \
+            if curve["from_histogram"].any() else None
+        line = ax.errorbar(curve["mean"], curve["p50"], xerr=curve["ci95"] if has_ci else None, yerr=yerr,
+                           marker="o", markersize=4, capsize=2.5, label=label_of(value))
+        mark_loop_bound(ax, curve["mean"], curve["p50"], curve["loop_bound"], line.lines[0].get_color())
+        every.append(curve)
     ax.set_xlabel(BW_LABEL)
-    ax.set_ylabel(LAT_LABEL)
-    ax.set_yscale("log")
+    ax.set_ylabel(f"Probe {MEDIAN_LABEL.lower()}")
+    log_y(ax)
+    ax.set_xlim(left=0)
+    stats = pd.concat(every, ignore_index=True) if every else pd.DataFrame()
+    if not stats.empty:
+        add_note(ax, "x: mean bandwidth, " + ("95 % CI over " + repeats_text(stats["n"]) if (stats["n"] > 1).any()
+                                               else "1 repeat: no error bars"))
+        add_note(ax, "y: " + spread_note(stats))
+    return stats
 
 
 def _delay_range(df: pd.DataFrame) -> str:
@@ -284,51 +474,69 @@ def _where(results: Results, df: pd.DataFrame) -> dict[str, str]:
 def emulation(results: Results) -> Figure:
     """FAST'20 fig 6 (left): loaded write latency vs bandwidth, one curve per target (the legend
     adds the measured nodes where threads and target sit on different nodes)."""
-    df = _probe_latency(results)
+    df = results.ok()
+    notes = Notes()
     fig, (ax,) = new_figure(1, width_per_panel=6.0)
     if df.empty:
         note(ax, NO_DATA)
+        ax.set_xlabel(BW_LABEL)
+        ax.set_ylabel(f"Probe {MEDIAN_LABEL.lower()}")
     else:
         where = _where(results, df)
-        _latency_vs_bandwidth(ax, df, "target_label", label_of=lambda t: f"{t}{where.get(str(t), '')}")
+        stats = _latency_vs_bandwidth(ax, results, df, "target_label", label_of=lambda t: f"{t}{where.get(str(t), '')}")
         ax.set_title(_delay_range(df), fontsize=9)
-    ax.set_xlabel(BW_LABEL)
-    ax.set_ylabel(LAT_LABEL)
+        notes.add("probe latency: " + spread_note(stats))
     legend(ax, "target")
-    return _finish(fig, results, "Write latency vs bandwidth: pmem, DRAM and emulation")
+    return _finish(fig, results, "Write latency vs bandwidth: pmem, DRAM and emulation", notes)
+
+
+def _workload(op: object, pattern: object) -> str:
+    return f"{op_label(op)} {pattern}"
 
 
 def loaded_latency(results: Results) -> Figure:
-    """REPORT fig 14: probe latency vs achieved bandwidth under injected load, a curve per op and
-    pattern, one panel per target."""
-    df = _probe_latency(results)
+    """REPORT fig 14: probe latency (median, whiskers p5-p95) vs achieved bandwidth under injected
+    load, a curve per op and pattern, one panel per target; where the REPORT's bandwidth tops
+    out, as dashed lines."""
+    df = results.ok()
+    notes = Notes()
     targets = _targets(df) if not df.empty else ["target"]
     fig, axes = new_figure(len(targets))
+    every = []
     for ax, target in zip(axes, targets):
         sub = df[df["target_label"] == target] if not df.empty else df
         if sub.empty:
             note(ax, NO_DATA)
+            ax.set_xlabel(BW_LABEL)
+            ax.set_ylabel(f"Probe {MEDIAN_LABEL.lower()}")
         else:
             # an op list is the probe's load, then the loaders' op: the curve is named by the load
-            sub = sub.assign(workload=[f"{op_label(str(o).split(',')[-1])} {p}"
-                                       for o, p in zip(sub["op"], sub["pattern"])])
-            _latency_vs_bandwidth(ax, sub, "workload")
+            sub = sub.assign(workload=[_workload(str(o).split(",")[-1], p) for o, p in zip(sub["op"], sub["pattern"])])
+            every.append(_latency_vs_bandwidth(ax, results, sub, "workload"))
+            refs = notes.refs("loaded-latency", target_kind(df, target), target_dimms(df, target), str(target))
+            colors = series_colors(ax)
+            draw_references(ax, refs, color_of=lambda r: colors.get(_workload(*r.series.split(" ", 1))))
         delays = _delay_range(sub)
         ax.set_title(f"{target} · {delays}" if delays else str(target), fontsize=9)
-        ax.set_xlabel(BW_LABEL)
-        ax.set_ylabel(LAT_LABEL)
         legend(ax)
-    return _finish(fig, results, "Performance under load: latency vs bandwidth")
+    if every:
+        notes.add("probe latency: " + spread_note(pd.concat(every, ignore_index=True)))
+    return _finish(fig, results, "Performance under load: latency vs bandwidth", notes)
 
 
 def ewr(results: Results) -> Figure:
-    """FAST'20 fig 8: EWR against bandwidth over every point of the sweep."""
+    """FAST'20 fig 8: EWR against bandwidth over every run of the sweep."""
     df = results.ok()
     fig, (ax,) = new_figure(1, width_per_panel=5.5)
     has_ewr = "ewr" in df and pd.to_numeric(df["ewr"], errors="coerce").notna().any()
     if has_ewr:
+        df["loop_bound_run"] = loop_bound_rows(df)
         for op, grp in df.groupby("op"):
-            ax.scatter(pd.to_numeric(grp["ewr"], errors="coerce"), grp["bw_gbps"], s=12, label=op_label(op))
+            points = ax.scatter(pd.to_numeric(grp["ewr"], errors="coerce"), grp["bw_gbps"], s=12, label=op_label(op))
+            mark_loop_bound(ax, pd.to_numeric(grp["ewr"], errors="coerce"), grp["bw_gbps"], grp["loop_bound_run"],
+                            points.get_facecolor()[0])
+        zero_based(ax)
+        add_note(ax, "one point per run")
     else:
         note(ax, "EWR unavailable: no Optane media counters (ipmctl) on this machine;\n"
                  "the ewr column is empty (see the sidecar's notes)")
@@ -344,60 +552,82 @@ def xpbuffer(results: Results) -> Figure:
     fig, (ax,) = new_figure(1, width_per_panel=5.5)
     if df.empty:
         note(ax, NO_DATA)
+        ax.set_ylabel("Effective write ratio")
     else:
         df["xplines"] = df["working_set"] // 256
         has_ewr = "ewr" in df and pd.to_numeric(df["ewr"], errors="coerce").notna().any()
         y = "ewr" if has_ewr else "bw_gbps"
         series(ax, df, "xplines", y, "op", label_of=op_label)
         ax.set_ylabel("Effective write ratio" if has_ewr else f"{BW_LABEL} (EWR proxy: no media counters)")
-    if df.empty:
-        ax.set_ylabel("Effective write ratio")
     ax.set_xscale("log", base=2)
+    if not df.empty:
+        data_ticks(ax, df["xplines"], lambda v: f"{v:g}")
+        zero_based(ax)
     ax.set_xlabel("Region size N (256 B XPLines)")
     legend(ax)
     return _finish(fig, results, "Inferring the XPBuffer capacity (half-line writes)")
 
 
 def flush_instr(results: Results) -> Figure:
-    """FAST'20 fig 12: bandwidth (left) and latency (right) vs access size per instruction sequence."""
+    """FAST'20 fig 12: bandwidth (left, mean with 95 % CI) and latency (right, median with
+    whiskers p5-p95) vs access size per instruction sequence."""
     df = results.ok()
+    notes = Notes()
     fig, (bw_ax, lat_ax) = new_figure(2)
-    for ax, mode, y, label in ((bw_ax, "bandwidth", "bw_gbps", BW_LABEL), (lat_ax, "latency", "lat_ns_mean", LAT_LABEL)):
+    kind = target_kind(df, _targets(df)[0]) if not df.empty else "pmem"
+    refs = notes.refs("flush-instr", kind, None, "the target")
+    for ax, mode in ((bw_ax, "bandwidth"), (lat_ax, "latency")):
         sub = df[df["mode"] == mode] if not df.empty else df
+        bytes_axis(ax, sorted(set(sub["access_size"])) if not sub.empty else None)
+        ax.set_xlabel("Access size")
         if sub.empty:
             note(ax, NO_DATA)
+            continue
+        threads = ", ".join(str(t) for t in sorted(set(sub["threads"])))
+        ax.set_title(f"{mode} ({threads} thread{'s' if threads != '1' else ''})", fontsize=9)
+        if mode == "bandwidth":
+            series(ax, sub, "access_size", "bw_gbps", "op", label_of=lambda op: f"{op_label(op)} + sfence")
         else:
-            threads = ", ".join(str(t) for t in sorted(set(sub["threads"])))
-            series(ax, sub, "access_size", y, "op", label_of=lambda op: f"{op_label(op)} + sfence")
-            ax.set_title(f"{mode} ({threads} thread{'s' if threads != '1' else ''})", fontsize=9)
-        bytes_axis(ax)
-        ax.set_xlabel("Access size")
-        ax.set_ylabel(label)
+            stats = latency_stats(results, sub, ["op", "access_size"])
+            for op, grp in stats.groupby("op", sort=True):
+                latency_series(ax, grp, "access_size", f"{op_label(op)} + sfence")
+            add_note(ax, spread_note(stats))
+            notes.add("latency: " + spread_note(stats))
+            ax.set_ylabel(MEDIAN_LABEL)
+            log_y(ax)
+        draw_references(ax, [r for r in refs if r.series == mode])
+    bw_ax.set_ylabel(BW_LABEL)
+    zero_based(bw_ax)
+    lat_ax.set_ylabel(lat_ax.get_ylabel() or MEDIAN_LABEL)
+    for ax in (bw_ax, lat_ax):
         legend(ax)
-    lat_ax.set_yscale("log")
-    return _finish(fig, results, "Performance of persistence instructions")
+    return _finish(fig, results, "Performance of persistence instructions", notes)
 
 
 def sfence_interval(results: Results) -> Figure:
     """FAST'20 fig 13: bandwidth vs write size, clwb per line vs after the whole write."""
     df = results.ok()
+    notes = Notes()
     fig, (ax,) = new_figure(1, width_per_panel=6.0)
     names = {"line": "clwb every 64 B line", "access": "clwb after the write"}
+    bytes_axis(ax, sorted(set(df["access_size"])) if not df.empty else None)
     if df.empty:
         note(ax, NO_DATA)
     else:
         series(ax, df, "access_size", "bw_gbps", "flush", label_of=lambda f: names.get(str(f), str(f)))
-    bytes_axis(ax)
+        draw_references(ax, notes.refs("sfence-interval", target_kind(df, _targets(df)[0]), None, "the target"))
+        zero_based(ax)
     ax.set_xlabel("Write size between sfences")
     ax.set_ylabel(BW_LABEL)
     legend(ax, "flush")
-    return _finish(fig, results, "Bandwidth vs sfence interval (1 thread, sequential)")
+    return _finish(fig, results, "Bandwidth vs sfence interval (1 thread, sequential)", notes)
 
 
 def imc_contention(results: Results) -> Figure:
     """FAST'20 fig 15: per-DIMM bandwidth vs DIMMs per thread; and bandwidth vs random access size
     around the interleave size over the whole interleave set."""
     df = results.ok()
+    notes = Notes()
     fig, (left, right) = new_figure(2)
     per_dimm = df[df["placement"] == "per-dimm"].copy() if not df.empty else df
     if per_dimm.empty:
@@ -406,22 +636,29 @@ def imc_contention(results: Results) -> Figure:
         per_dimm["bw_per_dimm"] = per_dimm["bw_gbps"] / per_dimm["interleave_ways"]
         series(left, per_dimm, "dimms_per_thread", "bw_per_dimm", "op",
                label_of=lambda op: f"{op_label(op)} ({_threads_of(per_dimm, op)} thr)")
+        zero_based(left)
     integer_x(left, per_dimm["dimms_per_thread"] if not per_dimm.empty else None)
     left.set_xlabel("DIMMs per thread (N)")
     left.set_ylabel("Bandwidth per DIMM (GB/s)")
     legend(left)
     spread = df[df["placement"] == "global"] if not df.empty else df
+    bytes_axis(right, sorted(set(spread["access_size"])) if not spread.empty else None)
     if spread.empty:
         note(right, NO_DATA)
     else:
         series(right, spread, "access_size", "bw_gbps", "op", label_of=op_label)
-        for gran in sorted(set(spread["interleave_gran"].dropna())):
+        grans = sorted(set(spread["interleave_gran"].dropna()))
+        for gran in grans:
             right.axvline(gran, color="0.6", linestyle=":", linewidth=1)
-    bytes_axis(right, ticks=sorted(set(spread["access_size"])) if not spread.empty else None)
+        ways = sorted(set(spread["interleave_ways"].dropna()))
+        geometry = int(ways[0]) if len(ways) == 1 and grans == [4096] else None
+        draw_references(right, notes.refs("imc-contention", "pmem", geometry, "this geometry"))
+        zero_based(right)
+        add_note(right, "dotted: interleave granularity")
     right.set_xlabel("Access size (random, all DIMMs)")
     right.set_ylabel(BW_LABEL)
     legend(right)
-    return _finish(fig, results, "iMC contention on interleaved DIMMs")
+    return _finish(fig, results, "iMC contention on interleaved DIMMs", notes)
 
 
 def _threads_of(df: pd.DataFrame, op: str) -> str:
@@ -439,11 +676,12 @@ def numa_mix(results: Results) -> Figure:
         df["read_share"] = [100 if op in ("load", "ntload") else int(rp) for op, rp in zip(df["op"], df["read_pct"])]
         df["curve"] = numa_curves(results, df)
         series(ax, df, "read_share", "bw_gbps", "curve")
+        data_ticks(ax, df["read_share"], lambda v: f"{v:g}")
+        zero_based(ax)
     skipped = results.rows[results.rows["status"] == "skipped"]
     if not skipped.empty:
         ax.annotate(f"{skipped['point_key'].nunique()} points skipped (e.g. {skipped['error'].iloc[0]})",
                     (0.01, 0.01), xycoords="axes fraction", fontsize=6, color="0.4")
-    ax.set_xticks([0, 25, 50, 75, 100])
     ax.set_xlabel("Loads within each thread (%)")
     ax.set_ylabel(BW_LABEL)
     legend(ax)
@@ -505,18 +743,22 @@ def mixed_threads(results: Results) -> Figure:
         right.set_title(f"{'/'.join(map(str, total))} threads: k readers", fontsize=9)
         integer_x(left, ratio["threads"])
         integer_x(right, split["readers"])
+        zero_based(left)
+        zero_based(right)
     missing = _ratios_not_run(results)
+    notes = Notes()
     if missing:
         note_lines = [f"not run: {name} ({why})" for name, why in missing.items()]
         left.annotate("\n".join(note_lines), (0.01, 0.01), xycoords="axes fraction", fontsize=6, color="0.4",
                       va="bottom")
+        notes.add("missing curves of REPORT fig 12: " + "; ".join(f"{n} ({w})" for n, w in missing.items()))
     left.set_title("fixed reader:writer ratios", fontsize=9)
     left.set_xlabel("Threads")
     right.set_xlabel("Reader threads k (the others write)")
     for ax in (left, right):
         ax.set_ylabel(BW_LABEL)
         legend(ax)
-    return _finish(fig, results, "Bandwidth with mixed reader and writer threads")
+    return _finish(fig, results, "Bandwidth with mixed reader and writer threads", notes)
 
 
 def _ratios_not_run(results: Results) -> dict[str, str]:
@@ -554,26 +796,38 @@ def _ratio_name(ops: str) -> str:
 
 
 def page_size(results: Results) -> Figure:
-    """seeds/001: latency and bandwidth of random loads vs working set, per page size of the
-    mapping (target_page_size) and target."""
+    """seeds/001: latency (median, whiskers p5-p95) and bandwidth (mean, 95 % CI) of random loads
+    vs working set, per page size of the mapping (target_page_size) and target."""
     df = results.ok()
+    notes = Notes()
     fig, (lat_ax, bw_ax) = new_figure(2)
     if not df.empty:
         df["mapping"] = [f"{t} · {size_label(p)} pages" if pd.notna(p) else str(t)
                          for t, p in zip(df["target_label"], df.get("target_page_size", [np.nan] * len(df)))]
-    for ax, mode, y, label in ((lat_ax, "latency", "lat_ns_mean", LAT_LABEL), (bw_ax, "bandwidth", "bw_gbps", BW_LABEL)):
+    for ax, mode in ((lat_ax, "latency"), (bw_ax, "bandwidth")):
         sub = df[df["mode"] == mode] if not df.empty else df
+        bytes_axis(ax, sorted(set(sub["working_set"])) if not sub.empty else None)
+        ax.set_xlabel("Working set")
+        ax.set_title(mode, fontsize=9)
         if sub.empty:
             note(ax, NO_DATA)
+            continue
+        if mode == "latency":
+            stats = latency_stats(results, sub, ["mapping", "working_set"])
+            for mapping, grp in stats.groupby("mapping", sort=True):
+                latency_series(ax, grp, "working_set", str(mapping))
+            add_note(ax, spread_note(stats))
+            notes.add("latency: " + spread_note(stats))
+            ax.set_ylabel(MEDIAN_LABEL)
+            log_y(ax)
         else:
-            series(ax, sub, "working_set", y, "mapping")
-        bytes_axis(ax)
-        ax.set_xlabel("Working set")
-        ax.set_ylabel(label)
-        ax.set_title(mode, fontsize=9)
+            series(ax, sub, "working_set", "bw_gbps", "mapping")
+    lat_ax.set_ylabel(lat_ax.get_ylabel() or MEDIAN_LABEL)
+    bw_ax.set_ylabel(BW_LABEL)
+    zero_based(bw_ax)
+    for ax in (lat_ax, bw_ax):
         legend(ax, "mapping")
-    lat_ax.set_yscale("log")
-    return _finish(fig, results, "Page size of the mapping: random 64 B loads")
+    return _finish(fig, results, "Page size of the mapping: random 64 B loads", notes)
 
 
 RECIPES: dict[str, Recipe] = {

@@ -12,9 +12,11 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from pmemlab.errors import ConfigError, PmemlabError
-from pmemlab.plots.data import Results, caption, is_sweep_csv, load_results, size_label, sweep_name
+from pmemlab.plots.data import Results, find_experiments, is_sweep_csv, load_results, size_label, sweep_name
 from pmemlab.plots.recipes import RECIPES
-from pmemlab.plots.style import add_caption, bytes_axis, legend, new_figure, note, series
+from pmemlab.plots.style import (
+    bytes_axis, data_ticks, finish, legend, log_label, new_figure, note, series, zero_based,
+)
 
 SIZE_COLUMNS = frozenset({"access_size", "stride", "working_set", "window_offset", "hotspot_size", "pass_offset",
                           "fence_interval", "interleave_gran", "target_size", "target_page_size"})
@@ -81,16 +83,26 @@ def generic_figure(results: Results, x: str, y: str, hue: str | None = None, fac
             series(ax, sub, x, y, hue, label_of=_value_label(hue))
         if facet is not None:
             ax.set_title(f"{facet} = {_value_label(facet)(value)}", fontsize=9)
+        numeric = not sub.empty and pd.api.types.is_numeric_dtype(sub[x])
         if logx:
-            bytes_axis(ax) if x in SIZE_COLUMNS else ax.set_xscale("log", base=2)
+            if x in SIZE_COLUMNS:
+                bytes_axis(ax, sub[x] if numeric else None)
+            else:
+                ax.set_xscale("log", base=2)
+                if numeric:
+                    data_ticks(ax, sub[x])
+        elif numeric:
+            data_ticks(ax, sub[x], size_label if x in SIZE_COLUMNS else (lambda v: f"{v:g}"))
         if logy:
             ax.set_yscale("log")
+            ax.set_ylabel(log_label(axis_label(y)))
+        else:
+            ax.set_ylabel(axis_label(y))
+            if not sub.empty and (pd.to_numeric(sub[y], errors="coerce").dropna() >= 0).all():
+                zero_based(ax)
         ax.set_xlabel(axis_label(x))
-        ax.set_ylabel(axis_label(y))
         legend(ax, hue)
-    fig.suptitle(f"{results.name}: {y} vs {x}", fontsize=10)
-    add_caption(fig, caption(results))
-    return fig
+    return finish(fig, results, f"{results.name}: {y} vs {x} (mean over repeats)")
 
 
 def fallback_figure(results: Results) -> Figure:
@@ -165,16 +177,6 @@ def plot_command(args: argparse.Namespace) -> int:
     return 0
 
 
-def find_experiments(results_dir: Path) -> dict[str, list[Path]]:
-    """Sweep CSVs under `results_dir` grouped by sweep name (NAME.csv and NAME@LABEL.csv merge)."""
-    groups: dict[str, list[Path]] = defaultdict(list)
-    if results_dir.is_dir():
-        for path in sorted(results_dir.rglob("*.csv")):
-            if is_sweep_csv(path) and path.stat().st_size > 0:
-                groups[sweep_name(path)].append(path)
-    return dict(groups)
-
-
 def plot_all_command(args: argparse.Namespace) -> int:
     groups = find_experiments(args.results)
     if not groups:
@@ -182,9 +184,12 @@ def plot_all_command(args: argparse.Namespace) -> int:
         return 0
     formats = _formats(args.format)
     failed = 0
+    revisions: dict[str, set[str]] = defaultdict(set)
     for name, paths in sorted(groups.items()):
         try:
             results = load_results(paths)
+            for rev in results.rows.get("toolkit_version", pd.Series(dtype=str)).dropna().astype(str):
+                revisions[rev].add(name)
             if name in RECIPES:
                 fig = recipe_figure(results)
             else:
@@ -194,4 +199,22 @@ def plot_all_command(args: argparse.Namespace) -> int:
         except (PmemlabError, KeyError, ValueError) as exc:
             failed += 1
             print(f"plot-all: {name}: not rendered: {exc}", file=sys.stderr)
+    problem = gallery_problem(revisions)
+    if problem:
+        print(f"plot-all: not gallery-ready: {problem}", file=sys.stderr)
     return 1 if failed else 0
+
+
+def gallery_problem(revisions: dict[str, set[str]]) -> str:
+    """Why figures of results recorded at these toolkit revisions (revision -> experiments) do
+    not make one gallery: several revisions, or a modified tree (-dirty); '' when they do."""
+    if not revisions:
+        return ""
+    dirty = sorted(r for r in revisions if r.endswith("-dirty"))
+    parts = []
+    if len(revisions) > 1:
+        parts.append(f"the results come from {len(revisions)} revisions ("
+                     + "; ".join(f"{r}: {', '.join(sorted(n))}" for r, n in sorted(revisions.items())) + ")")
+    if dirty:
+        parts.append(f"{', '.join(dirty)} {'is a modified tree' if len(dirty) == 1 else 'are modified trees'}")
+    return " and ".join(parts) + ("; record them again from one clean commit" if parts else "")

@@ -1,0 +1,186 @@
+"""Loading a config: TOML, the chosen scale, --set, [sweep], [base], [axes], [[zip]]."""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from pathlib import Path
+from typing import Any, Mapping
+
+from pmemlab import params as P
+from pmemlab.config.adaptive import parse_adaptive
+from pmemlab.config.axes import parse_axis
+from pmemlab.config.filters import compile_filter
+from pmemlab.config.lines import LineIndex
+from pmemlab.config.model import FULL_SCALE, SET_ORIGIN, SweepConfig
+from pmemlab.config.problems import Problems, show
+from pmemlab.config.scales import apply_scale, chosen_scale, scale_names
+from pmemlab.config.targets import parse_targets
+from pmemlab.errors import ConfigError
+
+SWEEP_KEYS = frozenset({"name", "description", "repeats", "filters", "target", "timeout_s", "on_unsupported", "adaptive",
+                        "targets"})
+TOP_KEYS = frozenset({"sweep", "base", "axes", "zip", "scale"})
+
+
+def load_config(path: str | Path, overrides: Mapping[str, Any] | None = None,
+                scale: str | None = None) -> SweepConfig:
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"cannot read config {p}: {exc.strerror}", "check the path") from None
+    return parse_config(text, source=str(p), path=p, overrides=overrides, scale=scale)
+
+
+def parse_config(text: str, source: str = "<config>", path: Path | None = None,
+                 overrides: Mapping[str, Any] | None = None, scale: str | None = None) -> SweepConfig:
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{source}: not valid TOML: {exc}", "fix the TOML syntax") from None
+    lines = LineIndex(text)
+    scales = scale_names(data, lines, source)
+    applied = chosen_scale(scale, scales, source)
+    if applied != FULL_SCALE:
+        data = apply_scale(data, applied)
+        lines.alias(f"scale.{applied}.")
+    data.pop("scale", None)
+    probs = Problems(source)
+    name = path.stem if path else "sweep"
+    cfg = SweepConfig(path=path, text=text, data=data, name=name, lines=lines, source=source,
+                      scale=applied, scales=scales)
+
+    for key in data:
+        if key not in TOP_KEYS:
+            probs.add(lines.line("", key) or lines.line(key),
+                      f"unknown section or key {key!r} (allowed: [sweep], [base], [axes], [[zip]])")
+
+    sweep = data.get("sweep", {})
+    if not isinstance(sweep, dict):
+        probs.add(lines.line("", "sweep"), "sweep must be a table [sweep]")
+        sweep = {}
+    _parse_sweep_section(cfg, sweep, lines, probs)
+    if applied != FULL_SCALE:
+        cfg.description = f"{cfg.description} [scale: {applied}]".strip()
+
+    base = data.get("base", {})
+    if not isinstance(base, dict):
+        probs.add(lines.line("", "base"), "base must be a table [base]")
+        base = {}
+    base = dict(base)
+    cfg.overrides = dict(overrides or {})
+    for key, value in cfg.overrides.items():
+        base[key] = value
+    for key, value in base.items():
+        line = lines.line("base", key)
+        # a --set value is reported as such, not at the config's line for the key
+        table, where = ("", SET_ORIGIN) if key in cfg.overrides else ("base", None)
+        if key not in P.PARAMS:
+            probs.add_problem(line, table, P.unknown_key_problem(key, value), where)
+            continue
+        if isinstance(value, (list, dict)) and P.PARAMS[key].kind not in ("ops", "cpus"):
+            probs.add(line, f"base.{key} = {show(value)}: [base] takes one value; put lists under [axes]")
+            continue
+        try:
+            cfg.base[key] = P.canonical(key, value)
+        except P.ConfigValueError as exc:
+            probs.add_problem(line, table, exc.problem, where)
+
+    seen: dict[str, str] = {}
+    axes = data.get("axes", {})
+    if not isinstance(axes, dict):
+        probs.add(lines.line("", "axes"), "axes must be a table [axes]")
+        axes = {}
+    # --set KEY=VALUE on a varied key pins it: the key leaves [axes] or its [[zip]] (whose
+    # other keys still vary together) and takes the one value, as a scale's [base] does.
+    for key in cfg.overrides:
+        if key in axes:
+            cfg.pinned[key] = "axes"
+    axes = {k: v for k, v in axes.items() if k not in cfg.overrides}
+    for key, raw in axes.items():
+        ax = parse_axis(("axes",), {key: raw}, "axes", lines, probs, seen, cfg.base)
+        if ax:
+            cfg.axes.append(ax)
+    zips = data.get("zip", [])
+    if isinstance(zips, dict):
+        zips = [zips]
+    if not isinstance(zips, list):
+        probs.add(lines.line("", "zip"), "zip must be an array of tables [[zip]]")
+        zips = []
+    for i, group in enumerate(zips):
+        table = f"zip#{i}"
+        if not isinstance(group, dict) or not group:
+            probs.add(lines.line(table), f"[[zip]] #{i + 1} must hold one or more keys = lists")
+            continue
+        pinned = tuple(k for k in group if k in cfg.overrides)
+        if pinned:
+            cfg.pinned.update({k: "zip" for k in pinned})
+            group = {k: v for k, v in group.items() if k not in cfg.overrides}
+            if not group:
+                continue
+        ax = parse_axis(("zip",), group, table, lines, probs, seen, cfg.base, pinned)
+        if ax:
+            cfg.axes.append(ax)
+
+    probs.raise_if_any()
+    return cfg
+
+
+def _parse_sweep_section(cfg: SweepConfig, sweep: dict[str, Any], lines: LineIndex, probs: Problems) -> None:
+    for key in sweep:
+        if key not in SWEEP_KEYS:
+            probs.add(lines.line("sweep", key), f"sweep.{key}: unknown key (allowed: {', '.join(sorted(SWEEP_KEYS))})")
+    if "name" in sweep:
+        if isinstance(sweep["name"], str) and re.fullmatch(r"[A-Za-z0-9_.\-]+", sweep["name"]):
+            cfg.name = sweep["name"]
+        else:
+            probs.add(lines.line("sweep", "name"), f"sweep.name = {show(sweep['name'])}: letters, digits, _ . - only")
+    cfg.description = str(sweep.get("description", ""))
+    if "targets" in sweep:
+        parse_targets(cfg, sweep["targets"], lines, probs)
+    if "repeats" in sweep:
+        r = sweep["repeats"]
+        if isinstance(r, int) and not isinstance(r, bool) and 1 <= r <= 10000:
+            cfg.repeats = r
+        else:
+            probs.add(lines.line("sweep", "repeats"), f"sweep.repeats = {show(r)}: not an integer in 1..10000")
+    if "target" in sweep:
+        t = sweep["target"]
+        if isinstance(t, str) and (t == "dram" or t.startswith("/dev/")):
+            cfg.target = t
+        else:
+            probs.add(lines.line("sweep", "target"), f"sweep.target = {show(t)}: must be /dev/pmemN or dram")
+    if "timeout_s" in sweep:
+        t = sweep["timeout_s"]
+        if isinstance(t, (int, float)) and not isinstance(t, bool) and t > 0:
+            cfg.timeout_s = float(t)
+        else:
+            probs.add(lines.line("sweep", "timeout_s"), f"sweep.timeout_s = {show(t)}: must be a number > 0")
+    if "on_unsupported" in sweep:
+        v = sweep["on_unsupported"]
+        if v in ("skip", "error"):
+            cfg.on_unsupported = v
+        else:
+            probs.add(lines.line("sweep", "on_unsupported"), f"sweep.on_unsupported = {show(v)}: one of skip, error")
+    filters = sweep.get("filters", [])
+    if isinstance(filters, str):
+        filters = [filters]
+    if not isinstance(filters, list):
+        probs.add(lines.line("sweep", "filters"), "sweep.filters must be a list of expressions")
+        filters = []
+    fline = lines.line("sweep", "filters")
+    after = fline
+    for expr in filters:
+        line = lines.item_line("sweep", "filters", expr, after)
+        after = line or after
+        if not isinstance(expr, str):
+            probs.add(line, f"sweep.filters: {show(expr)} is not a string expression")
+            continue
+        try:
+            compile_filter(expr)
+            cfg.filters.append((expr, line))
+        except ValueError as exc:
+            probs.add(line, f"sweep.filters: {show(expr)}: {exc}")
+    if "adaptive" in sweep:
+        parse_adaptive(cfg, sweep["adaptive"], lines, probs)

@@ -1,0 +1,36 @@
+"""A backend and what it tells about where the runs happen, probed once per command."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from pmemlab import machine
+from pmemlab import params as P
+from pmemlab.backend import Backend
+
+
+@dataclass
+class Bench:
+    """The backend, the machine info (`pmemlab info`'s document: target, CPU, NUMA, NVDIMM
+    geometry) and the target facts the parameter checks need. `info` is None when it was not
+    gathered, `facts` None when the backend cannot run (a dry run without the module)."""
+
+    backend: Backend
+    info: dict[str, Any] | None = None
+    facts: P.TargetFacts | None = None
+
+    @classmethod
+    def probe(cls, backend: Backend, online_cpus: int, *, facts: bool = True, info: bool = True) -> Bench:
+        target = machine.target_facts(backend, online_cpus) if facts else None
+        return cls(backend=backend, info=machine.gather_info(backend) if info else None, facts=target)
+
+    @property
+    def conditions(self) -> dict[str, Any]:
+        """The run conditions every row carries."""
+        return machine.conditions(self.info) if self.info is not None else {}
+
+    @property
+    def discovered(self) -> dict[str, Any]:
+        """Parameter defaults found on this machine (interleave geometry from ndctl)."""
+        return machine.discovered_defaults(self.info) if self.info is not None else {}

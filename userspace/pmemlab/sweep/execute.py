@@ -1,0 +1,106 @@
+"""One run of one point: the backend run, and its rows for the tidy CSV.
+
+The one place that turns what happened into a status and its reason: skipped (this machine
+cannot run the point), refused (the backend refused a value or the start), error, timeout,
+or ok with the result rows, the histogram buckets and the media-counter deltas.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any, Mapping, Sequence
+
+from pmemlab import ipmctl
+from pmemlab import params as P
+from pmemlab.backend import Backend, RunOutcome
+from pmemlab.config import Point
+from pmemlab.errors import ParamRefused
+from pmemlab.results import parse_histogram
+from pmemlab.table import rows_for_outcome
+
+FAILED_STATUSES = frozenset({"error", "timeout", "refused"})
+
+
+@dataclass
+class RunResult:
+    """The rows of one (point, repeat): a row per thread then the aggregate, or one row."""
+
+    rows: list[dict[str, Any]]
+    hist: list[dict[str, Any]]
+
+    @property
+    def aggregate(self) -> dict[str, Any]:
+        return self.rows[-1]
+
+    @property
+    def status(self) -> str:
+        return str(self.aggregate["status"])
+
+    @property
+    def error(self) -> str:
+        return str(self.aggregate.get("error") or "")
+
+    @property
+    def failed(self) -> bool:
+        return self.status in FAILED_STATUSES
+
+
+def refusal_reason(exc: ParamRefused) -> str:
+    """The error cell of a refused run."""
+    return f"refused at start: {exc.reason}" if exc.key == "run" else f"{exc.key}={exc.value}: {exc.reason}"
+
+
+def classify(outcome: RunOutcome) -> tuple[str, str]:
+    """(status, error) of a finished run: ok, timeout or error with the backend's reason."""
+    if outcome.ok:
+        return "ok", ""
+    status = "timeout" if outcome.state == "timeout" else "error"
+    reason = outcome.state.split(":", 1)[1] if ":" in outcome.state else outcome.state
+    err = outcome.error if outcome.error and outcome.error != reason else reason
+    if outcome.error and outcome.error != reason and status == "error":
+        err = f"{reason}: {outcome.error}"
+    return status, err
+
+
+class Executor:
+    """Runs points on one backend with the conditions the sweep probed (`cond`, tsc_khz among
+    them) and the target facts that resolve cpus = "remote"."""
+
+    def __init__(self, backend: Backend, cond: Mapping[str, Any], facts: P.TargetFacts | None,
+                 timeout_s: float, poll_s: float = 0.002, media: ipmctl.MediaCounters | None = None,
+                 media_dimms: Sequence[int] | None = None) -> None:
+        self.backend = backend
+        self.cond = dict(cond)
+        self.tsc_khz = cond.get("tsc_khz")
+        self.facts = facts
+        self.timeout_s = timeout_s
+        self.poll_s = poll_s
+        self.media = media
+        self.media_dimms = media_dimms
+
+    def skipped(self, pt: Point, ids: Mapping[str, Any], reason: str) -> RunResult:
+        return RunResult(rows_for_outcome(ids, pt.params, None, "skipped", reason, self.tsc_khz, self.cond), [])
+
+    def run(self, pt: Point, ids: Mapping[str, Any]) -> RunResult:
+        if pt.skip_reason:
+            return self.skipped(pt, ids, pt.skip_reason)
+        try:
+            run_params = P.resolve_cpus(pt.params, self.facts)
+        except ValueError as exc:
+            return self.skipped(pt, ids, str(exc))
+        media = self.media
+        before = media.snapshot() if media else None
+        try:
+            outcome = self.backend.run(run_params, timeout_s=self.timeout_s, poll_s=self.poll_s)
+        except ParamRefused as exc:
+            refused = RunOutcome("refused", started=time.time())
+            return RunResult(rows_for_outcome(ids, pt.params, refused, "refused", refusal_reason(exc),
+                                              self.tsc_khz, self.cond), [])
+        after = media.snapshot() if media else None
+        mdelta = ipmctl.delta(before, after, self.media_dimms) if before and after else None
+        status, error = classify(outcome)
+        if status != "ok":
+            return RunResult(rows_for_outcome(ids, pt.params, outcome, status, error, self.tsc_khz, self.cond), [])
+        hist = [{**ids, **h} for h in parse_histogram(outcome.histogram, self.tsc_khz)]
+        return RunResult(rows_for_outcome(ids, pt.params, outcome, "ok", "", self.tsc_khz, self.cond, mdelta), hist)
