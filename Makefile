@@ -2,6 +2,7 @@
 #   make                  build the module (against KDIR) and the userspace parts
 #   make KDIR=/lib/modules/<ver>/build   build the module against those headers
 #   make check-build      build against every installed headers tree with W=1; fail on warnings
+#   make docs             write docs/interface.md's run-parameter table from kmod/core/params.def
 #   make test             install what is missing, then host tests, then guest tests in the VM
 #   make test-kasan       fuzz and teardown guest tests on a KASAN/lockdep/kmemleak kernel (not in make test)
 #   make demo             five headline experiments at the quick scale, plotted (in the emulated-NVDIMM
@@ -29,7 +30,7 @@ endif
 # The release the headers belong to (Debian's include/config/kernel.release is not it on 6.1).
 KVER = $(shell sed -n 's/^\#define UTS_RELEASE "\(.*\)"/\1/p' $(KDIR)/include/generated/utsrelease.h 2>/dev/null)
 
-.PHONY: all module userspace deps check-build test test-host test-guest test-kasan demo sweep sweep-all plots bench clean help dkms-install dkms-remove
+.PHONY: all module userspace deps docs check-build test test-host test-guest test-kasan demo sweep sweep-all plots bench clean help dkms-install dkms-remove
 
 all: module userspace
 
@@ -55,6 +56,9 @@ userspace:
 
 check-build:
 	@$(TOP)/scripts/check-build
+
+docs: userspace
+	@$(PYTHON) $(TOP)/scripts/update-docs
 
 test:
 	@$(TOP)/scripts/run-tests

@@ -15,8 +15,7 @@
 #include <linux/kernel.h>
 #include <linux/string.h>
 #include <asm/cpufeature.h>
-#include <asm/processor.h>
-#include <asm/msr.h>
+#include <asm/tsc.h>
 #include "pmemlab.h"
 
 struct pl_global pl;
@@ -63,39 +62,6 @@ static u32 pl_cpu_features(void)
 	return f;
 }
 
-/*
- * Intel's "Disclosure of Hardware Prefetcher Control on Some Intel
- * Processors" documents bits 0-3 of MSR 0x1A4 as the L2 streamer, L2
- * adjacent line, DCU and DCU IP prefetchers on the big cores from Nehalem
- * on.  Atom cores use other bits, so only the models below are touched
- * (family 6; Sapphire Rapids is the last platform with Optane DIMMs).
- */
-static const u8 pl_prefetch_models[] = {
-	0x1a, 0x1e, 0x1f, 0x2e,			/* Nehalem */
-	0x25, 0x2c, 0x2f,			/* Westmere */
-	0x2a, 0x2d,				/* Sandy Bridge */
-	0x3a, 0x3e,				/* Ivy Bridge */
-	0x3c, 0x3f, 0x45, 0x46,			/* Haswell */
-	0x3d, 0x47, 0x4f, 0x56,			/* Broadwell */
-	0x4e, 0x5e, 0x55,			/* Skylake, Cascade/Cooper Lake */
-	0x8e, 0x9e, 0xa5, 0xa6,			/* Kaby/Coffee/Comet Lake */
-	0x6a, 0x6c, 0x7d, 0x7e,			/* Ice Lake */
-	0x8f,					/* Sapphire Rapids */
-};
-
-static bool pl_prefetch_probe(void)
-{
-	unsigned int i;
-	u64 v;
-
-	if (boot_cpu_data.x86_vendor != X86_VENDOR_INTEL || boot_cpu_data.x86 != 6)
-		return false;
-	for (i = 0; i < ARRAY_SIZE(pl_prefetch_models); i++)
-		if (boot_cpu_data.x86_model == pl_prefetch_models[i])
-			return !rdmsrq_safe(PL_MSR_PREFETCH, &v);
-	return false;
-}
-
 static int pl_parse_dram_size(u64 *out)
 {
 	char *end;
@@ -116,7 +82,7 @@ static int __init pl_init(void)
 	int err;
 
 	mutex_init(&pl.lock);
-	pl_config_defaults(&pl.cfg);
+	pl_params_defaults(&pl.cfg);
 	pl.features = pl_cpu_features();
 	pl.allow_overwrite = allow_overwrite;
 	if (!(pl.features & PL_F_CLFLUSH) || !boot_cpu_has(X86_FEATURE_TSC)) {
@@ -143,20 +109,21 @@ static int __init pl_init(void)
 	if (err)
 		return err;
 	err = pl_prefetch_init();
-	if (err) {
-		pl_target_close(&pl.t);
-		return err;
-	}
+	if (err)
+		goto err_target;
 	err = pl_sysfs_init();
-	if (err) {
-		pl_prefetch_exit();
-		pl_target_close(&pl.t);
-		return err;
-	}
+	if (err)
+		goto err_prefetch;
 	pr_info("target %s: %s, %llu bytes, node %d, %llu-byte pages, fs signature %s\n",
 		target, pl.t.kind == PL_TARGET_FSDAX ? "fsdax" : "dram", pl.t.size,
 		pl.t.node, pl.t.page_size, pl.t.fs_sig);
 	return 0;
+
+err_prefetch:
+	pl_prefetch_exit();
+err_target:
+	pl_target_close(&pl.t);
+	return err;
 }
 
 static void __exit pl_exit(void)

@@ -12,23 +12,16 @@
 #include <linux/atomic.h>
 #include <linux/kobject.h>
 #include "compat.h"
-#include "pl_core.h"
+#include "pl_run.h"
 
 #define PL_VERSION		"0.1.0"
-#define PL_MAX_THREADS		256
-#define PL_MAX_ACCESS		(64ULL << 20)
-#define PL_MAX_SAMPLES		(1ULL << 20)
-#define PL_MAX_SAMPLE_BYTES	(256ULL << 20)	/* all threads together */
-#define PL_ERR_LEN		256
-#define PL_MSR_PREFETCH		0x1a4
-#define PL_MSR_PREFETCH_OFF	0xfULL
+#define PL_ERR_LEN		PL_WHY_LEN
 
-enum pl_kind { PL_TARGET_FSDAX, PL_TARGET_DRAM };
+enum pl_target_kind { PL_TARGET_FSDAX, PL_TARGET_DRAM };
 enum pl_state { PL_IDLE, PL_RUNNING, PL_DONE, PL_ERROR };
-enum pl_placement { PL_PLACE_GLOBAL, PL_PLACE_THREAD, PL_PLACE_DIMM };
 
 struct pl_target {
-	int kind;			/* enum pl_kind */
+	int kind;			/* enum pl_target_kind */
 	char *kaddr;			/* kernel virtual address of byte 0 */
 	u64 size;			/* bytes mapped and usable */
 	int node;
@@ -43,39 +36,19 @@ struct pl_target {
 	bool vmalloced;
 };
 
-/* One run's parameters, every one a u64 so that a table can parse them. */
-struct pl_config {
-	u64 mode, read_pct, width, access_size, stride, window_offset, working_set;
-	u64 pattern, hotspot_size, passes, pass_offset;
-	u64 fence, fence_interval, flush;
-	u64 threads, placement, interleave_ways, interleave_gran, dimms_per_thread;
-	u64 duration_ms, count, delay_ticks, probe, seed, prefetch, cold, warm;
-	u64 samples, segment_ms;
-	u8 ops[PL_MAX_THREADS];
-	u64 nops;
-	struct cpumask cpus;		/* empty: default placement */
-};
-
 struct pl_run;
 
 struct pl_worker {
+	struct pl_thread t;		/* op, region, loop state, counts (core) */
 	struct pl_run *run;
-	unsigned int idx, cpu;
-	int node, op;
-	bool probe;
 	struct task_struct *task;
-	struct pl_eng e;
-	u64 *hist, *samples;		/* the engine's latency buffers */
-	char *ceil_buf;			/* the engine's ceiling buffer, freed once measured */
-	u64 segments, gap_ticks, first_tsc, last_tsc;
 	bool complete;			/* ran to its count or duration */
 };
 
 struct pl_run {
-	struct pl_config c;
+	struct pl_params c;
 	unsigned int n;
 	unsigned int width;
-	u64 seg_ticks;
 	int stop;			/* abort, rmmod, target gone */
 	int probe_stop;			/* loaders are done */
 	atomic_t arrived;
@@ -90,22 +63,9 @@ struct pl_run {
 	struct pl_worker w[];
 };
 
-#define PL_NPCT			5	/* p50 p90 p99 p999 p9999 */
-
-/* the scalars of one result row (the `all` row is kept for results/) */
-struct pl_scalars {
-	u64 ops, reads, writes, bytes, ticks, ns, bw_milli, segments, gap_ticks;
-	u64 irqoff_milli;
-	bool ceil;			/* ceil_milli is set (a bandwidth thread ran) */
-	u64 ceil_milli;			/* the engine's ceiling, MB/s x 1000 */
-	bool lat;			/* the lat_* fields below are set */
-	u64 lat_overhead, lat_n, lat_min, lat_mean_milli, lat_sd_milli;
-	u64 lat_p[PL_NPCT], lat_max;
-};
-
 struct pl_global {
 	struct mutex lock;		/* everything below */
-	struct pl_config cfg;
+	struct pl_params cfg;
 	struct pl_target t;
 	int state;			/* enum pl_state */
 	char reason[PL_ERR_LEN];	/* of state error */
@@ -135,19 +95,28 @@ void pl_target_close(struct pl_target *t);
 int pl_target_enter(struct pl_target *t);	/* -ENXIO when gone */
 void pl_target_leave(struct pl_target *t, int id);
 
-/* params.c */
+/* error.c: last_error and the kernel log line of a refusal (they assert pl.lock) */
+int pl_fail(int err, const char *fmt, ...) __printf(2, 3);
+int pl_fail_verdict(const struct pl_verdict *v);
+
+/* sysfs.c */
 int pl_sysfs_init(void);
 void pl_sysfs_exit(void);
-void pl_config_defaults(struct pl_config *c);
-int pl_fail(int err, const char *fmt, ...) __printf(2, 3);
 
-/* run.c */
-int pl_run_start(void);		/* with pl.lock held */
-void pl_run_abort(void);	/* with pl.lock held */
-void pl_run_reap(void);		/* with pl.lock NOT held */
+/* run.c (pl_run_reap takes pl.lock; the others want it held) */
+void pl_facts(struct pl_facts *f);
+int pl_run_check(struct pl_plan *plan);
+int pl_run_start(void);
+void pl_run_abort(void);
+void pl_run_reap(void);
 const char *pl_state_name(int state);
-int pl_prefetch_init(void);	/* CPU hotplug callback restoring MSR 0x1A4 */
+
+/* prefetch.c: MSR 0x1A4, saved per CPU, restored on hotplug */
+bool pl_prefetch_probe(void);
+int pl_prefetch_init(void);
 void pl_prefetch_exit(void);
+int pl_prefetch_off(struct pl_run *r);		/* on the run's CPUs */
+void pl_prefetch_restore(struct pl_run *r);
 
 /* results.c */
 int pl_results_build(struct pl_run *r);

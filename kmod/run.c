@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * run.c - validating a run, starting it, and the threads that execute it.
+ * run.c - judging a run against this machine, starting it, and the threads
+ * that execute it.
  *
  * One controller kthread per run creates one worker kthread per thread
  * (kthread_create_on_node + kthread_bind), turns prefetchers off if asked,
@@ -23,14 +24,10 @@
 #include <linux/topology.h>
 #include <linux/irqflags.h>
 #include <linux/overflow.h>
-#include <linux/cpu.h>
-#include <linux/cpuhotplug.h>
-#include <linux/percpu.h>
+#include <linux/lockdep.h>
 #include <asm/fpu/api.h>
 #include <asm/tsc.h>
 #include "pmemlab.h"
-
-static const unsigned int pl_widths[PL_NWIDTH] = { 8, 16, 32, 64 };
 
 const char *pl_state_name(int state)
 {
@@ -46,86 +43,45 @@ const char *pl_state_name(int state)
 	}
 }
 
-/* ---- validation ---- */
-static const char *pl_missing_name(u32 miss)
+/* ---- judging a run (kmod/core/check.c) against this machine ---- */
+void pl_facts(struct pl_facts *f)
 {
-	int f;
-
-	for (f = 0; f < PL_F_NR; f++)
-		if (miss & (1u << f))
-			return pl_feature_names[f];
-	return "?";
+	memset(f, 0, sizeof(*f));
+	f->known = PL_FACT_TARGET | PL_FACT_CPU | PL_FACT_CPUS | PL_FACT_TSC |
+		   PL_FACT_PREFETCH | PL_FACT_BACKEND | PL_FACT_FS;
+	f->target_size = pl.t.size;
+	f->dead = READ_ONCE(pl.t.dead);
+	f->features = pl.features;
+	f->online = (const u64 *)cpumask_bits(cpu_online_mask);
+	f->online_bits = nr_cpu_ids;
+	f->nr_online = num_online_cpus();
+	f->nr_possible = nr_cpu_ids;
+	f->tsc_khz = tsc_khz;
+	f->prefetch = pl.prefetch_ok;
+	f->user = false;
+	f->fs_sig = pl.t.fs_sig;
+	f->allow_overwrite = pl.allow_overwrite;
 }
 
-static int pl_check_op_width(int op, unsigned int width)
+/* the current parameters as `run` judges them: 0, or -errno and last_error */
+int pl_run_check(struct pl_plan *plan)
 {
-	u32 miss = pl_op_missing(op, width, pl.features);
+	struct pl_verdict *v;
+	struct pl_facts f;
+	int err;
 
-	if (miss & PL_F_NONE)
-		return pl_fail(-EOPNOTSUPP, "op %s has no %u-byte instruction",
-			       pl_ops[op].name, width);
-	if (miss)
-		return pl_fail(-EOPNOTSUPP,
-			       "op %s at width %u (%s) needs %s, which this CPU lacks",
-			       pl_ops[op].name, width, pl_ops[op].insn[pl_width_idx(width)],
-			       pl_missing_name(miss));
-	return 0;
-}
-
-static bool pl_worker_writes(const struct pl_config *c, int op)
-{
-	return pl_ops[op].writes && c->read_pct < 100;
-}
-
-/* which ops the run uses (the load kernel too when read_pct mixes) */
-static void pl_used_ops(const struct pl_config *c, unsigned int n, bool *used)
-{
-	unsigned int i;
-	int op;
-
-	memset(used, 0, PL_OP_NR * sizeof(*used));
-	for (i = 0; i < n; i++) {
-		op = c->ops[i % c->nops];
-		used[op] = true;
-		if (pl_ops[op].writes && c->read_pct)
-			used[PL_OP_LOAD] = true;
-	}
-}
-
-static int pl_resolve_width(const struct pl_config *c, unsigned int n, unsigned int *width)
-{
-	bool used[PL_OP_NR];
-	int op, i, err;
-
-	pl_used_ops(c, n, used);
-	if (c->width) {
-		if (c->access_size % c->width)
-			return pl_fail(-EINVAL, "access_size %llu is not a multiple of width %llu",
-				       c->access_size, c->width);
-		for (op = 0; op < PL_OP_NR; op++) {
-			if (!used[op])
-				continue;
-			err = pl_check_op_width(op, c->width);
-			if (err)
-				return err;
-		}
-		*width = c->width;
-		return 0;
-	}
-	for (i = PL_NWIDTH - 1; i >= 0; i--) {
-		if (pl_widths[i] > c->access_size)
-			continue;
-		for (op = 0; op < PL_OP_NR; op++)
-			if (used[op] && pl_op_missing(op, pl_widths[i], pl.features))
-				break;
-		if (op == PL_OP_NR) {
-			*width = pl_widths[i];
-			return 0;
-		}
-	}
-	return pl_fail(-EOPNOTSUPP,
-		       "no instruction width <= access_size %llu runs every op of this run on this CPU",
-		       c->access_size);
+	lockdep_assert_held(&pl.lock);
+	if (pl.state == PL_RUNNING)
+		return pl_fail(-EBUSY, "run: a run is active");
+	v = kmalloc(sizeof(*v), GFP_KERNEL);
+	if (!v)
+		return pl_fail(-ENOMEM, "run: out of memory");
+	pl_facts(&f);
+	err = pl_check_run(&pl.cfg, &f, plan, v);
+	if (err)
+		pl_fail_verdict(v);
+	kfree(v);
+	return err;
 }
 
 /*
@@ -159,180 +115,77 @@ static int pl_default_cpus(int node, unsigned int n, unsigned int *out)
 	return k;
 }
 
-static int pl_pick_cpus(const struct pl_config *c, unsigned int n, unsigned int *out)
+/* the listed CPUs (judged online by pl_check_run), or the default ones */
+static int pl_pick_cpus(const struct pl_params *c, unsigned int n, unsigned int *out)
 {
 	unsigned int cpu, k = 0;
 	int got;
 
-	if (cpumask_empty(&c->cpus)) {
-		got = pl_default_cpus(pl.t.node, n, out);
-		if (got < 0)
-			return pl_fail(got, "run: out of memory choosing CPUs");
-		if (got < n)
-			return pl_fail(-EINVAL, "threads %u: only %u CPUs online", n,
-				       num_online_cpus());
-		return 0;
-	}
-	for_each_cpu(cpu, &c->cpus) {
-		if (k == n)
-			break;
-		if (!cpu_online(cpu))
-			return pl_fail(-EINVAL, "cpus: CPU %u is offline", cpu);
+	for (cpu = pl_cpu_next(c->cpus, 0); cpu < PL_MAX_CPUS && k < n;
+	     cpu = pl_cpu_next(c->cpus, cpu + 1))
 		out[k++] = cpu;
-	}
-	if (k < n)
-		return pl_fail(-EINVAL, "cpus lists %u CPUs, threads wants %u", k, n);
+	if (k)
+		return 0;
+	got = pl_default_cpus(pl.t.node, n, out);
+	if (got < 0)
+		return pl_fail(got, "run: out of memory choosing CPUs");
+	if (got < n)
+		return pl_fail(-EINVAL, "threads: %u, but only %u CPUs online", n, got);
 	return 0;
 }
 
-static int pl_check_run(const struct pl_config *c, unsigned int n, unsigned int width)
+/* one worker: the core's set-up (kmod/core/worker.c), then its buffers */
+static int pl_setup_worker(struct pl_run *r, struct pl_worker *w, const struct pl_setup *s,
+			   unsigned int idx, unsigned int cpu)
 {
-	bool writes = false;
-	unsigned int i;
-	u64 ws, lat_threads;
-
-	for (i = 0; i < n; i++)
-		writes |= pl_worker_writes(c, c->ops[i % c->nops]);
-	if (writes && strcmp(pl.t.fs_sig, "none") && !pl.allow_overwrite)
-		return pl_fail(-EPERM,
-			       "refusing a write run: the target starts with a %s signature (load with allow_overwrite=1)",
-			       pl.t.fs_sig);
-	if (READ_ONCE(pl.t.dead))
-		return pl_fail(-ENXIO, "the target is gone");
-	if (c->window_offset % 4096 || c->window_offset >= pl.t.size)
-		return pl_fail(-ERANGE, "window_offset %llu: not 4 KiB aligned or past the target (%llu bytes)",
-			       c->window_offset, pl.t.size);
-	ws = c->working_set ? c->working_set : pl.t.size - c->window_offset;
-	if (ws > pl.t.size - c->window_offset)
-		return pl_fail(-ERANGE, "window_offset + working_set = %llu exceeds the target (%llu bytes)",
-			       c->window_offset + ws, pl.t.size);
-	if (ws < c->access_size)
-		return pl_fail(-ERANGE, "working_set %llu is smaller than access_size %llu",
-			       ws, c->access_size);
-	if (c->fence != PL_FENCE_NONE && c->fence_interval &&
-	    c->fence_interval < c->access_size && c->access_size % c->fence_interval)
-		return pl_fail(-EINVAL, "fence_interval %llu must divide access_size %llu",
-			       c->fence_interval, c->access_size);
-	if (c->probe && (n < 2 || c->mode != PL_MODE_BW))
-		return pl_fail(-EINVAL, "probe needs mode=bandwidth and threads >= 2");
-	if (c->cold && c->warm)
-		return pl_fail(-EINVAL, "cold and warm exclude each other");
-	if (c->placement == PL_PLACE_DIMM && c->pattern == PL_PAT_HOTSPOT)
-		return pl_fail(-EINVAL, "pattern hotspot does not combine with placement per-dimm");
-	if (c->placement == PL_PLACE_DIMM &&
-	    c->window_offset % (c->interleave_ways * c->interleave_gran))
-		return pl_fail(-EINVAL, "per-dimm: window_offset must be a multiple of interleave_ways * interleave_gran");
-	if (c->dimms_per_thread > c->interleave_ways)
-		return pl_fail(-EINVAL, "dimms_per_thread %llu exceeds interleave_ways %llu",
-			       c->dimms_per_thread, c->interleave_ways);
-	/*
-	 * pl_delay() busy-waits with IRQs off after every access: keep it
-	 * well inside one segment so that a segment never runs far over
-	 * segment_ms (a large delay would hold IRQs off for seconds).
-	 */
-	if (c->delay_ticks && c->delay_ticks >= c->segment_ms * tsc_khz / 2)
-		return pl_fail(-EINVAL,
-			       "delay_ticks %llu: must be below half a segment (segment_ms %llu = %llu ticks)",
-			       c->delay_ticks, c->segment_ms, c->segment_ms * tsc_khz);
-	lat_threads = c->mode == PL_MODE_LAT ? n : c->probe ? 1 : 0;
-	if (lat_threads * c->samples > PL_MAX_SAMPLE_BYTES / sizeof(u64))
-		return pl_fail(-EINVAL, "samples: %llu x %llu threads exceeds %llu MiB",
-			       c->samples, lat_threads, PL_MAX_SAMPLE_BYTES >> 20);
-	return 0;
-}
-
-/* ---- one worker's region and generator (place.c, shared with the runner) ---- */
-static int pl_setup_gen(struct pl_run *r, struct pl_worker *w, struct pl_region *reg)
-{
-	const struct pl_config *c = &r->c;
-	struct pl_place in = {
-		.target_size = pl.t.size,
-		.window_offset = c->window_offset,
-		.working_set = c->working_set,
-		.pattern = c->pattern,
-		.access = c->access_size,
-		.stride = c->stride,
-		.hotspot_size = c->hotspot_size,
-		.passes = c->passes,
-		.pass_offset = c->pass_offset,
-		.seed = c->seed,
-		.per_thread = c->placement == PL_PLACE_THREAD,
-		.ways = c->placement == PL_PLACE_DIMM ? c->interleave_ways : 0,
-		.gran = c->interleave_gran,
-		.dimms = c->dimms_per_thread,
-		.idx = w->idx,
-		.n = r->n,
-	};
-	char why[PL_ERR_LEN];
-	int err = pl_place_worker(&in, reg, why, sizeof(why));
-
-	if (err)
-		return pl_fail(err, "%s", why);
-	return 0;
-}
-
-static int pl_setup_worker(struct pl_run *r, struct pl_worker *w, unsigned int cpu)
-{
-	const struct pl_config *c = &r->c;
-	struct pl_region reg;
-	struct pl_eng_cfg ec;
-	char why[PL_ERR_LEN];
+	struct pl_eng_cfg *ec = &w->t.ec;
+	char *why;
 	int err;
 
+	why = kmalloc(PL_ERR_LEN, GFP_KERNEL);
+	if (!why)
+		return pl_fail(-ENOMEM, "run: out of memory");
 	w->run = r;
-	w->cpu = cpu;
-	w->node = cpu_to_node(cpu);
-	w->op = c->ops[w->idx % c->nops];
-	w->probe = c->probe && w->idx == 0;
-	err = pl_setup_gen(r, w, &reg);
+	err = pl_thread_setup(&w->t, s, idx, cpu, why, PL_ERR_LEN);
 	if (err)
-		return err;
-	ec = (struct pl_eng_cfg) {
-		.base = pl.t.kaddr + reg.base,
-		.gen = reg.g,
-		.copy_delta = reg.copy_delta,
-		.op = w->op,
-		.width = r->width,
-		.features = pl.features,
-		.mode = w->probe ? PL_MODE_LAT : c->mode,
-		.access = c->access_size,
-		.fence = c->fence,
-		.fence_interval = c->fence_interval,
-		.flush = c->flush,
-		.read_pct = c->read_pct,
-		.delay_ticks = c->delay_ticks,
-		.prep = c->cold ? PL_PREP_COLD : c->warm ? PL_PREP_WARM : PL_PREP_NONE,
-		.count = w->probe ? 0 : c->count,
-		.stop = w->probe ? &r->probe_stop : &r->stop,
-		.nsamples_max = c->samples,
-		.data_seed = c->seed * 0x2545f4914f6cdd1dULL + w->idx,
-	};
-	if (ec.mode == PL_MODE_LAT) {
-		w->hist = kvcalloc(PL_HIST_NB, sizeof(u64), GFP_KERNEL);
-		if (!w->hist)
-			return pl_fail(-ENOMEM, "run: out of memory for thread %u's histogram",
-				       w->idx);
-		ec.hist_buckets = w->hist;
-		if (c->samples) {
-			w->samples = kvcalloc(c->samples, sizeof(u64), GFP_KERNEL);
-			if (!w->samples)
-				return pl_fail(-ENOMEM,
-					       "run: out of memory for thread %u's %llu samples",
-					       w->idx, c->samples);
-			ec.samples = w->samples;
+		goto out;
+	w->t.node = cpu_to_node(cpu);
+	err = -ENOMEM;
+	if (ec->mode == PL_MODE_LAT) {
+		ec->hist_buckets = kvcalloc(PL_HIST_NB, sizeof(u64), GFP_KERNEL);
+		if (!ec->hist_buckets) {
+			snprintf(why, PL_ERR_LEN, "run: out of memory for thread %u's histogram", idx);
+			goto out;
+		}
+		if (ec->nsamples_max) {
+			ec->samples = kvcalloc(ec->nsamples_max, sizeof(u64), GFP_KERNEL);
+			if (!ec->samples) {
+				snprintf(why, PL_ERR_LEN, "run: out of memory for thread %u's %llu samples",
+					 idx, ec->nsamples_max);
+				goto out;
+			}
 		}
 	} else {
 		/* the engine's ceiling runs on a buffer of the worker's node (method.md) */
-		w->ceil_buf = kvmalloc_node(pl_eng_ceiling_len(&ec), GFP_KERNEL, w->node);
-		if (!w->ceil_buf)
-			return pl_fail(-ENOMEM, "run: out of memory for thread %u's ceiling buffer",
-				       w->idx);
-		ec.ceil_buf = w->ceil_buf;
+		ec->ceil_buf = kvmalloc_node(pl_eng_ceiling_len(ec), GFP_KERNEL, w->t.node);
+		if (!ec->ceil_buf) {
+			snprintf(why, PL_ERR_LEN, "run: out of memory for thread %u's ceiling buffer", idx);
+			goto out;
+		}
 	}
-	err = pl_eng_init(&w->e, &ec, why, sizeof(why));
+	err = pl_thread_engine(&w->t, why, PL_ERR_LEN);
+out:
 	if (err)
-		return pl_fail(err, "thread %u: %s", w->idx, why);
-	return 0;
+		pl_fail(err, "%s", why);
+	kfree(why);
+	return err;
+}
+
+static void pl_free_ceiling(struct pl_worker *w)
+{
+	kvfree(w->t.ec.ceil_buf);
+	w->t.ec.ceil_buf = NULL;
+	w->t.e.ceil_buf = NULL;
 }
 
 static void pl_run_free(struct pl_run *r)
@@ -342,30 +195,30 @@ static void pl_run_free(struct pl_run *r)
 	if (!r)
 		return;
 	for (i = 0; i < r->n; i++) {
-		kvfree(r->w[i].hist);
-		kvfree(r->w[i].samples);
-		kvfree(r->w[i].ceil_buf);
+		kvfree(r->w[i].t.ec.hist_buckets);
+		kvfree(r->w[i].t.ec.samples);
+		pl_free_ceiling(&r->w[i]);
 	}
 	kvfree(r);
 }
 
 static int pl_run_build(struct pl_run **out)
 {
-	const struct pl_config *c = &pl.cfg;
-	unsigned int n = c->threads, i, width, *cpus;
+	unsigned int n, i, *cpus;
+	struct pl_plan plan;
+	struct pl_setup s;
+	struct pl_facts f;
 	struct pl_run *r;
 	int err;
 
-	err = pl_resolve_width(c, n, &width);
+	err = pl_run_check(&plan);
 	if (err)
 		return err;
-	err = pl_check_run(c, n, width);
-	if (err)
-		return err;
+	n = plan.n;
 	cpus = kcalloc(n, sizeof(*cpus), GFP_KERNEL);
 	if (!cpus)
 		return pl_fail(-ENOMEM, "run: out of memory");
-	err = pl_pick_cpus(c, n, cpus);
+	err = pl_pick_cpus(&pl.cfg, n, cpus);
 	if (err)
 		goto out_cpus;
 	r = kvzalloc(struct_size(r, w, n), GFP_KERNEL);
@@ -373,19 +226,18 @@ static int pl_run_build(struct pl_run **out)
 		err = pl_fail(-ENOMEM, "run: out of memory for %u threads", n);
 		goto out_cpus;
 	}
-	r->c = *c;
+	r->c = pl.cfg;
 	r->n = n;
-	r->width = width;
-	r->seg_ticks = c->segment_ms * tsc_khz;
-	atomic_set(&r->loaders, n - (c->probe ? 1 : 0));
+	r->width = plan.width;
+	atomic_set(&r->loaders, n - (r->c.probe ? 1 : 0));
 	init_waitqueue_head(&r->wq);
-	for (i = 0; i < n; i++) {
-		r->w[i].idx = i;
-		err = pl_setup_worker(r, &r->w[i], cpus[i]);
-		if (err)
-			break;
-	}
-	/* ensure the free path sees every worker that got buffers */
+	pl_facts(&f);
+	s = (struct pl_setup){ .p = &r->c, .f = &f, .target = pl.t.kaddr,
+			       .target_size = pl.t.size, .n = n, .width = plan.width,
+			       .stop = &r->stop, .probe_stop = &r->probe_stop };
+	for (i = 0; i < n && !err; i++)
+		err = pl_setup_worker(r, &r->w[i], &s, i, cpus[i]);
+	/* the free path sees every worker that got buffers */
 	if (err) {
 		pl_run_free(r);
 		goto out_cpus;
@@ -422,9 +274,9 @@ static u64 pl_barrier(struct pl_run *r)
 }
 
 /* one timed segment; false if the worker is not on its CPU (CPU hotplug) */
-static bool pl_segment(struct pl_run *r, struct pl_worker *w, u64 end)
+static bool pl_segment(struct pl_worker *w)
 {
-	struct pl_eng *e = &w->e;
+	struct pl_eng *e = &w->t.e;
 	unsigned long flags;
 	u64 t0, t1;
 
@@ -433,30 +285,24 @@ static bool pl_segment(struct pl_run *r, struct pl_worker *w, u64 end)
 	 * A bound kthread whose CPU goes offline is moved to another CPU
 	 * and would go on measuring there: stop instead.
 	 */
-	if (raw_smp_processor_id() != w->cpu) {
+	if (raw_smp_processor_id() != w->t.cpu) {
 		local_irq_restore(flags);
 		return false;
 	}
 	kernel_fpu_begin();
 	t0 = pl_rdtsc();
-	pl_eng_run(e, min(t0 + r->seg_ticks, end));
+	pl_eng_run(e, pl_thread_until(&w->t, t0));
 	t1 = pl_rdtsc();
 	kernel_fpu_end();
 	local_irq_restore(flags);
-
-	e->st.ticks += t1 - t0;
-	if (w->segments++)
-		w->gap_ticks += t0 - w->last_tsc;
-	else
-		w->first_tsc = t0;
-	w->last_tsc = t1;
+	pl_thread_segment(&w->t, t0, t1);
 	return true;
 }
 
 static void pl_worker_loop(struct pl_run *r, struct pl_worker *w, u64 go)
 {
-	struct pl_eng *e = &w->e;
-	u64 end = r->c.count ? ~0ULL : go + r->c.duration_ms * tsc_khz;
+	struct pl_eng *e = &w->t.e;
+	u64 end = pl_thread_begin(&w->t, &r->c, go, tsc_khz);
 	int id;
 
 	while (!READ_ONCE(*e->stop) && e->left && pl_rdtsc() < end) {
@@ -466,9 +312,9 @@ static void pl_worker_loop(struct pl_run *r, struct pl_worker *w, u64 go)
 			pl_stop_all(r);
 			break;
 		}
-		if (!pl_segment(r, w, end)) {
+		if (!pl_segment(w)) {
 			pl_target_leave(&pl.t, id);
-			WRITE_ONCE(r->cpu_lost, w->cpu + 1);
+			WRITE_ONCE(r->cpu_lost, w->t.cpu + 1);
 			pl_stop_all(r);
 			break;
 		}
@@ -497,144 +343,25 @@ static int pl_worker_fn(void *arg)
 	u64 go;
 
 	local_irq_save(flags);
-	if (w->e.mode == PL_MODE_LAT) {
-		pl_eng_calibrate(&w->e);
+	if (w->t.e.mode == PL_MODE_LAT) {
+		pl_eng_calibrate(&w->t.e);
 	} else {
 		/* the loop on a cache-resident buffer: the engine's own ceiling */
 		kernel_fpu_begin();
-		pl_eng_ceiling(&w->e, PL_CEILING_MS * tsc_khz);
+		pl_eng_ceiling(&w->t.e, PL_CEILING_MS * tsc_khz);
 		kernel_fpu_end();
 	}
 	local_irq_restore(flags);
-	kvfree(w->ceil_buf);
-	w->ceil_buf = NULL;
-	w->e.ceil_buf = NULL;
+	pl_free_ceiling(w);
 	go = pl_barrier(r);
 	if (go)
 		pl_worker_loop(r, w, go);
-	if (!w->probe && atomic_dec_and_test(&r->loaders))
+	if (!w->t.probe && atomic_dec_and_test(&r->loaders))
 		WRITE_ONCE(r->probe_stop, 1);
 	atomic_inc(&r->finished);
 	wake_up(&r->wq);
 	pl_park();
 	return 0;
-}
-
-/*
- * ---- prefetchers (Intel MSR 0x1A4), from the controller with IRQs on ----
- * The value to restore is kept per CPU.  SMT siblings share the register,
- * so a CPU whose sibling already turned the prefetchers off takes the
- * sibling's saved value instead of reading back "off".  Changes and
- * restores run under cpus_read_lock(); a CPU that goes offline in between
- * gets its value back from the hotplug callback, on that CPU, before it
- * goes (pl_cpu_offline), so no CPU comes back with its prefetchers off.
- */
-struct pl_msr {
-	u64 saved;
-	bool changed;
-};
-
-static DEFINE_PER_CPU(struct pl_msr, pl_msr);
-static int pl_cpuhp_state = -1;
-
-static bool pl_sibling_saved(unsigned int cpu, u64 *v)
-{
-	unsigned int s;
-
-	for_each_cpu(s, topology_sibling_cpumask(cpu)) {
-		if (s != cpu && per_cpu_ptr(&pl_msr, s)->changed) {
-			*v = per_cpu_ptr(&pl_msr, s)->saved;
-			return true;
-		}
-	}
-	return false;
-}
-
-static int pl_prefetch_off(struct pl_run *r)
-{
-	struct pl_msr *m;
-	unsigned int i, cpu;
-	int err = 0;
-	u64 v;
-
-	cpus_read_lock();
-	for (i = 0; i < r->n && !err; i++) {
-		cpu = r->w[i].cpu;
-		m = per_cpu_ptr(&pl_msr, cpu);
-		if (m->changed)
-			continue;
-		if (!cpu_online(cpu)) {
-			pr_err("cannot turn prefetchers off on CPU %u: offline\n", cpu);
-			err = -ENXIO;
-			break;
-		}
-		if (!pl_sibling_saved(cpu, &v))
-			err = rdmsrq_safe_on_cpu(cpu, PL_MSR_PREFETCH, &v);
-		if (!err)
-			err = wrmsrq_safe_on_cpu(cpu, PL_MSR_PREFETCH, v | PL_MSR_PREFETCH_OFF);
-		if (err) {
-			pr_err("cannot turn prefetchers off on CPU %u: %d\n", cpu, err);
-			break;
-		}
-		m->saved = v;
-		m->changed = true;
-	}
-	cpus_read_unlock();
-	return err;
-}
-
-static void pl_prefetch_restore(struct pl_run *r)
-{
-	struct pl_msr *m;
-	unsigned int i, cpu;
-
-	cpus_read_lock();
-	for (i = 0; i < r->n; i++) {
-		cpu = r->w[i].cpu;
-		m = per_cpu_ptr(&pl_msr, cpu);
-		if (!m->changed)
-			continue;
-		if (wrmsrq_safe_on_cpu(cpu, PL_MSR_PREFETCH, m->saved))
-			pr_err("cannot restore MSR 0x1a4 on CPU %u\n", cpu);
-		m->changed = false;
-	}
-	cpus_read_unlock();
-}
-
-/* CPU hotplug teardown: runs on @cpu, still online, hotplug lock held */
-static int pl_cpu_offline(unsigned int cpu)
-{
-	struct pl_msr *m = per_cpu_ptr(&pl_msr, cpu);
-
-	if (m->changed) {
-		if (wrmsrq_safe_on_cpu(cpu, PL_MSR_PREFETCH, m->saved))
-			pr_err("cannot restore MSR 0x1a4 on CPU %u going offline\n", cpu);
-		else
-			pr_info("CPU %u going offline: prefetchers restored\n", cpu);
-		m->changed = false;
-	}
-	return 0;
-}
-
-int pl_prefetch_init(void)
-{
-	int st;
-
-	if (!pl.prefetch_ok)
-		return 0;
-	st = cpuhp_setup_state_nocalls(CPUHP_AP_ONLINE_DYN, "pmemlab:prefetch",
-				       NULL, pl_cpu_offline);
-	if (st < 0)
-		return st;
-	pl_cpuhp_state = st;
-	return 0;
-}
-
-void pl_prefetch_exit(void)
-{
-	if (pl_cpuhp_state >= 0)
-		cpuhp_remove_state_nocalls(pl_cpuhp_state);
-	pl_cpuhp_state = -1;
 }
 
 /* ---- controller ---- */
@@ -645,15 +372,15 @@ static int pl_create_workers(struct pl_run *r)
 
 	for (i = 0; i < r->n; i++) {
 		w = &r->w[i];
-		w->task = kthread_create_on_node(pl_worker_fn, w, cpu_to_node(w->cpu),
-						 "pmemlab/%u", w->cpu);
+		w->task = kthread_create_on_node(pl_worker_fn, w, cpu_to_node(w->t.cpu),
+						 "pmemlab/%u", w->t.cpu);
 		if (IS_ERR(w->task)) {
 			int err = PTR_ERR(w->task);
 
 			w->task = NULL;
 			return err;
 		}
-		kthread_bind(w->task, w->cpu);
+		kthread_bind(w->task, w->t.cpu);
 	}
 	return 0;
 }
@@ -664,7 +391,7 @@ static bool pl_run_complete(const struct pl_run *r)
 	unsigned int i;
 
 	for (i = 0; i < r->n; i++)
-		if (!r->w[i].probe && !r->w[i].complete)
+		if (!r->w[i].t.probe && !r->w[i].complete)
 			return false;
 	return true;
 }
@@ -731,6 +458,7 @@ static int pl_ctl_fn(void *arg)
 /* stop the previous run's controller (parked, or running on rmmod) and free it */
 static void pl_reap_locked(void)
 {
+	lockdep_assert_held(&pl.lock);
 	if (pl.ctl) {
 		kthread_stop(pl.ctl);
 		pl.ctl = NULL;
@@ -745,8 +473,7 @@ int pl_run_start(void)
 	struct pl_run *r;
 	int err;
 
-	if (pl.state == PL_RUNNING)
-		return pl_fail(-EBUSY, "run: a run is active");
+	lockdep_assert_held(&pl.lock);
 	err = pl_run_build(&r);
 	if (err)
 		return err;
@@ -768,6 +495,7 @@ int pl_run_start(void)
 
 void pl_run_abort(void)
 {
+	lockdep_assert_held(&pl.lock);
 	if (pl.state != PL_RUNNING || !pl.run)
 		return;
 	WRITE_ONCE(pl.run->aborted, 1);

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * sysfs.c - /sys/kernel/pmemlab: run parameters (one value per file,
- * validated on write), target facts, control files and results.
+ * judged on write by the core), target facts, control files and results.
  * The contract is docs/interface.md.
  */
 #define pr_fmt(fmt) "pmemlab: " fmt
@@ -12,353 +12,57 @@
 #include <linux/slab.h>
 #include <linux/string.h>
 #include <linux/cpumask.h>
-#include <linux/log2.h>
 #include <linux/stddef.h>
 #include <asm/tsc.h>
 #include "pmemlab.h"
 
-enum pl_ptype { PT_NUM, PT_SIZE, PT_ENUM, PT_OPS, PT_CPUS };
-
-struct pl_param {
+/*
+ * ---- run parameters: one file per row of kmod/core/params.def ----
+ * A write is parsed and judged by the core (params.c, check.c) against
+ * this machine; a refused value leaves the old one, with the reason in
+ * last_error.
+ */
+struct pl_param_attr {
 	struct kobj_attribute attr;
-	int type;			/* enum pl_ptype */
-	size_t off;			/* in struct pl_config */
-	u64 min, max, def;
-	const char *const *names;	/* PT_ENUM, NULL-terminated */
-	int (*check)(const struct pl_param *p, u64 v);
+	int id;				/* PL_P_* */
 };
 
-static const char *const mode_names[] = { "bandwidth", "latency", NULL };
-static const char *const pattern_names[] = { "seq", "rand", "stride", "hotspot", NULL };
-static const char *const fence_names[] = { "none", "sfence", "mfence", NULL };
-static const char *const flush_names[] = { "line", "access", NULL };
-static const char *const place_names[] = { "global", "per-thread", "per-dimm", NULL };
-static const char *const onoff_names[] = { "on", "off", NULL };
+static struct pl_param_attr pl_param_attrs[PL_NPARAMS];
 
-/* mode, pattern, ... are stored as indexes; keep enums and names in step */
-static_assert(PL_MODE_BW == 0 && PL_MODE_LAT == 1);
-static_assert(PL_PAT_SEQ == 0 && PL_PAT_HOTSPOT == 3);
-static_assert(PL_FENCE_MFENCE == 2 && PL_FLUSH_ACCESS == 1);
-static_assert(PL_PLACE_GLOBAL == 0 && PL_PLACE_DIMM == 2);
-
-int pl_fail(int err, const char *fmt, ...)
+static ssize_t param_store(struct kobject *k, struct kobj_attribute *a,
+			   const char *buf, size_t count)
 {
-	va_list ap;
-
-	va_start(ap, fmt);
-	vscnprintf(pl.last_error, sizeof(pl.last_error), fmt, ap);
-	va_end(ap);
-	pr_warn_ratelimited("%s\n", pl.last_error);
-	return err;
-}
-
-static u64 *pl_field(struct pl_config *c, const struct pl_param *p)
-{
-	return (u64 *)((char *)c + p->off);
-}
-
-/* ---- extra rules of single parameters ---- */
-static int chk_width(const struct pl_param *p, u64 v)
-{
-	if (v && v != 8 && v != 16 && v != 32 && v != 64)
-		return pl_fail(-EINVAL, "width: %llu is not 0, 8, 16, 32 or 64", v);
-	return 0;
-}
-
-static int chk_access(const struct pl_param *p, u64 v)
-{
-	if (v < 64 ? !is_power_of_2(v) : v % 64)
-		return pl_fail(-EINVAL,
-			       "access_size: %llu must be 8, 16, 32 or a multiple of 64", v);
-	return 0;
-}
-
-static int chk_mult8(const struct pl_param *p, u64 v)
-{
-	if (v % 8)
-		return pl_fail(-EINVAL, "%s: %llu is not a multiple of 8",
-			       p->attr.attr.name, v);
-	return 0;
-}
-
-static int chk_mult64(const struct pl_param *p, u64 v)
-{
-	if (v % 64)
-		return pl_fail(-EINVAL, "%s: %llu is not a multiple of 64",
-			       p->attr.attr.name, v);
-	return 0;
-}
-
-static int chk_window(const struct pl_param *p, u64 v)
-{
-	if (v % 4096)
-		return pl_fail(-EINVAL, "window_offset: %llu is not a multiple of 4096", v);
-	if (v >= pl.t.size)
-		return pl_fail(-ERANGE, "window_offset: %llu is past the target (%llu bytes)",
-			       v, pl.t.size);
-	return 0;
-}
-
-static int chk_ws(const struct pl_param *p, u64 v)
-{
-	if (v > pl.t.size)
-		return pl_fail(-ERANGE, "working_set: %llu exceeds the target (%llu bytes)",
-			       v, pl.t.size);
-	return chk_mult8(p, v);
-}
-
-static int chk_threads(const struct pl_param *p, u64 v)
-{
-	if (v > num_online_cpus())
-		return pl_fail(-ERANGE, "threads: %llu exceeds the %u online CPUs",
-			       v, num_online_cpus());
-	return 0;
-}
-
-static int chk_prefetch(const struct pl_param *p, u64 v)
-{
-	if (v && !pl.prefetch_ok)
-		return pl_fail(-EOPNOTSUPP,
-			       "prefetch: this CPU has no documented prefetcher control the module can use");
-	return 0;
-}
-
-static ssize_t pl_param_show(struct kobject *k, struct kobj_attribute *a, char *buf);
-static ssize_t pl_param_store(struct kobject *k, struct kobj_attribute *a,
-			      const char *buf, size_t count);
-
-#define P(_name, _type, _min, _max, _def, _names, _check) {			\
-	.attr = __ATTR(_name, 0644, pl_param_show, pl_param_store),		\
-	.type = _type, .off = offsetof(struct pl_config, _name),		\
-	.min = _min, .max = _max, .def = _def, .names = _names, .check = _check }
-
-#define T40	(1ULL << 40)
-
-static struct pl_param pl_params[] = {
-	P(mode, PT_ENUM, 0, 1, PL_MODE_BW, mode_names, NULL),
-	P(nops, PT_OPS, 0, 0, 0, NULL, NULL),		/* shown as "op" */
-	P(read_pct, PT_NUM, 0, 100, 0, NULL, NULL),
-	P(width, PT_NUM, 0, 64, 0, NULL, chk_width),
-	P(access_size, PT_SIZE, 8, PL_MAX_ACCESS, 64, NULL, chk_access),
-	P(stride, PT_SIZE, 0, T40, 0, NULL, chk_mult8),
-	P(window_offset, PT_SIZE, 0, T40 << 8, 0, NULL, chk_window),
-	P(working_set, PT_SIZE, 0, T40 << 8, 0, NULL, chk_ws),
-	P(pattern, PT_ENUM, 0, 3, PL_PAT_SEQ, pattern_names, NULL),
-	P(hotspot_size, PT_SIZE, 8, T40, 4096, NULL, chk_mult8),
-	P(passes, PT_NUM, 1, 4096, 1, NULL, NULL),
-	P(pass_offset, PT_SIZE, 0, T40, 0, NULL, chk_mult8),
-	P(fence, PT_ENUM, 0, 2, PL_FENCE_NONE, fence_names, NULL),
-	P(fence_interval, PT_SIZE, 0, T40, 0, NULL, chk_mult64),
-	P(flush, PT_ENUM, 0, 1, PL_FLUSH_LINE, flush_names, NULL),
-	P(threads, PT_NUM, 1, PL_MAX_THREADS, 1, NULL, chk_threads),
-	P(cpus, PT_CPUS, 0, 0, 0, NULL, NULL),
-	P(placement, PT_ENUM, 0, 2, PL_PLACE_THREAD, place_names, NULL),
-	P(interleave_ways, PT_NUM, 1, 64, 1, NULL, NULL),
-	P(interleave_gran, PT_SIZE, 64, 1ULL << 30, 4096, NULL, chk_mult64),
-	P(dimms_per_thread, PT_NUM, 1, 64, 1, NULL, NULL),
-	P(duration_ms, PT_NUM, 1, 3600000, 1000, NULL, NULL),
-	P(count, PT_NUM, 0, T40, 0, NULL, NULL),
-	P(delay_ticks, PT_NUM, 0, 1ULL << 36, 0, NULL, NULL),
-	P(probe, PT_NUM, 0, 1, 0, NULL, NULL),
-	P(seed, PT_NUM, 0, ~0ULL, 1, NULL, NULL),
-	P(prefetch, PT_ENUM, 0, 1, 0, onoff_names, chk_prefetch),
-	P(cold, PT_NUM, 0, 1, 0, NULL, NULL),
-	P(warm, PT_NUM, 0, 1, 0, NULL, NULL),
-	P(samples, PT_NUM, 0, PL_MAX_SAMPLES, 0, NULL, NULL),
-	P(segment_ms, PT_NUM, 1, 200, 5, NULL, NULL),
-};
-
-void pl_config_defaults(struct pl_config *c)
-{
-	unsigned int i;
-
-	memset(c, 0, sizeof(*c));
-	for (i = 0; i < ARRAY_SIZE(pl_params); i++)
-		if (pl_params[i].type != PT_OPS && pl_params[i].type != PT_CPUS)
-			*pl_field(c, &pl_params[i]) = pl_params[i].def;
-	c->ops[0] = PL_OP_LOAD;
-	c->nops = 1;
-	cpumask_clear(&c->cpus);
-}
-
-/* ---- parsing ---- */
-static int pl_parse_num(const struct pl_param *p, const char *s, u64 *v)
-{
-	const char *name = p->attr.attr.name;
-	char num[32];
-	size_t len = strlen(s);
-	unsigned int shift = 0, base;
-
-	if (len >= sizeof(num))
-		return pl_fail(-EINVAL, "%s: value too long", name);
-	memcpy(num, s, len + 1);
-	if (p->type == PT_SIZE && len > 1) {
-		switch (num[len - 1]) {
-		case 'k': case 'K': shift = 10; break;
-		case 'm': case 'M': shift = 20; break;
-		case 'g': case 'G': shift = 30; break;
-		case 't': case 'T': shift = 40; break;
-		}
-		if (shift)
-			num[len - 1] = '\0';
-	}
-	/* decimal, or hex with 0x; never octal (a leading 0 means nothing) */
-	base = (num[0] == '0' && (num[1] == 'x' || num[1] == 'X')) ? 16 : 10;
-	if (num[0] == '-' || num[0] == '+' || kstrtoull(num, base, v))
-		return pl_fail(-EINVAL, "%s: '%s' is not a non-negative integer%s", name, s,
-			       p->type == PT_SIZE ? " (K/M/G/T suffixes allowed)" : "");
-	if (*v > (~0ULL >> shift))
-		return pl_fail(-EINVAL, "%s: '%s' is too large", name, s);
-	*v <<= shift;
-	if (*v < p->min || *v > p->max)
-		return pl_fail(-EINVAL, "%s: %llu is outside %llu..%llu", name, *v, p->min, p->max);
-	return p->check ? p->check(p, *v) : 0;
-}
-
-static int pl_parse_enum(const struct pl_param *p, const char *s, u64 *v)
-{
-	u64 i;
-
-	for (i = 0; p->names[i]; i++)
-		if (!strcmp(s, p->names[i])) {
-			*v = i;
-			return p->check ? p->check(p, i) : 0;
-		}
-	return pl_fail(-EINVAL, "%s: '%s' is not one of the allowed names (see docs/interface.md)",
-		       p->attr.attr.name, s);
-}
-
-static int pl_parse_ops(struct pl_config *c, const char *s)
-{
-	u8 ops[PL_MAX_THREADS];
-	unsigned int n = 0;
-	const char *tok = s, *end;
-	size_t len;
-	int op;
-
-	for (;;) {
-		end = strchrnul(tok, ',');
-		len = end - tok;
-		op = len ? pl_op_lookup(tok, len) : -1;
-		if (op < 0)
-			return pl_fail(-EINVAL, "op: '%.*s' is not an op (load ntload store ntstore store+clwb store+clflushopt store+clflush)",
-				       (int)min_t(size_t, len, 32), tok);
-		if (n == PL_MAX_THREADS)
-			return pl_fail(-EINVAL, "op: more than %d entries", PL_MAX_THREADS);
-		ops[n++] = op;
-		if (!*end)
-			break;
-		tok = end + 1;
-	}
-	memcpy(c->ops, ops, n);
-	c->nops = n;
-	return 0;
-}
-
-static int pl_parse_cpus(struct pl_config *c, const char *s)
-{
-	cpumask_var_t m;
-	int err = 0;
-
-	if (!*s) {
-		cpumask_clear(&c->cpus);
-		return 0;
-	}
-	if (!alloc_cpumask_var(&m, GFP_KERNEL))
-		return pl_fail(-ENOMEM, "cpus: out of memory");
-	if (cpulist_parse(s, m))
-		err = pl_fail(-EINVAL, "cpus: '%.32s' is not a CPU list like 0-3,6", s);
-	else if (!cpumask_subset(m, cpu_possible_mask))
-		err = pl_fail(-EINVAL, "cpus: '%.32s' names CPUs that do not exist", s);
-	else
-		cpumask_copy(&c->cpus, m);
-	free_cpumask_var(m);
-	return err;
-}
-
-static int pl_param_set(const struct pl_param *p, const char *buf, size_t count)
-{
-	const char *name = p->attr.attr.name;
-	char *copy, *s;
-	u64 v = 0;
+	int id = container_of(a, struct pl_param_attr, attr)->id;
+	struct pl_verdict *v;
+	struct pl_facts f;
 	int err;
 
-	copy = kstrndup(buf, count, GFP_KERNEL);
-	if (!copy)
-		return pl_fail(-ENOMEM, "%s: out of memory", name);
-	s = strim(copy);
-	if (memchr(buf, '\0', count)) {
-		err = pl_fail(-EINVAL, "%s: value contains a NUL byte", name);
-		goto out;
-	}
-	if (!*s && p->type != PT_CPUS) {
-		err = pl_fail(-EINVAL, "%s: empty value", name);
-		goto out;
-	}
-	switch (p->type) {
-	case PT_OPS:
-		err = pl_parse_ops(&pl.cfg, s);
-		break;
-	case PT_CPUS:
-		err = pl_parse_cpus(&pl.cfg, s);
-		break;
-	case PT_ENUM:
-		err = pl_parse_enum(p, s, &v);
-		break;
-	default:
-		err = pl_parse_num(p, s, &v);
-		break;
-	}
-	if (!err && p->type != PT_OPS && p->type != PT_CPUS)
-		*pl_field(&pl.cfg, p) = v;
-out:
-	kfree(copy);
-	return err;
-}
-
-static ssize_t pl_param_store(struct kobject *k, struct kobj_attribute *a,
-			      const char *buf, size_t count)
-{
-	const struct pl_param *p = container_of(a, struct pl_param, attr);
-	int err;
-
+	v = kmalloc(sizeof(*v), GFP_KERNEL);
 	mutex_lock(&pl.lock);
-	if (pl.state == PL_RUNNING)
-		err = pl_fail(-EBUSY, "%s: a run is active", a->attr.name);
-	else
-		err = pl_param_set(p, buf, count);
+	if (!v) {
+		err = pl_fail(-ENOMEM, "%s: out of memory", pl_params[id].name);
+	} else if (pl.state == PL_RUNNING) {
+		err = pl_fail(-EBUSY, "%s: a run is active", pl_params[id].name);
+	} else {
+		pl_facts(&f);
+		err = pl_param_set(&pl.cfg, id, buf, count, &f, v);
+		if (err)
+			pl_fail_verdict(v);
+	}
 	mutex_unlock(&pl.lock);
+	kfree(v);
 	return err ? err : count;
 }
 
-static ssize_t pl_param_show(struct kobject *k, struct kobj_attribute *a, char *buf)
+static ssize_t param_show(struct kobject *k, struct kobj_attribute *a, char *buf)
 {
-	const struct pl_param *p = container_of(a, struct pl_param, attr);
-	unsigned int i;
-	ssize_t n = 0;
-	u64 v;
+	int id = container_of(a, struct pl_param_attr, attr)->id;
+	size_t n;
 
 	mutex_lock(&pl.lock);
-	switch (p->type) {
-	case PT_OPS:
-		for (i = 0; i < pl.cfg.nops; i++)
-			n += sysfs_emit_at(buf, n, "%s%s", i ? "," : "",
-					   pl_ops[pl.cfg.ops[i]].name);
-		n += sysfs_emit_at(buf, n, "\n");
-		break;
-	case PT_CPUS:
-		n = sysfs_emit(buf, "%*pbl\n", cpumask_pr_args(&pl.cfg.cpus));
-		break;
-	case PT_ENUM:
-		v = *pl_field(&pl.cfg, p);
-		n = sysfs_emit(buf, "%s\n", p->names[v]);
-		break;
-	default:
-		n = sysfs_emit(buf, "%llu\n", *pl_field(&pl.cfg, p));
-		break;
-	}
+	n = pl_param_show(&pl.cfg, id, buf, PAGE_SIZE - 1);
 	mutex_unlock(&pl.lock);
-	return n;
+	return n + sysfs_emit_at(buf, n, "\n");
 }
 
 /* ---- target facts ---- */
@@ -407,26 +111,18 @@ static ssize_t tsc_khz_show(struct kobject *k, struct kobj_attribute *a, char *b
 
 static ssize_t cpu_features_show(struct kobject *k, struct kobj_attribute *a, char *b)
 {
-	ssize_t n = 0;
-	int i;
+	struct pl_buf t = { .p = b, .cap = PAGE_SIZE };
 
-	for (i = 0; i < PL_F_NR; i++)
-		if (pl.features & (1u << i))
-			n += sysfs_emit_at(b, n, "%s%s", n ? " " : "", pl_feature_names[i]);
-	return n + sysfs_emit_at(b, n, "\n");
+	pl_out_features(&t, pl.features);
+	return t.len + sysfs_emit_at(b, t.len, "\n");
 }
 
 static ssize_t widths_show(struct kobject *k, struct kobj_attribute *a, char *b)
 {
-	static const unsigned int w[PL_NWIDTH] = { 8, 16, 32, 64 };
-	ssize_t n = 0;
-	int i;
+	struct pl_buf t = { .p = b, .cap = PAGE_SIZE };
 
-	for (i = 0; i < PL_NWIDTH; i++)
-		if (!pl_op_missing(PL_OP_LOAD, w[i], pl.features) &&
-		    !pl_op_missing(PL_OP_STORE, w[i], pl.features))
-			n += sysfs_emit_at(b, n, "%s%u", n ? " " : "", w[i]);
-	return n + sysfs_emit_at(b, n, "\n");
+	pl_out_widths(&t, pl.features);
+	return t.len + sysfs_emit_at(b, t.len, "\n");
 }
 
 /* one line per op: name, then width:instruction:ok|missing-feature */
@@ -510,6 +206,21 @@ static ssize_t run_store(struct kobject *k, struct kobj_attribute *a,
 	return err ? err : count;
 }
 
+/* judge the parameters as run does, start nothing */
+static ssize_t check_store(struct kobject *k, struct kobj_attribute *a,
+			   const char *buf, size_t count)
+{
+	struct pl_plan plan;
+	int err;
+
+	mutex_lock(&pl.lock);
+	err = pl_parse_one(buf, count, "check");
+	if (!err)
+		err = pl_run_check(&plan);
+	mutex_unlock(&pl.lock);
+	return err ? err : count;
+}
+
 static ssize_t abort_store(struct kobject *k, struct kobj_attribute *a,
 			   const char *buf, size_t count)
 {
@@ -557,6 +268,7 @@ static ssize_t run_id_show(struct kobject *k, struct kobj_attribute *a, char *b)
 }
 
 static struct kobj_attribute pl_attr_run = __ATTR(run, 0200, NULL, run_store);
+static struct kobj_attribute pl_attr_check = __ATTR(check, 0200, NULL, check_store);
 static struct kobj_attribute pl_attr_abort = __ATTR(abort, 0200, NULL, abort_store);
 RO(state, 0444);
 RO(last_error, 0444);
@@ -712,10 +424,10 @@ static struct kobj_attribute *pl_fixed_attrs[] = {
 	&pl_attr_target_node, &pl_attr_target_phys, &pl_attr_target_page_size,
 	&pl_attr_tsc_khz, &pl_attr_cpu_features, &pl_attr_widths, &pl_attr_op_table,
 	&pl_attr_prefetch_control, &pl_attr_fs_signature,
-	&pl_attr_run, &pl_attr_abort, &pl_attr_state, &pl_attr_last_error, &pl_attr_run_id,
+	&pl_attr_run, &pl_attr_check, &pl_attr_abort, &pl_attr_state, &pl_attr_last_error, &pl_attr_run_id,
 };
 
-static struct attribute *pl_attrs[ARRAY_SIZE(pl_params) + ARRAY_SIZE(pl_fixed_attrs) + 1];
+static struct attribute *pl_attrs[PL_NPARAMS + ARRAY_SIZE(pl_fixed_attrs) + 1];
 
 static struct attribute_group pl_group = {
 	.attrs = pl_attrs,
@@ -727,11 +439,13 @@ int pl_sysfs_init(void)
 	unsigned int i, n = 0;
 	int err;
 
-	/* the op list is stored in ops[]/nops but its file is called "op" */
-	for (i = 0; i < ARRAY_SIZE(pl_params); i++) {
-		if (pl_params[i].type == PT_OPS)
-			pl_params[i].attr.attr.name = "op";
-		pl_attrs[n++] = &pl_params[i].attr.attr;
+	for (i = 0; i < PL_NPARAMS; i++) {
+		pl_param_attrs[i].id = i;
+		pl_param_attrs[i].attr.attr.name = pl_params[i].name;
+		pl_param_attrs[i].attr.attr.mode = 0644;
+		pl_param_attrs[i].attr.show = param_show;
+		pl_param_attrs[i].attr.store = param_store;
+		pl_attrs[n++] = &pl_param_attrs[i].attr.attr;
 	}
 	for (i = 0; i < ARRAY_SIZE(pl_fixed_attrs); i++)
 		pl_attrs[n++] = &pl_fixed_attrs[i]->attr;

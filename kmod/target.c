@@ -58,26 +58,12 @@ static u64 pl_page_size(char *addr, u64 size)
 	return min;
 }
 
-/* known file system signatures in the first 64 KiB + 72 bytes */
-static const char *pl_fs_signature(struct pl_target *t)
+/* pl_fs_signature() reads the target with copy_mc: a media error is "unreadable" */
+static int pl_read_mc(void *ctx, u64 off, void *dst, size_t n)
 {
-	u8 buf[8];
+	struct pl_target *t = ctx;
 
-	if (t->size < 0x10048)
-		return "none";
-	if (copy_mc_to_kernel(buf, t->kaddr, 4))
-		return "unreadable";
-	if (!memcmp(buf, "XFSB", 4))
-		return "xfs";
-	if (copy_mc_to_kernel(buf, t->kaddr + 1024 + 56, 2))
-		return "unreadable";
-	if (buf[0] == 0x53 && buf[1] == 0xef)
-		return "ext4";
-	if (copy_mc_to_kernel(buf, t->kaddr + 0x10040, 8))
-		return "unreadable";
-	if (!memcmp(buf, "_BHRfS_M", 8))
-		return "btrfs";
-	return "none";
+	return copy_mc_to_kernel(dst, t->kaddr + off, n) ? -EIO : 0;
 }
 
 static int pl_fsdax_open(struct pl_target *t, const char *path)
@@ -136,7 +122,7 @@ static int pl_fsdax_open(struct pl_target *t, const char *path)
 	t->node = dev_to_node(disk_to_dev(bdev->bd_disk));
 	t->phys = slow_virt_to_phys(kaddr);
 	t->page_size = pl_page_size(t->kaddr, t->size);
-	t->fs_sig = pl_fs_signature(t);
+	t->fs_sig = pl_fs_signature(pl_read_mc, t, t->size);
 	return 0;
 
 err_put:

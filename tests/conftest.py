@@ -1,6 +1,8 @@
-"""Make tests/testlib.py and the userspace package importable from every test directory."""
+"""Make tests/testlib.py and the userspace package importable from every test directory, with
+the library it loads (libplcore.so: the module's parameter table and validator) built."""
 from __future__ import annotations
 
+import subprocess
 import sys
 from pathlib import Path
 
@@ -8,6 +10,12 @@ _TESTS = Path(__file__).resolve().parent
 for _path in (_TESTS, _TESTS.parent / "userspace"):
     if str(_path) not in sys.path:
         sys.path.insert(0, str(_path))
+
+# pmemlab.params loads the table from the library when imported; make rebuilds what is stale
+_make = subprocess.run(["make", "-s", "-C", str(_TESTS.parent / "userspace" / "runner"), "libplcore.so"],
+                       capture_output=True, text=True)
+if _make.returncode != 0:
+    raise RuntimeError("building userspace/runner/libplcore.so failed:\n" + _make.stdout + _make.stderr)
 
 
 def pytest_configure(config) -> None:

@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * shim.h - the only outside header the portable pmemlab files (ops.c, gen.c,
- * hist.c, engine.c, place.c; ops.def, walk.h) include.  It maps the few
- * things they need onto the kernel or onto libc, so that the same loops,
- * address generators, histogram and region set-up compile into the module
- * and into a userspace runner.
+ * shim.h - the only header the portable pmemlab files in kmod/core/
+ * include.  It maps the few things they need onto the kernel or onto libc,
+ * so that the same generated loops (ops.def, walk.h), address generators,
+ * histogram, region set-up, run parameters and validator compile into the
+ * module and into a userspace runner.
  *
  * Userspace builds must compile the portable files with -mgeneral-regs-only
  * (or -mno-sse -mno-avx): the generated loops keep store data in
@@ -20,7 +20,7 @@
 #include <linux/compiler.h>
 #include <linux/string.h>
 #include <linux/errno.h>
-#include <linux/kernel.h>	/* snprintf */
+#include <linux/kernel.h>	/* snprintf, vsnprintf, va_list */
 #else
 #include <stdint.h>
 #include <stddef.h>
@@ -28,11 +28,16 @@
 #include <string.h>
 #include <errno.h>
 #include <stdio.h>
+#include <stdarg.h>
 typedef uint8_t u8;
 typedef uint16_t u16;
 typedef uint32_t u32;
-typedef uint64_t u64;
-typedef int64_t s64;
+/* as in the kernel, so that one format (%llu) fits both */
+typedef unsigned long long u64;
+typedef long long s64;
+#ifndef __printf
+#define __printf(a, b)	__attribute__((format(printf, a, b)))
+#endif
 #ifndef likely
 #define likely(x)	__builtin_expect(!!(x), 1)
 #define unlikely(x)	__builtin_expect(!!(x), 0)

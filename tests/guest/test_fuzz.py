@@ -20,8 +20,9 @@ MiB = 1 << 20
 WRITES_PER_PROCESS = 2600
 PROCESSES = 4  # 10,400 writes in all
 
-# Files whose writes have side effects beyond a parameter: fuzzed separately and sparingly.
-CONTROL = {"run", "abort"}
+# Files whose writes have side effects beyond a parameter, or judge the whole run (check: EPERM
+# on a target with a file system, ENXIO when it is gone): fuzzed separately and sparingly.
+CONTROL = {"run", "check", "abort"}
 
 ADVERSARIAL = [
     b"", b"\n", b"0", b"-0", b"-1", b"-9223372036854775808", b"9223372036854775807",
@@ -63,6 +64,11 @@ def fuzz_worker(seed: int, names: list[str], count: int) -> tuple[int, int, list
         if rng.random() < 0.01:
             try:
                 mod.write_raw("run", b"1\n")
+            except OSError:
+                pass
+        if rng.random() < 0.05:
+            try:
+                mod.write_raw("check", rng.choice([b"1\n", b"1", b"0\n", data]))
             except OSError:
                 pass
         try:

@@ -480,3 +480,65 @@ def test_results_directory_matches_the_all_line(module, pmem_dev: str) -> None:
         mod.write("abort", 1)
         mod.wait(timeout=30)
         assert (rdir / "ops").read_text().strip() == mod.result().total["ops"]
+
+
+def test_check_judges_like_run_and_starts_nothing(module, pmem_dev: str) -> None:
+    """`check` gives run's verdict (errno and last_error naming the parameter) without starting a
+    run: state and run_id stay; during a run it is EBUSY like run."""
+    with module(target=pmem_dev) as sysfs:
+        mod = Module(sysfs)
+        run_id = mod.read("run_id")
+        mod.set(op="ntload", width=8, access_size=64, duration_ms=20)
+        for control in ("check", "run"):
+            with pytest.raises(WriteRefused) as info:
+                mod.write(control, 1)
+            assert info.value.errno == errno.EOPNOTSUPP
+            assert info.value.reason == "width: op ntload has no 8-byte instruction"
+        mod.set(width=0, working_set=4 * MiB, window_offset=0)
+        mod.write("check", 1)
+        assert mod.state() == "idle" and mod.read("run_id") == run_id
+        mod.set(op="load", duration_ms=3000, threads=1)
+        mod.start()
+        with pytest.raises(WriteRefused) as info:
+            mod.write("check", 1)
+        assert info.value.errno == errno.EBUSY
+        mod.write("abort", 1)
+        mod.wait(timeout=30)
+        for bad in (b"0\n", b"2\n", b"yes please\n"):
+            with pytest.raises(OSError) as err:
+                mod.write_raw("check", bad)
+            assert err.value.errno == errno.EINVAL
+
+
+def test_combination_refusals_name_the_parameter(module, pmem_dev: str) -> None:
+    """The reasons `run` gives start with the parameter at fault (the controller reports its line)."""
+    with module(target=pmem_dev) as sysfs:
+        mod = Module(sysfs)
+        cases = [
+            (dict(access_size=256, stride=128, pattern="stride"), errno.EINVAL, "stride"),
+            (dict(probe=1, threads=1), errno.EINVAL, "probe"),
+            (dict(cold=1, warm=1), errno.EINVAL, "warm"),
+            (dict(cpus="0", threads=2), errno.EINVAL, "cpus"),
+            (dict(working_set=32, access_size=64), errno.ERANGE, "working_set"),
+        ]
+        for params, err, name in cases:
+            mod.set(access_size=64, stride=0, pattern="seq", probe=0, threads=1, cold=0, warm=0, cpus="",
+                    working_set=MiB)
+            mod.set(**params)
+            with pytest.raises(WriteRefused) as info:
+                mod.write("check", 1)
+            assert info.value.errno == err, (params, info.value.reason)
+            assert info.value.reason.startswith(name), (params, info.value.reason)
+
+
+def test_warm_up_is_not_counted(module, pmem_dev: str) -> None:
+    """warmup_ms: the warm-up runs first and counts for nothing (kmod/core/worker.c)."""
+    with module(target=pmem_dev) as sysfs:
+        mod = Module(sysfs)
+        tsc_khz = int(mod.read("tsc_khz"))
+        res = mod.run(mode="latency", op="load", threads=1, count=2000, warmup_ms=200, working_set=MiB)
+        assert int(res.total["ops"]) == 2000 and int(res.total["lat_n"]) == 2000
+        res = mod.run(mode="bandwidth", op="load", threads=2, count=0, duration_ms=100, warmup_ms=300,
+                      segment_ms=5, working_set=MiB)
+        for row in res.threads:
+            assert 0 < int(row["ticks"]) <= (100 + 5) * tsc_khz, row

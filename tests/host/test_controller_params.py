@@ -13,13 +13,21 @@ def full(**kw):
     return vals
 
 
-def test_schema_mirrors_interface_doc():
+def test_the_table_is_the_modules():
+    """PARAMS comes from the module's table (kmod/core/params.def, through libplcore.so): every row
+    is there, in its order, with the module's ranges (the drift this replaced said threads 1..4096
+    and read_pct 0..99)."""
+    import re
     from pathlib import Path
 
-    doc = (Path(__file__).resolve().parents[2] / "docs" / "interface.md").read_text()
-    section = doc.split("## Run parameters", 1)[1].split("## Control", 1)[0]
-    for name, p in P.PARAMS.items():
-        assert (f"`{name}`" in section) == p.documented, f"{name}: documented={p.documented} disagrees with docs/interface.md"
+    rows = re.findall(r"^PL_PARAM\((\w+),", (Path(__file__).resolve().parents[2] / "kmod" / "core" / "params.def")
+                      .read_text(), re.M)
+    assert list(P.PARAMS) == rows
+    assert (P.PARAMS["threads"].lo, P.PARAMS["threads"].hi) == (1, 256)
+    assert (P.PARAMS["read_pct"].lo, P.PARAMS["read_pct"].hi) == (0, 100)
+    assert P.PARAMS["width"].choices == (0, 8, 16, 32, 64) and P.PARAMS["width"].kind == "enum"
+    assert P.PARAMS["mode"].default == "bandwidth" and P.PARAMS["cpus"].default == ""
+    assert "store+clwb" in P.OPS and "copy" not in P.OPS and P.WRITE_OPS == set(P.OPS) - {"load", "ntload"}
 
 
 @pytest.mark.parametrize("text,value", [("4096", 4096), ("4K", 4096), ("64M", 64 << 20), ("1G", 1 << 30),
@@ -50,18 +58,32 @@ def test_canonical(key, value, expected):
 
 
 @pytest.mark.parametrize("key,value,fragment", [
-    ("mode", "fast", "not an allowed value"), ("op", "stor", "unknown op"), ("width", 24, "not an allowed value"),
-    ("access_size", 4, "below the minimum"), ("access_size", "128M", "above the maximum"),
-    ("window_offset", 100, "not a multiple of 4096"), ("read_pct", 100, "above the maximum"),
-    ("samples", 2_000_000, "above the maximum"), ("threads", 0, "below the minimum"), ("cold", 2, "not 0 or 1"),
-    ("duration_ms", "soon", "not an integer"),
+    ("mode", "fast", "'fast' is not one of the allowed names"), ("op", "stor", "'stor' is not an op"),
+    ("width", 24, "24 is not 0, 8, 16, 32 or 64"),
+    ("access_size", 4, "4 is outside 8..67108864"), ("access_size", "128M", "134217728 is outside 8..67108864"),
+    ("window_offset", 100, "100 is not a multiple of 4096"), ("read_pct", 101, "101 is outside 0..100"),
+    ("samples", 2_000_000, "2000000 is outside 0..1048576"), ("threads", 0, "0 is outside 1..256"),
+    ("threads", 257, "257 is outside 1..256"), ("cold", 2, "2 is outside 0..1"),
+    ("duration_ms", "soon", "'soon' is not a non-negative integer"), ("stride", 12, "12 is not a multiple of 8"),
+    ("interleave_gran", 96, "96 is not a multiple of 64"), ("cpus", "3-1", "not a CPU list"),
 ])
 def test_canonical_rejects(key, value, fragment):
+    """Refused with the module's own reason (kmod/core/params.c, check.c), its name taken off."""
     with pytest.raises(P.ConfigValueError) as ei:
         P.canonical(key, value)
-    assert fragment in ei.value.problem.reason
+    assert ei.value.problem.reason == fragment or fragment in ei.value.problem.reason
     assert ei.value.problem.key == key
-    assert ei.value.problem.allowed
+    assert ei.value.problem.allowed == P.PARAMS[key].allowed()
+
+
+@pytest.mark.parametrize("key,value,expected", [
+    ("access_size", "2MiB", 2 << 20), ("access_size", "64 KB", 64 << 10), ("access_size", "0x100", 256),
+    ("working_set", "1T", 1 << 40), ("cpus", "0, 1", "0-1"), ("cpus", "0-7:2/4", "0-1,4-5"),
+    ("read_pct", 100, 100), ("interleave_gran", 4032, 4032), ("threads", 256, 256),
+])
+def test_module_and_python_spellings(key, value, expected):
+    """The module's text is judged by the module's parser; TOML/Python spellings are turned into it."""
+    assert P.canonical(key, value) == expected
 
 
 def test_unknown_key_suggests():
@@ -70,44 +92,96 @@ def test_unknown_key_suggests():
 
 
 def problems(facts=None, **kw):
-    return {(p.key, p.kind) for p in P.check_point(full(**kw), facts)}
+    """What the controller says of a point: its values, else their combination."""
+    vals, probs = P.normalize(kw, facts)
+    return {(p.key, p.kind) for p in probs or P.check_point(vals, facts)}
 
 
 def test_cross_rules():
     assert problems(access_size=104, width=8) == {("access_size", "invalid")}  # not a multiple of 64
-    assert problems(access_size=24, width=8) == {("access_size", "invalid")}  # below 64, not a power of 2
     assert problems(access_size=16, width=8) == set()
     assert problems(access_size=192, width=64) == set()
     assert problems(access_size=32, width=64) == {("access_size", "invalid")}
-    assert problems(access_size=256, stride=128) == {("stride", "invalid")}
-    assert problems(access_size=64, stride=96) == {("stride", "invalid")}
-    assert problems(access_size=64, stride=128) == set()
-    assert problems(op="load,ntstore", threads=3) == {("op", "invalid")}
+    assert problems(access_size=256, stride=128, pattern="stride") == {("stride", "invalid")}
+    assert problems(access_size=64, stride=96, pattern="stride") == {("stride", "invalid")}
+    assert problems(access_size=64, stride=128, pattern="stride") == set()
     assert problems(op="load,ntstore", threads=2) == set()
-    assert problems(read_pct=50, op="load") == {("read_pct", "invalid")}
     assert problems(read_pct=50, op="ntstore") == set()
     assert problems(probe=1, threads=1) == {("probe", "invalid")}
-    assert problems(pattern="hotspot", hotspot_size=128, access_size=256) == {("hotspot_size", "invalid")}
+    assert problems(pattern="hotspot", hotspot_size=128, access_size=256, working_set="1M") == {("hotspot_size", "invalid")}
     assert problems(pattern="hotspot", hotspot_size=8192, working_set=4096) == {("hotspot_size", "invalid")}
     assert problems(placement="per-dimm", interleave_ways=2, dimms_per_thread=3) == {("dimms_per_thread", "invalid")}
-    assert problems(placement="per-dimm", interleave_gran=4032) == {("interleave_gran", "invalid")}
     assert problems(cpus="0", threads=2) == {("cpus", "invalid")}
     assert problems(working_set=32, access_size=64) == {("working_set", "invalid")}
+    assert problems(cold=1, warm=1) == {("warm", "invalid")}
+    assert problems(fence="sfence", fence_interval=192, access_size=256) == {("fence_interval", "invalid")}
+    assert problems(op="ntload", width=8) == {("width", "invalid")}  # no such instruction on any CPU
+
+
+@pytest.mark.parametrize("kw", [
+    dict(access_size=8, width=0),                      # the widest width that fits: 8
+    dict(read_pct=100, op="store"),                    # every access a load
+    dict(stride=72, pattern="seq"),                    # seq steps by access_size; stride a multiple of 8
+    dict(op="load,store", threads=3),                  # thread i runs entry i mod n
+    dict(read_pct=50, op="load,store", threads=2),     # mixes the store thread, the load thread ignores it
+    dict(interleave_gran=4032, placement="per-dimm", working_set="1M"),  # a multiple of 64
+])
+def test_the_six_inputs_the_controller_used_to_refuse(kw):
+    """Accepted as the module and docs/interface.md accept them (they once drifted apart)."""
+    values, probs = P.normalize(kw)
+    assert probs == [] and P.check_point(values) == []
+
+
+def test_ntload_width_8_is_refused_before_the_run():
+    values = full(op="ntload", width=8)
+    (prob,) = P.check_point(values)
+    assert (prob.key, prob.kind, prob.reason) == ("width", "invalid", "op ntload has no 8-byte instruction")
 
 
 def test_target_rules_are_unsupported_not_invalid():
     facts = P.TargetFacts(target_size=1 << 30, cpu_features=frozenset({"sse2", "avx", "clflush"}),
-                          widths=(8, 16, 32), prefetch_control="none", online_cpus=2)
+                          widths=(8, 16, 32), prefetch_control="none", online_cpus=2, possible_cpus=4,
+                          extra={"tsc_khz": 2_000_000})
     assert problems(facts, op="store+clwb") == {("op", "unsupported")}
     assert problems(facts, width=64, access_size=64) == {("width", "unsupported")}
     assert problems(facts, threads=4) == {("threads", "unsupported")}
-    assert problems(facts, cpus="0-3") == {("cpus", "unsupported")}
+    assert problems(facts, cpus="0-3", threads=2) == set()   # thread i on the i-th listed: 0 and 1
+    assert problems(facts, cpus="2-3", threads=2) == {("cpus", "unsupported")}  # CPU 2 is offline
+    assert problems(facts, cpus="7") == {("cpus", "unsupported")}  # CPU 7 cannot exist (4 possible)
     assert problems(facts, prefetch="off") == {("prefetch", "unsupported")}
     assert problems(facts, working_set="2G") == {("working_set", "unsupported")}
     assert problems(facts, window_offset="1G") == {("window_offset", "unsupported")}
+    assert problems(facts, delay_ticks=5_000_000) == {("delay_ticks", "unsupported")}  # half of 5 ms
     assert problems(facts, op="store+clflush", threads=2, width=32, access_size=64) == set()
-    # width 0 = widest supported (32 here): access sizes must be multiples of it
-    assert problems(facts, access_size=16) == {("access_size", "invalid")}
+    # width 0 = the widest every op has (32 here): access sizes of 16 run 16-byte instructions
+    assert problems(facts, access_size=16) == set()
+    # without facts nothing of the machine is judged
+    assert problems(None, op="store+clwb", threads=200, prefetch="off") == set()
+
+
+def test_write_protection_and_backend_ops():
+    facts = P.TargetFacts(target_size=1 << 30, extra={"fs_signature": "ext4", "target_kind": "fsdax"},
+                          allow_overwrite=False)
+    assert problems(facts, op="ntstore") == {("op", "unsupported")}
+    assert problems(facts, op="ntstore", read_pct=100) == set()  # loads only
+    assert problems(facts, op="load") == set()
+    ok = P.TargetFacts(target_size=1 << 30, extra={"fs_signature": "ext4", "target_kind": "fsdax"},
+                       allow_overwrite=True)
+    assert problems(ok, op="ntstore") == set()
+    # the user backend's own ops: judged unsupported on the module, accepted by the runner
+    assert problems(facts, op="copy", read_pct=100) == {("op", "unsupported")}
+    user = P.TargetFacts(target_size=1 << 30, extra={"fs_signature": "none", "target_kind": "user-dram"},
+                         allow_overwrite=False)
+    assert problems(user, op="copy") == set()
+    assert problems(user, op="chase") == {("op", "invalid")}  # chase: latency mode only
+
+
+def test_normalize_with_facts_judges_values_in_table_order():
+    facts = P.TargetFacts(target_size=1 << 30, online_cpus=2)
+    _, probs = P.normalize({"access_size": 3, "threads": 4}, facts)
+    assert [(p.key, p.kind) for p in probs] == [("threads", "unsupported"), ("access_size", "invalid")]
+    _, probs = P.normalize({"access_size": 3, "threads": 4})
+    assert [(p.key, p.kind) for p in probs] == [("access_size", "invalid")]
 
 
 @pytest.mark.parametrize("key,value", [("threads", True), ("duration_ms", False), ("width", True),
@@ -142,3 +216,34 @@ def test_remote_cpus_pick_the_nearest_node_with_enough_cpus() -> None:
     probs = P.check_point(params, alone)
     assert [(p.key, p.kind) for p in probs] == [("cpus", "unsupported")]
     assert not P.check_point(params, facts)
+
+
+def test_interface_doc_table_is_generated_from_the_table():
+    """docs/interface.md holds the table `make docs` writes from kmod/core/params.def: a row added
+    to the table, or a range changed, without `make docs` fails here."""
+    from pathlib import Path
+
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "interface.md").read_text()
+    assert doc.count(P.DOC_BEGIN) == 1 and doc.count(P.DOC_END) == 1
+    section = doc[doc.index(P.DOC_BEGIN):doc.index(P.DOC_END) + len(P.DOC_END) + 1]
+    assert section == P.doc_table(), "docs/interface.md is stale: run `make docs`"
+    for name, p in P.PARAMS.items():
+        assert f"| `{name}` | {p.allowed()} |" in section
+
+
+def test_pmemlab_params_lists_the_modules_table(capsys):
+    import json
+
+    import pmemlab.cli as cli
+
+    assert cli.main(["params"]) == 0
+    text = capsys.readouterr().out
+    assert "threads" in text and "allowed: 1..256, at most the online CPUs" in text
+    assert "allowed: 0..100" in text  # read_pct
+    assert cli.main(["params", "--json"]) == 0
+    rows = {r["name"]: r for r in json.loads(capsys.readouterr().out)}
+    assert list(rows) == list(P.PARAM_NAMES)
+    assert rows["access_size"]["allowed"] == "8, 16, 32 or a multiple of 64, up to 64M"
+    assert rows["width"]["default"] == 0 and rows["mode"]["default"] == "bandwidth"
+    assert cli.main(["params", "--markdown"]) == 0
+    assert capsys.readouterr().out == P.doc_table()

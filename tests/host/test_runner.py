@@ -452,3 +452,19 @@ def test_runner_hides_features_on_request(built: Path) -> None:
     res = subprocess.run([str(RUNNER), "target=dram", "dram_size=4M", "count=100"], capture_output=True, text=True,
                          timeout=60, env={**env, "PMEMLAB_RUN_HIDE_FEATURES": "sse9"})
     assert res.returncode == 2 and "pmemlab-run: EINVAL: PMEMLAB_RUN_HIDE_FEATURES: 'sse9'" in res.stderr
+
+
+def test_runner_warm_up_is_not_counted(built: Path) -> None:
+    """warmup_ms: every thread runs its loop that long first; what it did then is not counted
+    (a count run still counts exactly count accesses and samples; a duration run's timed ticks
+    stay within duration_ms and one segment)."""
+    res = run("target=dram", "dram_size=8M", "dram_pages=4k", "mode=latency", "count=3000", "warmup_ms=100")
+    row = parse_result("\n".join(result_lines(res.stdout)), 1e6)[0]
+    assert row["ops"] == 3000 and row["lat_n"] == 3000
+    hist = res.stdout.split("# histogram\n", 1)[1]
+    assert sum(int(ln.split()[3]) for ln in hist.splitlines() if ln.startswith("all ")) == 3000
+    tsc_khz = int(re.search(r"#fact tsc_khz (\d+)", res.stdout).group(1))
+    res = run("target=dram", "dram_size=8M", "dram_pages=4k", "op=load", "duration_ms=100", "warmup_ms=300",
+              "segment_ms=5")
+    row = parse_result("\n".join(result_lines(res.stdout)), tsc_khz)[0]
+    assert 0 < row["elapsed_ticks"] <= (100 + 5) * tsc_khz, row["elapsed_ticks"] / tsc_khz

@@ -1,7 +1,20 @@
-"""`python3 -m pmemlab`."""
+"""`python3 -m pmemlab` and the `pmemlab` command."""
 
 import sys
 
-from pmemlab.cli import main
 
-sys.exit(main())
+def run() -> int:
+    """main(), or the one line that says what is missing when the controller cannot start
+    (libplcore.so not built: the parameter table is loaded when pmemlab.params is imported)."""
+    from pmemlab.errors import PmemlabError
+
+    try:
+        from pmemlab.cli import main
+    except PmemlabError as exc:
+        print(exc.one_line(), file=sys.stderr)
+        return exc.exit_code
+    return main()
+
+
+if __name__ == "__main__":
+    sys.exit(run())

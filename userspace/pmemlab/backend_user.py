@@ -114,6 +114,7 @@ class UserBackend:
             prefetch_control="none",
             online_cpus=online_cpus,
             extra=f,
+            allow_overwrite=self.options.get("allow_overwrite") == "1",
         )
 
     def module_parameters(self) -> dict[str, str]:

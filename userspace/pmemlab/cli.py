@@ -41,7 +41,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="machine-readable JSON")
 
     p = sub.add_parser("params", help="list the run parameters, defaults and allowed values")
-    p.add_argument("--json", action="store_true")
+    out = p.add_mutually_exclusive_group()
+    out.add_argument("--json", action="store_true")
+    out.add_argument("--markdown", action="store_true", help="the table of docs/interface.md")
 
     p = sub.add_parser("run", help="one measurement: pmemlab run op=ntstore access_size=256 threads=2")
     p.add_argument("assignments", nargs="*", metavar="KEY=VALUE", help="run parameters (others keep their defaults)")
@@ -121,6 +123,7 @@ def _online_cpus() -> int:
     return int(machine.cpu_info(machine.HostPaths())["online_cpus"])
 
 
+
 # --------------------------------------------------------------------------
 def cmd_info(args: argparse.Namespace) -> int:
     info = machine.gather_info(_module(args))
@@ -132,9 +135,13 @@ def cmd_info(args: argparse.Namespace) -> int:
 
 
 def cmd_params(args: argparse.Namespace) -> int:
+    """The module's parameter table (kmod/core/params.def, through libplcore.so)."""
     if args.json:
-        print(json.dumps([{"name": p.name, "default": p.default, "allowed": p.allowed(), "unit": p.unit,
-                           "doc": p.doc} for p in P.PARAMS.values()], indent=2))
+        print(json.dumps([{"name": p.name, "kind": p.kind, "default": p.default, "allowed": p.allowed(),
+                           "unit": p.unit, "doc": p.doc} for p in P.PARAMS.values()], indent=2))
+        return 0
+    if args.markdown:
+        print(P.doc_table(), end="")
         return 0
     w = max(len(n) for n in P.PARAMS)
     for p in P.PARAMS.values():

@@ -109,10 +109,16 @@ def cpu_info(host: HostPaths) -> dict[str, Any]:
         online = len(parse_cpulist(online_text)) if online_text else (os.cpu_count() or 1)
     except ValueError:
         online = os.cpu_count() or 1
+    possible_text = _read(host.sys / "devices/system/cpu/possible")
+    try:
+        possible = max(parse_cpulist(possible_text)) + 1 if possible_text else None
+    except ValueError:
+        possible = None
     return {
         "model": model or platform.processor() or "unknown",
         "vendor": vendor,
         "online_cpus": online,
+        "possible_cpus": possible,
         "sockets": len(sockets) or None,
         "features": {f: (f in flags) for f in CPU_FEATURES_OF_INTEREST},
         "mhz_reported": round(sum(mhz) / len(mhz), 1) if mhz else None,
@@ -469,6 +475,8 @@ def target_facts(backend: Backend, online_cpus: int, host: HostPaths | None = No
     """The backend's facts about its target and CPU, plus this machine's NUMA nodes (what
     cpus = "remote" and the placement checks need)."""
     facts = backend.target_facts(online_cpus=online_cpus)
+    possible = int(cpu_info(host or HostPaths())["possible_cpus"] or 0)
+    facts.possible_cpus = max(possible, online_cpus) if possible else None
     node = facts.extra.get("target_node")
     nodes = numa_info(host or HostPaths())["nodes"]
     node_cpus: dict[int, tuple[int, ...]] = {}

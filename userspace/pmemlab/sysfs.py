@@ -172,7 +172,8 @@ class Module:
                     f"a run is active (writing {name} gave EBUSY)",
                     "wait for it to finish or stop it with `pmemlab abort`",
                 ) from None
-            if exc.errno in (errno.EINVAL, errno.ERANGE, errno.EOPNOTSUPP, errno.ENODEV, errno.ENOSPC):
+            if exc.errno in (errno.EINVAL, errno.ERANGE, errno.EOPNOTSUPP, errno.EPERM, errno.ENXIO,
+                             errno.ENODEV, errno.ENOSPC):
                 reason = self.read_opt("last_error") or os.strerror(exc.errno)
                 raise ParamRefused(name, value, reason) from None
             raise ModuleAccessError(f"writing {path} failed: {exc.strerror}", "see the kernel log (dmesg | grep pmemlab)") from None
@@ -214,6 +215,7 @@ class Module:
             prefetch_control=f.get("prefetch_control"),
             online_cpus=online_cpus,
             extra=f,
+            allow_overwrite=self.module_parameters().get("allow_overwrite") in ("Y", "1"),
         )
 
     def current_params(self) -> dict[str, str]:

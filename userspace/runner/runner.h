@@ -3,12 +3,53 @@
 #ifndef PMEMLAB_RUNNER_H
 #define PMEMLAB_RUNNER_H
 
-#include "pl_core.h"
+#include "pl_run.h"
 
-/* ops the runner has beyond the module's: ops.def lists them after the module's */
+/* the runner's copy ops: ops.def lists them after the module's (chase follows them) */
 #define PLU_NOPS	(PL_OP_ALL - PL_OP_NR)
 #define PLU_OP_COPY	PL_OP_COPY
 #define PLU_OP_NTCOPY	PL_OP_NTCOPY
 #define PLU_OP_ALL	PL_OP_ALL
+
+/* userops.c: the ops only the user backend has, for struct pl_facts */
+extern const struct pl_op_desc pl_chase_desc;
+void plu_user_ops(struct pl_facts *f);
+
+/* runner.c: refuse a run as the module does (pmemlab-run: ERRNO: reason), exit 2 */
+void refuse(int err, const char *fmt, ...) __attribute__((noreturn, format(printf, 2, 3)));
+
+/* target.c: the memory the user backend measures */
+struct plu_target {
+	char kind[16];			/* dram, file, devdax */
+	char *addr;
+	u64 size;
+	u64 run_size;			/* what a run would map (a file it would extend) */
+	long node;
+	u64 page_size;			/* smallest page size of the mapping, as obtained */
+	u64 fallback_page;		/* the page size when smaps does not say */
+	u64 huge_pct;			/* % of the mapped bytes in pages > 4 KiB */
+	const char *pages;		/* how it was mapped: 4k, thp, hugetlbfs, file, devdax */
+	int map_sync;			/* the mapping has MAP_SYNC */
+	const char *fs_sig;
+	u64 map_len;
+};
+
+extern const char *const plu_pages_names[3];	/* dram_pages: 4k, 2m (THP), hugetlb */
+/* anonymous memory on node (-1: any); pre-faulted later, once the run is judged */
+void plu_open_dram(struct plu_target *t, u64 len, unsigned int pages, long node);
+/*
+ * A file or devdax device, mapped for writing when the run writes; a check
+ * neither writes nor extends a file, but judges the size a run would map.
+ */
+void plu_open_path(struct plu_target *t, const char *path, u64 size, bool writes, bool check);
+/* touch what the run uses before anything is timed (write runs and DRAM: non-zero data) */
+void plu_prefault(struct plu_target *t, bool writes, u64 bytes);
+
+/* chase.c: the pointer chase (its loop, and the cycle over a thread's slots) */
+int plu_chase_build(struct pl_eng *e, u64 seed, unsigned int idx);
+char *plu_chase_loop(struct pl_eng *e, char *p, u64 until);
+
+/* schema.c: the parameter table as JSON (NUL-terminated, static) */
+const char *plu_schema_json(void);
 
 #endif

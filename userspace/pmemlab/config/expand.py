@@ -18,8 +18,16 @@ from pmemlab.errors import ConfigError
 MAX_POINTS = 1_000_000
 
 
+# Parameters after this one came into the table (kmod/core/params.def, where new ones go at the
+# end) after sweeps had recorded point keys: they count in a key only where they differ from their
+# default, so adding a parameter leaves the key of every existing point, and its CSV's resume, as is.
+KEYED_THROUGH = "segment_ms"
+
+
 def point_key(params: Mapping[str, Any]) -> str:
-    blob = json.dumps({k: params[k] for k in sorted(params)}, sort_keys=True, default=str)
+    later = set(P.PARAM_NAMES[P.PARAM_NAMES.index(KEYED_THROUGH) + 1:])
+    keyed = {k: v for k, v in params.items() if k not in later or v != P.PARAMS[k].default}
+    blob = json.dumps({k: keyed[k] for k in sorted(keyed)}, sort_keys=True, default=str)
     return hashlib.sha1(blob.encode()).hexdigest()[:12]
 
 

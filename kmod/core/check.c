@@ -1,0 +1,472 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * check.c - the one validator of pmemlab's run parameters: the rules of
+ * each value, of their combination, and against the facts of the machine
+ * and target (struct pl_facts).  The module judges every sysfs write and
+ * `check`/`run` here, the runner its arguments, the controller its configs
+ * (libplcore.so), so all three give the same verdict: an errno, the
+ * parameter at fault, a reason starting with its name, and whether a fact
+ * of this machine decided it.
+ */
+#include "pl_run.h"
+
+void pl_verdict_clear(struct pl_verdict *v)
+{
+	v->err = 0;
+	v->param = -1;
+	v->machine = false;
+	v->why[0] = '\0';
+}
+
+static bool pl_word_char(char c)
+{
+	return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_';
+}
+
+/* does text start with the word name? */
+static bool pl_starts_with_word(const char *text, const char *name)
+{
+	size_t n = strlen(name);
+
+	return !strncmp(text, name, n) && !pl_word_char(text[n]);
+}
+
+int pl_refuse(struct pl_verdict *v, int err, int param, bool machine, const char *fmt, ...)
+{
+	const char *name = param >= 0 ? pl_params[param].name : NULL;
+	size_t n, len = sizeof(v->why);
+	va_list ap;
+
+	v->err = err;
+	v->param = param;
+	v->machine = machine;
+	va_start(ap, fmt);
+	vsnprintf(v->why, len, fmt, ap);
+	va_end(ap);
+	if (!name || pl_starts_with_word(v->why, name))
+		return err;
+	/* "<name>: " in front, the text cut where it no longer fits */
+	n = strlen(name) + 2;
+	memmove(v->why + n, v->why, len - n - 1);
+	v->why[len - 1] = '\0';
+	memcpy(v->why, name, n - 2);
+	memcpy(v->why + n - 2, ": ", 2);
+	return err;
+}
+
+static bool pl_known(const struct pl_facts *f, u32 fact)
+{
+	return f->known & fact;
+}
+
+int pl_judge_value(int id, u64 val, const struct pl_facts *f, struct pl_verdict *v)
+{
+	const struct pl_param *d = &pl_params[id];
+
+	if (val < d->lo || val > d->hi)
+		return pl_refuse(v, -EINVAL, id, false, "%llu is outside %llu..%llu", val, d->lo,
+				 d->hi);
+	if (d->mult && val % d->mult)
+		return pl_refuse(v, -EINVAL, id, false, "%llu is not a multiple of %llu", val,
+				 d->mult);
+	switch (d->rule) {
+	case PL_R_WIDTH:
+		if (val && val != 8 && val != 16 && val != 32 && val != 64)
+			return pl_refuse(v, -EINVAL, id, false, "%llu is not 0, 8, 16, 32 or 64", val);
+		break;
+	case PL_R_ACCESS:
+		if (val < PL_LINE ? (val & (val - 1)) : val % PL_LINE)
+			return pl_refuse(v, -EINVAL, id, false,
+					 "%llu must be 8, 16, 32 or a multiple of 64", val);
+		break;
+	case PL_R_BELOW_TARGET:
+		if (pl_known(f, PL_FACT_TARGET) && val >= f->target_size)
+			return pl_refuse(v, -ERANGE, id, true, "%llu is past the target (%llu bytes)",
+					 val, f->target_size);
+		break;
+	case PL_R_IN_TARGET:
+		if (pl_known(f, PL_FACT_TARGET) && val > f->target_size)
+			return pl_refuse(v, -ERANGE, id, true, "%llu exceeds the target (%llu bytes)",
+					 val, f->target_size);
+		break;
+	case PL_R_ONLINE:
+		if (pl_known(f, PL_FACT_CPUS) && val > f->nr_online)
+			return pl_refuse(v, -ERANGE, id, true, "%llu exceeds the %u online CPUs", val,
+					 f->nr_online);
+		break;
+	case PL_R_PREFETCH:
+		if (val && pl_known(f, PL_FACT_PREFETCH) && !f->prefetch)
+			return pl_refuse(v, -EOPNOTSUPP, id, true, "%s",
+					 f->user ? "userspace cannot control hardware prefetchers (prefetch_control none)" :
+					 "this CPU has no documented prefetcher control the module can use");
+		break;
+	}
+	return 0;
+}
+
+int pl_judge_ops(const u8 *ops, unsigned int n, const struct pl_facts *f, struct pl_verdict *v)
+{
+	unsigned int i;
+
+	for (i = 0; i < n; i++)
+		if (ops[i] >= PL_OP_NR && pl_known(f, PL_FACT_BACKEND) && !f->user)
+			return pl_refuse(v, -EOPNOTSUPP, PL_P_op, true,
+					 "%s runs only in the user backend (pmemlab-run)",
+					 pl_op_name(ops[i]));
+	return 0;
+}
+
+int pl_judge_cpus(unsigned int top, const struct pl_facts *f, struct pl_verdict *v)
+{
+	if (pl_known(f, PL_FACT_CPUS) && top > f->nr_possible)
+		return pl_refuse(v, -EINVAL, PL_P_cpus, true, "CPU %u does not exist (%u possible)",
+				 top - 1, f->nr_possible);
+	return 0;
+}
+
+const struct pl_op_desc *pl_op_desc_of(const struct pl_facts *f, int op)
+{
+	if (op >= 0 && op < PL_OP_NR)
+		return &pl_ops[op];
+	if (op >= PL_OP_NR && op < PL_OP_ANY)
+		return f->xops[op - PL_OP_NR];
+	return NULL;
+}
+
+static bool pl_op_writes(const struct pl_facts *f, int op)
+{
+	const struct pl_op_desc *d = pl_op_desc_of(f, op);
+
+	return d && d->writes;
+}
+
+/* features op lacks at width (PL_F_NONE: no such instruction); 0 when not known */
+static u32 pl_missing(const struct pl_facts *f, int op, unsigned int width)
+{
+	const struct pl_op_desc *d = pl_op_desc_of(f, op);
+	u32 need;
+
+	if (!d)
+		return 0;
+	need = d->needs[pl_width_idx(width)];
+	if (need & PL_F_NONE)
+		return PL_F_NONE;
+	return pl_known(f, PL_FACT_CPU) ? need & ~f->features : 0;
+}
+
+static const unsigned int pl_widths[PL_NWIDTH] = { 8, 16, 32, 64 };
+
+/* the op lacks something at every width it has: the op, not the width, is at fault */
+static bool pl_op_unrunnable(const struct pl_facts *f, int op)
+{
+	int i;
+
+	for (i = 0; i < PL_NWIDTH; i++)
+		if (!pl_missing(f, op, pl_widths[i]))
+			return false;
+	return true;
+}
+
+static const char *pl_feature_name(u32 miss)
+{
+	int i;
+
+	for (i = 0; i < PL_F_NR; i++)
+		if (miss & (1u << i))
+			return pl_feature_names[i];
+	return "?";
+}
+
+bool pl_run_writes(const struct pl_params *p, const struct pl_facts *f)
+{
+	unsigned int i;
+
+	for (i = 0; i < p->threads && i < PL_MAX_THREADS; i++)
+		if (pl_op_writes(f, p->ops[i % p->nops]) && p->read_pct < 100)
+			return true;
+	return false;
+}
+
+/* the ops the run uses (the load kernel too where read_pct mixes) */
+static void pl_used_ops(const struct pl_params *p, const struct pl_facts *f, unsigned int n,
+			bool *used)
+{
+	unsigned int i;
+	int op;
+
+	memset(used, 0, PL_OP_ANY * sizeof(*used));
+	for (i = 0; i < n; i++) {
+		op = p->ops[i % p->nops];
+		used[op] = true;
+		if (pl_op_writes(f, op) && p->read_pct)
+			used[PL_OP_LOAD] = true;
+	}
+}
+
+static int pl_resolve_width(const struct pl_params *p, const struct pl_facts *f,
+			    const bool *used, unsigned int *width, struct pl_verdict *v)
+{
+	const struct pl_op_desc *d;
+	bool exists = false;
+	int op, i;
+	u32 miss;
+
+	if (p->width) {
+		if (p->access_size % p->width)
+			return pl_refuse(v, -EINVAL, PL_P_access_size, false,
+					 "access_size %llu is not a multiple of width %llu",
+					 p->access_size, p->width);
+		for (op = 0; op < PL_OP_ANY; op++) {
+			if (!used[op] || !(d = pl_op_desc_of(f, op)))
+				continue;
+			miss = pl_missing(f, op, p->width);
+			if (miss & PL_F_NONE)
+				return pl_refuse(v, -EOPNOTSUPP, PL_P_width, false,
+						 "op %s has no %llu-byte instruction", d->name, p->width);
+			if (miss)
+				return pl_refuse(v, -EOPNOTSUPP,
+						 pl_op_unrunnable(f, op) ? PL_P_op : PL_P_width, true,
+						 "op %s at width %llu (%s) needs %s, which this CPU lacks",
+						 d->name, p->width, d->insn[pl_width_idx(p->width)],
+						 pl_feature_name(miss));
+		}
+		*width = p->width;
+		return 0;
+	}
+	for (i = PL_NWIDTH - 1; i >= 0; i--) {
+		bool none = false, lacks = false;
+
+		if (pl_widths[i] > p->access_size)
+			continue;
+		for (op = 0; op < PL_OP_ANY; op++) {
+			if (!used[op])
+				continue;
+			miss = pl_missing(f, op, pl_widths[i]);
+			none |= !!(miss & PL_F_NONE);
+			lacks |= !!miss;
+		}
+		if (!lacks) {
+			*width = pl_widths[i];
+			return 0;
+		}
+		exists |= !none;
+	}
+	if (!exists)
+		return pl_refuse(v, -EOPNOTSUPP, PL_P_access_size, false,
+				 "access_size %llu: no instruction width up to it exists for every op of this run",
+				 p->access_size);
+	/* name an op that lacks a feature at the narrowest width it has */
+	for (op = 0; op < PL_OP_ANY; op++) {
+		if (!used[op])
+			continue;
+		for (i = 0; i < PL_NWIDTH && pl_widths[i] <= p->access_size; i++) {
+			miss = pl_missing(f, op, pl_widths[i]);
+			if (miss & PL_F_NONE)
+				continue;
+			if (!miss)
+				break;
+			d = pl_op_desc_of(f, op);
+			return pl_refuse(v, -EOPNOTSUPP, PL_P_op, true,
+					 "op %s at width %u (%s) needs %s, which this CPU lacks",
+					 d->name, pl_widths[i], d->insn[i], pl_feature_name(miss));
+		}
+	}
+	return pl_refuse(v, -EOPNOTSUPP, PL_P_op, true,
+			 "no instruction width <= access_size %llu runs every op of this run on this CPU",
+			 p->access_size);
+}
+
+/* the ops only the runner has: rules of their own */
+static int pl_check_xops(const struct pl_params *p, const bool *used, struct pl_verdict *v)
+{
+	if (used[PL_OP_CHASE]) {
+		if (p->nops > 1 || p->mode != PL_MODE_LAT || p->read_pct || p->probe)
+			return pl_refuse(v, -EINVAL, PL_P_op, false,
+					 "chase: one op for every thread, mode latency, no read_pct or probe");
+		if (p->access_size % PL_LINE)
+			return pl_refuse(v, -EINVAL, PL_P_access_size, false,
+					 "op chase: access_size (the slot) must be a multiple of 64");
+	}
+	if ((used[PL_OP_COPY] || used[PL_OP_NTCOPY]) && p->placement == PL_PLACE_DIMM)
+		return pl_refuse(v, -EINVAL, PL_P_op, false,
+				 "op %s does not combine with placement per-dimm",
+				 pl_op_name(used[PL_OP_COPY] ? PL_OP_COPY : PL_OP_NTCOPY));
+	return 0;
+}
+
+static bool pl_online(const struct pl_facts *f, unsigned int cpu)
+{
+	if (!f->online)
+		return cpu < f->nr_online;
+	return cpu < f->online_bits && ((f->online[cpu / 64] >> (cpu % 64)) & 1);
+}
+
+static int pl_check_cpus(const struct pl_params *p, const struct pl_facts *f, unsigned int n,
+			 struct pl_verdict *v)
+{
+	unsigned int cpu, k = 0;
+
+	cpu = pl_cpu_next(p->cpus, 0);
+	if (cpu == PL_MAX_CPUS)
+		return 0;		/* default placement */
+	for (; cpu < PL_MAX_CPUS && k < n; cpu = pl_cpu_next(p->cpus, cpu + 1), k++)
+		if (pl_known(f, PL_FACT_CPUS) && !pl_online(f, cpu))
+			return pl_refuse(v, -EINVAL, PL_P_cpus, true, "CPU %u is offline", cpu);
+	if (k < n)
+		return pl_refuse(v, -EINVAL, PL_P_cpus, false, "cpus lists %u CPUs, threads wants %u",
+				 k, n);
+	return 0;
+}
+
+/* the first parameter a reason names, as a word; -1 if none */
+static int pl_named_param(const char *why)
+{
+	const char *at, *first = NULL;
+	int id, best = -1;
+	size_t n;
+
+	for (id = 0; id < PL_NPARAMS; id++) {
+		n = strlen(pl_params[id].name);
+		for (at = strstr(why, pl_params[id].name); at; at = strstr(at + 1, pl_params[id].name))
+			if ((at == why || !pl_word_char(at[-1])) && !pl_word_char(at[n]))
+				break;
+		if (at && (!first || at < first)) {
+			first = at;
+			best = id;
+		}
+	}
+	return best;
+}
+
+/*
+ * Each thread's region exactly as run sets it up (place.c).  Its reasons
+ * name the parameters in words: the first one named is the one at fault;
+ * a region too small names none, and is the hotspot's or the window's.
+ */
+static int pl_check_regions(const struct pl_params *p, const struct pl_facts *f, unsigned int n,
+			    struct pl_verdict *v)
+{
+	struct pl_region reg;
+	struct pl_place in;
+	char why[PL_WHY_LEN];
+	unsigned int i;
+	u64 size;
+	int err, id;
+
+	if (pl_known(f, PL_FACT_TARGET))
+		size = f->target_size;
+	else if (p->working_set)
+		size = p->window_offset + p->working_set;	/* the least target it needs */
+	else	/* the largest window: what fails there fails on every target */
+		size = p->window_offset + pl_params[PL_P_working_set].hi;
+	for (i = 0; i < n; i++) {
+		pl_place_input(p, size, i, n, &in);
+		err = pl_place_worker(&in, &reg, why, sizeof(why));
+		if (err) {
+			id = pl_named_param(why);
+			if (id < 0)
+				id = p->pattern == PL_PAT_HOTSPOT ? PL_P_hotspot_size : PL_P_working_set;
+			return pl_refuse(v, err, id,
+					 pl_known(f, PL_FACT_TARGET) && !p->working_set, "%s", why);
+		}
+	}
+	return 0;
+}
+
+int pl_check_run(const struct pl_params *p, const struct pl_facts *f, struct pl_plan *plan,
+		 struct pl_verdict *v)
+{
+	bool used[PL_OP_ANY];
+	unsigned int n = p->threads;
+	u64 size, ws, lat_threads;
+	int id, err;
+
+	pl_verdict_clear(v);
+	/* a CPU list says best what a CPU gone offline since the values were set means */
+	err = pl_check_cpus(p, f, n, v);
+	if (err)
+		return err;
+	/* every value again: the machine may have changed since it was set */
+	for (id = 0; id < PL_NPARAMS; id++) {
+		switch (pl_params[id].kind) {
+		case PL_K_OPS:
+			err = pl_judge_ops(p->ops, p->nops, f, v);
+			break;
+		case PL_K_CPUS:
+			err = pl_judge_cpus(pl_cpu_top(p->cpus), f, v);
+			break;
+		default:
+			err = pl_judge_value(id, *(const u64 *)((const char *)p + pl_params[id].off),
+					     f, v);
+			break;
+		}
+		if (err)
+			return err;
+	}
+	if (pl_known(f, PL_FACT_TARGET) && f->dead)
+		return pl_refuse(v, -ENXIO, -1, true, "the target is gone");
+	pl_used_ops(p, f, n, used);
+	err = pl_check_xops(p, used, v);
+	if (!err)
+		err = pl_resolve_width(p, f, used, &plan->width, v);
+	if (err)
+		return err;
+	plan->n = n;
+	plan->writes = pl_run_writes(p, f);
+	if (plan->writes && pl_known(f, PL_FACT_FS) && f->fs_sig && strcmp(f->fs_sig, "none") &&
+	    !f->allow_overwrite)
+		return pl_refuse(v, -EPERM, PL_P_op, true,
+				 "refusing a write run: the target starts with a %s signature (load with allow_overwrite=1)",
+				 f->fs_sig);
+	if (pl_known(f, PL_FACT_TARGET)) {
+		size = f->target_size;
+		ws = p->working_set ? p->working_set : size - p->window_offset;
+		if (ws > size - p->window_offset)
+			return pl_refuse(v, -ERANGE, PL_P_working_set, true,
+					 "window_offset + working_set = %llu exceeds the target (%llu bytes)",
+					 p->window_offset + ws, size);
+	} else {
+		ws = p->working_set;
+	}
+	if (ws && ws < p->access_size)
+		return pl_refuse(v, -ERANGE, PL_P_working_set, !p->working_set,
+				 "working_set %llu is smaller than access_size %llu", ws,
+				 p->access_size);
+	if (p->fence != PL_FENCE_NONE && p->fence_interval &&
+	    p->fence_interval < p->access_size && p->access_size % p->fence_interval)
+		return pl_refuse(v, -EINVAL, PL_P_fence_interval, false,
+				 "fence_interval %llu must divide access_size %llu",
+				 p->fence_interval, p->access_size);
+	if (p->probe && (n < 2 || p->mode != PL_MODE_BW))
+		return pl_refuse(v, -EINVAL, PL_P_probe, false,
+				 "probe needs mode=bandwidth and threads >= 2");
+	if (p->cold && p->warm)
+		return pl_refuse(v, -EINVAL, PL_P_warm, false, "cold and warm exclude each other");
+	if (p->placement == PL_PLACE_DIMM && p->pattern == PL_PAT_HOTSPOT)
+		return pl_refuse(v, -EINVAL, PL_P_pattern, false,
+				 "pattern hotspot does not combine with placement per-dimm");
+	if (p->placement == PL_PLACE_DIMM &&
+	    p->window_offset % (p->interleave_ways * p->interleave_gran))
+		return pl_refuse(v, -EINVAL, PL_P_window_offset, false,
+				 "per-dimm: window_offset must be a multiple of interleave_ways * interleave_gran");
+	if (p->dimms_per_thread > p->interleave_ways)
+		return pl_refuse(v, -EINVAL, PL_P_dimms_per_thread, false,
+				 "dimms_per_thread %llu exceeds interleave_ways %llu",
+				 p->dimms_per_thread, p->interleave_ways);
+	/*
+	 * The delay busy-waits with IRQs off after every access: keep it
+	 * well inside one segment, so that a segment never runs far over
+	 * segment_ms (a large delay would hold IRQs off for seconds).
+	 */
+	if (pl_known(f, PL_FACT_TSC) && p->delay_ticks &&
+	    p->delay_ticks >= p->segment_ms * f->tsc_khz / 2)
+		return pl_refuse(v, -EINVAL, PL_P_delay_ticks, true,
+				 "delay_ticks %llu: must be below half a segment (segment_ms %llu = %llu ticks)",
+				 p->delay_ticks, p->segment_ms, p->segment_ms * f->tsc_khz);
+	lat_threads = p->mode == PL_MODE_LAT ? n : p->probe ? 1 : 0;
+	if (lat_threads * p->samples > PL_MAX_SAMPLE_BYTES / sizeof(u64))
+		return pl_refuse(v, -EINVAL, PL_P_samples, false,
+				 "samples: %llu x %llu threads exceeds %llu MiB", p->samples,
+				 lat_threads, PL_MAX_SAMPLE_BYTES >> 20);
+	return pl_check_regions(p, f, n, v);
+}

@@ -1,0 +1,198 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * pl_params.h - the run parameters (params.def) and the one validator that
+ * judges them, for the module, the userspace runner and the controller
+ * (through libplcore.so).  Portable: only shim.h and pl_core.h.
+ *
+ * A verdict names the parameter at fault and says whether it rests on a
+ * fact of the machine or target (struct pl_facts); the controller records
+ * such points as skipped instead of refusing the config.
+ */
+#ifndef PMEMLAB_PARAMS_H
+#define PMEMLAB_PARAMS_H
+
+#include "pl_core.h"
+
+#define PL_MAX_THREADS		256
+#define PL_MAX_ACCESS		(64ULL << 20)
+#define PL_MAX_SAMPLES		(1ULL << 20)
+#define PL_MAX_SAMPLE_BYTES	(256ULL << 20)	/* all threads together */
+#define PL_MAX_CPUS		8192		/* the kernel's largest NR_CPUS */
+#define PL_CPU_WORDS		(PL_MAX_CPUS / 64)
+#define PL_WHY_LEN		256
+
+enum pl_placement { PL_PLACE_GLOBAL, PL_PLACE_THREAD, PL_PLACE_DIMM };
+
+/*
+ * Ops of the user backend only, after the module's: copy and ntcopy (their
+ * loops are generated from ops.def with the others), then chase, the
+ * runner's own loop.  PL_OP_ANY counts every op a parameter can name.
+ */
+#define PL_OP_CHASE	PL_OP_ALL
+#define PL_NXOPS	(PL_OP_CHASE + 1 - PL_OP_NR)
+#define PL_OP_ANY	(PL_OP_CHASE + 1)
+_Static_assert(PL_NXOPS == 3, "pl_xop_names: copy, ntcopy, chase");
+
+enum pl_kind { PL_K_NUM, PL_K_SIZE, PL_K_BOOL, PL_K_ENUM, PL_K_OPS, PL_K_CPUS };
+
+enum pl_rule {
+	PL_R_NONE,
+	PL_R_WIDTH,		/* 0, 8, 16, 32 or 64 */
+	PL_R_ACCESS,		/* 8, 16, 32 or a multiple of 64 */
+	PL_R_BELOW_TARGET,	/* < target_size */
+	PL_R_IN_TARGET,		/* <= target_size */
+	PL_R_ONLINE,		/* <= the online CPUs */
+	PL_R_PREFETCH,		/* off needs prefetcher control */
+};
+
+extern const char *const pl_mode_names[];
+extern const char *const pl_pattern_names[];
+extern const char *const pl_fence_names[];
+extern const char *const pl_flush_names[];
+extern const char *const pl_placement_names[];
+extern const char *const pl_onoff_names[];
+extern const char *const pl_xop_names[PL_NXOPS];
+
+enum pl_param_id {
+#define PL_PARAM(name, ...) PL_P_##name,
+#include "params.def"
+#undef PL_PARAM
+	PL_NPARAMS
+};
+
+#define PL_FIELD_NUM(n)		u64 n;
+#define PL_FIELD_SIZE(n)	u64 n;
+#define PL_FIELD_BOOL(n)	u64 n;
+#define PL_FIELD_ENUM(n)	u64 n;
+#define PL_FIELD_OPS(n)		u8 ops[PL_MAX_THREADS]; unsigned int nops;
+#define PL_FIELD_CPUS(n)	u64 cpus[PL_CPU_WORDS];	/* none: default placement */
+
+/* one run's parameters (enums as the index of their name) */
+struct pl_params {
+#define PL_PARAM(name, kind, ...) PL_FIELD_##kind(name)
+#include "params.def"
+#undef PL_PARAM
+};
+
+struct pl_param {
+	const char *name;
+	u8 kind;			/* enum pl_kind */
+	u8 rule;			/* enum pl_rule */
+	const char *unit;		/* "B", "ms", "ticks", "%" or "" */
+	u64 lo, hi, def, mult;		/* range, default, 0 or the multiple */
+	const char *const *names;	/* PL_K_ENUM: NULL-terminated */
+	const char *desc;		/* NULL in the module */
+	size_t off;			/* of the u64 value (not OPS, CPUS) */
+};
+
+extern const struct pl_param pl_params[PL_NPARAMS];
+
+/* ---- facts of the machine and target a verdict may rest on ---- */
+#define PL_FACT_TARGET		(1u << 0)	/* target_size, dead */
+#define PL_FACT_CPU		(1u << 1)	/* features */
+#define PL_FACT_CPUS		(1u << 2)	/* online, nr_online, nr_possible */
+#define PL_FACT_TSC		(1u << 3)	/* tsc_khz */
+#define PL_FACT_PREFETCH	(1u << 4)	/* prefetch */
+#define PL_FACT_BACKEND		(1u << 5)	/* user */
+#define PL_FACT_FS		(1u << 6)	/* fs_sig, allow_overwrite */
+
+struct pl_facts {
+	u32 known;			/* PL_FACT_* of the fields set */
+	u64 target_size;
+	bool dead;			/* the target went away */
+	u32 features;			/* PL_F_* */
+	const u64 *online;		/* bitmap; NULL: CPUs 0 .. nr_online - 1 */
+	unsigned int online_bits;	/* bits valid in online */
+	unsigned int nr_online, nr_possible;
+	u64 tsc_khz;
+	bool prefetch;			/* prefetchers can be turned off */
+	bool user;			/* the user backend: its own ops, no prefetch control */
+	const struct pl_op_desc *xops[PL_NXOPS];	/* the user backend's ops (else NULL) */
+	const char *fs_sig;		/* "none" or the file system found */
+	bool allow_overwrite;
+};
+
+struct pl_verdict {
+	int err;			/* 0, or a negative errno */
+	int param;			/* PL_P_* at fault, -1 for none */
+	bool machine;			/* decided by a fact of this machine or target */
+	char why[PL_WHY_LEN];		/* starts with the parameter's name */
+};
+
+/* what judging a whole run resolved */
+struct pl_plan {
+	unsigned int n;			/* threads */
+	unsigned int width;		/* instruction width */
+	bool writes;			/* some thread stores */
+};
+
+/* text written into a buffer: at most cap - 1 bytes and a NUL, the rest cut */
+struct pl_buf {
+	char *p;
+	size_t len, cap;
+};
+
+void pl_out(struct pl_buf *b, const char *fmt, ...) __printf(2, 3);
+
+/* ---- params.c: the table, values as text ---- */
+int pl_param_find(const char *name, size_t len);
+void pl_params_defaults(struct pl_params *p);
+/*
+ * Parse and judge one value (text of len bytes, white space around it
+ * ignored) and store it: 0, or -errno and the verdict, p unchanged.
+ */
+int pl_param_set(struct pl_params *p, int id, const char *text, size_t len,
+		 const struct pl_facts *f, struct pl_verdict *v);
+/* values given as text (NULL: not given), set in table order as the module's files are written */
+int pl_params_apply(struct pl_params *p, const char *const *text, const struct pl_facts *f,
+		    struct pl_verdict *v);
+/* a number as the parameters take it: 0, -EINVAL, -ERANGE (too large), -E2BIG (too long) */
+int pl_text_u64(const char *s, size_t len, bool size, u64 *v);
+/* the value as the module shows it (no newline); bytes written, < len */
+size_t pl_param_show(const struct pl_params *p, int id, char *buf, size_t len);
+/* the allowed values in words, for documentation */
+size_t pl_param_allowed(int id, char *buf, size_t len);
+const char *pl_op_name(int op);
+bool pl_cpu_test(const u64 *mask, unsigned int cpu);
+/* the first CPU >= from in mask, or PL_MAX_CPUS */
+unsigned int pl_cpu_next(const u64 *mask, unsigned int from);
+/* the highest CPU in mask + 1; 0 for none */
+unsigned int pl_cpu_top(const u64 *mask);
+/*
+ * A CPU list as the kernel writes them: "0-3,6", also "0-7:2/4" (the first
+ * 2 of every 4 CPUs of 0-7).  Sets the CPUs in mask (when not NULL) and
+ * *top to the highest + 1; false when it is no such list.
+ */
+bool pl_cpus_parse(const char *s, size_t len, u64 *mask, unsigned int *top);
+
+/* ---- facts.c: facts of the CPU and target, as text ---- */
+void pl_out_features(struct pl_buf *b, u32 features);	/* "sse2 avx ..." */
+void pl_out_widths(struct pl_buf *b, u32 features);	/* "8 16 32": load and store run */
+/* reads n bytes at off of a target: 0, or non-zero when they cannot be read */
+typedef int (*pl_read_fn)(void *ctx, u64 off, void *dst, size_t n);
+/* the file system a target of size bytes starts with: ext4, xfs, btrfs, none or unreadable */
+const char *pl_fs_signature(pl_read_fn read, void *ctx, u64 size);
+
+/* ---- check.c: the validator ---- */
+void pl_verdict_clear(struct pl_verdict *v);
+/* v says err; why is "<param>: " and the text (the prefix only once) */
+int pl_refuse(struct pl_verdict *v, int err, int param, bool machine, const char *fmt, ...)
+	__printf(5, 6);
+/* the rules of one value of its own: range, multiple, rule, machine */
+int pl_judge_value(int id, u64 val, const struct pl_facts *f, struct pl_verdict *v);
+int pl_judge_ops(const u8 *ops, unsigned int n, const struct pl_facts *f, struct pl_verdict *v);
+/* a CPU list whose highest CPU is top - 1 (top 0: empty) */
+int pl_judge_cpus(unsigned int top, const struct pl_facts *f, struct pl_verdict *v);
+/*
+ * Judge a whole run as `run` does: every value, then their combination,
+ * the CPU features, the target and each thread's region.  0 and the plan,
+ * or -errno and the verdict.  Facts not in f->known are not judged.
+ */
+int pl_check_run(const struct pl_params *p, const struct pl_facts *f, struct pl_plan *plan,
+		 struct pl_verdict *v);
+/* some thread of the run stores (read_pct 100 makes every access a load) */
+bool pl_run_writes(const struct pl_params *p, const struct pl_facts *f);
+/* the descriptor of an op (NULL: the backend has no such op) */
+const struct pl_op_desc *pl_op_desc_of(const struct pl_facts *f, int op);
+
+#endif /* PMEMLAB_PARAMS_H */

@@ -1,0 +1,111 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * pl_run.h - what the module and the runner do alike with a judged run:
+ * set up each worker from the parameters (worker.c) and write the result
+ * lines and histogram (report.c).  Portable: only shim.h and the core.
+ */
+#ifndef PMEMLAB_RUN_H
+#define PMEMLAB_RUN_H
+
+#include "pl_params.h"
+
+/* one worker thread, as the module and the runner both keep it */
+struct pl_thread {
+	unsigned int idx;
+	int cpu, node, op;
+	bool probe;			/* thread 0 of probe=1: latency while the others load */
+	/*
+	 * What pl_thread_setup() judged; the caller puts its buffers in
+	 * (hist_buckets, samples, ceil_buf) and frees them from here.
+	 */
+	struct pl_eng_cfg ec;
+	struct pl_eng e;		/* pl_thread_engine() */
+	u64 segments, gap_ticks, first_tsc, last_tsc;
+	u64 seg_ticks, end;		/* the time window: pl_thread_begin() */
+	u64 warm_until, left;		/* warm-up: its end, the count of the timed run */
+};
+
+/* what setting up a worker needs besides its index and CPU */
+struct pl_setup {
+	const struct pl_params *p;
+	const struct pl_facts *f;	/* features, the ops of the backend */
+	char *target;			/* byte 0 of the mapped target */
+	u64 target_size;
+	unsigned int n, width;		/* struct pl_plan */
+	const int *stop, *probe_stop;	/* polled by the loops */
+};
+
+/* worker idx's region inputs (place.c), as run and check both build them */
+void pl_place_input(const struct pl_params *p, u64 target_size, unsigned int idx,
+		    unsigned int n, struct pl_place *in);
+/*
+ * Fill t for worker idx on cpu: its op, region and the engine's inputs
+ * (t->ec).  0, or -errno and why.  The caller then gives t->ec its buffers
+ * (latency mode: hist_buckets of PL_HIST_NB, samples of nsamples_max;
+ * bandwidth mode: ceil_buf of pl_eng_ceiling_len()) and calls
+ * pl_thread_engine().
+ */
+int pl_thread_setup(struct pl_thread *t, const struct pl_setup *s, unsigned int idx, int cpu,
+		    char *why, size_t len);
+/* the engine of t from t->ec (pl_eng_init: selects the loop, allocates nothing) */
+int pl_thread_engine(struct pl_thread *t, char *why, size_t len);
+
+/*
+ * The time window of a worker that starts at go (the common start of all
+ * workers): returns when its run ends (never, for a count run).  Its loop
+ * then runs segments from now to pl_thread_until(t, now) while now < end;
+ * those of the warm-up (warmup_ms) count for nothing.
+ */
+u64 pl_thread_begin(struct pl_thread *t, const struct pl_params *p, u64 go, u64 tsc_khz);
+u64 pl_thread_until(const struct pl_thread *t, u64 now);
+/* a timed segment [t0, t1): its ticks, and the gap since the one before (excluded from them) */
+void pl_thread_segment(struct pl_thread *t, u64 t0, u64 t1);
+
+/* ---- report.c: the `result` and `histogram` text ---- */
+#define PL_NPCT			5	/* p50 p90 p99 p999 p9999 */
+#define PL_LINE_BYTES		1024	/* room for one result line (insn and loop included) */
+#define PL_HIST_LINE_BYTES	72	/* room for one histogram line */
+
+/* the scalars of one result row (the `all` row's go to the module's results/) */
+struct pl_scalars {
+	u64 ops, reads, writes, bytes, ticks, ns, bw_milli, segments, gap_ticks;
+	u64 irqoff_milli;
+	bool ceil;			/* ceil_milli is set (a bandwidth thread ran) */
+	u64 ceil_milli;			/* the engine's ceiling, MB/s x 1000 */
+	bool lat;			/* the lat_* fields below are set */
+	u64 lat_overhead, lat_n, lat_min, lat_mean_milli, lat_sd_milli;
+	u64 lat_p[PL_NPCT], lat_max;
+};
+
+struct pl_sum {
+	u64 ops, reads, writes, bytes, ticks, max_ticks, gap, segments, bw_milli;
+	u64 ceil_milli;			/* engine ceilings of the bandwidth threads */
+	bool ceil;			/* a bandwidth thread is among them */
+};
+
+/*
+ * The text of a run: pl_report_thread for each thread, then pl_report_all,
+ * into a result buffer of (threads + 1) * PL_LINE_BYTES and a histogram
+ * buffer of the threads' pl_report_hist_room() + 1.
+ */
+struct pl_report {
+	u64 tsc_khz;
+	unsigned int width;
+	struct pl_sum s;
+	struct pl_hist all;		/* all.b: PL_HIST_NB counters of the caller */
+	u64 overhead;
+	bool lat, same_op, same_insn, same_loop;
+	int op;				/* of the first thread */
+	const char *insn, *loop;	/* of the first thread: what it executed */
+	unsigned int threads;
+};
+
+void pl_report_begin(struct pl_report *r, u64 *buckets, u64 tsc_khz, unsigned int width);
+size_t pl_report_hist_room(const struct pl_thread *t);
+void pl_report_thread(struct pl_buf *b, struct pl_buf *hist, struct pl_report *r,
+		      const struct pl_thread *t);
+/* the `all` line and the merged histogram; its scalars in *all */
+void pl_report_all(struct pl_buf *b, struct pl_buf *hist, struct pl_report *r, int mode,
+		   struct pl_scalars *all);
+
+#endif /* PMEMLAB_RUN_H */

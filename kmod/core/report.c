@@ -1,0 +1,188 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * report.c - the text of a finished run, one format for the module's
+ * `result` and `histogram` files and the runner's output: a line of
+ * key=value fields per thread, then the `thread=all` line, and a
+ * `who lo hi count` line per non-empty histogram bucket
+ * (docs/interface.md, "Results").
+ */
+#include "pl_run.h"
+
+static u64 pl_bw_milli(u64 bytes, u64 ticks, u64 tsc_khz)
+{
+	/* MB/s (10^6 B/s) x 1000 = bytes * tsc_khz / ticks */
+	return ticks ? pl_muldiv(bytes, tsc_khz, ticks) : 0;
+}
+
+static void pl_sum_add(struct pl_sum *s, const struct pl_thread *t, u64 tsc_khz)
+{
+	const struct pl_stats *st = &t->e.st;
+
+	s->ops += st->ops;
+	s->reads += st->reads;
+	s->writes += st->writes;
+	s->bytes += st->bytes;
+	s->ticks += st->ticks;
+	if (st->ticks > s->max_ticks)
+		s->max_ticks = st->ticks;
+	s->gap += t->gap_ticks;
+	s->segments += t->segments;
+	s->bw_milli += pl_bw_milli(st->bytes, st->ticks, tsc_khz);
+	if (t->e.mode == PL_MODE_BW) {
+		s->ceil = true;
+		s->ceil_milli += pl_bw_milli(t->e.ceil_bytes, t->e.ceil_ticks, tsc_khz);
+	}
+}
+
+/* the scalars of one result row, from its sums and (latency) histogram */
+static void pl_scalars(struct pl_scalars *sc, const struct pl_sum *s, const struct pl_hist *h,
+		       u64 overhead, u64 tsc_khz)
+{
+	static const u32 q[PL_NPCT] = { 500000, 900000, 990000, 999000, 999900 };
+	u64 all = s->ticks + s->gap;
+	unsigned int i;
+
+	memset(sc, 0, sizeof(*sc));
+	sc->ops = s->ops;
+	sc->reads = s->reads;
+	sc->writes = s->writes;
+	sc->bytes = s->bytes;
+	sc->ticks = s->max_ticks;
+	sc->ns = pl_muldiv(s->max_ticks, 1000000, tsc_khz);
+	sc->bw_milli = s->bw_milli;
+	sc->segments = s->segments;
+	sc->gap_ticks = s->gap;
+	sc->irqoff_milli = all ? pl_muldiv(s->ticks, 100000, all) : 0;
+	sc->ceil = s->ceil;
+	sc->ceil_milli = s->ceil_milli;
+	if (!h)
+		return;
+	sc->lat = true;
+	sc->lat_overhead = overhead;
+	sc->lat_n = h->n;
+	sc->lat_min = h->n ? h->min : 0;
+	sc->lat_max = h->max;
+	pl_hist_moments(h, &sc->lat_mean_milli, &sc->lat_sd_milli);
+	for (i = 0; i < PL_NPCT; i++)
+		sc->lat_p[i] = pl_hist_pct(h, q[i]);
+}
+
+/* a fixed-point value with three decimals */
+static void pl_out_milli(struct pl_buf *b, const char *key, u64 milli)
+{
+	pl_out(b, " %s=%llu.%03llu", key, milli / 1000, milli % 1000);
+}
+
+static void pl_out_scalars(struct pl_buf *b, const struct pl_scalars *sc)
+{
+	static const char *const qn[PL_NPCT] = { "p50", "p90", "p99", "p999", "p9999" };
+	unsigned int i;
+
+	pl_out(b, " ops=%llu reads=%llu writes=%llu bytes=%llu ticks=%llu ns=%llu",
+	       sc->ops, sc->reads, sc->writes, sc->bytes, sc->ticks, sc->ns);
+	pl_out_milli(b, "bw_mbps", sc->bw_milli);
+	if (sc->ceil)
+		pl_out_milli(b, "ceiling_mbps", sc->ceil_milli);
+	pl_out(b, " segments=%llu gap_ticks=%llu", sc->segments, sc->gap_ticks);
+	pl_out_milli(b, "irqoff_pct", sc->irqoff_milli);
+	if (!sc->lat) {
+		pl_out(b, "\n");
+		return;
+	}
+	pl_out(b, " lat_overhead_ticks=%llu lat_n=%llu lat_min=%llu", sc->lat_overhead,
+	       sc->lat_n, sc->lat_min);
+	pl_out_milli(b, "lat_mean", sc->lat_mean_milli);
+	pl_out_milli(b, "lat_stddev", sc->lat_sd_milli);
+	for (i = 0; i < PL_NPCT; i++)
+		pl_out(b, " lat_%s=%llu", qn[i], sc->lat_p[i]);
+	pl_out(b, " lat_max=%llu\n", sc->lat_max);
+}
+
+static const char *pl_mode_name(int mode)
+{
+	return pl_mode_names[mode == PL_MODE_LAT];
+}
+
+void pl_report_begin(struct pl_report *r, u64 *buckets, u64 tsc_khz, unsigned int width)
+{
+	memset(r, 0, sizeof(*r));
+	r->tsc_khz = tsc_khz;
+	r->width = width;
+	r->all.b = buckets;
+	r->same_op = true;
+	r->same_insn = true;
+	r->same_loop = true;
+	pl_hist_reset(&r->all);
+}
+
+static void pl_report_hist(struct pl_buf *b, const char *who, const struct pl_hist *h)
+{
+	unsigned int i;
+	u64 lo, hi;
+
+	for (i = 0; i < PL_HIST_NB; i++) {
+		if (!h->b[i])
+			continue;
+		pl_hist_bounds(i, &lo, &hi);
+		pl_out(b, "%s %llu %llu %llu\n", who, lo, hi, h->b[i]);
+	}
+}
+
+size_t pl_report_hist_room(const struct pl_thread *t)
+{
+	size_t rows = 0;
+	unsigned int i;
+
+	for (i = 0; t->e.hist.b && i < PL_HIST_NB; i++)
+		rows += !!t->e.hist.b[i];
+	/* its own lines, and as many again for the merged `all` (never more buckets than all threads') */
+	return 2 * rows * PL_HIST_LINE_BYTES;
+}
+
+void pl_report_thread(struct pl_buf *b, struct pl_buf *hist, struct pl_report *r,
+		      const struct pl_thread *t)
+{
+	const struct pl_eng *e = &t->e;
+	bool lat = e->mode == PL_MODE_LAT;
+	struct pl_sum s = { 0 };
+	struct pl_scalars sc;
+	char who[16];
+
+	pl_sum_add(&s, t, r->tsc_khz);
+	pl_scalars(&sc, &s, lat ? &e->hist : NULL, e->overhead, r->tsc_khz);
+	pl_out(b, "thread=%u cpu=%d node=%d role=%s op=%s width=%u mode=%s insn=%s loop=%s",
+	       t->idx, t->cpu, t->node, t->probe ? "probe" : "load", pl_op_name(t->op),
+	       r->width, pl_mode_name(e->mode), e->insn, e->loop_name);
+	pl_out_scalars(b, &sc);
+	if (e->hist.b) {
+		snprintf(who, sizeof(who), "%u", t->idx);
+		pl_report_hist(hist, who, &e->hist);
+	}
+
+	pl_sum_add(&r->s, t, r->tsc_khz);
+	if (!r->threads++) {
+		r->op = t->op;
+		r->insn = e->insn;
+		r->loop = e->loop_name;
+	}
+	r->same_op &= t->op == r->op;
+	r->same_insn &= !strcmp(e->insn, r->insn);
+	r->same_loop &= !strcmp(e->loop_name, r->loop);
+	if (lat) {
+		pl_hist_merge(&r->all, &e->hist);
+		if (e->overhead > r->overhead)
+			r->overhead = e->overhead;
+		r->lat = true;
+	}
+}
+
+void pl_report_all(struct pl_buf *b, struct pl_buf *hist, struct pl_report *r, int mode,
+		   struct pl_scalars *all)
+{
+	pl_scalars(all, &r->s, r->lat ? &r->all : NULL, r->overhead, r->tsc_khz);
+	pl_out(b, "thread=all cpu=-1 node=-1 role=all op=%s width=%u mode=%s insn=%s loop=%s",
+	       r->same_op ? pl_op_name(r->op) : "mixed", r->width, pl_mode_name(mode),
+	       r->same_insn ? r->insn : "mixed", r->same_loop ? r->loop : "mixed");
+	pl_out_scalars(b, all);
+	pl_report_hist(hist, "all", &r->all);
+}

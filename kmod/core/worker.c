@@ -1,0 +1,130 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * worker.c - one worker's set-up from the run parameters: its op, its
+ * region (place.c) and the inputs of its timed loops (engine.c).  The
+ * module (run.c) and the runner set up their threads here, and the
+ * validator (check.c) builds the same regions, so that what `check` accepts
+ * is what `run` sets up.
+ */
+#include "pl_run.h"
+
+void pl_place_input(const struct pl_params *p, u64 target_size, unsigned int idx,
+		    unsigned int n, struct pl_place *in)
+{
+	int op = p->ops[idx % p->nops];
+
+	memset(in, 0, sizeof(*in));
+	in->target_size = target_size;
+	in->window_offset = p->window_offset;
+	in->working_set = p->working_set;
+	in->pattern = p->pattern;
+	in->access = p->access_size;
+	in->stride = p->stride;
+	in->hotspot_size = p->hotspot_size;
+	in->passes = p->passes;
+	in->pass_offset = p->pass_offset;
+	in->seed = p->seed;
+	in->per_thread = p->placement == PL_PLACE_THREAD;
+	in->ways = p->placement == PL_PLACE_DIMM ? p->interleave_ways : 0;
+	in->gran = p->interleave_gran;
+	in->dimms = p->dimms_per_thread;
+	in->split = op == PL_OP_COPY || op == PL_OP_NTCOPY;
+	in->idx = idx;
+	in->n = n;
+}
+
+int pl_thread_setup(struct pl_thread *t, const struct pl_setup *s, unsigned int idx, int cpu,
+		    char *why, size_t len)
+{
+	const struct pl_params *p = s->p;
+	struct pl_eng_cfg *ec = &t->ec;
+	struct pl_region reg;
+	struct pl_place in;
+	int err;
+
+	t->idx = idx;
+	t->cpu = cpu;
+	t->op = p->ops[idx % p->nops];
+	t->probe = p->probe && idx == 0;
+	if (!pl_op_desc_of(s->f, t->op)) {
+		snprintf(why, len, "op %s: not in this backend", pl_op_name(t->op));
+		return -EOPNOTSUPP;
+	}
+	pl_place_input(p, s->target_size, idx, s->n, &in);
+	err = pl_place_worker(&in, &reg, why, len);
+	if (err)
+		return err;
+	*ec = (struct pl_eng_cfg) {
+		.base = s->target + reg.base,
+		.gen = reg.g,
+		.copy_delta = reg.copy_delta,
+		/* chase runs the runner's own loop on the set-up of an 8-byte load */
+		.op = t->op == PL_OP_CHASE ? PL_OP_LOAD : t->op,
+		.width = s->width,
+		.features = s->f->features,
+		.mode = t->probe ? PL_MODE_LAT : p->mode,
+		.access = p->access_size,
+		.fence = p->fence,
+		.fence_interval = p->fence_interval,
+		.flush = p->flush,
+		.read_pct = p->read_pct,
+		.delay_ticks = p->delay_ticks,
+		.prep = p->cold ? PL_PREP_COLD : p->warm ? PL_PREP_WARM : PL_PREP_NONE,
+		.count = t->probe ? 0 : p->count,
+		.stop = t->probe ? s->probe_stop : s->stop,
+		.nsamples_max = p->samples,
+		.data_seed = p->seed * 0x2545f4914f6cdd1dULL + idx,
+	};
+	return 0;
+}
+
+int pl_thread_engine(struct pl_thread *t, char *why, size_t len)
+{
+	return pl_eng_init(&t->e, &t->ec, why, len);
+}
+
+u64 pl_thread_begin(struct pl_thread *t, const struct pl_params *p, u64 go, u64 tsc_khz)
+{
+	t->seg_ticks = p->segment_ms * tsc_khz;
+	t->warm_until = p->warmup_ms ? go + p->warmup_ms * tsc_khz : 0;
+	t->end = p->count ? ~0ULL : go + (p->warmup_ms + p->duration_ms) * tsc_khz;
+	/* no count limits the warm-up */
+	t->left = t->e.left;
+	if (t->warm_until)
+		t->e.left = ~0ULL;
+	return t->end;
+}
+
+u64 pl_thread_until(const struct pl_thread *t, u64 now)
+{
+	u64 end = now < t->warm_until ? t->warm_until : t->end;
+
+	return now + t->seg_ticks < end ? now + t->seg_ticks : end;
+}
+
+/* the warm-up is over: what the timed run counts starts from zero */
+static void pl_thread_warm(struct pl_thread *t)
+{
+	struct pl_eng *e = &t->e;
+
+	memset(&e->st, 0, sizeof(e->st));
+	pl_hist_reset(&e->hist);
+	e->nsamples = 0;
+	e->left = t->left;
+	t->warm_until = 0;
+}
+
+void pl_thread_segment(struct pl_thread *t, u64 t0, u64 t1)
+{
+	if (t0 < t->warm_until) {
+		if (t1 >= t->warm_until)
+			pl_thread_warm(t);
+		return;
+	}
+	t->e.st.ticks += t1 - t0;
+	if (t->segments++)
+		t->gap_ticks += t0 - t->last_tsc;
+	else
+		t->first_tsc = t0;
+	t->last_tsc = t1;
+}

@@ -1,0 +1,166 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * prefetch.c - the hardware prefetchers (Intel MSR 0x1A4) around a run.
+ *
+ * Intel's "Disclosure of Hardware Prefetcher Control on Some Intel
+ * Processors" documents bits 0-3 of MSR 0x1A4 as the L2 streamer, L2
+ * adjacent line, DCU and DCU IP prefetchers on the big cores from Nehalem
+ * on.  Atom cores use other bits, so only the models below are touched
+ * (family 6; Sapphire Rapids is the last platform with Optane DIMMs).
+ *
+ * The value to restore is kept per CPU.  SMT siblings share the register,
+ * so a CPU whose sibling already turned the prefetchers off takes the
+ * sibling's saved value instead of reading back "off".  Changes and
+ * restores run under cpus_read_lock(); a CPU that goes offline in between
+ * gets its value back from the hotplug callback, on that CPU, before it
+ * goes (pl_cpu_offline), so no CPU comes back with its prefetchers off.
+ */
+#define pr_fmt(fmt) "pmemlab: " fmt
+
+#include <linux/kernel.h>
+#include <linux/cpu.h>
+#include <linux/cpuhotplug.h>
+#include <linux/percpu.h>
+#include <linux/topology.h>
+#include <asm/processor.h>
+#include <asm/msr.h>
+#include "pmemlab.h"
+
+#define PL_MSR_PREFETCH		0x1a4
+#define PL_MSR_PREFETCH_OFF	0xfULL
+
+static const u8 pl_prefetch_models[] = {
+	0x1a, 0x1e, 0x1f, 0x2e,			/* Nehalem */
+	0x25, 0x2c, 0x2f,			/* Westmere */
+	0x2a, 0x2d,				/* Sandy Bridge */
+	0x3a, 0x3e,				/* Ivy Bridge */
+	0x3c, 0x3f, 0x45, 0x46,			/* Haswell */
+	0x3d, 0x47, 0x4f, 0x56,			/* Broadwell */
+	0x4e, 0x5e, 0x55,			/* Skylake, Cascade/Cooper Lake */
+	0x8e, 0x9e, 0xa5, 0xa6,			/* Kaby/Coffee/Comet Lake */
+	0x6a, 0x6c, 0x7d, 0x7e,			/* Ice Lake */
+	0x8f,					/* Sapphire Rapids */
+};
+
+/* a model whose MSR 0x1A4 is documented, and the MSR reads back */
+bool pl_prefetch_probe(void)
+{
+	unsigned int i;
+	u64 v;
+
+	if (boot_cpu_data.x86_vendor != X86_VENDOR_INTEL || boot_cpu_data.x86 != 6)
+		return false;
+	for (i = 0; i < ARRAY_SIZE(pl_prefetch_models); i++)
+		if (boot_cpu_data.x86_model == pl_prefetch_models[i])
+			return !rdmsrq_safe(PL_MSR_PREFETCH, &v);
+	return false;
+}
+
+struct pl_msr {
+	u64 saved;
+	bool changed;
+};
+
+static DEFINE_PER_CPU(struct pl_msr, pl_msr);
+static int pl_cpuhp_state = -1;
+
+static bool pl_sibling_saved(unsigned int cpu, u64 *v)
+{
+	unsigned int s;
+
+	for_each_cpu(s, topology_sibling_cpumask(cpu)) {
+		if (s != cpu && per_cpu_ptr(&pl_msr, s)->changed) {
+			*v = per_cpu_ptr(&pl_msr, s)->saved;
+			return true;
+		}
+	}
+	return false;
+}
+
+/* from the run's controller thread, IRQs on */
+int pl_prefetch_off(struct pl_run *r)
+{
+	struct pl_msr *m;
+	unsigned int i, cpu;
+	int err = 0;
+	u64 v;
+
+	cpus_read_lock();
+	for (i = 0; i < r->n && !err; i++) {
+		cpu = r->w[i].t.cpu;
+		m = per_cpu_ptr(&pl_msr, cpu);
+		if (m->changed)
+			continue;
+		if (!cpu_online(cpu)) {
+			pr_err("cannot turn prefetchers off on CPU %u: offline\n", cpu);
+			err = -ENXIO;
+			break;
+		}
+		if (!pl_sibling_saved(cpu, &v))
+			err = rdmsrq_safe_on_cpu(cpu, PL_MSR_PREFETCH, &v);
+		if (!err)
+			err = wrmsrq_safe_on_cpu(cpu, PL_MSR_PREFETCH, v | PL_MSR_PREFETCH_OFF);
+		if (err) {
+			pr_err("cannot turn prefetchers off on CPU %u: %d\n", cpu, err);
+			break;
+		}
+		m->saved = v;
+		m->changed = true;
+	}
+	cpus_read_unlock();
+	return err;
+}
+
+void pl_prefetch_restore(struct pl_run *r)
+{
+	struct pl_msr *m;
+	unsigned int i, cpu;
+
+	cpus_read_lock();
+	for (i = 0; i < r->n; i++) {
+		cpu = r->w[i].t.cpu;
+		m = per_cpu_ptr(&pl_msr, cpu);
+		if (!m->changed)
+			continue;
+		if (wrmsrq_safe_on_cpu(cpu, PL_MSR_PREFETCH, m->saved))
+			pr_err("cannot restore MSR 0x1a4 on CPU %u\n", cpu);
+		m->changed = false;
+	}
+	cpus_read_unlock();
+}
+
+/* CPU hotplug teardown: runs on @cpu, still online, hotplug lock held */
+static int pl_cpu_offline(unsigned int cpu)
+{
+	struct pl_msr *m = per_cpu_ptr(&pl_msr, cpu);
+
+	if (m->changed) {
+		if (wrmsrq_safe_on_cpu(cpu, PL_MSR_PREFETCH, m->saved))
+			pr_err("cannot restore MSR 0x1a4 on CPU %u going offline\n", cpu);
+		else
+			pr_info("CPU %u going offline: prefetchers restored\n", cpu);
+		m->changed = false;
+	}
+	return 0;
+}
+
+int pl_prefetch_init(void)
+{
+	int st;
+
+	if (!pl.prefetch_ok)
+		return 0;
+	st = cpuhp_setup_state_nocalls(CPUHP_AP_ONLINE_DYN, "pmemlab:prefetch",
+				       NULL, pl_cpu_offline);
+	if (st < 0)
+		return st;
+	pl_cpuhp_state = st;
+	return 0;
+}
+
+void pl_prefetch_exit(void)
+{
+	if (pl_cpuhp_state >= 0)
+		cpuhp_remove_state_nocalls(pl_cpuhp_state);
+	pl_cpuhp_state = -1;
+}

@@ -1,0 +1,105 @@
+"""libplcore.so: the module's own run-parameter table and validator (kmod/core/params.def,
+params.c, check.c), compiled for userspace by `make` (userspace/runner/), called through ctypes.
+
+The controller judges every value and every point with this code, so a config is refused or
+skipped for exactly the reason the module (and the user backend's runner) would give.
+
+The library is looked for at $PMEMLAB_PLCORE, next to this package, and in the source tree's
+userspace/runner/; when it is not there the error says how to build it.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import os
+from functools import cache
+from pathlib import Path
+from typing import Any, Sequence
+
+from pmemlab.errors import PmemlabError
+
+LIB_NAME = "libplcore.so"
+ENV = "PMEMLAB_PLCORE"
+_OUT_LEN = 1024
+
+
+class CoreMissing(PmemlabError):
+    """libplcore.so is not built (or too old for this controller)."""
+
+    exit_code = 2
+
+
+def candidates() -> list[Path]:
+    """Where the library may be, in the order looked at."""
+    env = os.environ.get(ENV)
+    if env:
+        return [Path(env)]
+    here = Path(__file__).resolve().parent
+    return [here / LIB_NAME, here.parent / "runner" / LIB_NAME]
+
+
+def library_path() -> Path:
+    paths = candidates()
+    for path in paths:
+        if path.is_file():
+            return path
+    where = f"${ENV} = {paths[0]}" if os.environ.get(ENV) else ", ".join(str(p) for p in paths)
+    raise CoreMissing(f"{LIB_NAME} (the module's parameter table and validator) not found ({where})",
+                      f"run `make` in the pmemlab tree (it builds userspace/runner/{LIB_NAME}), "
+                      f"or set {ENV} to the library's path")
+
+
+@cache
+def lib() -> ctypes.CDLL:
+    path = library_path()
+    try:
+        so = ctypes.CDLL(str(path))
+        so.plc_schema.restype = ctypes.c_char_p
+        so.plc_schema.argtypes = []
+        so.plc_value.restype = ctypes.c_int
+        so.plc_value.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p,
+                                 ctypes.c_size_t, ctypes.POINTER(ctypes.c_int), ctypes.POINTER(ctypes.c_int)]
+        so.plc_check.restype = ctypes.c_int
+        so.plc_check.argtypes = [ctypes.POINTER(ctypes.c_char_p), ctypes.POINTER(ctypes.c_char_p), ctypes.c_int,
+                                 ctypes.c_char_p, ctypes.c_char_p, ctypes.c_size_t,
+                                 ctypes.POINTER(ctypes.c_int), ctypes.POINTER(ctypes.c_int)]
+    except (OSError, AttributeError) as exc:
+        raise CoreMissing(f"{path} cannot be used: {exc}", "rebuild it: `make` in the pmemlab tree") from None
+    return so
+
+
+@cache
+def schema() -> dict[str, Any]:
+    """The parameter table, ops and CPU features as the core lists them (schema.c)."""
+    text = lib().plc_schema()
+    if not text:
+        raise CoreMissing(f"{library_path()} gave no parameter table", "rebuild it: `make` in the pmemlab tree")
+    table: dict[str, Any] = json.loads(text.decode())
+    return table
+
+
+def _enc(text: str) -> bytes:
+    return text.encode("utf-8", "surrogateescape")
+
+
+def judge_value(name: str, text: str, facts: str = "") -> tuple[int, str, int, bool]:
+    """One value judged as a write of its sysfs file: (0, canonical text, -1, False) or
+    (-errno, reason, index of the parameter at fault, decided by a fact of the machine)."""
+    out = ctypes.create_string_buffer(_OUT_LEN)
+    param, machine = ctypes.c_int(-1), ctypes.c_int(0)
+    rc = lib().plc_value(_enc(name), _enc(text), _enc(facts), out, _OUT_LEN, ctypes.byref(param),
+                         ctypes.byref(machine))
+    return rc, out.value.decode("utf-8", "replace"), param.value, bool(machine.value)
+
+
+def judge_run(pairs: Sequence[tuple[str, str]], facts: str = "") -> tuple[int, str, int, bool]:
+    """A run's values (on the defaults, set in table order) judged as `run` judges them:
+    (0, "width=N", -1, False) or (-errno, reason, parameter index or -1, machine)."""
+    n = len(pairs)
+    names = (ctypes.c_char_p * max(n, 1))(*[_enc(k) for k, _ in pairs])
+    values = (ctypes.c_char_p * max(n, 1))(*[_enc(v) for _, v in pairs])
+    out = ctypes.create_string_buffer(_OUT_LEN)
+    param, machine = ctypes.c_int(-1), ctypes.c_int(0)
+    rc = lib().plc_check(names, values, n, _enc(facts), out, _OUT_LEN, ctypes.byref(param), ctypes.byref(machine))
+    return rc, out.value.decode("utf-8", "replace"), param.value, bool(machine.value)
