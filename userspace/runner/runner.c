@@ -55,6 +55,7 @@
 #include <linux/mman.h>
 
 #include "pl_core.h"
+#include "pl_safe.h"
 #include "runner.h"
 
 #define PL_VERSION		"0.1.0"
@@ -490,15 +491,16 @@ struct target {
 	u64 map_len;
 };
 
+/* the signature probe's reader (kmod/core/sig.c) over a mapped target */
+static int map_read(void *ctx, u64 off, void *buf, unsigned int len)
+{
+	memcpy(buf, (const char *)ctx + off, len);
+	return 0;
+}
+
 static const char *fs_signature(const unsigned char *p, u64 size)
 {
-	if (size >= 0x43a && p[0x438] == 0x53 && p[0x439] == 0xef)
-		return "ext4";
-	if (size >= 4 && !memcmp(p, "XFSB", 4))
-		return "xfs";
-	if (size >= 0x10048 && !memcmp(p + 0x10040, "_BHRfS_M", 8))
-		return "btrfs";
-	return "none";
+	return pl_sig_probe(map_read, (void *)p, size);
 }
 
 static int sysfs_u64(const char *path, u64 *v)
@@ -729,7 +731,7 @@ static void open_path(struct target *t, const struct cfg *c, bool writes, u64 pr
 	t->map_len = len;
 	t->fs_sig = S_ISCHR(st.st_mode) ? fs_signature((const unsigned char *)p, len) : "none";
 	if (writes && !c->allow_overwrite && strcmp(t->fs_sig, "none"))
-		refuse(EPERM, "refusing a write run: the target starts with a %s signature (give allow_overwrite=1)",
+		refuse(EPERM, "refusing a write run: the target carries a %s signature (give allow_overwrite=1)",
 		       t->fs_sig);
 	/* pre-fault: write runs write non-zero data, read runs read */
 	if (writes)
