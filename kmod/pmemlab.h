@@ -34,11 +34,13 @@ struct pl_target {
 	int node;
 	phys_addr_t phys;
 	u64 page_size;			/* smallest page size of the mapping */
-	const char *fs_sig;		/* "none", "ext4", "xfs", "btrfs" */
+	const char *fs_sig;		/* signature found (kmod/core/sig.c), "none" */
+	unsigned int nparts;		/* partitions of the disk (whole-disk target) */
 	int dead;			/* set by the holder's mark_dead */
 	/* fsdax */
 	pl_bdev_t bdev;
 	struct dax_device *dax;
+	u64 origin;			/* byte of the disk at target byte 0 */
 	/* dram */
 	bool vmalloced;
 };
@@ -130,6 +132,12 @@ int pl_target_open(struct pl_target *t, const char *spec, u64 dram_size,
 void pl_target_close(struct pl_target *t);
 int pl_target_enter(struct pl_target *t);	/* -ENXIO when gone */
 void pl_target_leave(struct pl_target *t, int id);
+
+/* guard.c: signatures, partitions, bad ranges, TSC */
+void pl_guard_probe(struct pl_target *t);	/* sets fs_sig and nparts */
+int pl_guard_run(bool writes, u64 start, u64 len);	/* with pl.lock held */
+void pl_guard_load_note(void);
+extern const struct attribute_group pl_guard_group;
 
 /* params.c */
 int pl_sysfs_init(void);

@@ -190,13 +190,10 @@ static int pl_check_run(const struct pl_config *c, unsigned int n, unsigned int 
 	bool writes = false;
 	unsigned int i;
 	u64 ws, lat_threads;
+	int err;
 
 	for (i = 0; i < n; i++)
 		writes |= pl_worker_writes(c, c->ops[i % c->nops]);
-	if (writes && strcmp(pl.t.fs_sig, "none") && !pl.allow_overwrite)
-		return pl_fail(-EPERM,
-			       "refusing a write run: the target starts with a %s signature (load with allow_overwrite=1)",
-			       pl.t.fs_sig);
 	if (READ_ONCE(pl.t.dead))
 		return pl_fail(-ENXIO, "the target is gone");
 	if (c->window_offset % 4096 || c->window_offset >= pl.t.size)
@@ -209,6 +206,10 @@ static int pl_check_run(const struct pl_config *c, unsigned int n, unsigned int 
 	if (ws < c->access_size)
 		return pl_fail(-ERANGE, "working_set %llu is smaller than access_size %llu",
 			       ws, c->access_size);
+	/* overwrite guard, known bad ranges, TSC (guard.c) */
+	err = pl_guard_run(writes, c->window_offset, ws);
+	if (err)
+		return err;
 	if (c->fence != PL_FENCE_NONE && c->fence_interval &&
 	    c->fence_interval < c->access_size && c->access_size % c->fence_interval)
 		return pl_fail(-EINVAL, "fence_interval %llu must divide access_size %llu",

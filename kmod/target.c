@@ -58,26 +58,54 @@ static u64 pl_page_size(char *addr, u64 size)
 	return min;
 }
 
-/* known file system signatures in the first 64 KiB + 72 bytes */
-static const char *pl_fs_signature(struct pl_target *t)
+/*
+ * Map the whole namespace.  Without bad blocks one call maps it all.  The
+ * pmem driver refuses a range that holds a known bad block (-EHWPOISON;
+ * -EIO before 5.19) and, while the disk has any, maps only the pages asked
+ * for: then the good stretches are mapped piece by piece, each checked to
+ * lie where the first one puts it, so that the load succeeds and runs are
+ * kept off the bad ranges instead (pl_guard_run).  Returns the pages mapped
+ * from the start, or a negative errno when none could be.
+ */
+static long pl_dax_map_all(struct dax_device *dax, pgoff_t first, long pages, char **kaddr)
 {
-	u8 buf[8];
+	long done = 0, chunk = pages, got;
+	char *base = NULL;
+	void *ka;
+	int id;
 
-	if (t->size < 0x10048)
-		return "none";
-	if (copy_mc_to_kernel(buf, t->kaddr, 4))
-		return "unreadable";
-	if (!memcmp(buf, "XFSB", 4))
-		return "xfs";
-	if (copy_mc_to_kernel(buf, t->kaddr + 1024 + 56, 2))
-		return "unreadable";
-	if (buf[0] == 0x53 && buf[1] == 0xef)
-		return "ext4";
-	if (copy_mc_to_kernel(buf, t->kaddr + 0x10040, 8))
-		return "unreadable";
-	if (!memcmp(buf, "_BHRfS_M", 8))
-		return "btrfs";
-	return "none";
+	id = dax_read_lock();
+	while (done < pages) {
+		chunk = min(chunk, pages - done);
+		got = pl_dax_map(dax, first + done, chunk, &ka);
+		if (got > 0) {
+			if (!base)
+				base = (char *)ka - ((u64)done << PAGE_SHIFT);
+			else if ((char *)ka != base + ((u64)done << PAGE_SHIFT))
+				break;		/* not one linear mapping: keep what is */
+			done += min(got, chunk);
+			chunk = pages;
+		} else if ((got == -EHWPOISON || got == -EIO) && chunk > 1) {
+			chunk /= 2;		/* narrow down to the bad page */
+		} else if (got == -EHWPOISON || got == -EIO) {
+			done++;			/* step over one bad page */
+			chunk = pages;
+		} else {
+			if (!base)
+				done = got;
+			break;
+		}
+		if (need_resched()) {
+			dax_read_unlock(id);
+			cond_resched();
+			id = dax_read_lock();
+		}
+	}
+	dax_read_unlock(id);
+	if (!base && done >= 0)
+		return -EHWPOISON;	/* every page is bad */
+	*kaddr = base;
+	return done;
 }
 
 static int pl_fsdax_open(struct pl_target *t, const char *path)
@@ -85,8 +113,8 @@ static int pl_fsdax_open(struct pl_target *t, const char *path)
 	struct block_device *bdev;
 	u64 start = 0, bytes;
 	long pages, got;
-	void *kaddr;
-	int id, err;
+	char *kaddr;
+	int err;
 
 	t->bdev = pl_bdev_open(path, t, PL_HOPS);
 	if (IS_ERR(t->bdev)) {
@@ -119,11 +147,9 @@ static int pl_fsdax_open(struct pl_target *t, const char *path)
 		err = -ENOSPC;
 		goto err_put;
 	}
-	id = dax_read_lock();
-	got = pl_dax_map(t->dax, PHYS_PFN(start), pages, &kaddr);
-	dax_read_unlock(id);
+	got = pl_dax_map_all(t->dax, PHYS_PFN(start), pages, &kaddr);
 	if (got < 0) {
-		pr_err("%s: dax_direct_access failed: %ld (bad blocks?)\n", path, got);
+		pr_err("%s: dax_direct_access failed: %ld\n", path, got);
 		err = got;
 		goto err_put;
 	}
@@ -135,8 +161,9 @@ static int pl_fsdax_open(struct pl_target *t, const char *path)
 	t->size = (u64)got << PAGE_SHIFT;
 	t->node = dev_to_node(disk_to_dev(bdev->bd_disk));
 	t->phys = slow_virt_to_phys(kaddr);
+	t->origin = start;
 	t->page_size = pl_page_size(t->kaddr, t->size);
-	t->fs_sig = pl_fs_signature(t);
+	pl_guard_probe(t);
 	return 0;
 
 err_put:
@@ -236,7 +263,7 @@ static int pl_dram_open(struct pl_target *t, u64 size, int node, bool huge)
 	memset(t->kaddr, 0xa5, size);
 	t->phys = slow_virt_to_phys(t->kaddr);
 	t->page_size = pl_page_size(t->kaddr, t->size);
-	t->fs_sig = "none";
+	pl_guard_probe(t);
 	return 0;
 }
 
