@@ -42,7 +42,7 @@ struct pl_target {
 	struct dax_device *dax;
 	u64 origin;			/* byte of the disk at target byte 0 */
 	/* dram */
-	bool vmalloced;
+	bool allocated;			/* kaddr is ours to kvfree() */
 };
 
 /* One run's parameters, every one a u64 so that a table can parse them. */
