@@ -12,7 +12,7 @@ from typing import Any, Sequence
 
 import pandas as pd
 
-from pmemlab import __version__, ipmctl, machine
+from pmemlab import __version__, guard, ipmctl, machine
 from pmemlab import params as P
 from pmemlab.config import count_points, expand, load_config, target_loads
 from pmemlab.errors import ConfigError, Interrupted, ParamRefused, PmemlabError
@@ -180,6 +180,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         raise ConfigError(f"{'this target cannot run' if unsupported else 'invalid parameters'}:\n{msgs}",
                           "change the values; nothing was sent to the module")
     mod.check_target(args.target)
+    guard.check_overwrite(info, guard.writes(values))
     cond = machine.conditions(info)
     outcome = None
     try:
@@ -257,6 +258,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         return 0
     mod.require_loaded()
     mod.check_target(args.target or cfg.target)
+    guard.check_overwrite(info or {}, any(guard.writes(p.params) for p in points if not p.skip_reason))
     if skipped:
         reasons = sorted({p.skip_reason for p in skipped})
         print(f"pmemlab: {len(skipped)} of {len(points)} points cannot run here and are recorded as skipped: "
