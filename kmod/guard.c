@@ -7,8 +7,8 @@
  *  - the namespace's known bad ranges (any run over one refused: a load
  *    from poisoned pmem machine-checks the host);
  *  - the TSC: invariant and kept reliable by the kernel, or not (facts
- *    tsc_invariant, tsc_reliable; runs refused only when its rate is not
- *    constant, since then no tick count means a time; see docs/method.md).
+ *    tsc_invariant, tsc_reliable, copied into every result row by the
+ *    controller; runs are flagged, not refused: docs/method.md says why).
  * The decisions themselves are the portable kmod/core/sig.c and badrange.c.
  */
 #define pr_fmt(fmt) "pmemlab: " fmt
@@ -148,10 +148,10 @@ int pl_guard_run(bool writes, u64 start, u64 len)
 {
 	const struct pl_target *t = &pl.t;
 
-	if (!boot_cpu_has(X86_FEATURE_CONSTANT_TSC))
-		return pl_fail(-EOPNOTSUPP,
-			       "run: the TSC rate is not constant (no constant_tsc): tick counts cannot be turned into time");
 	if (writes && !pl.allow_overwrite) {
+		if (!strcmp(t->fs_sig, "unreadable"))
+			return pl_fail(-EPERM,
+				       "refusing a write run: the target's signature area is unreadable (a bad range or media error), so what it carries is unknown (load with allow_overwrite=1)");
 		if (strcmp(t->fs_sig, "none"))
 			return pl_fail(-EPERM,
 				       "refusing a write run: the target carries a %s signature (load with allow_overwrite=1)",
