@@ -78,8 +78,9 @@ static int pl_bad_check(const struct pl_target *t, u64 start, u64 len)
 	kfree(r);
 	if (hit)
 		return pl_fail(-EPERM,
-			       "run: the window holds a known bad range of %pg: target bytes %llu+%llu (sectors in /sys/block/%pg/badblocks); loads there machine-check",
-			       pl_bdev(t->bdev), off, bytes, pl_bdev(t->bdev));
+			       "run: the window holds a known bad range of %s: target bytes %llu+%llu (sectors in /sys/block/%s/badblocks); loads there machine-check",
+			       pl_bdev(t->bdev)->bd_disk->disk_name, off, bytes,
+			       pl_bdev(t->bdev)->bd_disk->disk_name);
 	return 0;
 }
 
