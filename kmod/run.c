@@ -206,7 +206,7 @@ static int pl_check_run(const struct pl_config *c, unsigned int n, unsigned int 
 	if (ws < c->access_size)
 		return pl_fail(-ERANGE, "working_set %llu is smaller than access_size %llu",
 			       ws, c->access_size);
-	/* overwrite guard, known bad ranges, TSC (guard.c) */
+	/* the overwrite guard and known bad ranges (guard.c) */
 	err = pl_guard_run(writes, c->window_offset, ws);
 	if (err)
 		return err;
