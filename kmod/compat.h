@@ -114,6 +114,40 @@ typedef struct block_device *pl_bdev_t;
 #define rdmsrq_safe		rdmsrl_safe
 #endif
 
+/* ---- counting the partitions of a whole disk ---- */
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(5, 12, 0)
+/* 5.12+: the partitions are the entries of disk->part_tbl above index 0 */
+static inline unsigned int pl_disk_partitions(struct block_device *bdev)
+{
+	struct block_device *part;
+	unsigned long idx;
+	unsigned int n = 0;
+
+	if (bdev_is_partition(bdev))
+		return 0;
+	rcu_read_lock();
+	xa_for_each_start(&bdev->bd_disk->part_tbl, idx, part, 1)
+		n++;
+	rcu_read_unlock();
+	return n;
+}
+#else
+/* <= 5.11: the partition iterator (unverified: no tree of these versions built) */
+static inline unsigned int pl_disk_partitions(struct block_device *bdev)
+{
+	struct disk_part_iter it;
+	unsigned int n = 0;
+
+	if (bdev != bdev->bd_contains)
+		return 0;
+	disk_part_iter_init(&it, bdev->bd_disk, 0);
+	while (disk_part_iter_next(&it))
+		n++;
+	disk_part_iter_exit(&it);
+	return n;
+}
+#endif
+
 /* ---- huge-page vmalloc ---- */
 #if LINUX_VERSION_CODE < KERNEL_VERSION(5, 18, 0)
 /* <= 5.17: no vmalloc_huge(); plain vmalloc gives 4 KiB pages (reported as such) */

@@ -26,7 +26,7 @@ MODULE_PARM_DESC(target, "/dev/pmemN (fsdax namespace) or dram");
 
 static bool allow_overwrite;
 module_param(allow_overwrite, bool, 0444);
-MODULE_PARM_DESC(allow_overwrite, "allow write runs on a target that carries a file system signature");
+MODULE_PARM_DESC(allow_overwrite, "allow write runs on a target that carries a signature (file system, partition table, ...) or partitions");
 
 static char *dram_size = "256M";
 module_param(dram_size, charp, 0444);
@@ -93,6 +93,7 @@ static int __init pl_init(void)
 		pr_err("the kernel has no TSC rate (tsc_khz = 0)\n");
 		return -EOPNOTSUPP;
 	}
+	pl_guard_load_note();
 	if (!strcmp(dram_pages, "2m")) {
 		huge = true;
 	} else if (!strcmp(dram_pages, "4k")) {

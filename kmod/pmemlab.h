@@ -27,13 +27,15 @@ struct pl_target {
 	int node;
 	phys_addr_t phys;
 	u64 page_size;			/* smallest page size of the mapping */
-	const char *fs_sig;		/* "none", "ext4", "xfs", "btrfs" */
+	const char *fs_sig;		/* signature found (kmod/core/sig.c), "none" */
+	unsigned int nparts;		/* partitions of the disk (whole-disk target) */
 	int dead;			/* set by the holder's mark_dead */
 	/* fsdax */
 	pl_bdev_t bdev;
 	struct dax_device *dax;
+	u64 origin;			/* byte of the disk at target byte 0 */
 	/* dram */
-	bool vmalloced;
+	bool allocated;			/* kaddr is ours to kvfree() */
 };
 
 struct pl_run;
@@ -98,6 +100,12 @@ void pl_target_leave(struct pl_target *t, int id);
 /* error.c: last_error and the kernel log line of a refusal (they assert pl.lock) */
 int pl_fail(int err, const char *fmt, ...) __printf(2, 3);
 int pl_fail_verdict(const struct pl_verdict *v);
+
+/* guard.c: signatures and partitions probed, bad ranges, TSC (the overwrite rule: core/check.c) */
+void pl_guard_probe(struct pl_target *t);	/* sets fs_sig and nparts */
+int pl_guard_run(u64 start, u64 len);	/* known bad ranges; with pl.lock held */
+void pl_guard_load_note(void);
+extern const struct attribute_group pl_guard_group;
 
 /* sysfs.c */
 int pl_sysfs_init(void);

@@ -60,6 +60,7 @@ void pl_facts(struct pl_facts *f)
 	f->prefetch = pl.prefetch_ok;
 	f->user = false;
 	f->fs_sig = pl.t.fs_sig;
+	f->nparts = pl.t.nparts;
 	f->allow_overwrite = pl.allow_overwrite;
 }
 
@@ -81,6 +82,10 @@ int pl_run_check(struct pl_plan *plan)
 	if (err)
 		pl_fail_verdict(v);
 	kfree(v);
+	/* known bad ranges of the disk in the run's window (guard.c) */
+	if (!err)
+		err = pl_guard_run(pl.cfg.window_offset, pl.cfg.working_set ?
+				   pl.cfg.working_set : pl.t.size - pl.cfg.window_offset);
 	return err;
 }
 

@@ -463,6 +463,13 @@ int pl_sysfs_init(void)
 		if (err)
 			sysfs_remove_group(pl.kobj, &pl_group);
 	}
+	if (!err) {
+		err = sysfs_create_group(pl.kobj, &pl_guard_group);
+		if (err) {
+			sysfs_remove_group(pl.kobj, &pl_results_group);
+			sysfs_remove_group(pl.kobj, &pl_group);
+		}
+	}
 	if (err) {
 		kobject_put(pl.kobj);
 		pl.kobj = NULL;
@@ -474,6 +481,7 @@ void pl_sysfs_exit(void)
 {
 	if (!pl.kobj)
 		return;
+	sysfs_remove_group(pl.kobj, &pl_guard_group);
 	sysfs_remove_group(pl.kobj, &pl_results_group);
 	sysfs_remove_group(pl.kobj, &pl_group);
 	kobject_put(pl.kobj);

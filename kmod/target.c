@@ -9,6 +9,8 @@
 #include <linux/blkdev.h>
 #include <linux/dax.h>
 #include <linux/vmalloc.h>
+#include <linux/slab.h>
+#include <linux/moduleparam.h>
 #include <linux/kthread.h>
 #include <linux/completion.h>
 #include <linux/uaccess.h>
@@ -58,12 +60,54 @@ static u64 pl_page_size(char *addr, u64 size)
 	return min;
 }
 
-/* pl_fs_signature() reads the target with copy_mc: a media error is "unreadable" */
-static int pl_read_mc(void *ctx, u64 off, void *dst, size_t n)
+/*
+ * Map the whole namespace.  Without bad blocks one call maps it all.  The
+ * pmem driver refuses a range that holds a known bad block (-EHWPOISON;
+ * -EIO before 5.19) and, while the disk has any, maps only the pages asked
+ * for: then the good stretches are mapped piece by piece, each checked to
+ * lie where the first one puts it, so that the load succeeds and runs are
+ * kept off the bad ranges instead (pl_guard_run).  Returns the pages mapped
+ * from the start, or a negative errno when none could be.
+ */
+static long pl_dax_map_all(struct dax_device *dax, pgoff_t first, long pages, char **kaddr)
 {
-	struct pl_target *t = ctx;
+	long done = 0, chunk = pages, got;
+	char *base = NULL;
+	void *ka;
+	int id;
 
-	return copy_mc_to_kernel(dst, t->kaddr + off, n) ? -EIO : 0;
+	id = dax_read_lock();
+	while (done < pages) {
+		chunk = min(chunk, pages - done);
+		got = pl_dax_map(dax, first + done, chunk, &ka);
+		if (got > 0) {
+			if (!base)
+				base = (char *)ka - ((u64)done << PAGE_SHIFT);
+			else if ((char *)ka != base + ((u64)done << PAGE_SHIFT))
+				break;		/* not one linear mapping: keep what is */
+			done += min(got, chunk);
+			chunk = pages;
+		} else if ((got == -EHWPOISON || got == -EIO) && chunk > 1) {
+			chunk /= 2;		/* narrow down to the bad page */
+		} else if (got == -EHWPOISON || got == -EIO) {
+			done++;			/* step over one bad page */
+			chunk = pages;
+		} else {
+			if (!base)
+				done = got;
+			break;
+		}
+		if (need_resched()) {
+			dax_read_unlock(id);
+			cond_resched();
+			id = dax_read_lock();
+		}
+	}
+	dax_read_unlock(id);
+	if (!base && done >= 0)
+		return -EHWPOISON;	/* every page is bad */
+	*kaddr = base;
+	return done;
 }
 
 static int pl_fsdax_open(struct pl_target *t, const char *path)
@@ -71,8 +115,8 @@ static int pl_fsdax_open(struct pl_target *t, const char *path)
 	struct block_device *bdev;
 	u64 start = 0, bytes;
 	long pages, got;
-	void *kaddr;
-	int id, err;
+	char *kaddr;
+	int err;
 
 	t->bdev = pl_bdev_open(path, t, PL_HOPS);
 	if (IS_ERR(t->bdev)) {
@@ -105,11 +149,9 @@ static int pl_fsdax_open(struct pl_target *t, const char *path)
 		err = -ENOSPC;
 		goto err_put;
 	}
-	id = dax_read_lock();
-	got = pl_dax_map(t->dax, PHYS_PFN(start), pages, &kaddr);
-	dax_read_unlock(id);
+	got = pl_dax_map_all(t->dax, PHYS_PFN(start), pages, &kaddr);
 	if (got < 0) {
-		pr_err("%s: dax_direct_access failed: %ld (bad blocks?)\n", path, got);
+		pr_err("%s: dax_direct_access failed: %ld\n", path, got);
 		err = got;
 		goto err_put;
 	}
@@ -121,8 +163,9 @@ static int pl_fsdax_open(struct pl_target *t, const char *path)
 	t->size = (u64)got << PAGE_SHIFT;
 	t->node = dev_to_node(disk_to_dev(bdev->bd_disk));
 	t->phys = slow_virt_to_phys(kaddr);
+	t->origin = start;
 	t->page_size = pl_page_size(t->kaddr, t->size);
-	t->fs_sig = pl_fs_signature(pl_read_mc, t, t->size);
+	pl_guard_probe(t);
 	return 0;
 
 err_put:
@@ -133,6 +176,14 @@ err_close:
 	t->bdev = NULL;
 	return err;
 }
+
+static bool dram_node_strict = true;
+module_param(dram_node_strict, bool, 0444);
+MODULE_PARM_DESC(dram_node_strict,
+		 "refuse to load when DRAM target pages are not all on dram_node (default 1; 0: load and log it)");
+
+/* filling and node checks go in chunks of this, with a cond_resched() between */
+#define PL_DRAM_CHUNK	(64UL << 20)
 
 struct pl_dram_alloc {
 	u64 size;
@@ -157,7 +208,7 @@ static int pl_dram_alloc_fn(void *arg)
 	return 0;
 }
 
-static void *pl_dram_alloc_huge(u64 size, int node)
+static void *pl_dram_alloc_on_cpu(u64 size, int node)
 {
 	struct pl_dram_alloc a = { .size = size };
 	struct task_struct *k;
@@ -165,7 +216,8 @@ static void *pl_dram_alloc_huge(u64 size, int node)
 
 	cpu = cpumask_any_and(cpumask_of_node(node), cpu_online_mask);
 	if (cpu >= nr_cpu_ids) {
-		pr_err("dram_pages=2m needs an online CPU on node %d (use 4k)\n", node);
+		pr_err("dram_pages=2m above %d bytes needs an online CPU on node %d (node %d has none: use dram_pages=4k or a smaller dram_size)\n",
+		       INT_MAX, node, node);
 		return NULL;
 	}
 	init_completion(&a.done);
@@ -179,10 +231,59 @@ static void *pl_dram_alloc_huge(u64 size, int node)
 	return a.p;
 }
 
+/*
+ * 2 MiB pages on the node itself, whether it has CPUs or not (a CPU-less
+ * node is how CXL memory expanders appear).  kvmalloc_node() maps a
+ * vmalloc area with huge pages where it can (VM_ALLOW_HUGE_VMAP; before
+ * 5.18 small pages, reported as such) and __GFP_THISNODE keeps every page
+ * on the node.  Asking for more than KMALLOC_MAX_SIZE keeps kvmalloc from
+ * handing out a kmalloc block (direct-map pages) for a small target; the
+ * target is the first size bytes.  Above INT_MAX bytes kvmalloc refuses:
+ * then vmalloc_huge() runs on a CPU of the node, which needs one.
+ */
+static void *pl_dram_alloc_huge(u64 size, int node)
+{
+	u64 len = max_t(u64, size, KMALLOC_MAX_SIZE + PAGE_SIZE);
+
+	if (len <= INT_MAX)
+		return kvmalloc_node(len, GFP_KERNEL | __GFP_THISNODE | __GFP_NOWARN, node);
+	return pl_dram_alloc_on_cpu(size, node);
+}
+
+/* pages of the buffer not on node (every page looked at) */
+static unsigned long pl_dram_pages_off_node(const char *p, u64 size, int node, int *first)
+{
+	unsigned long off, elsewhere = 0;
+	struct page *pg;
+
+	for (off = 0; off < size; off += PAGE_SIZE) {
+		pg = is_vmalloc_addr(p + off) ? vmalloc_to_page(p + off) : virt_to_page(p + off);
+		if (!off)
+			*first = page_to_nid(pg);
+		if (page_to_nid(pg) != node)
+			elsewhere++;
+		if (!((off + PAGE_SIZE) % PL_DRAM_CHUNK))
+			cond_resched();
+	}
+	return elsewhere;
+}
+
+/* non-zero contents, so loads never meet a special zero pattern; yields between chunks */
+static void pl_dram_fill(char *p, u64 size)
+{
+	u64 off, n;
+
+	for (off = 0; off < size; off += n) {
+		n = min_t(u64, size - off, PL_DRAM_CHUNK);
+		memset(p + off, 0xa5, n);
+		cond_resched();
+	}
+}
+
 static int pl_dram_open(struct pl_target *t, u64 size, int node, bool huge)
 {
-	unsigned long off, mixed = 0;
-	struct page *pg;
+	unsigned long elsewhere;
+	int first = NUMA_NO_NODE;
 
 	if (node < -1) {
 		pr_err("dram_node %d: want -1 (the loading CPU's node) or an online node\n", node);
@@ -198,31 +299,29 @@ static int pl_dram_open(struct pl_target *t, u64 size, int node, bool huge)
 		pr_err("dram_size %llu: need a multiple of 4096 between 4K and 64T\n", size);
 		return -EINVAL;
 	}
-	t->kaddr = huge ? pl_dram_alloc_huge(size, node) :
-			  vmalloc_node(size, node);
+	t->kaddr = huge ? pl_dram_alloc_huge(size, node) : vmalloc_node(size, node);
 	if (!t->kaddr) {
 		pr_err("cannot allocate %llu bytes of DRAM on node %d\n", size, node);
 		return -ENOMEM;
 	}
-	t->vmalloced = true;
+	t->allocated = true;
 	t->kind = PL_TARGET_DRAM;
 	t->size = size;
-	t->node = page_to_nid(vmalloc_to_page(t->kaddr));
-	for (off = 0; off < size; off += PAGE_SIZE) {
-		pg = vmalloc_to_page(t->kaddr + off);
-		if (page_to_nid(pg) != t->node)
-			mixed++;
-		if (!(off & ((64UL << 20) - 1)))
-			cond_resched();
+	elsewhere = pl_dram_pages_off_node(t->kaddr, size, node, &first);
+	t->node = elsewhere ? first : node;
+	if (elsewhere && dram_node_strict) {
+		pr_err("dram target: %lu of %llu pages are not on node %d (load with dram_node_strict=0 to accept that)\n",
+		       elsewhere, size >> PAGE_SHIFT, node);
+		pl_target_close(t);
+		return -ENOMEM;
 	}
-	if (mixed || t->node != node)
-		pr_warn("dram target: wanted node %d, got node %d (%lu pages elsewhere)\n",
-			node, t->node, mixed);
-	/* non-zero contents, so loads never meet a special zero pattern */
-	memset(t->kaddr, 0xa5, size);
+	if (elsewhere)
+		pr_warn("dram target: wanted node %d; %lu of %llu pages are elsewhere (the first on node %d)\n",
+			node, elsewhere, size >> PAGE_SHIFT, first);
+	pl_dram_fill(t->kaddr, size);
 	t->phys = slow_virt_to_phys(t->kaddr);
 	t->page_size = pl_page_size(t->kaddr, t->size);
-	t->fs_sig = "none";
+	pl_guard_probe(t);
 	return 0;
 }
 
@@ -252,9 +351,9 @@ void pl_target_close(struct pl_target *t)
 		pl_bdev_close(t->bdev, t);
 		t->bdev = NULL;
 	}
-	if (t->vmalloced) {
-		vfree(t->kaddr);
-		t->vmalloced = false;
+	if (t->allocated) {
+		kvfree(t->kaddr);
+		t->allocated = false;
 	}
 	t->kaddr = NULL;
 }

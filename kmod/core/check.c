@@ -413,11 +413,20 @@ int pl_check_run(const struct pl_params *p, const struct pl_facts *f, struct pl_
 		return err;
 	plan->n = n;
 	plan->writes = pl_run_writes(p, f);
-	if (plan->writes && pl_known(f, PL_FACT_FS) && f->fs_sig && strcmp(f->fs_sig, "none") &&
-	    !f->allow_overwrite)
-		return pl_refuse(v, -EPERM, PL_P_op, true,
-				 "refusing a write run: the target starts with a %s signature (load with allow_overwrite=1)",
-				 f->fs_sig);
+	/* the overwrite guard: what the target carries (sig.c), or its partitions */
+	if (plan->writes && pl_known(f, PL_FACT_FS) && !f->allow_overwrite) {
+		if (f->fs_sig && !strcmp(f->fs_sig, "unreadable"))
+			return pl_refuse(v, -EPERM, PL_P_op, true,
+					 "refusing a write run: the target's signature area is unreadable (a bad range or media error), so what it carries is unknown (load with allow_overwrite=1)");
+		if (f->fs_sig && strcmp(f->fs_sig, "none"))
+			return pl_refuse(v, -EPERM, PL_P_op, true,
+					 "refusing a write run: the target carries a %s signature (load with allow_overwrite=1)",
+					 f->fs_sig);
+		if (f->nparts)
+			return pl_refuse(v, -EPERM, PL_P_op, true,
+					 "refusing a write run: the target has %u partitions (load with allow_overwrite=1)",
+					 f->nparts);
+	}
 	if (pl_known(f, PL_FACT_TARGET)) {
 		size = f->target_size;
 		ws = p->working_set ? p->working_set : size - p->window_offset;

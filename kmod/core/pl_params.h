@@ -94,7 +94,7 @@ extern const struct pl_param pl_params[PL_NPARAMS];
 #define PL_FACT_TSC		(1u << 3)	/* tsc_khz */
 #define PL_FACT_PREFETCH	(1u << 4)	/* prefetch */
 #define PL_FACT_BACKEND		(1u << 5)	/* user */
-#define PL_FACT_FS		(1u << 6)	/* fs_sig, allow_overwrite */
+#define PL_FACT_FS		(1u << 6)	/* fs_sig, nparts, allow_overwrite */
 
 struct pl_facts {
 	u32 known;			/* PL_FACT_* of the fields set */
@@ -108,7 +108,8 @@ struct pl_facts {
 	bool prefetch;			/* prefetchers can be turned off */
 	bool user;			/* the user backend: its own ops, no prefetch control */
 	const struct pl_op_desc *xops[PL_NXOPS];	/* the user backend's ops (else NULL) */
-	const char *fs_sig;		/* "none" or the file system found */
+	const char *fs_sig;		/* "none", "unreadable" or the signature found (sig.c) */
+	unsigned int nparts;		/* partitions of the target's disk */
 	bool allow_overwrite;
 };
 
@@ -168,10 +169,6 @@ bool pl_cpus_parse(const char *s, size_t len, u64 *mask, unsigned int *top);
 /* ---- facts.c: facts of the CPU and target, as text ---- */
 void pl_out_features(struct pl_buf *b, u32 features);	/* "sse2 avx ..." */
 void pl_out_widths(struct pl_buf *b, u32 features);	/* "8 16 32": load and store run */
-/* reads n bytes at off of a target: 0, or non-zero when they cannot be read */
-typedef int (*pl_read_fn)(void *ctx, u64 off, void *dst, size_t n);
-/* the file system a target of size bytes starts with: ext4, xfs, btrfs, none or unreadable */
-const char *pl_fs_signature(pl_read_fn read, void *ctx, u64 size);
 
 /* ---- check.c: the validator ---- */
 void pl_verdict_clear(struct pl_verdict *v);

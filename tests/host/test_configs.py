@@ -202,8 +202,9 @@ def test_emulation_paper_ranges():
     DRAM-emulated pmem, every load measured from the same CPUs, delays from 0 (full load) up."""
     for scale in ("full", "quick"):
         targets = loads("emulation", scale)
-        assert set(targets) == {"pmem", "dram", "dram-remote", "emulated"}
+        assert set(targets) == {"pmem", "dram", "dram-remote", "emulated", "dram-cpuless"}
         assert targets["pmem"] == f"target={PMEM}" and targets["emulated"] == f"target={PMEM_DRAM}"
+        assert "dram_node=@CPULESS_NODE@" in targets["dram-cpuless"]
         local, remote = (re.search(r"dram_node=(\d+)", targets[k]) for k in ("dram", "dram-remote"))
         assert local and remote and local.group(1) != remote.group(1)
         pts = points("emulation", scale)
@@ -391,6 +392,27 @@ def test_run_configs_fills_pmem_dram_or_skips_the_load():
     assert "instr-latency@emulated: insmod target=/dev/pmem7 -> results/instr-latency@emulated.csv" in out.stdout
 
 
+def test_run_configs_fills_the_cpuless_node_or_skips_the_load(tmp_path):
+    """@CPULESS_NODE@ becomes the first node with memory and no CPUs (CXL memory); none: skipped."""
+    nodes = tmp_path / "node"
+    for n, cpus, mem in ((0, "0-1", 2048000), (1, "", 0), (2, "", 524288), (3, "", 524288)):
+        (nodes / f"node{n}").mkdir(parents=True)
+        (nodes / f"node{n}" / "cpulist").write_text(cpus + "\n")
+        (nodes / f"node{n}" / "meminfo").write_text(f"Node {n} MemTotal:       {mem} kB\n")
+    for cfg, name in (("configs/emulation.toml", "emulation"), ("configs/numa-mix.toml", "numa-mix")):
+        out = run_configs("--dry-run", "--scale", "quick", "--target", "/dev/pmem0", cfg,
+                          env={"PMEMLAB_NODE_DIR": str(nodes)})
+        assert out.returncode == 0, out.stderr
+        assert (f"{name}@dram-cpuless: insmod target=dram dram_size=256M dram_node=2 -> "
+                f"results/{name}@dram-cpuless.csv") in out.stdout.splitlines(), out.stdout
+    (nodes / "node2" / "cpulist").write_text("2\n")
+    (nodes / "node3" / "meminfo").write_text("Node 3 MemTotal:       0 kB\n")
+    out = run_configs("--dry-run", "--scale", "quick", "--target", "/dev/pmem0", "configs/numa-mix.toml",
+                      env={"PMEMLAB_NODE_DIR": str(nodes)})
+    assert any(line.startswith("numa-mix@dram-cpuless: skipped: no CPU-less NUMA node")
+               for line in out.stdout.splitlines()), out.stdout
+
+
 def test_run_configs_forgets_a_sweeps_old_skipped_loads(tmp_path):
     """SKIPPED lists the loads of the last run only: a load that failed once is not 'not run' forever.
     insmod is a stand-in that refuses every load, so nothing is measured."""
@@ -413,8 +435,9 @@ def test_run_configs_forgets_a_sweeps_old_skipped_loads(tmp_path):
     lines = (out_dir / "SKIPPED").read_text().splitlines()
     assert [line.split(":")[0] for line in lines] == [
         "emulation-other@x", "bw-size@dram", "emulation@pmem", "emulation@dram", "emulation@dram-remote",
-        "emulation@emulated"]
-    assert lines[-1].startswith("emulation@emulated: no DRAM-emulated fsdax namespace")
+        "emulation@emulated", "emulation@dram-cpuless"]
+    assert lines[-2].startswith("emulation@emulated: no DRAM-emulated fsdax namespace")
+    assert lines[-1].startswith("emulation@dram-cpuless: no CPU-less NUMA node")
     assert "Invalid parameters" in lines[2]
     assert not (out_dir / "emulation@emulated.csv").exists(), "--fresh drops a skipped load's old results"
 

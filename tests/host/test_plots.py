@@ -673,6 +673,27 @@ def test_numa_mix_keeps_named_cpus_apart_from_local_runs(experiments):
     assert_curve(ax, "1 thread, local", mean_by(df[(df["threads"] == 1) & df["cpus"].isna()], "share", "bw_gbps"))
 
 
+def test_numa_mix_tells_module_loads_apart(experiments):
+    """numa-mix runs on the pmem namespace and on a CPU-less node's DRAM: their curves must not
+    average into one another."""
+    results = load_results(experiments["numa-mix"])
+    rows = results.rows
+    local = rows[rows["cpus"].isna()]
+    other = local.copy()
+    other["target_label"] = "dram-cpuless"
+    other["bw_gbps"] = other["bw_gbps"] * 3
+    other["point_key"] = "c" + other["point_key"].astype(str)
+    results.rows = pd.concat([local.assign(target_label="pmem"), other], ignore_index=True)
+    (ax,) = data_axes(RECIPES["numa-mix"](results))
+    assert set(legend_labels(ax)) == {"pmem: 1 thread, local", "pmem: 2 threads, local",
+                                      "dram-cpuless: 1 thread, local", "dram-cpuless: 2 threads, local"}
+    df = agg(csv_rows(experiments, "numa-mix"))
+    df["share"] = [100 if op == "load" else pct for op, pct in zip(df["op"], df["read_pct"])]
+    one = mean_by(df[(df["threads"] == 1) & df["cpus"].isna()], "share", "bw_gbps")
+    assert_curve(ax, "pmem: 1 thread, local", one)
+    assert_curve(ax, "dram-cpuless: 1 thread, local", one * 3)
+
+
 def test_mixed_threads(experiments):
     results, fig = figure_of(experiments, "mixed-threads")
     left, right = data_axes(fig)

@@ -11,7 +11,7 @@ from typing import Callable, Sequence
 
 import pandas as pd
 
-from pmemlab import __version__, exitcodes, ipmctl, machine
+from pmemlab import __version__, exitcodes, guard, ipmctl, machine
 from pmemlab import params as P
 from pmemlab.backend import Backend, BackendSpec
 from pmemlab.config import Point, SweepConfig, command_line_problems, count_points, expand, load_config, one_point
@@ -162,6 +162,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     bench = Bench.probe(backend, _online_cpus())
     point = one_point(values, raw, bench.facts, bench.discovered)  # the interleave ndctl found, unless given
     backend.check_target(args.target)
+    guard.check_overwrite(bench.info or {}, guard.writes(values))
     sweep, recorder = Sweep.one_point(point, bench, timeout_s=args.timeout)
     report = sweep.run()
     rows = recorder.rows
@@ -209,6 +210,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         return exitcodes.OK
     backend.require_loaded()
     backend.check_target(args.target or cfg.target)
+    guard.check_overwrite(bench.info or {}, any(guard.writes(p.params) for p in points if not p.skip_reason))
     skipped = [p for p in points if p.skip_reason]
     if skipped:
         reasons = sorted({p.skip_reason for p in skipped})

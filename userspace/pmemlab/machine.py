@@ -16,9 +16,9 @@ import subprocess
 import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Mapping
 
-from pmemlab import __version__
+from pmemlab import __version__, guard
 from pmemlab import params as P
 from pmemlab.backend import Backend
 from pmemlab.params import parse_cpulist
@@ -395,12 +395,7 @@ def gather_info(module: Backend | None, host: HostPaths | None = None,
             mod["note"] = f"module not loaded ({module.root} missing): {load_hint()}"
     info["module"] = mod
 
-    tsc_khz = facts.get("tsc_khz")
-    cpu["tsc"] = {
-        "tsc_khz": tsc_khz,
-        "source": "module (kernel-calibrated tsc_khz)" if tsc_khz else "unknown (module not loaded)",
-        "invariant": bool(cpu["features"].get("constant_tsc") and cpu["features"].get("nonstop_tsc")),
-    }
+    cpu["tsc"] = tsc_info(host, cpu, facts)
     if facts.get("cpu_features"):
         cpu["module_features"] = str(facts["cpu_features"]).split()
     if facts.get("widths"):
@@ -414,6 +409,8 @@ def gather_info(module: Backend | None, host: HostPaths | None = None,
         "page_size": facts.get("target_page_size"),
         "fs_signature": facts.get("fs_signature"),
         "nd_provider": nd_provider(facts.get("target"), host),
+        "partitions": facts.get("target_partitions"),
+        "bad_ranges": guard.bad_ranges(facts.get("target"), host.sys, runner if with_tools else None),
     }
     if with_tools:
         nd = ndctl_info(runner)
@@ -445,6 +442,37 @@ def gather_info(module: Backend | None, host: HostPaths | None = None,
     return info
 
 
+def _flag(value: Any) -> int | None:
+    return None if value is None else int(bool(value))
+
+
+def tsc_info(host: HostPaths, cpu: Mapping[str, Any], facts: Mapping[str, Any]) -> dict[str, Any]:
+    """The TSC as results depend on it: its rate, invariant (constant_tsc and nonstop_tsc) and
+    reliable (the kernel has not marked it unstable), and the kernel's clocksource.
+
+    With the module loaded both flags are the module's (tsc_invariant, tsc_reliable: the
+    kernel's own view, check_tsc_unstable()). Without it (the user backend) invariant comes
+    from the same CPU flags in /proc/cpuinfo, and reliable is known only when the kernel keeps
+    time with the TSC (clocksource tsc: 1); otherwise it is unknown (None, an empty cell).
+    """
+    tsc_khz = facts.get("tsc_khz")
+    clocksource = (_read(host.sys / "devices/system/clocksource/clocksource0/current_clocksource") or "").strip()
+    feats = cpu.get("features", {})
+    invariant: bool | None = bool(feats.get("constant_tsc") and feats.get("nonstop_tsc"))
+    reliable: bool | None = True if clocksource == "tsc" else None
+    if isinstance(facts.get("tsc_invariant"), int):
+        invariant = bool(facts["tsc_invariant"])
+    if isinstance(facts.get("tsc_reliable"), int):
+        reliable = bool(facts["tsc_reliable"])
+    return {
+        "tsc_khz": tsc_khz,
+        "source": "module (kernel-calibrated tsc_khz)" if tsc_khz else "unknown (module not loaded)",
+        "invariant": invariant,
+        "reliable": reliable,
+        "clocksource": clocksource or None,
+    }
+
+
 def conditions(info: dict[str, Any]) -> dict[str, Any]:
     """The run conditions copied into every CSV row (constant for a sweep)."""
     t = info.get("target", {})
@@ -461,6 +489,9 @@ def conditions(info: dict[str, Any]) -> dict[str, Any]:
         "cpu_model": cpu.get("model"),
         "tsc_khz": cpu.get("tsc", {}).get("tsc_khz"),
         "freq_source": "tsc" + (" (invariant)" if cpu.get("tsc", {}).get("invariant") else ""),
+        "tsc_invariant": _flag(cpu.get("tsc", {}).get("invariant")),
+        "tsc_reliable": _flag(cpu.get("tsc", {}).get("reliable")),
+        "clocksource": cpu.get("tsc", {}).get("clocksource"),
         "prefetch_control": info.get("prefetch", {}).get("control"),
         "prefetch_msr": info.get("prefetch", {}).get("msr_0x1a4"),
         "kernel": info.get("host", {}).get("kernel"),
@@ -529,6 +560,10 @@ def format_info(info: dict[str, Any]) -> str:
         add("numa node", t.get("node"))
         add("mapping page size", size(t.get("page_size")))
         add("fs signature", t.get("fs_signature"))
+        if t.get("partitions"):
+            add("partitions", t.get("partitions"))
+        for i, line in enumerate(guard.format_bad_ranges(t.get("bad_ranges") or {})):
+            add("bad ranges" if i == 0 else "", line)
         ns = t.get("namespace") or {}
         if ns:
             add("namespace", f"{ns.get('dev')} mode={ns.get('mode')} map={ns.get('map')} size={size(ns.get('size'))}")
@@ -553,7 +588,8 @@ def format_info(info: dict[str, Any]) -> str:
     add("module features", " ".join(cpu.get("module_features", [])))
     add("widths", " ".join(map(str, cpu.get("widths", []))))
     tsc = cpu.get("tsc", {})
-    add("tsc", f"{tsc.get('tsc_khz')} kHz, {tsc.get('source')}, invariant={tsc.get('invariant')}")
+    add("tsc", f"{tsc.get('tsc_khz')} kHz, {tsc.get('source')}, invariant={tsc.get('invariant')}, "
+        f"reliable={tsc.get('reliable')}, clocksource={tsc.get('clocksource')}")
     pf = info.get("prefetch", {})
     add("prefetchers", f"control={pf.get('control')} run_param={pf.get('run_param')} msr 0x1a4={pf.get('msr_0x1a4')} ({pf.get('state')})")
     hyp = info.get("hypervisor", {})

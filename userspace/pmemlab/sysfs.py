@@ -40,8 +40,12 @@ FACT_FILES: tuple[str, ...] = (
     "widths",
     "prefetch_control",
     "fs_signature",
+    "target_partitions",
+    "tsc_invariant",
+    "tsc_reliable",
 )
-INT_FACTS = frozenset({"target_size", "target_node", "target_page_size", "tsc_khz"})
+INT_FACTS = frozenset({"target_size", "target_node", "target_page_size", "tsc_khz", "target_partitions",
+                       "tsc_invariant", "tsc_reliable"})
 
 
 def sysfs_root(option: str | os.PathLike[str] | None = None) -> Path:

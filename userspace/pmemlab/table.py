@@ -21,7 +21,8 @@ ID_COLUMNS: tuple[str, ...] = ("sweep", "point", "point_key", "repeat", "thread"
 CONDITION_COLUMNS: tuple[str, ...] = (
     "target", "target_kind", "target_size", "target_node", "target_page_size", "target_pages", "map_sync",
     "target_region",
-    "target_interleave_ways", "cpu_model", "tsc_khz", "freq_source", "prefetch_control", "prefetch_msr", "kernel",
+    "target_interleave_ways", "cpu_model", "tsc_khz", "freq_source", "tsc_invariant", "tsc_reliable", "clocksource",
+    "prefetch_control", "prefetch_msr", "kernel",
     "hostname", "module_version", "toolkit_version", "hypervisor", "target_emulated",
 )
 TIME_COLUMNS: tuple[str, ...] = ("started_at", "run_s", "run_id")
@@ -65,6 +66,10 @@ COLUMN_DOC: dict[str, str] = {
     "target_pages": "user backend: how the target was mapped (4k, thp, hugetlbfs, file, devdax)",
     "map_sync": "user backend: 1 if the file/devdax mapping has MAP_SYNC",
     "tsc_khz": "TSC rate used for ticks -> ns",
+    "tsc_invariant": "1 if the TSC is invariant (constant_tsc and nonstop_tsc), 0 if not: ticks -> ns is then suspect",
+    "tsc_reliable": "1 if the kernel has not marked the TSC unstable (module), or keeps time with it (user backend); "
+                    "0 if marked unstable; empty if unknown",
+    "clocksource": "the kernel's current clocksource when the sweep started",
     "prefetch": "run parameter: hardware prefetchers on/off for the run",
     "prefetch_control": "how the module can switch prefetchers (msr-0x1a4 or none)",
     "prefetch_msr": "MSR 0x1a4 of CPU 0 when the sweep started (0xf = all four prefetchers off; empty = unreadable)", "started_at": "UTC start of the run", "run_s": "wall seconds of the run",

@@ -21,6 +21,7 @@
 #include <unistd.h>
 #include <linux/mman.h>
 
+#include "pl_safe.h"
 #include "runner.h"
 
 #ifndef MAP_SYNC
@@ -35,7 +36,8 @@
 
 const char *const plu_pages_names[3] = { "4k", "2m", "hugetlb" };
 
-static int read_mapped(void *ctx, u64 off, void *dst, size_t n)
+/* the signature probe's reader (kmod/core/sig.c) over a mapped target */
+static int read_mapped(void *ctx, u64 off, void *dst, unsigned int n)
 {
 	memcpy(dst, (const char *)ctx + off, n);
 	return 0;
@@ -275,7 +277,7 @@ void plu_open_path(struct plu_target *t, const char *path, u64 size, bool writes
 	t->addr = p;
 	t->size = len;
 	t->map_len = len;
-	t->fs_sig = S_ISCHR(st.st_mode) ? pl_fs_signature(read_mapped, p, len) : "none";
+	t->fs_sig = S_ISCHR(st.st_mode) ? pl_sig_probe(read_mapped, p, len) : "none";
 	t->fallback_page = align ? align : 4096;
 }
 

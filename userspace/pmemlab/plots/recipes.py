@@ -692,13 +692,17 @@ def numa_curves(results: Results, agg: pd.DataFrame) -> list[str]:
     """A curve name per aggregate row: thread count, local or remote from the measured nodes of the
     threads against the target's node, and the CPU list when one was given. Runs on the CPUs the
     config meant for the other node stay a curve of their own even where those CPUs turned out to
-    sit on the target's node (one-node machine): they never average into the default-CPU curve."""
+    sit on the target's node (one-node machine): they never average into the default-CPU curve.
+    With more than one module load (pmem and a CPU-less node's DRAM) each curve starts with the
+    load's label."""
     where = _locality(results, agg)
+    labels = agg.get("target_label", pd.Series("", index=agg.index)).fillna("").astype(str)
+    several = labels.nunique() > 1
     names = []
-    for t, w, cpus in zip(agg["threads"], where, agg.get("cpus", pd.Series(np.nan, index=agg.index))):
+    for t, w, cpus, label in zip(agg["threads"], where, agg.get("cpus", pd.Series(np.nan, index=agg.index)), labels):
         # "remote" is resolved to another node's CPUs: the measured nodes already say it
         given = "" if pd.isna(cpus) or str(cpus).strip() in ("", "remote") else f" (CPUs {cpus})"
-        names.append(f"{int(t)} thread{'s' if int(t) > 1 else ''}, {w}{given}")
+        names.append(f"{label + ': ' if several else ''}{int(t)} thread{'s' if int(t) > 1 else ''}, {w}{given}")
     return names
 
 

@@ -1,0 +1,183 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * guard.c - what keeps a run off data and memory a user would miss, and
+ * the facts behind it:
+ *  - the signatures and partitions the target carries (facts for the
+ *    overwrite rule of kmod/core/check.c: write runs refused unless the
+ *    module was loaded with allow_overwrite=1);
+ *  - the namespace's known bad ranges (any run over one refused: a load
+ *    from poisoned pmem machine-checks the host);
+ *  - the TSC: invariant and kept reliable by the kernel, or not (facts
+ *    tsc_invariant, tsc_reliable, copied into every result row by the
+ *    controller; runs are flagged, not refused: docs/method.md says why).
+ * The decisions themselves are the portable kmod/core/sig.c and badrange.c.
+ */
+#define pr_fmt(fmt) "pmemlab: " fmt
+
+#include <linux/kernel.h>
+#include <linux/blkdev.h>
+#include <linux/badblocks.h>
+#include <linux/seqlock.h>
+#include <linux/slab.h>
+#include <linux/string.h>
+#include <linux/uaccess.h>
+#include <linux/sysfs.h>
+#include <asm/cpufeature.h>
+#include <asm/tsc.h>
+#include "pmemlab.h"
+#include "pl_safe.h"
+
+/* ---- known bad ranges ---- */
+
+/*
+ * A copy of the disk's bad-block list, read under its seqlock as the block
+ * layer's own readers do; *n 0 when the disk keeps none.  NULL only when
+ * out of memory.
+ */
+static struct pl_bad_range *pl_bad_snapshot(const struct pl_target *t, unsigned int *n)
+{
+	struct badblocks *bb = t->bdev ? pl_bdev(t->bdev)->bd_disk->bb : NULL;
+	struct pl_bad_range *r;
+	unsigned int seq, i, cnt;
+	int shift;
+	u64 e;
+
+	r = kmalloc_array(MAX_BADBLOCKS, sizeof(*r), GFP_KERNEL);
+	if (!r)
+		return NULL;
+	*n = 0;
+	if (!bb)
+		return r;
+	do {
+		seq = read_seqbegin(&bb->lock);
+		shift = bb->shift;
+		cnt = shift < 0 ? 0 : clamp_t(int, READ_ONCE(bb->count), 0, MAX_BADBLOCKS);
+		for (i = 0; i < cnt; i++) {
+			e = READ_ONCE(bb->page[i]);
+			r[i].sector = BB_OFFSET(e) << shift;
+			r[i].count = BB_LEN(e) << shift;
+		}
+	} while (read_seqretry(&bb->lock, seq));
+	*n = cnt;
+	return r;
+}
+
+/* -EPERM with the range named when [start, start + len) of the target holds a known bad range */
+static int pl_bad_check(const struct pl_target *t, u64 start, u64 len)
+{
+	struct pl_bad_range *r;
+	unsigned int n;
+	u64 off, bytes;
+	int hit;
+
+	if (t->kind != PL_TARGET_FSDAX)
+		return 0;
+	r = pl_bad_snapshot(t, &n);
+	if (!r)
+		return pl_fail(-ENOMEM, "run: out of memory reading the bad-block list");
+	hit = pl_bad_first(r, n, t->origin, start, len, &off, &bytes);
+	kfree(r);
+	if (hit)
+		return pl_fail(-EPERM,
+			       "run: the window holds a known bad range of %s: target bytes %llu+%llu (sectors in /sys/block/%s/badblocks); loads there machine-check",
+			       pl_bdev(t->bdev)->bd_disk->disk_name, off, bytes,
+			       pl_bdev(t->bdev)->bd_disk->disk_name);
+	return 0;
+}
+
+/* ---- signatures and partitions ---- */
+struct pl_sig_ctx {
+	const char *kaddr;
+	const struct pl_bad_range *bad;
+	unsigned int nbad;
+	u64 origin;
+};
+
+/* machine-check safe, and never into a known bad range */
+static int pl_sig_read(void *arg, u64 off, void *buf, unsigned int len)
+{
+	const struct pl_sig_ctx *c = arg;
+	u64 o, b;
+
+	if (pl_bad_first(c->bad, c->nbad, c->origin, off, len, &o, &b))
+		return -EIO;
+	return copy_mc_to_kernel(buf, c->kaddr + off, len) ? -EIO : 0;
+}
+
+void pl_guard_probe(struct pl_target *t)
+{
+	struct pl_sig_ctx c = { .kaddr = t->kaddr, .origin = t->origin };
+	struct pl_bad_range *r;
+
+	t->fs_sig = "none";
+	t->nparts = 0;
+	if (t->kind != PL_TARGET_FSDAX)
+		return;
+	t->nparts = pl_disk_partitions(pl_bdev(t->bdev));
+	r = pl_bad_snapshot(t, &c.nbad);
+	if (!r) {
+		t->fs_sig = "unreadable";
+		return;
+	}
+	c.bad = r;
+	t->fs_sig = pl_sig_probe(pl_sig_read, &c, t->size);
+	kfree(r);
+}
+
+/* ---- TSC ---- */
+static bool pl_tsc_invariant(void)
+{
+	return boot_cpu_has(X86_FEATURE_CONSTANT_TSC) && boot_cpu_has(X86_FEATURE_NONSTOP_TSC);
+}
+
+/* the kernel has not marked it unstable (unsynchronised, or drifting against its watchdog) */
+static bool pl_tsc_reliable(void)
+{
+	return !check_tsc_unstable();
+}
+
+void pl_guard_load_note(void)
+{
+	if (!pl_tsc_invariant())
+		pr_warn("the TSC is not invariant (constant_tsc %d, nonstop_tsc %d): results are flagged tsc_invariant=0\n",
+			boot_cpu_has(X86_FEATURE_CONSTANT_TSC), boot_cpu_has(X86_FEATURE_NONSTOP_TSC));
+	if (!pl_tsc_reliable())
+		pr_warn("the kernel marked the TSC unstable: results are flagged tsc_reliable=0\n");
+}
+
+/* ---- the run check ---- */
+int pl_guard_run(u64 start, u64 len)
+{
+	return pl_bad_check(&pl.t, start, len);
+}
+
+/* ---- facts ---- */
+static ssize_t tsc_invariant_show(struct kobject *k, struct kobj_attribute *a, char *b)
+{
+	return sysfs_emit(b, "%d\n", pl_tsc_invariant());
+}
+
+static ssize_t tsc_reliable_show(struct kobject *k, struct kobj_attribute *a, char *b)
+{
+	return sysfs_emit(b, "%d\n", pl_tsc_reliable());
+}
+
+static ssize_t target_partitions_show(struct kobject *k, struct kobj_attribute *a, char *b)
+{
+	return sysfs_emit(b, "%u\n", pl.t.nparts);
+}
+
+static struct kobj_attribute pl_attr_tsc_invariant = __ATTR_RO(tsc_invariant);
+static struct kobj_attribute pl_attr_tsc_reliable = __ATTR_RO(tsc_reliable);
+static struct kobj_attribute pl_attr_target_partitions = __ATTR_RO(target_partitions);
+
+static struct attribute *pl_guard_attrs[] = {
+	&pl_attr_tsc_invariant.attr,
+	&pl_attr_tsc_reliable.attr,
+	&pl_attr_target_partitions.attr,
+	NULL,
+};
+
+const struct attribute_group pl_guard_group = {
+	.attrs = pl_guard_attrs,
+};
