@@ -36,7 +36,9 @@ from pmemlab.stats import summarize
 CONDITION_FIELDS = (("target", "target"), ("kind", "target_kind"), ("emulated", "target_emulated"),
                     ("hypervisor", "hypervisor"), ("host", "hostname"), ("CPU", "cpu_model"), ("kernel", "kernel"),
                     ("pmemlab", "toolkit_version"), ("page size", "target_page_size"),
-                    ("interleave ways", "target_interleave_ways"), ("prefetchers", "prefetch_control"))
+                    ("interleave ways", "target_interleave_ways"), ("prefetchers", "prefetch_control"),
+                    ("governor", "governor"), ("turbo", "turbo"), ("SMT", "smt_active"), ("THP", "thp_enabled"),
+                    ("mitigations", "mitigations"), ("mitigations=", "mitigations_cmdline"))
 TABLE_LIMIT = 200  # rows per summary table shown (the CSV has all)
 
 
