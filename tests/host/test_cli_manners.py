@@ -272,6 +272,9 @@ def test_noise_judgement() -> None:
 # ---- bad input: one line, exit code 2, nothing written --------------------------------------------
 def one_line(err: str) -> str:
     lines = [ln for ln in err.strip().splitlines()]
+    if "one per line above" in lines[-1]:  # several problems: one line each (`where: what`), then the line
+        assert all(": " in ln and not ln.startswith("pmemlab: ") for ln in lines[:-1]), err
+        lines = lines[-1:]
     assert len(lines) == 1, err
     assert lines[0].startswith("pmemlab: ") and "; fix: " in lines[0], lines[0]
     assert "Traceback" not in err
@@ -323,6 +326,7 @@ BAD_INPUTS = [
     (["run", "--timeout", "nan"], "--timeout: 'nan': give a number of seconds > 0"),
     (["run", "--timeout", "-3"], "give a number of seconds > 0"),
     (["run", "access_size"], "argument 'access_size' is not KEY=VALUE"),
+    (["run", "op=store+clwb", "mode=fast", "threads=x"], "invalid parameters: 2 problems, one per line above"),
     (["summarize", "foreign.csv"], "foreign.csv is not a sweep CSV: no columns sweep, point_key, repeat, thread"),
     (["summarize", "empty.csv"], "empty.csv is empty"),
     (["summarize", "cut.csv"], "cut.csv is empty (or cut short in its first line)"),
@@ -335,7 +339,7 @@ BAD_INPUTS = [
     (["plot", "cut.csv"], "cut short"),
     (["plot", "nosuch.csv"], "no such CSV: nosuch.csv"),
     (["plot", "--recipe", "nosuch", "foreign.csv"], "--recipe 'nosuch': no such recipe; fix: recipes: idle-latency"),
-    (["plot"], "pmemlab plot: no CSV given; fix: give the NAME.csv a sweep wrote (or --list for the recipes)"),
+    (["plot"], "pmemlab: plot: no CSV given; fix: give the NAME.csv a sweep wrote (or --list for the recipes)"),
     (["plot", "foreign.csv", "--format", "gif"], "--format 'gif': unknown format gif"),
     (["plot-all", "/nonexistent"], "/nonexistent: no such directory"),
     (["plot-all", "file"], "file: not a directory"),

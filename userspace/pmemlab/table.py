@@ -153,7 +153,8 @@ def read_rows(path: Path, required: Sequence[str] = SWEEP_CSV_COLUMNS, what: str
     try:
         text = whole_lines(data.decode("utf-8"))
     except UnicodeDecodeError as exc:
-        raise NotPmemlabFile(f"{path} is not a {what}: not UTF-8 text (byte {exc.start})", fix) from None
+        raise NotPmemlabFile(f"{path} is not a {what}: not UTF-8 text (byte 0x{data[exc.start]:02x} at offset "
+                             f"{exc.start})", fix) from None
     if not text.strip():
         raise NotPmemlabFile(f"{path} is empty{' (or cut short in its first line)' if data.strip() else ''}", fix)
     header: list[str] = next(csv.reader([text.partition("\n")[0]]), [])

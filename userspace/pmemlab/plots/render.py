@@ -156,7 +156,7 @@ def plot_command(args: argparse.Namespace) -> int:
                 print(f"{name:<16} {doc}")
         return 0
     if not args.csv:
-        raise UsageError("pmemlab plot: no CSV given", "give the NAME.csv a sweep wrote (or --list for the recipes)")
+        raise UsageError("plot: no CSV given", "give the NAME.csv a sweep wrote (or --list for the recipes)")
     if args.recipe and args.recipe not in RECIPES:
         raise ConfigError(f"--recipe {args.recipe!r}: no such recipe",
                           "recipes: " + ", ".join(RECIPES) + " (pmemlab plot --list)")
