@@ -133,8 +133,8 @@ def test_refusals(tmp_path, capsys):
         shutil.copy(path, both / path.name)
     assert cli.main(["compare", str(both), str(RECORDED / "bw-threads@pmem.csv")]) == 2
     assert "holds targets dram, pmem" in capsys.readouterr().err
-    assert cli.main(["compare", str(RECORDED / "bw-size@dram.csv"), str(RECORDED / "ewr@pmem.csv")]) == 1
+    assert cli.main(["compare", str(RECORDED / "bw-size@dram.csv"), str(RECORDED / "ewr@pmem.csv")]) == 2
     assert "no experiment in both" in capsys.readouterr().err
-    assert cli.main(["compare", str(tmp_path / "nope.csv"), str(RECORDED / "ewr@pmem.csv")]) == 1
+    assert cli.main(["compare", str(tmp_path / "nope.csv"), str(RECORDED / "ewr@pmem.csv")]) == 2
     assert "does not exist" in capsys.readouterr().err
     assert cli.main(["compare", str(RECORDED / "ewr@pmem.csv"), str(RECORDED / "ewr@pmem.csv"), "--threshold", "2"]) == 2

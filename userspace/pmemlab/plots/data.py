@@ -15,6 +15,7 @@ import pandas as pd
 from pmemlab.errors import PmemlabError
 from pmemlab.machine import emulation_conditions
 from pmemlab.stats import summarize
+from pmemlab.table import HIST_CSV_COLUMNS, is_pmemlab_csv, read_rows
 
 TARGET_LABEL_SEPARATOR = "@"  # results/NAME@LABEL.csv: the run of NAME with the module load LABEL
 
@@ -57,20 +58,21 @@ def label_from_path(csv_path: Path) -> str:
 def sweep_name(csv_path: Path) -> str:
     """The sweep a CSV holds: its `sweep` column, else the file name before any '@'."""
     try:
-        head = pd.read_csv(csv_path, usecols=["sweep"], nrows=1)
+        head = pd.read_csv(csv_path, usecols=["sweep"], nrows=1, dtype=str)
         if len(head) and isinstance(head["sweep"].iloc[0], str):
             return head["sweep"].iloc[0]
-    except (ValueError, pd.errors.EmptyDataError, OSError):
+    except (ValueError, pd.errors.EmptyDataError, pd.errors.ParserError, OSError, UnicodeDecodeError):
         pass
     return csv_path.stem.split(TARGET_LABEL_SEPARATOR, 1)[0]
 
 
 def find_experiments(results_dir: Path) -> dict[str, list[Path]]:
-    """Sweep CSVs under `results_dir` grouped by sweep name (NAME.csv and NAME@LABEL.csv merge)."""
+    """Sweep CSVs under `results_dir` grouped by sweep name (NAME.csv and NAME@LABEL.csv merge); CSVs
+    that are not pmemlab's (no sweep, point_key, repeat, thread and status columns) are not results."""
     found: dict[str, list[Path]] = {}
     if results_dir.is_dir():
         for path in sorted(results_dir.rglob("*.csv")):
-            if is_sweep_csv(path) and path.stat().st_size > 0:
+            if is_sweep_csv(path) and path.is_file() and path.stat().st_size > 0 and is_pmemlab_csv(path):
                 found.setdefault(sweep_name(path), []).append(path)
     return found
 
@@ -79,11 +81,11 @@ def load_results(paths: Sequence[Path]) -> Results:
     """The rows of `paths` (one experiment, maybe one CSV per module load), with a `target_label`."""
     frames, hists, sidecars = [], [], []
     for path in paths:
-        frame = _read_csv(path)
+        frame = read_rows(path)
         frame["source_csv"] = path.name
         hpath = histogram_path(path)
         if hpath.exists() and hpath.stat().st_size > 0:
-            hist = _read_csv(hpath)
+            hist = read_rows(hpath, HIST_CSV_COLUMNS, "histogram CSV")
             hist["source_csv"] = path.name
             hists.append(hist)
         side = _sidecar(path)
@@ -140,17 +142,6 @@ def loads_not_run(paths: Sequence[Path], name: str) -> list[str]:
             if line.startswith(f"{name}{TARGET_LABEL_SEPARATOR}"):
                 found.append(line[len(name) + 1:].strip())
     return list(dict.fromkeys(found))
-
-
-TEXT_COLUMNS = {c: str for c in ("toolkit_version", "module_version", "kernel", "hostname", "cpu_model", "target",
-                                 "op", "error", "sweep", "point_key", "thread", "hypervisor", "target_emulated")}
-
-
-def _read_csv(path: Path) -> pd.DataFrame:
-    try:
-        return pd.read_csv(path, low_memory=False, dtype=TEXT_COLUMNS)
-    except pd.errors.EmptyDataError:
-        return pd.DataFrame()
 
 
 def ok_aggregate(rows: pd.DataFrame) -> pd.DataFrame:

@@ -11,9 +11,10 @@ from pmemlab import ipmctl
 from pmemlab.backend import Backend
 from pmemlab.config import Point, SweepConfig
 from pmemlab.errors import Interrupted, PmemlabError
+from pmemlab.runcond import RunWatch
 from pmemlab.sweep.bench import Bench
 from pmemlab.sweep.execute import Executor, RunResult
-from pmemlab.sweep.files import SweepFiles
+from pmemlab.sweep.files import SweepFiles, check_output
 from pmemlab.sweep.plan import FixedRepeats, Observations, Plan, Slot, policy_for
 from pmemlab.sweep.progress import Progress
 from pmemlab.sweep.record import CsvRecorder, MemoryRecorder, Recorder
@@ -30,6 +31,7 @@ class SweepOptions:
     progress: bool = True
     argv: list[str] = field(default_factory=list)
     poll_s: float = 0.002
+    run_conditions: bool = True  # record each run's own conditions (runcond.RunWatch)
 
 
 @dataclass
@@ -43,6 +45,7 @@ class SweepReport:
     failed: int = 0
     skipped: int = 0
     resumed: int = 0
+    resumed_ok: int = 0  # of the resumed runs, those that were ok (the exit code counts them)
     status: str = "running"  # running | complete | interrupted | failed
     interrupted: str = ""  # "during a run (aborted)" | "between runs"
 
@@ -68,7 +71,7 @@ class Sweep:
     def __init__(self, name: str, plan: Plan, executor: Executor, recorder: Recorder, *,
                  observations: Observations | None = None, files: SweepFiles | None = None,
                  sidecar: Sidecar | None = None, progress: Progress | None = None,
-                 fail_fast: bool = False, resumed: int = 0) -> None:
+                 fail_fast: bool = False, resumed: int = 0, resumed_ok: int = 0) -> None:
         self.name = name
         self.plan = plan
         self.executor = executor
@@ -79,7 +82,8 @@ class Sweep:
         self.progress = progress or Progress(0, name, enabled=False)
         self.fail_fast = fail_fast
         self.report = SweepReport(csv=files.csv if files else None, sidecar=sidecar.path if sidecar else None,
-                                  summary=None, points=len(plan.points), resumed=resumed)
+                                  summary=None, points=len(plan.points), resumed=resumed,
+                                  resumed_ok=resumed_ok)
 
     # -- building ----------------------------------------------------------------
     @classmethod
@@ -88,6 +92,8 @@ class Sweep:
         """The sweep of a config into opts.output: --fresh, resume (or refuse to), the files
         started, the sidecar written."""
         files = SweepFiles(opts.output)
+        check_output(files.csv)
+        files.check_ours()  # neither --fresh nor resume touches files a sweep did not write
         files.csv.parent.mkdir(parents=True, exist_ok=True)
         if opts.fresh:
             files.remove()
@@ -102,20 +108,23 @@ class Sweep:
         recorder.start(state)
         dimms = ipmctl.region_dimm_ids(info)
         resumed = len(state.done) if state else 0
+        resumed_ok = sum(1 for r in state.kept if r.get("thread") == "all" and r.get("status") == "ok") if state else 0
         sidecar = Sidecar.begin(files, cfg, points, info, cond, identity, media_notes(info, media, dimms), previous,
                                 opts.argv, resumed)
         plan = Plan(points, policy_for(cfg), state.done if state else ())
-        executor = Executor(bench.backend, cond, bench.facts, cfg.timeout_s, opts.poll_s, media, dimms)
+        executor = Executor(bench.backend, cond, bench.facts, cfg.timeout_s, opts.poll_s, media, dimms,
+                            RunWatch.open() if opts.run_conditions else None)
         return cls(cfg.name, plan, executor, recorder, observations=Observations(state.kept if state else ()),
                    files=files, sidecar=sidecar, progress=Progress(plan.planned_runs(), cfg.name, opts.progress),
-                   fail_fast=opts.fail_fast, resumed=resumed)
+                   fail_fast=opts.fail_fast, resumed=resumed, resumed_ok=resumed_ok)
 
     @classmethod
     def one_point(cls, point: Point, bench: Bench, timeout_s: float, name: str = "run",
-                  poll_s: float = 0.002) -> tuple[Sweep, MemoryRecorder]:
+                  poll_s: float = 0.002, run_conditions: bool = True) -> tuple[Sweep, MemoryRecorder]:
         """`pmemlab run`: one point, once, rows kept in memory; no files, no progress."""
         recorder = MemoryRecorder()
-        executor = Executor(bench.backend, bench.conditions, bench.facts, timeout_s, poll_s)
+        executor = Executor(bench.backend, bench.conditions, bench.facts, timeout_s, poll_s,
+                            watch=RunWatch.open() if run_conditions else None)
         return cls(name, Plan([point], FixedRepeats(1)), executor, recorder), recorder
 
     # -- running -----------------------------------------------------------------
@@ -166,6 +175,7 @@ class Sweep:
             fatal = exc
         finally:
             self.progress.close()
+            self.executor.close()
             self._finish()
         if fatal is not None:
             raise self._fatal(fatal)

@@ -16,6 +16,7 @@ from typing import Any, Mapping, Sequence
 
 from pmemlab.config import Point, SweepConfig
 from pmemlab.errors import ResumeMismatch
+from pmemlab.sweep.files import sidecar_path
 from pmemlab.table import CsvSink
 
 # Run conditions a resumed CSV must share with its rows (columns of every row).
@@ -111,9 +112,11 @@ def check_resumable(csv_path: Path, previous: Mapping[str, Any], identity: Mappi
                     points: Sequence[Point], cond: Mapping[str, Any]) -> None:
     """Refuse to resume a CSV whose rows were measured with another config or target.
 
-    Three checks: the sidecar's fingerprint (config after --scale/--set, target, module,
-    backend); every row's point_key is a point of this expansion; the run-condition
-    columns of the rows match this target (covers a CSV without or with an old sidecar).
+    Only rows with their sidecar are resumed: without it (or with one that has no resume
+    fingerprint) nothing tells which config and target measured them. Then three checks: the
+    sidecar's fingerprint (config after --scale/--set, target, module, backend); every row's
+    point_key is a point of this expansion; the run-condition columns of the rows match this
+    target (rows pasted in from elsewhere).
     """
     fix = "use --fresh to start over, or -o another CSV"
     what = f"{csv_path} was written"
@@ -121,7 +124,13 @@ def check_resumable(csv_path: Path, previous: Mapping[str, Any], identity: Mappi
     if not rows:
         return  # a header alone: nothing to keep, nothing to mix up
     prev = previous.get("resume") if isinstance(previous.get("resume"), dict) else None
-    if prev and prev.get("fingerprint") != fingerprint(identity):
+    if not prev:
+        side = sidecar_path(csv_path)
+        raise ResumeMismatch(
+            f"{csv_path} holds {len(rows)} rows but {side} {'has no resume fingerprint' if previous else 'is missing'}: "
+            "nothing tells which config and target measured them; not resuming",
+            fix)
+    if prev.get("fingerprint") != fingerprint(identity):
         diff = identity_diff(prev.get("identity") or {}, identity) or ["fingerprint differs"]
         shown = "; ".join(diff[:4]) + (f"; and {len(diff) - 4} more" if len(diff) > 4 else "")
         raise ResumeMismatch(f"{what} with another configuration or target ({shown}); not resuming", fix)
