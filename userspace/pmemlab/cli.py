@@ -19,6 +19,7 @@ from pmemlab.config import target_loads
 from pmemlab.errors import ConfigError, PmemlabError, user_message
 from pmemlab.sweep import Bench, Sweep, SweepOptions, sidecar_path, summary_path, write_summary
 from pmemlab.table import BASE_COLUMNS
+from pmemlab.targets_cli import add_target_options, chosen_loads, sweep_over_targets
 
 RUN_TABLE_COLUMNS: tuple[str, ...] = (
     "thread", "cpu", "thread_node", "thread_op", "ops", "bytes", "elapsed_ns", "bw_gbps", "irqoff_pct",
@@ -69,6 +70,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--scale", default=os.environ.get("PMEMLAB_SCALE", "full"), metavar="NAME",
                    help="apply the config's [scale.NAME] overlay, e.g. quick (default: $PMEMLAB_SCALE or full)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    add_target_options(p)
 
     p = sub.add_parser("targets", help="the module loads a config compares: one 'LABEL INSMOD-ARGS' line each")
     p.add_argument("config", type=Path)
@@ -192,6 +194,9 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     for key, table in cfg.pinned.items():
         print(f"pmemlab: --set {key}={cfg.overrides[key]} replaces the {'[[zip]] key' if table == 'zip' else 'axis'} "
               f"{key}: every point runs with {key}={cfg.base.get(key, cfg.overrides[key])}", file=sys.stderr)
+    loads = chosen_loads(args, cfg)
+    if loads is not None:
+        return sweep_over_targets(args, cfg, loads, backend_opts)
     backend = _backend(args, backend_opts)
     loaded = backend.loaded()
     bench = Bench.probe(backend, _online_cpus(), facts=loaded, info=loaded or not args.dry_run)

@@ -97,7 +97,7 @@ def load_results(paths: Sequence[Path]) -> Results:
     hist = pd.concat(hists, ignore_index=True) if hists else None
     name = str(rows["sweep"].dropna().iloc[0]) if "sweep" in rows and rows["sweep"].notna().any() else paths[0].stem
     return Results(name=name, rows=rows, hist=hist, sidecars=sidecars, paths=list(paths),
-                   not_run=loads_not_run(paths, name))
+                   not_run=list(dict.fromkeys([*loads_not_run(paths, name), *targets_not_run(frames)])))
 
 
 def _sidecar(path: Path) -> dict[str, Any] | None:
@@ -142,8 +142,26 @@ def loads_not_run(paths: Sequence[Path], name: str) -> list[str]:
     return list(dict.fromkeys(found))
 
 
+def targets_not_run(frames: Sequence[pd.DataFrame]) -> list[str]:
+    """The `LABEL: reason` of the targets of one-CSV results (a target_label column) none of
+    whose runs gave a result: unavailable on the machine (skipped) or not opened (error)."""
+    found: list[str] = []
+    for frame in frames:
+        if frame.empty or "target_label" not in frame or "status" not in frame:
+            continue
+        labelled = frame[frame["target_label"].fillna("").astype(str) != ""]
+        for label, grp in labelled.groupby("target_label", sort=False):
+            if (grp["status"] == "ok").any():
+                continue
+            reasons = grp.get("error", pd.Series(dtype=str)).dropna().astype(str)
+            reason = reasons.mode().iloc[0] if not reasons.empty else "no run succeeded"
+            found.append(f"{label}: {reason}")
+    return found
+
+
 TEXT_COLUMNS = {c: str for c in ("toolkit_version", "module_version", "kernel", "hostname", "cpu_model", "target",
-                                 "op", "error", "sweep", "point_key", "thread", "hypervisor", "target_emulated")}
+                                 "op", "error", "sweep", "point_key", "thread", "hypervisor", "target_emulated",
+                                 "target_label")}
 
 
 def _read_csv(path: Path) -> pd.DataFrame:
@@ -160,8 +178,10 @@ def ok_aggregate(rows: pd.DataFrame) -> pd.DataFrame:
 
 
 def _target_labels(rows: pd.DataFrame, file_labels: dict[str, str]) -> pd.Series:
-    """A short name per row for the module load it ran under: the file's @LABEL, else the target
-    kind (pmem / DRAM) plus whatever tells same-kind targets apart (device, node, page size)."""
+    """A short name per row for the target it ran on: its own target_label (a sweep over several
+    targets into one CSV), else the file's @LABEL (one CSV per module load, as results were
+    written before), else the target kind (pmem / DRAM) plus whatever tells same-kind targets
+    apart (device, node, page size)."""
     kind = rows.get("target_kind", pd.Series("", index=rows.index)).fillna("").astype(str)
     base = kind.map({"fsdax": "pmem", "dram": "DRAM"}).fillna(kind).replace("", "target")
     labels = base.copy()
@@ -173,7 +193,8 @@ def _target_labels(rows: pd.DataFrame, file_labels: dict[str, str]) -> pd.Series
                 labels[same] = labels[same] + " " + rows.loc[same, column].map(
                     lambda v: show(v) if pd.notna(v) else "?")
     from_file = rows["source_csv"].map(file_labels).fillna("")
-    return from_file.where(from_file != "", labels)
+    own = rows["target_label"].fillna("").astype(str) if "target_label" in rows else pd.Series("", index=rows.index)
+    return own.where(own != "", from_file.where(from_file != "", labels))
 
 
 # --------------------------------------------------------------------------
@@ -368,7 +389,8 @@ def caption(results: Results, extra: Sequence[str] = ()) -> str:
     for entry in results.not_run:
         label, _, why = entry.partition(":")
         parts.append(f"not run: {label} ({why.rsplit(': ', 1)[-1].strip()})")
-    skipped = skipped_points(rows)
+    not_run = {entry.partition(":")[0] for entry in results.not_run}
+    skipped = skipped_points(rows[~rows["target_label"].isin(not_run)] if not_run else rows)
     if skipped:
         parts.append(skipped)
     scale = _scale(results.sidecars)

@@ -5,19 +5,21 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 from pmemlab import ipmctl
 from pmemlab.backend import Backend
 from pmemlab.config import Point, SweepConfig
 from pmemlab.errors import Interrupted, PmemlabError
+from pmemlab.target_axis import Loader
 from pmemlab.sweep.bench import Bench
-from pmemlab.sweep.execute import Executor, RunResult
+from pmemlab.sweep.execute import Executor, PointExecutor, RunResult
 from pmemlab.sweep.files import SweepFiles
 from pmemlab.sweep.plan import FixedRepeats, Observations, Plan, Slot, policy_for
 from pmemlab.sweep.progress import Progress
 from pmemlab.sweep.record import CsvRecorder, MemoryRecorder, Recorder
-from pmemlab.sweep.resume import resume, resume_identity
+from pmemlab.sweep.resume import resume, resume_identity, resume_targets
+from pmemlab.sweep.over_targets import TargetBench, TargetExecutor, targets_identity
 from pmemlab.sweep.sidecar import Sidecar, media_notes, read_previous
 from pmemlab.sweep.summary import write_summary
 
@@ -65,7 +67,7 @@ class Sweep:
     as skipped at once. Ctrl-C, --fail-fast and backend errors end the session with the
     sidecar and summary written; the CSV is valid at every moment."""
 
-    def __init__(self, name: str, plan: Plan, executor: Executor, recorder: Recorder, *,
+    def __init__(self, name: str, plan: Plan, executor: PointExecutor, recorder: Recorder, *,
                  observations: Observations | None = None, files: SweepFiles | None = None,
                  sidecar: Sidecar | None = None, progress: Progress | None = None,
                  fail_fast: bool = False, resumed: int = 0) -> None:
@@ -111,6 +113,40 @@ class Sweep:
                    fail_fast=opts.fail_fast, resumed=resumed)
 
     @classmethod
+    def over_targets(cls, cfg: SweepConfig, targets: Sequence[TargetBench], loader: Loader, opts: SweepOptions,
+                     media: ipmctl.MediaCounters | None = None) -> Sweep:
+        """The sweep of a config over a target axis into one CSV (sweep/over_targets.py): as
+        for_config, with every target's rows, resume check and sidecar entry."""
+        files = SweepFiles(opts.output)
+        files.csv.parent.mkdir(parents=True, exist_ok=True)
+        if opts.fresh:
+            files.remove()
+        points = [p for t in targets for p in t.points]
+        opened = [t for t in targets if t.bench is not None]
+        first = opened[0].bench if opened else None
+        info = (first.info if first else None) or {}
+        identity = targets_identity(cfg, targets)
+        previous = read_previous(files.sidecar)
+        conds = {t.label: t.conditions for t in opened}
+        state = resume_targets(files.csv, previous, identity, points, conds)  # refuses before anything is written
+        if state is None:
+            previous = {}
+        recorder = CsvRecorder(files)
+        recorder.start(state)
+        resumed = len(state.done) if state else 0
+        notes = media_notes(info, media, ipmctl.region_dimm_ids(info))
+        sidecar = Sidecar.begin(files, cfg, points, info, first.conditions if first else {}, identity, notes, previous,
+                                opts.argv, resumed)
+        sidecar.doc["targets"] = {t.label: t.describe() for t in targets}
+        sidecar.write()
+        plan = Plan(points, policy_for(cfg), state.done if state else ())
+        executor = TargetExecutor(targets, loader, cfg.timeout_s, opts.poll_s, media,
+                                  open_label=opened[0].label if opened else None)
+        return cls(cfg.name, plan, executor, recorder, observations=Observations(state.kept if state else ()),
+                   files=files, sidecar=sidecar, progress=Progress(plan.planned_runs(), cfg.name, opts.progress),
+                   fail_fast=opts.fail_fast, resumed=resumed)
+
+    @classmethod
     def one_point(cls, point: Point, bench: Bench, timeout_s: float, name: str = "run",
                   poll_s: float = 0.002) -> tuple[Sweep, MemoryRecorder]:
         """`pmemlab run`: one point, once, rows kept in memory; no files, no progress."""
@@ -124,7 +160,7 @@ class Sweep:
         return self.executor.backend
 
     def ids(self, slot: Slot) -> dict[str, Any]:
-        return {"sweep": self.name, "point": slot.point.index, "point_key": slot.point.key, "repeat": slot.repeat}
+        return {"sweep": self.name, "target_label": slot.point.target, "point": slot.point.index, "point_key": slot.point.key, "repeat": slot.repeat}
 
     def _record(self, result: RunResult) -> None:
         self.recorder.record(result.rows, result.hist)

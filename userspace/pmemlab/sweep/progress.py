@@ -52,7 +52,7 @@ class Progress:
         self._bar.update(1)
         if point is None or aggregate is None:
             return
-        post = " ".join(f"{k}={v}" for k, v in point.varied.items())
+        post = " ".join([*([point.target] if point.target else []), *(f"{k}={v}" for k, v in point.varied.items())])
         bw = aggregate.get("bw_gbps")
         if isinstance(bw, float):
             post += f" {bw:.2f} GB/s"

@@ -26,7 +26,8 @@ def summarize_csv(csv_path: Path) -> pd.DataFrame:
     metrics = [c for c in agg.columns
                if (c in KNOWN_RESULT_COLUMNS or c in ipmctl.COLUMNS or c not in BASE_COLUMNS)
                and c not in SUMMARY_SKIP and pd.api.types.is_numeric_dtype(agg[c]) and agg[c].notna().any()]
-    keep_cols = ["sweep", "point", "point_key", *[c for c in PARAM_NAMES if c in agg.columns]]
+    keep_cols = ["sweep", *(["target_label"] if "target_label" in agg.columns else []), "point", "point_key",
+                 *[c for c in PARAM_NAMES if c in agg.columns]]
     out_rows: list[dict[str, Any]] = []
     for key, grp in agg.groupby("point_key", sort=False):
         first = grp.iloc[0]
