@@ -69,6 +69,8 @@ def test_targets_option_labels_choices_and_bare_targets():
                                  "target=dram dram_node=0 dram_pages=4k")
     assert [t.label for t in loads] == ["dram-4k", "dram-2m", "pmem3", "dram-node1", "dram-node0-4k"]
     assert loads[3].text() == "target=dram dram_node=1"
+    loads = parse_targets_option("pmem,emulated,dram")  # what they mean where a config does not declare them
+    assert [t.text() for t in loads] == ["target=@PMEM@", "target=@PMEM_DRAM@", "target=dram"]
     with pytest.raises(ConfigError, match="the label dram-2m names two targets"):
         parse_targets_option("dram-2m=dram dram_pages=2m,dram dram_pages=2m")
     with pytest.raises(ConfigError, match="empty item"):

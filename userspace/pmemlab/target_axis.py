@@ -31,6 +31,8 @@ from pmemlab.sysfs import DEFAULT_SYSFS, Module, module_path, sysfs_root
 
 CPULESS_NODE_PLACEHOLDER = "@CPULESS_NODE@"
 LOADED = "loaded"  # --targets loaded: the module as it is loaded now, no target axis
+# labels that mean a target on every machine where the config does not declare them
+WELL_KNOWN = {"pmem": f"target={PMEM_PLACEHOLDER}", "emulated": f"target={PMEM_DRAM_PLACEHOLDER}"}
 LABEL_RE = re.compile(r"[A-Za-z0-9_.\-]+")
 # keys of a load that are load parameters, never labels (`--targets target=dram` has no label)
 LOAD_KEYS = frozenset({"target", "dram_size", "dram_node", "dram_pages", "allow_overwrite", "dram_node_strict",
@@ -115,10 +117,11 @@ def declared_loads(cfg: SweepConfig | None) -> list[TargetLoad]:
 
 
 def parse_targets_option(text: str, declared: Sequence[TargetLoad] = ()) -> list[TargetLoad]:
-    """`--targets`: comma-separated items, each `LABEL=LOAD`, a label the config declares, or a
-    LOAD alone (labelled after its target): `pmem=/dev/pmem0,dram`, `pmem,dram-2m`,
-    `dram-4k=dram dram_pages=4k,dram-2m=dram dram_pages=2m`."""
-    by_label = {t.label: t for t in declared}
+    """`--targets`: comma-separated items, each `LABEL=LOAD`, a label the config declares, `pmem`
+    (@PMEM@) or `emulated` (@PMEM_DRAM@), or a LOAD alone (labelled after its target):
+    `pmem=/dev/pmem0,dram`, `pmem,dram-2m`, `dram-4k=dram dram_pages=4k,dram-2m=dram dram_pages=2m`."""
+    by_label = {label: TargetLoad(label, parse_load(load, label)) for label, load in WELL_KNOWN.items()}
+    by_label.update({t.label: t for t in declared})
     out: list[TargetLoad] = []
     for item in (part.strip() for part in text.split(",")):
         if not item:

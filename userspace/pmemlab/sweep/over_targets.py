@@ -91,28 +91,47 @@ def target_points(points: Sequence[Point], label: str, skip: str = "") -> list[P
                   skip_reason=skip or p.skip_reason, target=label) for p in points]
 
 
-def probe_targets(cfg: SweepConfig, loads: Sequence[TargetLoad], loader: Loader, online_cpus: int,
-                  runner: machine.ToolRunner | None = None, log: TextIO | None = None) -> list[TargetBench]:
-    """Open every target (last to first), probe it and expand the config against its facts.
-    Raises ConfigError for a config problem on any target, before anything runs."""
+def open_targets(loads: Sequence[TargetLoad], loader: Loader, online_cpus: int,
+                 runner: machine.ToolRunner | None = None, log: TextIO | None = None) -> list[TargetBench]:
+    """Open every target (last to first, so the first is open at the end) and probe it; a
+    target that is unavailable or whose load is refused is kept with the reason. No points yet:
+    `expand_targets` gives them (a one-liner sizes its config by the targets' facts first)."""
     runner = runner or RememberingRunner()
     log = log if log is not None else sys.stderr
     out: list[TargetBench] = []
     for load in reversed(loads):
         if load.unavailable:
             print(f"pmemlab: target {load.label} not measured: {load.unavailable}", file=log)
-            out.append(TargetBench(load, None, target_points(expand(cfg), load.label, load.unavailable)))
+            out.append(TargetBench(load, None, []))
             continue
         try:
             backend = loader.open(load)
         except LoadRefused as exc:
             print(f"pmemlab: target {load.label}: {exc.cause}", file=log)
-            out.append(TargetBench(load, None, target_points(expand(cfg), load.label), refused=exc.cause))
+            out.append(TargetBench(load, None, [], refused=exc.cause))
             continue
-        bench = Bench.probe(backend, online_cpus, runner=runner)
-        out.append(TargetBench(load, bench, target_points(expand(cfg, bench.facts, bench.discovered), load.label)))
+        out.append(TargetBench(load, Bench.probe(backend, online_cpus, runner=runner), []))
     out.reverse()
     return out
+
+
+def expand_targets(cfg: SweepConfig, targets: Sequence[TargetBench]) -> None:
+    """Each target's points: the config expanded against its facts (without facts when it was
+    not opened; every point skipped when it is unavailable). Raises ConfigError for a config
+    problem on any target, before anything runs."""
+    for t in targets:
+        if t.bench is None:
+            t.points = target_points(expand(cfg), t.label, t.load.unavailable)
+        else:
+            t.points = target_points(expand(cfg, t.bench.facts, t.bench.discovered), t.label)
+
+
+def probe_targets(cfg: SweepConfig, loads: Sequence[TargetLoad], loader: Loader, online_cpus: int,
+                  runner: machine.ToolRunner | None = None, log: TextIO | None = None) -> list[TargetBench]:
+    """open_targets, then expand_targets."""
+    targets = open_targets(loads, loader, online_cpus, runner, log)
+    expand_targets(cfg, targets)
+    return targets
 
 
 def targets_identity(cfg: SweepConfig, targets: Sequence[TargetBench]) -> dict[str, Any]:
