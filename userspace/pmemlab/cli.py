@@ -11,7 +11,7 @@ from typing import Callable, Sequence
 
 import pandas as pd
 
-from pmemlab import __version__, exitcodes, ipmctl, machine
+from pmemlab import __version__, exitcodes, ipmctl, machine, oneliners
 from pmemlab import params as P
 from pmemlab.backend import Backend, BackendSpec
 from pmemlab.config import Point, SweepConfig, command_line_problems, count_points, expand, load_config, one_point
@@ -84,6 +84,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_plot_parsers(sub)
     _add_result_parsers(sub)
+    oneliners.add_parsers(sub)
 
     p = sub.add_parser("summarize", help="(re)write NAME.summary.csv: mean, stddev, 95%% CI across repeats")
     p.add_argument("csv", type=Path)
@@ -304,7 +305,8 @@ def _result_commands() -> dict[str, Callable[[argparse.Namespace], int]]:
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
-        command = COMMANDS.get(args.command) or {**_plot_commands(), **_result_commands()}[args.command]
+        command = (COMMANDS.get(args.command) or
+                   {**_plot_commands(), **_result_commands(), **oneliners.commands()}[args.command])
         return command(args)
     except (PmemlabError, KeyboardInterrupt, BrokenPipeError) as exc:
         message = user_message(exc)

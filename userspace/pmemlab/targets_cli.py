@@ -22,13 +22,14 @@ from pmemlab.target_axis import LOADED, Loader, Substitutes, TargetLoad
 
 TARGETS_HELP = ("the targets to measure, into one CSV with a target_label column: comma-separated LABEL=LOAD "
                 "(pmem=/dev/pmem0, dram-2m=dram dram_pages=2m, dram1=dram:1), labels of the config's "
-                "[sweep.targets], or bare targets (dram, /dev/pmem1); 'loaded': the module as it is loaded now "
-                "(default: the config's [sweep.targets], else 'loaded')")
+                "[sweep.targets], pmem (@PMEM@), emulated (@PMEM_DRAM@) or bare targets (dram, /dev/pmem1); "
+                "'loaded': the module as it is loaded now")
 
 
-def add_target_options(p: argparse.ArgumentParser, default_help: str = "") -> None:
+def add_target_options(p: argparse.ArgumentParser,
+                       default: str = "the config's [sweep.targets], else 'loaded'") -> None:
     """The options that choose and fill a target axis."""
-    p.add_argument("--targets", metavar="LIST", help=TARGETS_HELP + default_help)
+    p.add_argument("--targets", metavar="LIST", help=f"{TARGETS_HELP} (default: {default})")
     p.add_argument("--pmem", metavar="DEV", help="the fsdax namespace @PMEM@ stands for (default: the first of "
                    "$PMEMLAB_PMEM, else /dev/pmem0 if it exists)")
     p.add_argument("--pmem-dram", metavar="DEV", help="the fsdax namespace on DRAM (memmap=) @PMEM_DRAM@ stands "

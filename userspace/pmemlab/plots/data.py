@@ -164,6 +164,11 @@ TEXT_COLUMNS = {c: str for c in ("toolkit_version", "module_version", "kernel", 
                                  "target_label")}
 
 
+def read_sweep_csv(path: Path) -> pd.DataFrame:
+    """A sweep CSV (or its histogram CSV) with text columns read as text."""
+    return _read_csv(path)
+
+
 def _read_csv(path: Path) -> pd.DataFrame:
     try:
         return pd.read_csv(path, low_memory=False, dtype=TEXT_COLUMNS)
@@ -257,7 +262,8 @@ def pooled_buckets(results: Results, runs: pd.DataFrame, keys: Sequence[str]) ->
     if hist is None or hist.empty or runs.empty:
         return {}
     keys = list(keys)
-    hist = hist.copy()
+    # the runs' rows say which group a run is in (a histogram's own target_label is the same)
+    hist = hist.drop(columns=[k for k in keys if k in hist.columns and k not in RUN_KEYS])
     hist["repeat"] = pd.to_numeric(hist["repeat"], errors="coerce")
     hist["thread"] = hist["thread"].astype(str)
     wanted = runs[list(dict.fromkeys([*RUN_KEYS, *keys]))].drop_duplicates(RUN_KEYS).copy()

@@ -19,7 +19,7 @@ from pmemlab.sweep.plan import FixedRepeats, Observations, Plan, Slot, policy_fo
 from pmemlab.sweep.progress import Progress
 from pmemlab.sweep.record import CsvRecorder, MemoryRecorder, Recorder
 from pmemlab.sweep.resume import resume, resume_identity, resume_targets
-from pmemlab.sweep.over_targets import TargetBench, TargetExecutor, targets_identity
+from pmemlab.sweep.over_targets import TargetBench, TargetExecutor, first_open, targets_identity
 from pmemlab.sweep.sidecar import Sidecar, media_notes, read_previous
 from pmemlab.sweep.summary import write_summary
 
@@ -140,8 +140,7 @@ class Sweep:
         sidecar.doc["targets"] = {t.label: t.describe() for t in targets}
         sidecar.write()
         plan = Plan(points, policy_for(cfg), state.done if state else ())
-        executor = TargetExecutor(targets, loader, cfg.timeout_s, opts.poll_s, media,
-                                  open_label=opened[0].label if opened else None)
+        executor = TargetExecutor(targets, loader, cfg.timeout_s, opts.poll_s, media, open_label=first_open(targets))
         return cls(cfg.name, plan, executor, recorder, observations=Observations(state.kept if state else ()),
                    files=files, sidecar=sidecar, progress=Progress(plan.planned_runs(), cfg.name, opts.progress),
                    fail_fast=opts.fail_fast, resumed=resumed)

@@ -134,6 +134,11 @@ def probe_targets(cfg: SweepConfig, loads: Sequence[TargetLoad], loader: Loader,
     return targets
 
 
+def first_open(targets: Sequence[TargetBench]) -> str | None:
+    """The label of the target open when the runs begin (open_targets opens the first last)."""
+    return next((t.label for t in targets if t.bench is not None), None)
+
+
 def targets_identity(cfg: SweepConfig, targets: Sequence[TargetBench]) -> dict[str, Any]:
     return {"config": config_identity(cfg), "targets": {t.label: t.identity() for t in targets}}
 
