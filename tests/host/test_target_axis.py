@@ -320,3 +320,40 @@ def test_figures_read_the_target_label_column(bed):
     assert set(res.ok()["target_label"]) == {"pmem", "dram"}
     assert res.not_run and res.not_run[0].startswith("emulated: no DRAM-emulated fsdax namespace")
     assert res.hist is None or "target_label" in res.hist
+
+
+RECORDED = Path(__file__).resolve().parent / "fixtures" / "recorded"
+
+
+def one_csv_of_two_targets(name: str, tmp_path: Path) -> Path:
+    """The recorded NAME@pmem.csv (and its histograms) as a one-CSV result of two targets: pmem and
+    a copy labelled dram, point keys made per target as a sweep over targets makes them."""
+    out = tmp_path / f"{name}.csv"
+    for suffix in (".csv", ".hist.csv"):
+        base = pd.read_csv(RECORDED / f"{name}@pmem{suffix}", dtype=str)
+        parts = [base.assign(target_label=label, point_key=base["point_key"] + ("" if label == "pmem" else "-d"))
+                 for label in ("pmem", "dram")]
+        pd.concat(parts).to_csv(out.with_name(name + suffix), index=False)
+    return out
+
+
+@pytest.mark.parametrize("name", ["tail-latency", "flush-instr"])
+def test_single_target_recipes_draw_a_row_per_target(name, tmp_path):
+    """tail-latency and flush-instr (one target in the papers) give each target its row of panels,
+    the same panels the target alone gives."""
+    from pmemlab.plots.recipes import RECIPES
+
+    alone = RECIPES[name](load_results([RECORDED / f"{name}@pmem.csv"]))
+    both = RECIPES[name](load_results([one_csv_of_two_targets(name, tmp_path)]))
+    axes_alone = [ax for ax in alone.axes if ax.get_label() != "<colorbar>"]
+    axes_both = [ax for ax in both.axes if ax.get_label() != "<colorbar>"]
+    assert len(axes_both) == 2 * len(axes_alone) == 4
+    assert [ax.get_title() for ax in axes_both] == [f"{t}: {ax.get_title()}" for t in ("dram", "pmem")
+                                                    for ax in axes_alone]
+    for row in (axes_both[:2], axes_both[2:]):
+        for mine, ref in zip(row, axes_alone):
+            drawn = [(tuple(line.get_xdata()), tuple(line.get_ydata())) for line in mine.get_lines()
+                     if line.get_gid() != "pmemlab-reference"]
+            expected = [(tuple(line.get_xdata()), tuple(line.get_ydata())) for line in ref.get_lines()
+                        if line.get_gid() != "pmemlab-reference"]
+            assert drawn == expected
