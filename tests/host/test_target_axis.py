@@ -357,3 +357,25 @@ def test_single_target_recipes_draw_a_row_per_target(name, tmp_path):
             expected = [(tuple(line.get_xdata()), tuple(line.get_ydata())) for line in ref.get_lines()
                         if line.get_gid() != "pmemlab-reference"]
             assert drawn == expected
+
+
+def test_several_configs_in_one_process(bed, tmp_path, capsys):
+    """pmemlab sweep A B: each into OUT_DIR/NAME.csv, in turn; a bad config stops all before any run."""
+    fake, commands, cfg, out = bed
+    other = tmp_path / "other.toml"
+    other.write_text(CONFIG.replace('name = "cmp"', 'name = "other"').replace('op = ["load", "ntstore"]',
+                                                                              'op = ["load"]'))
+    outdir = tmp_path / "many"
+    assert cli.main(["sweep", str(cfg), str(other), "--out-dir", str(outdir), "--no-progress", "--pmem", "/dev/pmem0",
+                     "--targets", "pmem,dram"]) == 0
+    assert sorted(p.name for p in outdir.glob("*.csv") if p.name.count(".") == 1) == ["cmp.csv", "other.csv"]
+    assert len(fake.runs) == 16 + 8
+    err = capsys.readouterr().err
+    assert f"pmemlab: {cfg} took" in err and f"pmemlab: {other} took" in err
+    assert cli.main(["sweep", str(cfg), str(other), "-o", str(out)]) == 2
+    assert "give --out-dir DIR" in capsys.readouterr().err
+    bad = tmp_path / "bad.toml"
+    bad.write_text("[base]\nnosuch = 1\n")
+    before = len(fake.runs)
+    assert cli.main(["sweep", str(cfg), str(bad), "--out-dir", str(tmp_path / "none"), "--no-progress"]) == 2
+    assert len(fake.runs) == before and "nosuch" in capsys.readouterr().err

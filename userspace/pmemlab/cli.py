@@ -19,7 +19,7 @@ from pmemlab.config import target_loads
 from pmemlab.errors import ConfigError, PmemlabError, user_message
 from pmemlab.sweep import Bench, Sweep, SweepOptions, sidecar_path, summary_path, write_summary
 from pmemlab.table import BASE_COLUMNS
-from pmemlab.targets_cli import add_target_options, chosen_loads, sweep_over_targets
+from pmemlab.targets_cli import add_target_options, chosen_loads, sweep_each, sweep_output, sweep_over_targets
 
 RUN_TABLE_COLUMNS: tuple[str, ...] = (
     "thread", "cpu", "thread_node", "thread_op", "ops", "bytes", "elapsed_ns", "bw_gbps", "irqoff_pct",
@@ -56,8 +56,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--timeout", type=float, default=600.0, metavar="S", help="abort the run after S seconds (600)")
 
     p = sub.add_parser("sweep", help="run a TOML sweep config into a CSV")
-    p.add_argument("config", type=Path, help="sweep config (TOML)")
-    p.add_argument("-o", "--output", type=Path, help="CSV to write (default: results/<sweep name>.csv)")
+    p.add_argument("config", type=Path, nargs="+", help="sweep config (TOML); several run in turn in this one process")
+    p.add_argument("-o", "--output", type=Path, help="CSV to write (default: OUT_DIR/<sweep name>.csv; one config)")
+    p.add_argument("--out-dir", type=Path, default=Path("results"), help="where the CSVs go without -o (results)")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                    help="set a parameter for every point, over [base] or an axis (repeatable)")
     p.add_argument("--target", help="refuse to run unless the module's target is this; with backend=user: the target")
@@ -188,6 +189,8 @@ def cmd_run(args: argparse.Namespace) -> int:
 def cmd_sweep(args: argparse.Namespace) -> int:
     from pmemlab.backend_user import split_backend_args
 
+    if isinstance(args.config, list):
+        return sweep_each(args, cmd_sweep)
     overrides, backend_opts = split_backend_args(parse_assignments(args.set, "--set"))
     cfg = load_config(args.config, overrides=overrides, scale=args.scale)
     if args.strict:
@@ -202,7 +205,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     loaded = backend.loaded()
     bench = Bench.probe(backend, _online_cpus(), facts=loaded, info=loaded or not args.dry_run)
     points = expand(cfg, bench.facts, bench.discovered)  # every problem is raised here, before any run
-    output = args.output or Path("results") / f"{cfg.name}.csv"
+    output = sweep_output(args, cfg)
     if args.dry_run:
         _print_dry_run(cfg, points, output, loaded)
         return exitcodes.OK

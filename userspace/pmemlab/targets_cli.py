@@ -6,15 +6,16 @@ from __future__ import annotations
 
 import argparse
 import sys
+import time
 from pathlib import Path
-from typing import Mapping
+from typing import Callable, Mapping
 
 import pandas as pd
 
 from pmemlab import exitcodes, ipmctl, machine, target_axis
 from pmemlab.backend_user import TARGET_KEYS
-from pmemlab.config import SweepConfig, count_points, expand
-from pmemlab.errors import ConfigError
+from pmemlab.config import SweepConfig, count_points, expand, load_config
+from pmemlab.errors import ConfigError, Interrupted, PmemlabError, user_message
 from pmemlab.sweep import SweepOptions, sidecar_path, summary_path
 from pmemlab.sweep.core import Sweep
 from pmemlab.sweep.over_targets import probe_targets
@@ -58,6 +59,40 @@ def open_loader(args: argparse.Namespace, backend_opts: Mapping[str, str]) -> Lo
     return target_axis.kernel_loader(args.ko, Path(args.sysfs) if args.sysfs else None)
 
 
+def sweep_output(args: argparse.Namespace, cfg: SweepConfig) -> Path:
+    """-o, else OUT_DIR/NAME.csv."""
+    return Path(args.output) if args.output else Path(args.out_dir) / f"{cfg.name}.csv"
+
+
+def sweep_each(args: argparse.Namespace, one: Callable[[argparse.Namespace], int]) -> int:
+    """`pmemlab sweep A.toml B.toml ...`: every config is read first (a bad one stops all before
+    anything runs), then each runs in turn in this process (in an emulated guest a Python start
+    and the pandas import take tens of seconds each). A config that ends in an error does not stop
+    the next; the exit code is the worst of them."""
+    paths = list(args.config)
+    if args.output and len(paths) > 1:
+        raise ConfigError(f"-o {args.output} with {len(paths)} configs", "give --out-dir DIR: each writes DIR/NAME.csv")
+    from pmemlab.backend_user import split_backend_args
+    from pmemlab.cli import parse_assignments
+
+    overrides, _ = split_backend_args(parse_assignments(args.set, "--set"))
+    for path in paths:
+        load_config(path, overrides=overrides, scale=args.scale)
+    codes = []
+    for path in paths:
+        started = time.monotonic()
+        try:
+            codes.append(one(argparse.Namespace(**{**vars(args), "config": path})))
+        except Interrupted:
+            raise
+        except PmemlabError as exc:
+            print(user_message(exc), file=sys.stderr)
+            codes.append(exc.exit_code)
+        if len(paths) > 1:
+            print(f"pmemlab: {path} took {time.monotonic() - started:.0f} s", file=sys.stderr)
+    return max(codes)
+
+
 def online_cpus() -> int:
     return int(machine.cpu_info(machine.HostPaths())["online_cpus"])
 
@@ -68,7 +103,7 @@ def sweep_over_targets(args: argparse.Namespace, cfg: SweepConfig, loads: list[T
     if args.target:
         raise ConfigError(f"--target {args.target} with the targets {', '.join(t.label for t in loads)}",
                           f"name the targets with --targets (or --targets {LOADED} to use --target)")
-    output = args.output or Path("results") / f"{cfg.name}.csv"
+    output = sweep_output(args, cfg)
     if args.dry_run:
         _print_dry_run(cfg, loads, output)
         return exitcodes.OK
