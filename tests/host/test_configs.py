@@ -25,7 +25,7 @@ EXPERIMENTS = ("idle-latency", "instr-latency", "tail-latency", "bw-threads", "b
                "xpbuffer", "flush-instr", "sfence-interval", "imc-contention", "numa-mix", "mixed-threads",
                "loaded-latency", "page-size")
 CONFIGS = [TOP / "configs" / f"{name}.toml" for name in EXPERIMENTS]
-PMEM, PMEM_DRAM = "@PMEM@", "@PMEM_DRAM@"  # the placeholders of [sweep.targets] (run-configs fills them)
+PMEM, PMEM_DRAM = "@PMEM@", "@PMEM_DRAM@"  # the placeholders of [sweep.targets] (pmemlab sweep fills them)
 # The guests quick configs run in, with the target_size the module reports for each namespace there
 # (measured: insmod target=DEV in each guest; the recorded fixtures' sidecars carry the demo's):
 # `make demo` / record.sh (scripts/run-configs --vm: one 1 GiB NVDIMM, memmap=256M) and `make test`'s
