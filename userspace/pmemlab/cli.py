@@ -73,7 +73,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     add_target_options(p)
 
-    p = sub.add_parser("targets", help="the module loads a config compares: one 'LABEL INSMOD-ARGS' line each")
+    p = sub.add_parser("targets", help="the targets a config compares: one 'LABEL LOAD-PARAMETERS' line each")
     p.add_argument("config", type=Path)
     p.add_argument("--pmem", default=os.environ.get("PMEMLAB_PMEM", "/dev/pmem0").split(" ")[0], metavar="DEV",
                    help="fsdax device for @PMEM@ (default: first of $PMEMLAB_PMEM, else /dev/pmem0)")
