@@ -306,8 +306,8 @@ def test_latency_histograms_and_run_id(env):
     assert sweep(cfg, out) == 0
     df = pd.read_csv(out)
     hist = pd.read_csv(out.with_name("t.hist.csv"))
-    assert list(hist.columns) == ["sweep", "point", "point_key", "repeat", "thread", "lo_ticks", "hi_ticks",
-                                  "lo_ns", "hi_ns", "count"]
+    assert list(hist.columns) == ["sweep", "target_label", "point", "point_key", "repeat", "thread", "lo_ticks",
+                                  "hi_ticks", "lo_ns", "hi_ns", "count"]
     assert len(hist) == 18 * 3
     assert not hist.duplicated(["point_key", "repeat", "thread", "lo_ticks"]).any()
     assert (hist["lo_ns"] == hist["lo_ticks"] / 2).all()

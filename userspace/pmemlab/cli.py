@@ -13,16 +13,18 @@ from typing import Any, Callable, NoReturn, Sequence
 
 import pandas as pd
 
-from pmemlab import __version__, exitcodes, ipmctl, machine, noise
+from pmemlab import __version__, exitcodes, ipmctl, machine, noise, oneliners
 from pmemlab import params as P
 from pmemlab.backend import Backend, BackendSpec
 from pmemlab.config import Point, SweepConfig, command_line_problems, count_points, expand, load_config, one_point
 from pmemlab.config import target_loads
 from pmemlab.errors import ConfigError, PmemlabError, UsageError, user_message
 from pmemlab.output import add_json, examples, print_json
-from pmemlab.sweep import Bench, Sweep, SweepFiles, SweepOptions, check_output, sidecar_path, summary_path
+from pmemlab.sweep import Bench, Sweep, SweepFiles, SweepOptions, SweepReport, check_output, sidecar_path, summary_path
 from pmemlab.sweep import summarize_csv, write_summary
 from pmemlab.table import BASE_COLUMNS
+from pmemlab.targets_cli import add_target_options, check_target_option, chosen_loads, print_targets_dry_run
+from pmemlab.targets_cli import sweep_each, sweep_output, sweep_over_targets
 
 RUN_TABLE_COLUMNS: tuple[str, ...] = (
     "thread", "cpu", "thread_node", "thread_op", "ops", "bytes", "elapsed_ns", "bw_gbps", "irqoff_pct",
@@ -102,16 +104,22 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--timeout", type=positive_seconds, default=600.0, metavar="S",
                    help="abort the run after S seconds (600)")
 
-    p = _command_parser(sub, "sweep", "run a TOML sweep config into a CSV",
+    p = _command_parser(sub, "sweep", "run TOML sweep configs into CSVs",
                         ["pmemlab sweep configs/bw-threads.toml",
                          "pmemlab sweep configs/bw-size.toml --scale quick -o results/bw-size.csv",
                          "pmemlab sweep configs/idle-latency.toml --set count=20000 --dry-run",
-                         "pmemlab sweep configs/bw-threads.toml --backend user --target dram --json"],
+                         "pmemlab sweep configs/bw-threads.toml --backend user --target dram --json",
+                         "pmemlab sweep configs/idle-latency.toml --targets pmem,dram --pmem /dev/pmem0",
+                         "pmemlab sweep configs/bw-threads.toml configs/bw-size.toml --scale quick --out-dir results"],
                         description="Run every point of a TOML sweep config (times its repeats) into a tidy CSV, "
                                     "with a sidecar (NAME.json), a summary (NAME.summary.csv) and latency histograms "
-                                    "(NAME.hist.csv) beside it. Rerunning resumes; Ctrl-C leaves a valid CSV.")
-    p.add_argument("config", type=Path, help="sweep config (TOML)")
-    p.add_argument("-o", "--output", type=Path, help="CSV to write (default: results/<sweep name>.csv)")
+                                    "(NAME.hist.csv) beside it; over a target axis (--targets or the config's "
+                                    "[sweep.targets]) every target's rows go into the one CSV, told apart by "
+                                    "target_label. Several configs run in turn in this one process. Rerunning "
+                                    "resumes; Ctrl-C leaves a valid CSV.")
+    p.add_argument("config", type=Path, nargs="+", help="sweep config (TOML); several run in turn in this one process")
+    p.add_argument("-o", "--output", type=Path, help="CSV to write (default: OUT_DIR/<sweep name>.csv; one config)")
+    p.add_argument("--out-dir", type=Path, default=Path("results"), help="where the CSVs go without -o (results)")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                    help="set a parameter for every point, over [base] or an axis (repeatable)")
     p.add_argument("--target", help="refuse to run unless the module's target is this; with backend=user: the target")
@@ -124,9 +132,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--scale", default=os.environ.get("PMEMLAB_SCALE", "full"), metavar="NAME",
                    help="apply the config's [scale.NAME] overlay, e.g. quick (default: $PMEMLAB_SCALE or full)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar (or lines, on a non-terminal)")
-    add_json(p, "the points (--dry-run) or how the sweep went")
+    add_target_options(p)
+    add_json(p, "the points (--dry-run) or how the sweep went (a list for several configs)")
 
-    p = _command_parser(sub, "targets", "the module loads a config compares: one 'LABEL INSMOD-ARGS' line each",
+    p = _command_parser(sub, "targets", "the targets a config compares: one 'LABEL LOAD-PARAMETERS' line each",
                         ["pmemlab targets configs/emulation.toml --pmem /dev/pmem0",
                          "pmemlab targets configs/bw-threads.toml --scale quick --json"])
     p.add_argument("config", type=Path)
@@ -141,6 +150,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_plot_parsers(sub)
     _add_result_parsers(sub)
+    oneliners.add_parsers(sub)
 
     p = _command_parser(sub, "summarize", "per point: mean, stddev, 95%% CI across repeats and a noise flag; "
                                           "prints the table and (re)writes NAME.summary.csv",
@@ -248,25 +258,44 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:
+    """`pmemlab sweep CONFIG...`: each config in turn (targets_cli.sweep_each); the exit code is the
+    worst of them; --json prints one document (a list of them for several configs)."""
+    outcomes = sweep_each(args, _sweep_config)
+    code = max(c for c, _ in outcomes)
+    if args.json:
+        docs = [doc for _, doc in outcomes]
+        print_json(docs[0] if len(docs) == 1 else {"exit_code": code, "sweeps": docs})
+    return code
+
+
+def _sweep_config(args: argparse.Namespace) -> tuple[int, dict[str, Any]]:
+    """One config: the backend as it is loaded, or over the config's target axis into one CSV.
+    Returns the exit code and the --json document (the text is printed here)."""
     from pmemlab.backend_user import split_backend_args
 
     overrides, backend_opts = split_backend_args(parse_assignments(args.set, "--set"))
     cfg = load_config(args.config, overrides=overrides, scale=args.scale)
     if args.strict:
         cfg.on_unsupported = "error"
-    output = args.output or Path("results") / f"{cfg.name}.csv"
+    output = sweep_output(args, cfg)
     check_output(output)  # before anything is probed or run, --dry-run too
     SweepFiles(output).check_ours()
     for key, table in cfg.pinned.items():
         print(f"pmemlab: --set {key}={cfg.overrides[key]} replaces the {'[[zip]] key' if table == 'zip' else 'axis'} "
               f"{key}: every point runs with {key}={cfg.base.get(key, cfg.overrides[key])}", file=sys.stderr)
+    loads = chosen_loads(args, cfg)
+    if loads is not None:
+        check_target_option(args, loads)
+        if args.dry_run:
+            return exitcodes.OK, print_targets_dry_run(cfg, loads, output, args.json)
+        report = sweep_over_targets(args, cfg, loads, backend_opts, output)
+        return _sweep_end(args, cfg, report, output, [load.label for load in loads])
     backend = _backend(args, backend_opts)
     loaded = backend.loaded()
     bench = Bench.probe(backend, _online_cpus(), facts=loaded, info=loaded or not args.dry_run)
     points = expand(cfg, bench.facts, bench.discovered)  # every problem is raised here, before any run
     if args.dry_run:
-        _print_dry_run(cfg, points, output, loaded, args.json)
-        return exitcodes.OK
+        return exitcodes.OK, _print_dry_run(cfg, points, output, loaded, args.json)
     backend.require_loaded()
     backend.check_target(args.target or cfg.target)
     skipped = [p for p in points if p.skip_reason]
@@ -279,6 +308,13 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     opts = SweepOptions(output=output, fail_fast=args.fail_fast, fresh=args.fresh,
                         progress=not args.no_progress, argv=sys.argv[:])
     report = Sweep.for_config(cfg, points, bench, opts, media).run()
+    return _sweep_end(args, cfg, report, output, [])
+
+
+def _sweep_end(args: argparse.Namespace, cfg: SweepConfig, report: SweepReport, output: Path,
+               targets: Sequence[str]) -> tuple[int, dict[str, Any]]:
+    """How a sweep went: the noise warning and the partial-sweep line on stderr, the summary line
+    (text) or the document (--json), and the exit code."""
     code = exitcodes.for_sweep(report)
     warning = _noise_warning(report.summary, output)
     if warning:
@@ -287,16 +323,15 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         print(f"pmemlab: {report.failed} of {report.runs} runs failed (status error, timeout or refused); "
               f"the others are in {report.csv}; fix: see their error column, then rerun the same command "
               "to retry only the failed runs", file=sys.stderr)
-    if args.json:
-        print_json({"sweep": cfg.name, "status": report.status, "exit_code": code, **report.counts(),
-                    "resumed": report.resumed, "points": report.points, "csv": report.csv,
-                    "sidecar": sidecar_path(output), "summary": report.summary,
-                    "histogram": SweepFiles(output).histogram, "noise_warning": warning or None})
-    else:
+    if not args.json:
         print(f"{cfg.name}: {report.runs} runs ({report.ok} ok, {report.failed} failed, {report.skipped} skipped"
-              f"{f', {report.resumed} resumed' if report.resumed else ''}) -> {report.csv} "
+              f"{f', {report.resumed} resumed' if report.resumed else ''})"
+              f"{' on ' + ', '.join(targets) if targets else ''} -> {report.csv} "
               f"(sidecar {sidecar_path(output)}, summary {summary_path(output)})")
-    return code
+    return code, {"sweep": cfg.name, "status": report.status, "exit_code": code, **report.counts(),
+                  "resumed": report.resumed, "points": report.points, **({"targets": list(targets)} if targets else {}),
+                  "csv": report.csv, "sidecar": sidecar_path(output), "summary": report.summary,
+                  "histogram": SweepFiles(output).histogram, "noise_warning": warning or None}
 
 
 def _noise_warning(summary: Path | None, output: Path) -> str:
@@ -310,17 +345,19 @@ def _noise_warning(summary: Path | None, output: Path) -> str:
     return noise.sweep_warning(table, summary.name)
 
 
-def _print_dry_run(cfg: SweepConfig, points: Sequence[Point], output: Path, loaded: bool, as_json: bool) -> None:
+def _print_dry_run(cfg: SweepConfig, points: Sequence[Point], output: Path, loaded: bool,
+                   as_json: bool) -> dict[str, Any]:
+    """The points a sweep would run, as text (not with --json); returns the --json document."""
     runs = len(points) * (cfg.adaptive.min_repeats if cfg.adaptive else cfg.repeats)
     skipped = [p for p in points if p.skip_reason]
     est = _estimate_s(points, cfg)
+    doc = {"sweep": cfg.name, "combinations": count_points(cfg), "points": len(points), "runs": runs,
+           "adaptive": cfg.adaptive is not None, "skipped": len(skipped), "checked": loaded,
+           "estimated_s": est or None, "output": output,
+           "point_list": [{"index": p.index, "point_key": p.key, **p.varied,
+                           **({"skip": p.skip_reason} if p.skip_reason else {})} for p in points]}
     if as_json:
-        print_json({"sweep": cfg.name, "combinations": count_points(cfg), "points": len(points), "runs": runs,
-                    "adaptive": cfg.adaptive is not None, "skipped": len(skipped), "checked": loaded,
-                    "estimated_s": est or None, "output": output,
-                    "point_list": [{"index": p.index, "point_key": p.key, **p.varied,
-                                    **({"skip": p.skip_reason} if p.skip_reason else {})} for p in points]})
-        return
+        return doc
     print(f"{cfg.name}: {count_points(cfg)} combinations, {len(points)} points after filters, "
           f"{runs} runs{' (adaptive, at least)' if cfg.adaptive else ''}; "
           f"{len(skipped)} points skipped on this machine{'' if loaded else ' (module not loaded: not checked)'}")
@@ -330,6 +367,7 @@ def _print_dry_run(cfg: SweepConfig, points: Sequence[Point], output: Path, load
     if varied and varied[0]:
         print(pd.DataFrame(varied).to_string(max_rows=40))
     print(f"output would go to {output}")
+    return doc
 
 
 def _estimate_s(points: Sequence[Point], cfg: SweepConfig) -> float:
@@ -460,7 +498,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if extra:
             raise UsageError(f"{args.command}: unrecognized arguments: {' '.join(extra)}",
                              f"`pmemlab {args.command} --help` lists the arguments, with examples")
-        command = COMMANDS.get(args.command) or {**_plot_commands(), **_result_commands()}[args.command]
+        command = (COMMANDS.get(args.command) or
+                   {**_plot_commands(), **_result_commands(), **oneliners.commands()}[args.command])
         return command(args)
     except (PmemlabError, KeyboardInterrupt, OSError) as exc:
         message = user_message(exc)

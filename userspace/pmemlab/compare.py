@@ -107,7 +107,7 @@ def _label_key(a: pd.DataFrame, b: pd.DataFrame, name: str, pa: Path, pb: Path) 
     if la == lb:
         return ["target_label"]
     raise ConfigError(f"{name}: {pa} holds targets {', '.join(la)} and {pb} holds {', '.join(lb)}",
-                      "compare one target with one: give the NAME@LABEL.csv files")
+                      "compare one target with one: --a-target LABEL --b-target LABEL (or the NAME@LABEL.csv files)")
 
 
 def compare_experiment(name: str, a: Results, b: Results, metric: str | None, threshold: float,
@@ -169,7 +169,20 @@ def verdict(a_mean: float, a_ci: float, a_n: int, b_mean: float, b_ci: float, b_
             "verdict": word}
 
 
-def compare(a: Path, b: Path, metric: str | None = None, threshold: float = DEFAULT_THRESHOLD) -> Comparison:
+def one_target(results: Results, label: str | None, side: Path) -> Results:
+    """The rows of one target of a result set (None: all of them)."""
+    if label is None:
+        return results
+    labels = _values(results.rows["target_label"])
+    if label not in labels:
+        raise ConfigError(f"{side}: {results.name} has no target {label!r} (it has {', '.join(labels) or 'none'})",
+                          "give one of its target labels")
+    results.rows = results.rows[results.rows["target_label"] == label]
+    return results
+
+
+def compare(a: Path, b: Path, metric: str | None = None, threshold: float = DEFAULT_THRESHOLD,
+            a_target: str | None = None, b_target: str | None = None) -> Comparison:
     if not 0 <= threshold < 1:
         raise ConfigError(f"--threshold {threshold}: not a fraction in [0, 1)", "e.g. --threshold 0.05 (5 %)")
     sets_a, sets_b = result_sets(a), result_sets(b)
@@ -179,7 +192,8 @@ def compare(a: Path, b: Path, metric: str | None = None, threshold: float = DEFA
                            f"{b} holds {', '.join(sorted(sets_b))}", "compare results of the same sweep")
     frames, sides, only_a, only_b, notes = [], {}, [], [], []
     for name in common:
-        res_a, res_b = load_results(sets_a[name]), load_results(sets_b[name])
+        res_a = one_target(load_results(sets_a[name]), a_target, a)
+        res_b = one_target(load_results(sets_b[name]), b_target, b)
         rows, diff, oa, ob = compare_experiment(name, res_a, res_b, metric, threshold, a, b)
         if rows.empty:
             notes.append(f"{name}: no point ran on both sides")
@@ -245,10 +259,14 @@ def add_parser(sub: Any) -> None:
     p = sub.add_parser("compare", help="two result sets point by point: ratio B/A, CI overlap, faster/slower/no difference",
                        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter,
                        epilog=examples("pmemlab compare results/bw-threads@dram.csv results/bw-threads@pmem.csv",
+                                       "pmemlab compare results/bw-threads.csv results/bw-threads.csv "
+                                       "--a-target dram --b-target pmem",
                                        "pmemlab compare old-results results --json",
                                        "pmemlab compare a.csv b.csv --metric lat_ns_p99 --threshold 0.1 -o diff.csv"))
     p.add_argument("a", type=Path, metavar="A", help="sweep CSV or results directory (the baseline)")
     p.add_argument("b", type=Path, metavar="B", help="sweep CSV or results directory (compared with A)")
+    p.add_argument("--a-target", metavar="LABEL", help="A's rows of this target only (a CSV of several targets)")
+    p.add_argument("--b-target", metavar="LABEL", help="B's rows of this target only")
     p.add_argument("--metric", help="column to compare (default: bw_gbps, lat_ns_p50 for latency points)")
     p.add_argument("--threshold", type=float, default=DEFAULT_THRESHOLD, metavar="FRACTION",
                    help=f"B within this fraction of A is no difference ({DEFAULT_THRESHOLD})")
@@ -261,7 +279,7 @@ def add_parser(sub: Any) -> None:
 def cmd_compare(args: argparse.Namespace) -> int:
     if args.output:
         check_writable(args.output, "-o", directory=False)
-    c = compare(args.a, args.b, args.metric, args.threshold)
+    c = compare(args.a, args.b, args.metric, args.threshold, args.a_target, args.b_target)
     if args.output:
         args.output.parent.mkdir(parents=True, exist_ok=True)
         c.rows.to_csv(args.output, index=False)

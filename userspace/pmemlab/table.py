@@ -20,7 +20,7 @@ from pmemlab.params import PARAM_NAMES, PARAMS
 from pmemlab.results import KNOWN_RESULT_COLUMNS, parse_result
 from pmemlab.backend import RunOutcome
 
-ID_COLUMNS: tuple[str, ...] = ("sweep", "point", "point_key", "repeat", "thread", "status", "error")
+ID_COLUMNS: tuple[str, ...] = ("sweep", "target_label", "point", "point_key", "repeat", "thread", "status", "error")
 CONDITION_COLUMNS: tuple[str, ...] = (
     "target", "target_kind", "target_size", "target_node", "target_page_size", "target_pages", "map_sync",
     "target_region",
@@ -33,7 +33,7 @@ RUN_STATE_COLUMNS: tuple[str, ...] = ("governor", "cpufreq_driver", "turbo", "sm
                                       "thp_defrag")
 NOISE_COLUMNS: tuple[str, ...] = ("steal_pct", "smt_sibling_busy_pct", "ctx_voluntary", "ctx_involuntary")
 TIME_COLUMNS: tuple[str, ...] = ("started_at", "run_s", "run_id")
-HIST_COLUMNS: tuple[str, ...] = ("sweep", "point", "point_key", "repeat", "thread", "lo_ticks", "hi_ticks",
+HIST_COLUMNS: tuple[str, ...] = ("sweep", "target_label", "point", "point_key", "repeat", "thread", "lo_ticks", "hi_ticks",
                                  "lo_ns", "hi_ns", "count")
 STATUSES: tuple[str, ...] = ("ok", "error", "timeout", "refused", "skipped")
 
@@ -46,6 +46,8 @@ RESERVED: frozenset[str] = frozenset(set(ID_COLUMNS) | set(PARAM_NAMES) | set(CO
 
 COLUMN_DOC: dict[str, str] = {
     "sweep": "sweep name",
+    "target_label": "the target's label when one command measured several (pmem, dram, ...; the sidecar's "
+                    "`targets` has each one's load); empty: the backend as it was loaded",
     "point": "index of the point in the expanded config",
     "point_key": "hash of the complete parameters (identity used by resume)",
     "repeat": "repeat number, 0-based",

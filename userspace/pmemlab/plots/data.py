@@ -99,7 +99,7 @@ def load_results(paths: Sequence[Path]) -> Results:
     hist = pd.concat(hists, ignore_index=True) if hists else None
     name = str(rows["sweep"].dropna().iloc[0]) if "sweep" in rows and rows["sweep"].notna().any() else paths[0].stem
     return Results(name=name, rows=rows, hist=hist, sidecars=sidecars, paths=list(paths),
-                   not_run=loads_not_run(paths, name))
+                   not_run=list(dict.fromkeys([*loads_not_run(paths, name), *targets_not_run(frames)])))
 
 
 def _sidecar(path: Path) -> dict[str, Any] | None:
@@ -144,6 +144,23 @@ def loads_not_run(paths: Sequence[Path], name: str) -> list[str]:
     return list(dict.fromkeys(found))
 
 
+def targets_not_run(frames: Sequence[pd.DataFrame]) -> list[str]:
+    """The `LABEL: reason` of the targets of one-CSV results (a target_label column) none of
+    whose runs gave a result: unavailable on the machine (skipped) or not opened (error)."""
+    found: list[str] = []
+    for frame in frames:
+        if frame.empty or "target_label" not in frame or "status" not in frame:
+            continue
+        labelled = frame[frame["target_label"].fillna("").astype(str) != ""]
+        for label, grp in labelled.groupby("target_label", sort=False):
+            if (grp["status"] == "ok").any():
+                continue
+            reasons = grp.get("error", pd.Series(dtype=str)).dropna().astype(str)
+            reason = reasons.mode().iloc[0] if not reasons.empty else "no run succeeded"
+            found.append(f"{label}: {reason}")
+    return found
+
+
 def ok_aggregate(rows: pd.DataFrame) -> pd.DataFrame:
     if rows.empty:
         return rows
@@ -151,8 +168,10 @@ def ok_aggregate(rows: pd.DataFrame) -> pd.DataFrame:
 
 
 def _target_labels(rows: pd.DataFrame, file_labels: dict[str, str]) -> pd.Series:
-    """A short name per row for the module load it ran under: the file's @LABEL, else the target
-    kind (pmem / DRAM) plus whatever tells same-kind targets apart (device, node, page size)."""
+    """A short name per row for the target it ran on: its own target_label (a sweep over several
+    targets into one CSV), else the file's @LABEL (one CSV per module load, as results were
+    written before), else the target kind (pmem / DRAM) plus whatever tells same-kind targets
+    apart (device, node, page size)."""
     kind = rows.get("target_kind", pd.Series("", index=rows.index)).fillna("").astype(str)
     base = kind.map({"fsdax": "pmem", "dram": "DRAM"}).fillna(kind).replace("", "target")
     labels = base.copy()
@@ -164,7 +183,8 @@ def _target_labels(rows: pd.DataFrame, file_labels: dict[str, str]) -> pd.Series
                 labels[same] = labels[same] + " " + rows.loc[same, column].map(
                     lambda v: show(v) if pd.notna(v) else "?")
     from_file = rows["source_csv"].map(file_labels).fillna("")
-    return from_file.where(from_file != "", labels)
+    own = rows["target_label"].fillna("").astype(str) if "target_label" in rows else pd.Series("", index=rows.index)
+    return own.where(own != "", from_file.where(from_file != "", labels))
 
 
 # --------------------------------------------------------------------------
@@ -227,7 +247,8 @@ def pooled_buckets(results: Results, runs: pd.DataFrame, keys: Sequence[str]) ->
     if hist is None or hist.empty or runs.empty:
         return {}
     keys = list(keys)
-    hist = hist.copy()
+    # the runs' rows say which group a run is in (a histogram's own target_label is the same)
+    hist = hist.drop(columns=[k for k in keys if k in hist.columns and k not in RUN_KEYS])
     hist["repeat"] = pd.to_numeric(hist["repeat"], errors="coerce")
     hist["thread"] = hist["thread"].astype(str)
     wanted = runs[list(dict.fromkeys([*RUN_KEYS, *keys]))].drop_duplicates(RUN_KEYS).copy()
@@ -359,7 +380,8 @@ def caption(results: Results, extra: Sequence[str] = ()) -> str:
     for entry in results.not_run:
         label, _, why = entry.partition(":")
         parts.append(f"not run: {label} ({why.rsplit(': ', 1)[-1].strip()})")
-    skipped = skipped_points(rows)
+    not_run = {entry.partition(":")[0] for entry in results.not_run}
+    skipped = skipped_points(rows[~rows["target_label"].isin(not_run)] if not_run else rows)
     if skipped:
         parts.append(skipped)
     scale = _scale(results.sidecars)

@@ -5,20 +5,22 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 from pmemlab import ipmctl
 from pmemlab.backend import Backend
 from pmemlab.config import Point, SweepConfig
 from pmemlab.errors import Interrupted, PmemlabError
 from pmemlab.runcond import RunWatch
+from pmemlab.target_axis import Loader
 from pmemlab.sweep.bench import Bench
-from pmemlab.sweep.execute import Executor, RunResult
+from pmemlab.sweep.execute import Executor, PointExecutor, RunResult
 from pmemlab.sweep.files import SweepFiles, check_output
 from pmemlab.sweep.plan import FixedRepeats, Observations, Plan, Slot, policy_for
 from pmemlab.sweep.progress import Progress
 from pmemlab.sweep.record import CsvRecorder, MemoryRecorder, Recorder
-from pmemlab.sweep.resume import resume, resume_identity
+from pmemlab.sweep.resume import ResumeState, resume, resume_identity, resume_targets
+from pmemlab.sweep.over_targets import TargetBench, TargetExecutor, first_open, targets_identity
 from pmemlab.sweep.sidecar import Sidecar, media_notes, read_previous
 from pmemlab.sweep.summary import write_summary
 
@@ -62,13 +64,20 @@ class SweepReport:
         return {"runs": self.runs, "ok": self.ok, "failed": self.failed, "skipped": self.skipped}
 
 
+def resumed_ok_runs(state: ResumeState | None) -> int:
+    """Of the runs a resumed CSV keeps, those that were ok (the exit code counts them)."""
+    if state is None:
+        return 0
+    return sum(1 for r in state.kept if str(r.get("thread")) == "all" and r.get("status") == "ok")
+
+
 class Sweep:
     """Runs the slots of `plan` in order. Each run is recorded before the next slot is asked
     for (the repeat policy sees it); a skipped point records its remaining planned repeats
     as skipped at once. Ctrl-C, --fail-fast and backend errors end the session with the
     sidecar and summary written; the CSV is valid at every moment."""
 
-    def __init__(self, name: str, plan: Plan, executor: Executor, recorder: Recorder, *,
+    def __init__(self, name: str, plan: Plan, executor: PointExecutor, recorder: Recorder, *,
                  observations: Observations | None = None, files: SweepFiles | None = None,
                  sidecar: Sidecar | None = None, progress: Progress | None = None,
                  fail_fast: bool = False, resumed: int = 0, resumed_ok: int = 0) -> None:
@@ -108,12 +117,49 @@ class Sweep:
         recorder.start(state)
         dimms = ipmctl.region_dimm_ids(info)
         resumed = len(state.done) if state else 0
-        resumed_ok = sum(1 for r in state.kept if r.get("thread") == "all" and r.get("status") == "ok") if state else 0
+        resumed_ok = resumed_ok_runs(state)
         sidecar = Sidecar.begin(files, cfg, points, info, cond, identity, media_notes(info, media, dimms), previous,
                                 opts.argv, resumed)
         plan = Plan(points, policy_for(cfg), state.done if state else ())
         executor = Executor(bench.backend, cond, bench.facts, cfg.timeout_s, opts.poll_s, media, dimms,
                             RunWatch.open() if opts.run_conditions else None)
+        return cls(cfg.name, plan, executor, recorder, observations=Observations(state.kept if state else ()),
+                   files=files, sidecar=sidecar, progress=Progress(plan.planned_runs(), cfg.name, opts.progress),
+                   fail_fast=opts.fail_fast, resumed=resumed, resumed_ok=resumed_ok)
+
+    @classmethod
+    def over_targets(cls, cfg: SweepConfig, targets: Sequence[TargetBench], loader: Loader, opts: SweepOptions,
+                     media: ipmctl.MediaCounters | None = None) -> Sweep:
+        """The sweep of a config over a target axis into one CSV (sweep/over_targets.py): as
+        for_config, with every target's rows, resume check and sidecar entry."""
+        files = SweepFiles(opts.output)
+        check_output(files.csv)
+        files.check_ours()  # neither --fresh nor resume touches files a sweep did not write
+        files.csv.parent.mkdir(parents=True, exist_ok=True)
+        if opts.fresh:
+            files.remove()
+        points = [p for t in targets for p in t.points]
+        opened = [t for t in targets if t.bench is not None]
+        first = opened[0].bench if opened else None
+        info = (first.info if first else None) or {}
+        identity = targets_identity(cfg, targets)
+        previous = read_previous(files.sidecar)
+        conds = {t.label: t.conditions for t in opened}
+        state = resume_targets(files.csv, previous, identity, points, conds)  # refuses before anything is written
+        if state is None:
+            previous = {}
+        recorder = CsvRecorder(files)
+        recorder.start(state)
+        resumed = len(state.done) if state else 0
+        resumed_ok = resumed_ok_runs(state)
+        notes = media_notes(info, media, ipmctl.region_dimm_ids(info))
+        sidecar = Sidecar.begin(files, cfg, points, info, first.conditions if first else {}, identity, notes, previous,
+                                opts.argv, resumed)
+        sidecar.doc["targets"] = {t.label: t.describe() for t in targets}
+        sidecar.write()
+        plan = Plan(points, policy_for(cfg), state.done if state else ())
+        executor = TargetExecutor(targets, loader, cfg.timeout_s, opts.poll_s, media, open_label=first_open(targets),
+                                  watch=RunWatch.open() if opts.run_conditions else None)
         return cls(cfg.name, plan, executor, recorder, observations=Observations(state.kept if state else ()),
                    files=files, sidecar=sidecar, progress=Progress(plan.planned_runs(), cfg.name, opts.progress),
                    fail_fast=opts.fail_fast, resumed=resumed, resumed_ok=resumed_ok)
@@ -133,7 +179,7 @@ class Sweep:
         return self.executor.backend
 
     def ids(self, slot: Slot) -> dict[str, Any]:
-        return {"sweep": self.name, "point": slot.point.index, "point_key": slot.point.key, "repeat": slot.repeat}
+        return {"sweep": self.name, "target_label": slot.point.target, "point": slot.point.index, "point_key": slot.point.key, "repeat": slot.repeat}
 
     def _record(self, result: RunResult) -> None:
         self.recorder.record(result.rows, result.hist)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import Any, Mapping, Sequence
+from typing import Any, Mapping, Protocol, Sequence
 
 from pmemlab import ipmctl
 from pmemlab import params as P
@@ -62,6 +62,23 @@ def classify(outcome: RunOutcome) -> tuple[str, str]:
     if outcome.error and outcome.error != reason and status == "error":
         err = f"{reason}: {outcome.error}"
     return status, err
+
+
+class PointExecutor(Protocol):
+    """What the sweep runs its slots through: an Executor, or one per target (over_targets)."""
+
+    @property
+    def backend(self) -> Backend:
+        """The backend the next run goes to."""
+
+    def run(self, pt: Point, ids: Mapping[str, Any]) -> RunResult:
+        """One run of a point -> its rows, status and reason."""
+
+    def skipped(self, pt: Point, ids: Mapping[str, Any], reason: str) -> RunResult:
+        """The rows of a run this machine cannot make."""
+
+    def close(self) -> None:
+        """The sweep is over (whatever the executor holds open, closed)."""
 
 
 class Executor:

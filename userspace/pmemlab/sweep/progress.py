@@ -68,7 +68,8 @@ class Progress:
             return
         self.done += 1
         if point is not None and aggregate is not None:
-            post = " ".join(f"{k}={v}" for k, v in point.varied.items())
+            post = " ".join([*([point.target] if point.target else []),
+                             *(f"{k}={v}" for k, v in point.varied.items())])
             bw = aggregate.get("bw_gbps")
             if isinstance(bw, float):
                 post += f" {bw:.2f} GB/s"

@@ -48,7 +48,8 @@ def summarize_frame(df: pd.DataFrame) -> pd.DataFrame:
     metrics = [c for c in agg.columns
                if (c in KNOWN_RESULT_COLUMNS or c in ipmctl.COLUMNS or c not in BASE_COLUMNS)
                and c not in SUMMARY_SKIP and pd.api.types.is_numeric_dtype(agg[c]) and agg[c].notna().any()]
-    keep_cols = ["sweep", "point", "point_key", *[c for c in PARAM_NAMES if c in agg.columns]]
+    keep_cols = ["sweep", *(["target_label"] if "target_label" in agg.columns else []), "point", "point_key",
+                 *[c for c in PARAM_NAMES if c in agg.columns]]
     conditions = [c for c in SUMMARY_CONDITIONS if c in agg.columns]
     noise_max = [c for c in NOISE_COLUMNS if c in agg.columns]
     judged = agg.assign(metric=metric_of(agg)) if not agg.empty else agg
