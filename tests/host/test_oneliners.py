@@ -195,3 +195,18 @@ def test_bad_options_are_one_line_errors(fake_bed, capsys):
     assert cli.main(["idle-latency", "--backend", "kernel", "--targets", "x=dram dram"]) == 2
     err = capsys.readouterr().err
     assert err.startswith("pmemlab: ") and "not KEY=VALUE" in err and "Traceback" not in err
+
+
+def test_output_checked_before_anything_runs(fake_bed, capsys, tmp_path):
+    """-o as `pmemlab sweep` checks it: a NAME.csv name, and never a file a sweep did not write."""
+    fake, commands = fake_bed
+    mine = tmp_path / "idle-latency.csv"
+    mine.write_text("mine,not,pmemlab\n1,2,3\n")
+    assert cli.main(["idle-latency", "--backend", "kernel", "--count", "500", "-o", str(mine)]) == 2
+    assert "not a pmemlab sweep CSV; not taking it over" in capsys.readouterr().err
+    assert mine.read_text() == "mine,not,pmemlab\n1,2,3\n" and not fake.runs and not commands.calls
+    assert cli.main(["peak-bw", "--backend", "kernel", "-o", str(tmp_path / "peak.txt")]) == 2
+    assert "not a NAME.csv name" in capsys.readouterr().err and not fake.runs
+    assert cli.main(["loaded-latency", "--backend", "kernel", "--timeout", "0"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "give a number of seconds > 0" in err and not fake.runs

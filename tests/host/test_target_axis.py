@@ -6,6 +6,7 @@ the one-CSV form."""
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 from textwrap import dedent
@@ -18,10 +19,11 @@ from fake_pmemlab import FakeModuleCommands, make_fake  # noqa: E402
 
 import pmemlab.cli as cli  # noqa: E402
 import pmemlab.machine as machine  # noqa: E402
-from pmemlab import exitcodes, target_axis, targets_cli  # noqa: E402
+from pmemlab import exitcodes, target_axis, targets_cli, taskstats  # noqa: E402
 from pmemlab.config import parse_config  # noqa: E402
 from pmemlab.errors import ConfigError  # noqa: E402
 from pmemlab.plots.data import load_results  # noqa: E402
+from pmemlab.table import read_rows  # noqa: E402
 from pmemlab.target_axis import KernelLoader, Substitutes, TargetLoad, parse_load, parse_targets_option  # noqa: E402
 
 CONFIG = """
@@ -309,6 +311,13 @@ def test_user_backend_over_two_dram_targets(tmp_path, capsys):
     assert set(agg[agg["target_label"] == "dram-4k"]["target_pages"]) == {"4k"}
     # the rates themselves are the host's (noisy: other work runs); every run gave one
     assert agg["bw_gbps"].notna().all() and (agg["bw_gbps"] > 0).any() and set(agg["target_kind"]) == {"user-dram"}
+    # each run's own conditions, on every target (runcond.RunWatch through the TargetExecutor)
+    rows = read_rows(out)
+    assert rows["thp_enabled"].notna().all() and rows["steal_pct"].dropna().between(0, 100).all()
+    assert rows["steal_pct"].notna().any()
+    if os.geteuid() == 0 and taskstats.ExitListener.open() is not None:
+        threads = rows[rows["thread"] != "all"]
+        assert threads["ctx_voluntary"].notna().all(), "every worker's context switches, on both targets"
 
 
 # --------------------------------------------------------------------------
@@ -380,3 +389,50 @@ def test_several_configs_in_one_process(bed, tmp_path, capsys):
     before = len(fake.runs)
     assert cli.main(["sweep", str(cfg), str(bad), "--out-dir", str(tmp_path / "none"), "--no-progress"]) == 2
     assert len(fake.runs) == before and "nosuch" in capsys.readouterr().err
+
+
+# --------------------------------------------------------------------------
+# the command line's manners over targets: --json, -o checked first, resume only with its sidecar
+# --------------------------------------------------------------------------
+def test_json_over_targets_and_several_configs(bed, tmp_path, capsys):
+    fake, commands, cfg, out = bed
+    capsys.readouterr()
+    assert sweep(cfg, out, "--targets", "pmem,dram", "--dry-run", "--json") == 0
+    dry = json.loads(capsys.readouterr().out)
+    assert [t["label"] for t in dry["targets"]] == ["pmem", "dram"] and dry["runs_per_target"] == 8
+    assert dry["output"] == str(out) and commands.calls == [] and not out.exists()
+    assert sweep(cfg, out, "--targets", "pmem,dram", "--json") == 0
+    done = json.loads(capsys.readouterr().out)  # one document, nothing else on stdout
+    assert done["targets"] == ["pmem", "dram"] and done["exit_code"] == 0 and done["ok"] == 16
+    assert done["csv"] == str(out) and done["status"] == "complete"
+    other = tmp_path / "other.toml"
+    other.write_text(CONFIG.replace('name = "cmp"', 'name = "other"'))
+    bad = tmp_path / "late.toml"  # reads fine, fails when its -o cannot be taken over
+    bad.write_text(CONFIG.replace('name = "cmp"', 'name = "late"'))
+    outdir = tmp_path / "many"
+    outdir.mkdir()
+    (outdir / "late.csv").write_text("mine,not,pmemlab\n1,2,3\n")
+    code = cli.main(["sweep", str(cfg), str(bad), str(other), "--out-dir", str(outdir), "--no-progress",
+                     "--pmem", "/dev/pmem0", "--targets", "pmem", "--json"])
+    doc = json.loads(capsys.readouterr().out)
+    assert code == doc["exit_code"] == 2  # the worst of them
+    assert [d.get("sweep") or Path(d["config"]).stem for d in doc["sweeps"]] == ["cmp", "late", "other"]
+    assert doc["sweeps"][1]["exit_code"] == 2 and "not a pmemlab sweep CSV" in doc["sweeps"][1]["error"]
+    assert (outdir / "late.csv").read_text() == "mine,not,pmemlab\n1,2,3\n" and (outdir / "other.csv").exists()
+
+
+def test_over_targets_output_checked_and_resumed_only_with_its_sidecar(bed, capsys):
+    fake, commands, cfg, out = bed
+    out.parent.mkdir(parents=True)
+    out.write_text("a,b\n1,2\n")
+    assert sweep(cfg, out, "--targets", "pmem,dram", "--fresh") == 2
+    assert "not a pmemlab sweep CSV; not taking it over" in capsys.readouterr().err
+    assert out.read_text() == "a,b\n1,2\n" and commands.calls == [] and not fake.runs
+    assert sweep(cfg, out.with_name("x.txt"), "--targets", "pmem") == 2
+    assert "not a NAME.csv name" in capsys.readouterr().err
+    out.unlink()
+    assert sweep(cfg, out, "--targets", "pmem,dram") == 0
+    out.with_suffix(".json").unlink()
+    runs = len(fake.runs)
+    assert sweep(cfg, out, "--targets", "pmem,dram") == 2
+    assert "cmp.json is missing" in capsys.readouterr().err and len(fake.runs) == runs
