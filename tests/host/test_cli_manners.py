@@ -102,8 +102,12 @@ def test_every_command_has_examples_that_parse(monkeypatch, capsys, tmp_path) ->
             argv = shlex.split(line.split("  #")[0])[1:]
             args, extra = parser.parse_known_args(argv)  # a wrong example fails here (UsageError)
             assert not extra and args.command == name, line
-            # the ones that need neither module nor results run as written
-            if (name == "sweep" and "--dry-run" in argv) or name in ("targets", "params") or "--list" in argv:
+            # the ones that need neither module nor results run as written; every sweep as a dry run
+            # (its options checked together: a config's target axis, -o, the backend's options)
+            if name == "sweep":
+                assert cli.main([*argv, "--dry-run"] if "--dry-run" not in argv else argv) == 0, \
+                    (line, capsys.readouterr().err)
+            elif name in ("targets", "params") or "--list" in argv:
                 assert cli.main(argv) == 0, (line, capsys.readouterr().err)
     # the top-level help has examples too, and they parse
     top = parser.format_help()

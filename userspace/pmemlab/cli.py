@@ -108,7 +108,7 @@ def build_parser() -> argparse.ArgumentParser:
                         ["pmemlab sweep configs/bw-threads.toml",
                          "pmemlab sweep configs/bw-size.toml --scale quick -o results/bw-size.csv",
                          "pmemlab sweep configs/idle-latency.toml --set count=20000 --dry-run",
-                         "pmemlab sweep configs/bw-threads.toml --backend user --target dram --json",
+                         "pmemlab sweep configs/bw-threads.toml --scale quick --backend user --targets dram:0 --json",
                          "pmemlab sweep configs/idle-latency.toml --targets pmem,dram --pmem /dev/pmem0",
                          "pmemlab sweep configs/bw-threads.toml configs/bw-size.toml --scale quick --out-dir results"],
                         description="Run every point of a TOML sweep config (times its repeats) into a tidy CSV, "
