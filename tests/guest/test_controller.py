@@ -130,7 +130,8 @@ def test_ctrl_c_mid_sweep_then_resume(loaded: Module, tmp_path: Path) -> None:
     assert side["sessions"][-1]["interrupted"] in ("during a run (aborted)", "between runs")
     # a valid CSV: whole rows of completed runs only, an aggregate row each
     partial = pd.read_csv(out)
-    assert list(partial.columns[:7]) == ["sweep", "point", "point_key", "repeat", "thread", "status", "error"]
+    assert list(partial.columns[:8]) == ["sweep", "target_label", "point", "point_key", "repeat", "thread", "status",
+                                        "error"]
     assert (partial["status"] == "ok").all() and partial["bw_gbps"].notna().all()
     assert not partial.duplicated(["point_key", "repeat", "thread"]).any()
     agg = partial[partial["thread"].astype(str) == "all"]
