@@ -226,7 +226,7 @@ static int pl_resolve_width(const struct pl_params *p, const struct pl_facts *f,
 			if (miss)
 				return pl_refuse(v, -EOPNOTSUPP,
 						 pl_op_unrunnable(f, op) ? PL_P_op : PL_P_width, true,
-						 "op %s at width %llu (%s) needs %s, which this CPU lacks",
+						 "%s at width %llu (%s) needs %s, which this CPU lacks",
 						 d->name, p->width, d->insn[pl_width_idx(p->width)],
 						 pl_feature_name(miss));
 		}
@@ -267,7 +267,7 @@ static int pl_resolve_width(const struct pl_params *p, const struct pl_facts *f,
 				break;
 			d = pl_op_desc_of(f, op);
 			return pl_refuse(v, -EOPNOTSUPP, PL_P_op, true,
-					 "op %s at width %u (%s) needs %s, which this CPU lacks",
+					 "%s at width %u (%s) needs %s, which this CPU lacks",
 					 d->name, pl_widths[i], d->insn[i], pl_feature_name(miss));
 		}
 	}

@@ -130,7 +130,8 @@ def test_ctrl_c_mid_sweep_then_resume(loaded: Module, tmp_path: Path) -> None:
     assert side["sessions"][-1]["interrupted"] in ("during a run (aborted)", "between runs")
     # a valid CSV: whole rows of completed runs only, an aggregate row each
     partial = pd.read_csv(out)
-    assert list(partial.columns[:7]) == ["sweep", "point", "point_key", "repeat", "thread", "status", "error"]
+    assert list(partial.columns[:8]) == ["sweep", "target_label", "point", "point_key", "repeat", "thread", "status",
+                                        "error"]
     assert (partial["status"] == "ok").all() and partial["bw_gbps"].notna().all()
     assert not partial.duplicated(["point_key", "repeat", "thread"]).any()
     agg = partial[partial["thread"].astype(str) == "all"]
@@ -161,3 +162,38 @@ def test_sweep_rows_say_hypervisor_and_emulated_namespace(module, pmem_dev: str,
         df = pd.read_csv(out, dtype=str)
         assert (df["hypervisor"] == "qemu").all(), df["hypervisor"].unique()
         assert (df["target_emulated"] == emulated).all(), (dev, df["target_emulated"].unique())
+
+
+def test_sweep_rows_carry_the_run_conditions(loaded: Module, tmp_path: Path) -> None:
+    """Every row records the run's conditions: the machine state (THP, SMT, mitigations; no
+    cpufreq in the guest: empty governor and turbo, not a guess), the steal time of the run's CPUs,
+    and each kthread's context switches from its taskstats record (root in the guest), the
+    aggregate row their sum."""
+    config = tmp_path / "cond.toml"
+    config.write_text('[sweep]\nname = "cond"\nrepeats = 2\n[base]\nworking_set = "16M"\nduration_ms = 300\n'
+                      '[axes]\nthreads = [1, 2]\n')
+    out = tmp_path / "cond.csv"
+    res = pmemlab("sweep", str(config), "-o", str(out), "--no-progress")
+    assert res.returncode == 0, res.stdout + res.stderr
+    from pmemlab.table import read_rows
+
+    df = read_rows(out)
+    assert (df["status"] == "ok").all(), df[["status", "error"]]
+    shown = ["thread", "cpu", "governor", "cpufreq_driver", "turbo", "smt_active", "smt_sibling_busy_pct",
+             "thp_enabled", "thp_defrag", "mitigations", "mitigations_cmdline", "hypervisor", "steal_pct",
+             "ctx_voluntary", "ctx_involuntary"]
+    print("\n" + df[df["threads"] == 2][shown].head(3).to_string())  # the report quotes this
+    assert df["thp_enabled"].isin(["always", "madvise", "never"]).all()
+    assert df["mitigations"].notna().all() and df["mitigations_cmdline"].notna().all()
+    assert df["smt_active"].isin([0, 1]).all()
+    assert (df["hypervisor"] == "qemu").all()
+    assert df["steal_pct"].dropna().between(0, 100).all() and df["steal_pct"].notna().any()
+    threads = df[df["thread"] != "all"]
+    assert threads["ctx_voluntary"].notna().all() and threads["ctx_involuntary"].notna().all(), \
+        threads[["thread", "cpu", "ctx_voluntary"]]
+    for _, grp in df.groupby(["point", "repeat"]):
+        agg = grp[grp["thread"] == "all"].iloc[0]
+        assert agg["ctx_voluntary"] == grp[grp["thread"] != "all"]["ctx_voluntary"].sum()
+        assert agg["ctx_involuntary"] == grp[grp["thread"] != "all"]["ctx_involuntary"].sum()
+    summary = pd.read_csv(out.with_name("cond.summary.csv"))
+    assert {"cv_pct", "noisy", "noise", "steal_pct_max", "mitigations", "target"} <= set(summary)

@@ -133,8 +133,27 @@ def test_refusals(tmp_path, capsys):
         shutil.copy(path, both / path.name)
     assert cli.main(["compare", str(both), str(RECORDED / "bw-threads@pmem.csv")]) == 2
     assert "holds targets dram, pmem" in capsys.readouterr().err
-    assert cli.main(["compare", str(RECORDED / "bw-size@dram.csv"), str(RECORDED / "ewr@pmem.csv")]) == 1
+    assert cli.main(["compare", str(RECORDED / "bw-size@dram.csv"), str(RECORDED / "ewr@pmem.csv")]) == 2
     assert "no experiment in both" in capsys.readouterr().err
-    assert cli.main(["compare", str(tmp_path / "nope.csv"), str(RECORDED / "ewr@pmem.csv")]) == 1
+    assert cli.main(["compare", str(tmp_path / "nope.csv"), str(RECORDED / "ewr@pmem.csv")]) == 2
     assert "does not exist" in capsys.readouterr().err
     assert cli.main(["compare", str(RECORDED / "ewr@pmem.csv"), str(RECORDED / "ewr@pmem.csv"), "--threshold", "2"]) == 2
+
+
+def test_two_targets_of_one_csv(tmp_path, capsys):
+    """A CSV of several targets (pmemlab sweep --targets): --a-target and --b-target pick one each,
+    and the comparison is the one of the per-load files it was made of."""
+    frames = []
+    for label in ("dram", "pmem"):
+        frame = pd.read_csv(RECORDED / f"bw-threads@{label}.csv", dtype=str)
+        frames.append(frame.assign(target_label=label))
+    one = tmp_path / "bw-threads.csv"
+    pd.concat(frames).to_csv(one, index=False)
+    picked = compare(one, one, a_target="dram", b_target="pmem")
+    files = compare(RECORDED / "bw-threads@dram.csv", RECORDED / "bw-threads@pmem.csv")
+    cols = ["threads", "op", "a_mean", "b_mean", "ratio", "verdict"]
+    assert picked.rows[cols].reset_index(drop=True).equals(files.rows[cols].reset_index(drop=True))
+    assert cli.main(["compare", str(one), str(one)]) == 0  # each target with itself
+    capsys.readouterr()
+    assert cli.main(["compare", str(one), str(one), "--a-target", "dram", "--b-target", "nvm"]) == 2
+    assert "has no target 'nvm' (it has dram, pmem)" in capsys.readouterr().err

@@ -12,6 +12,7 @@ from pathlib import Path
 from textwrap import dedent
 from typing import Any
 
+import pandas as pd
 import pytest
 
 import pmemlab.cli as cli
@@ -24,7 +25,7 @@ EXPERIMENTS = ("idle-latency", "instr-latency", "tail-latency", "bw-threads", "b
                "xpbuffer", "flush-instr", "sfence-interval", "imc-contention", "numa-mix", "mixed-threads",
                "loaded-latency", "page-size")
 CONFIGS = [TOP / "configs" / f"{name}.toml" for name in EXPERIMENTS]
-PMEM, PMEM_DRAM = "@PMEM@", "@PMEM_DRAM@"  # the placeholders of [sweep.targets] (run-configs fills them)
+PMEM, PMEM_DRAM = "@PMEM@", "@PMEM_DRAM@"  # the placeholders of [sweep.targets] (pmemlab sweep fills them)
 # The guests quick configs run in, with the target_size the module reports for each namespace there
 # (measured: insmod target=DEV in each guest; the recorded fixtures' sidecars carry the demo's):
 # `make demo` / record.sh (scripts/run-configs --vm: one 1 GiB NVDIMM, memmap=256M) and `make test`'s
@@ -377,69 +378,57 @@ def run_configs(*args: str, env: dict[str, str] | None = None, path_prefix: Path
                           env=environ, cwd=TOP, timeout=120)
 
 
-def test_run_configs_fills_pmem_dram_or_skips_the_load():
+def test_run_configs_fills_pmem_dram_or_skips_the_target():
     cfg = "configs/emulation.toml"
     out = run_configs("--dry-run", "--scale", "quick", "--target", "/dev/pmem0", cfg)
     assert out.returncode == 0, out.stderr
-    lines = out.stdout.splitlines()
-    assert "emulation@pmem: insmod target=/dev/pmem0 -> results/emulation@pmem.csv" in lines
-    assert any(line.startswith("emulation@emulated: skipped: no DRAM-emulated fsdax namespace") for line in lines)
+    lines = [line.strip() for line in out.stdout.splitlines()]
+    assert "target pmem: load target=/dev/pmem0" in lines
+    assert any(line.startswith("target emulated: not measured: no DRAM-emulated fsdax namespace") for line in lines)
+    assert "output would go to results/emulation.csv (one CSV, column target_label)" in lines
     out = run_configs("--dry-run", "--scale", "quick", "--target", "/dev/pmem0", cfg,
                       env={"PMEMLAB_PMEM_DRAM": "/dev/pmem1 /dev/pmem2"})
-    assert "emulation@emulated: insmod target=/dev/pmem1 -> results/emulation@emulated.csv" in out.stdout.splitlines()
-    out = run_configs("--dry-run", "--pmem-dram", "/dev/pmem7", "configs/instr-latency.toml",
-                      env={"PMEMLAB_PMEM_DRAM": "/dev/pmem1"})
-    assert "instr-latency@emulated: insmod target=/dev/pmem7 -> results/instr-latency@emulated.csv" in out.stdout
+    assert "target emulated: load target=/dev/pmem1" in [line.strip() for line in out.stdout.splitlines()]
+    out = run_configs("--dry-run", "--pmem-dram", "/dev/pmem7", "--target", "/dev/pmem0",
+                      "configs/instr-latency.toml", env={"PMEMLAB_PMEM_DRAM": "/dev/pmem1"})
+    assert "target emulated: load target=/dev/pmem7" in out.stdout
+    out = run_configs("--dry-run", "--vm", "--targets", "pmem,dram", "configs/tail-latency.toml")
+    assert out.returncode == 0, out.stderr
+    assert ["target pmem: load target=@PMEM@", "target dram: load target=dram"] == [
+        line.strip() for line in out.stdout.splitlines() if line.strip().startswith("target ")]
 
 
-def test_run_configs_fills_the_cpuless_node_or_skips_the_load(tmp_path):
-    """@CPULESS_NODE@ becomes the first node with memory and no CPUs (CXL memory); none: skipped."""
-    nodes = tmp_path / "node"
-    for n, cpus, mem in ((0, "0-1", 2048000), (1, "", 0), (2, "", 524288), (3, "", 524288)):
-        (nodes / f"node{n}").mkdir(parents=True)
-        (nodes / f"node{n}" / "cpulist").write_text(cpus + "\n")
-        (nodes / f"node{n}" / "meminfo").write_text(f"Node {n} MemTotal:       {mem} kB\n")
-    for cfg, name in (("configs/emulation.toml", "emulation"), ("configs/numa-mix.toml", "numa-mix")):
-        out = run_configs("--dry-run", "--scale", "quick", "--target", "/dev/pmem0", cfg,
-                          env={"PMEMLAB_NODE_DIR": str(nodes)})
-        assert out.returncode == 0, out.stderr
-        assert (f"{name}@dram-cpuless: insmod target=dram dram_size=256M dram_node=2 -> "
-                f"results/{name}@dram-cpuless.csv") in out.stdout.splitlines(), out.stdout
-    (nodes / "node2" / "cpulist").write_text("2\n")
-    (nodes / "node3" / "meminfo").write_text("Node 3 MemTotal:       0 kB\n")
-    out = run_configs("--dry-run", "--scale", "quick", "--target", "/dev/pmem0", "configs/numa-mix.toml",
-                      env={"PMEMLAB_NODE_DIR": str(nodes)})
-    assert any(line.startswith("numa-mix@dram-cpuless: skipped: no CPU-less NUMA node")
-               for line in out.stdout.splitlines()), out.stdout
-
-
-def test_run_configs_forgets_a_sweeps_old_skipped_loads(tmp_path):
-    """SKIPPED lists the loads of the last run only: a load that failed once is not 'not run' forever.
-    insmod is a stand-in that refuses every load, so nothing is measured."""
+def test_run_configs_one_csv_per_config_and_the_old_files_go(tmp_path):
+    """One CSV per config, written by pmemlab sweep over its targets; the earlier one-CSV-per-load
+    files of that config and its SKIPPED lines are removed (the figures would merge them). insmod
+    is a stand-in that refuses every load, so nothing is measured: every target's rows say why."""
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     (bin_dir / "insmod").write_text("#!/bin/sh\necho 'insmod: ERROR: Invalid parameters' >&2\nexit 1\n")
     (bin_dir / "rmmod").write_text("#!/bin/sh\nexit 0\n")
-    for tool in ("insmod", "rmmod"):
+    (bin_dir / "dmesg").write_text("#!/bin/sh\nexit 0\n")
+    for tool in ("insmod", "rmmod", "dmesg"):
         (bin_dir / tool).chmod(0o755)
     out_dir = tmp_path / "results"
     out_dir.mkdir()
-    (out_dir / "SKIPPED").write_text("emulation@dram-remote: insmod ...: old reason\n"
-                                     "emulation@gone: insmod ...: a load the config no longer has\n"
-                                     "emulation-other@x: kept\nbw-size@dram: kept\n")
-    (out_dir / "emulation@emulated.csv").write_text("sweep\nemulation\n")  # an earlier run's results
+    (out_dir / "SKIPPED").write_text("emulation@dram-remote: insmod ...: old reason\nbw-size@dram: kept\n")
+    for old in ("emulation@pmem.csv", "emulation@pmem.json", "emulation@emulated.hist.csv"):
+        (out_dir / old).write_text("sweep\nemulation\n")  # an earlier run's results
+    (out_dir / "bw-size@dram.csv").write_text("sweep\nbw-size\n")
+    ko = tmp_path / "pmemlab.ko"
+    ko.write_text("")
     res = run_configs("--in-guest", "--scale", "quick", "--out", str(out_dir), "--no-plots", "--fresh",
-                      "configs/emulation.toml", env={"PMEMLAB_PMEM": "/dev/pmem0", "PMEMLAB_KO": "/nonexistent.ko"},
+                      "configs/emulation.toml", env={"PMEMLAB_PMEM": "/dev/pmem0", "PMEMLAB_KO": str(ko)},
                       path_prefix=bin_dir)
-    assert res.returncode == 0, res.stderr
-    lines = (out_dir / "SKIPPED").read_text().splitlines()
-    assert [line.split(":")[0] for line in lines] == [
-        "emulation-other@x", "bw-size@dram", "emulation@pmem", "emulation@dram", "emulation@dram-remote",
-        "emulation@emulated", "emulation@dram-cpuless"]
-    assert lines[-2].startswith("emulation@emulated: no DRAM-emulated fsdax namespace")
-    assert lines[-1].startswith("emulation@dram-cpuless: no CPU-less NUMA node")
-    assert "Invalid parameters" in lines[2]
-    assert not (out_dir / "emulation@emulated.csv").exists(), "--fresh drops a skipped load's old results"
+    assert res.returncode == 1, res.stderr  # every run failed
+    assert (out_dir / "SKIPPED").read_text() == "bw-size@dram: kept\n"
+    assert sorted(p.name for p in out_dir.iterdir()) == [
+        "SKIPPED", "bw-size@dram.csv", "emulation.csv", "emulation.json", "emulation.summary.csv"]
+    df = pd.read_csv(out_dir / "emulation.csv", dtype={"thread": str})
+    status = df.groupby("target_label")["status"].agg(lambda s: ",".join(sorted(set(s)))).to_dict()
+    assert status == {"pmem": "error", "dram": "error", "dram-remote": "skipped", "emulated": "skipped",
+                      "dram-cpuless": "skipped"}
+    assert df[df["target_label"] == "pmem"]["error"].str.contains("Invalid parameters").all()
 
 
 OVERLAY = dedent("""\

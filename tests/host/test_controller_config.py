@@ -5,6 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from textwrap import dedent
 
+import re
+
 import pytest
 
 from pmemlab import params as P
@@ -21,7 +23,7 @@ def cfg(text: str, **kw):
 def error_of(text: str, facts=None) -> str:
     with pytest.raises(ConfigError) as ei:
         expand(cfg(text), facts)
-    return ei.value.one_line()
+    return ei.value.report()
 
 
 @pytest.mark.parametrize("text,kind,values", [
@@ -418,8 +420,10 @@ def test_validation_errors(text, fragments):
     msg = error_of(text)
     for frag in fragments:
         assert frag in msg, f"{frag!r} not in {msg!r}"
-    assert msg.startswith("pmemlab: invalid config")
-    assert "nothing was sent to the module" in msg
+    # one problem: one line; several: one line each (`where: what`), then the one-line summary
+    last = msg.splitlines()[-1]
+    assert last.startswith("pmemlab: invalid config: ") and last.endswith("nothing was sent to the module")
+    assert all(not ln.startswith("pmemlab") and re.match(r"\S+\.toml:\d+: ", ln) for ln in msg.splitlines()[:-1])
 
 
 def test_all_problems_reported_together():
@@ -430,8 +434,9 @@ def test_all_problems_reported_together():
         [axes]
         op = ["nope"]
     """)
-    assert "(3 problems)" in msg
-    assert "t.toml:3:" in msg and "t.toml:4:" in msg and "t.toml:6:" in msg
+    lines = msg.splitlines()
+    assert len(lines) == 4 and lines[-1].startswith("pmemlab: invalid config: 3 problems, one per line above")
+    assert [ln.split(": ", 1)[0] for ln in lines[:3]] == ["t.toml:3", "t.toml:4", "t.toml:6"]
 
 
 def test_toml_syntax_error():
@@ -473,7 +478,7 @@ def test_unsupported_points_skip_or_error():
     strict.on_unsupported = "error"
     with pytest.raises(ConfigError) as ei:
         expand(strict, facts)
-    assert "op store+clwb at width 8 (mov+clwb) needs clwb" in str(ei.value) and "t.toml:3:" in str(ei.value)
+    assert "\"store+clwb\": store+clwb at width 8 (mov+clwb) needs clwb" in str(ei.value) and "t.toml:3:" in str(ei.value)
 
 
 def test_readme_example_expands():
@@ -520,7 +525,7 @@ SET_BASE = """
 def test_set_problems_are_tagged_as_set(overrides, fragments):
     with pytest.raises(ConfigError) as ei:
         expand(cfg(SET_BASE, overrides=overrides))
-    msg = ei.value.one_line()
+    msg = ei.value.report()
     for frag in fragments:
         assert frag in msg, f"{frag!r} not in {msg!r}"
     assert "t.toml:" not in msg  # not blamed on the config's lines

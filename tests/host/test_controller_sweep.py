@@ -14,6 +14,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent / "fixtures"))
 from fake_pmemlab import make_fake  # noqa: E402
 
 import pmemlab.cli as cli  # noqa: E402
+from pmemlab import exitcodes  # noqa: E402
 import pmemlab.machine as machine  # noqa: E402
 from pmemlab import ipmctl  # noqa: E402
 from pmemlab.params import PARAM_NAMES  # noqa: E402
@@ -131,11 +132,12 @@ def test_ctrl_c_leaves_valid_csv_and_resume_finishes(env, capsys):
     assert len(df[df["thread"] == "all"]) == 18
 
 
-def test_failed_points_are_recorded_and_sweep_goes_on(env):
+def test_failed_points_are_recorded_and_sweep_goes_on(env, capsys):
     fake, cfg, out = env
     fake.fail = lambda p: "media error" if p["op"] == "ntstore" and p["access_size"] == "512" else None
     fake.refuse = {"access_size=4096": "too large for this window"}
-    assert sweep(cfg, out) == 0
+    assert sweep(cfg, out) == exitcodes.PARTIAL == 3  # some runs ok, some failed: a script can tell
+    assert "pmemlab: 8 of 18 runs failed (status error, timeout or refused)" in capsys.readouterr().err
     df = pd.read_csv(out)
     agg = df[df["thread"] == "all"]
     err = agg[agg["status"] == "error"]
@@ -157,7 +159,7 @@ def test_failed_points_are_recorded_and_sweep_goes_on(env):
 def test_refusal_at_start_is_recorded(env):
     fake, cfg, out = env
     fake.refuse_start = lambda p: "working set past the end of the target" if p["op"] == "load" else None
-    assert sweep(cfg, out) == 0
+    assert sweep(cfg, out) == exitcodes.PARTIAL
     agg = pd.read_csv(out).query("thread == 'all'")
     refused = agg[agg["status"] == "refused"]
     assert len(refused) == 6 and (refused["op"] == "load").all()
@@ -304,8 +306,8 @@ def test_latency_histograms_and_run_id(env):
     assert sweep(cfg, out) == 0
     df = pd.read_csv(out)
     hist = pd.read_csv(out.with_name("t.hist.csv"))
-    assert list(hist.columns) == ["sweep", "point", "point_key", "repeat", "thread", "lo_ticks", "hi_ticks",
-                                  "lo_ns", "hi_ns", "count"]
+    assert list(hist.columns) == ["sweep", "target_label", "point", "point_key", "repeat", "thread", "lo_ticks",
+                                  "hi_ticks", "lo_ns", "hi_ns", "count"]
     assert len(hist) == 18 * 3
     assert not hist.duplicated(["point_key", "repeat", "thread", "lo_ticks"]).any()
     assert (hist["lo_ns"] == hist["lo_ticks"] / 2).all()
@@ -319,7 +321,8 @@ def test_latency_histograms_and_run_id(env):
 def _refused(capsys, rc, *fragments):
     err = capsys.readouterr().err
     assert rc == 2, err
-    line = err.strip()
+    # the sweep before may have warned about noisy points of the fake module; the refusal is one line
+    line = "\n".join(ln for ln in err.strip().splitlines() if not ln.startswith("pmemlab: warning: "))
     assert line.count("\n") == 0 and line.startswith("pmemlab: ") and "not resuming" in line, line
     assert "fix: use --fresh to start over, or -o another CSV" in line
     for frag in fragments:
@@ -382,13 +385,16 @@ def test_resume_refuses_another_target(env, capsys):
     (fake.root.parent / "module-parameters" / "target").write_text("dram\n")
     _refused(capsys, sweep(cfg, out), "target: /dev/pmem0 -> dram", "target_kind: fsdax -> dram",
              'module load parameters: {"target": "/dev/pmem0"} -> {"target": "dram"}')
-    # without the sidecar the rows' own target columns still tell
-    out.with_suffix(".json").unlink()
-    _refused(capsys, sweep(cfg, out), "with target=/dev/pmem0, this run has target=dram")
+    # without the sidecar nothing tells what measured the rows: not resumed either
+    side = out.with_suffix(".json")
+    kept = side.read_text()
+    side.unlink()
+    _refused(capsys, sweep(cfg, out), f"holds 36 rows but {side} is missing")
+    side.write_text(kept)
     (fake.root / "target").write_text("/dev/pmem0\n")
     (fake.root / "target_kind").write_text("fsdax\n")
     (fake.root / "version").write_text("0.2.0\n")
-    _refused(capsys, sweep(cfg, out), "module_version=0.1.0, this run has module_version=0.2.0")
+    _refused(capsys, sweep(cfg, out), "module_version: 0.1.0 -> 0.2.0")
     assert fake.runs == []
 
 
@@ -447,13 +453,20 @@ def test_sweep_timeout_is_recorded_and_the_sweep_goes_on(env):
     assert sweep(cfg, out) == 0 and len(fake.runs) == 3  # resume reruns the timed-out points
 
 
-def test_progress_bar_with_eta(env, capsys):
+def test_progress_on_a_terminal_is_a_bar_with_eta(env, monkeypatch):
+    import io
     import re
+
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
 
     fake, cfg, out = env
     fake.run_s = 0.03
+    tty = Terminal()
+    monkeypatch.setattr(sys, "stderr", tty)
     assert cli.main(["sweep", str(cfg), "-o", str(out)]) == 0
-    err = capsys.readouterr().err
+    err = tty.getvalue()
     frames = re.split(r"[\r\n]", err)
     counts = []
     for frame in frames:
@@ -463,7 +476,24 @@ def test_progress_bar_with_eta(env, capsys):
     assert counts and counts[-1][0] == 18, err[-500:]
     # an ETA (remaining time) is shown while runs are left, and the postfix names the point
     assert any(0 < n < 18 and eta != "?" for n, eta in counts), err[-2000:]
-    assert "op=" in err and "GB/s" in err
+    assert "op=" in err and "GB/s" in err and "\r" in err
+
+
+def test_progress_on_a_redirected_stderr_is_whole_lines(env, capsys):
+    import re
+
+    fake, cfg, out = env
+    fake.run_s = 0.03
+    assert cli.main(["sweep", str(cfg), "-o", str(out)]) == 0
+    err = capsys.readouterr().err
+    lines = [ln for ln in err.splitlines() if ln.startswith("t: ")]
+    # no carriage returns, no bar: the first run and the end, nothing in between at a 10 s interval
+    assert "\r" not in err and "|" not in err
+    assert len(lines) == 2 and lines[0].startswith("t: 1/18 runs (6 %), ") and "left; last: op=" in lines[0]
+    assert re.match(r"t: 18/18 runs \(100 %\), \d+s; last: op=\S+ access_size=\d+ [\d.]+ GB/s$", lines[1])
+    # --no-progress: nothing
+    assert cli.main(["sweep", str(cfg), "-o", str(out), "--fresh", "--no-progress"]) == 0
+    assert not [ln for ln in capsys.readouterr().err.splitlines() if ln.startswith("t: ")]
 
 
 def test_media_counters_only_over_the_target_regions_dimms(env, monkeypatch):

@@ -775,9 +775,11 @@ def test_plot_all_on_empty_results_says_so(tmp_path, capsys, missing):
     if not missing:
         results.mkdir()
         (results / "README.md").write_text("results go here\n")
-    assert cli.main(["plot-all", str(results), "-o", str(tmp_path / "plots")]) == 0
-    assert "nothing to plot" in capsys.readouterr().out
-    assert not (tmp_path / "plots").exists() or not any((tmp_path / "plots").iterdir())
+    assert cli.main(["plot-all", str(results), "-o", str(tmp_path / "plots")]) == 2  # bad input: a script can tell
+    err = capsys.readouterr().err
+    assert ("no such directory" if missing else "nothing to plot: no pmemlab sweep CSV under") in err
+    assert len(err.strip().splitlines()) == 1 and "; fix: " in err
+    assert not (tmp_path / "plots").exists()
 
 
 def test_generic_plot(experiments, tmp_path, capsys):
@@ -815,7 +817,8 @@ def test_plot_refuses_to_mix_sweeps(experiments, tmp_path, capsys):
 
 def test_plot_bad_column_is_a_clear_error(experiments, tmp_path, capsys):
     rc = cli.main(["plot", str(experiments["bw-size"][0]), "--x", "nope", "-o", str(tmp_path)])
-    assert rc != 0 and "no column 'nope'" in capsys.readouterr().err
+    assert rc == 2 and "--x: no column 'nope'" in capsys.readouterr().err
+    assert not (tmp_path / "bw-size.png").exists()
 
 
 def test_error_bars_come_from_repeats(experiments):

@@ -213,7 +213,7 @@ def test_noise_warnings_follow_their_rules(tmp_path):
 
 
 def test_report_of_an_empty_directory_says_so(tmp_path, capsys):
-    assert cli.main(["report", str(tmp_path)]) == 1
-    assert "no sweep CSV under" in capsys.readouterr().err
-    assert cli.main(["report", str(tmp_path / "nope")]) == 1
-    assert "is not a directory" in capsys.readouterr().err
+    assert cli.main(["report", str(tmp_path)]) == 2
+    assert "no pmemlab sweep CSV under" in capsys.readouterr().err
+    assert cli.main(["report", str(tmp_path / "nope")]) == 2
+    assert "nope: no such directory" in capsys.readouterr().err

@@ -261,13 +261,20 @@ def test_resume_refuses_or_returns_the_state(tmp_path: Path) -> None:
     with pytest.raises(ResumeMismatch) as ei:
         resume(csv, {"resume": {"fingerprint": "0" * 16, "identity": {}}}, ident, points, COND)
     assert "another configuration or target" in ei.value.cause and "base.duration_ms" in ei.value.cause
-    # rows of points this expansion does not have
+    # rows without their sidecar (or one without a fingerprint): nothing tells what measured them
+    for previous, says in (({}, "r.json is missing"), ({"sweep": "t"}, "r.json has no resume fingerprint")):
+        with pytest.raises(ResumeMismatch) as ei:
+            resume(csv, previous, ident, points, COND)
+        assert f"holds 2 rows but {csv.with_suffix('.json')}" in ei.value.cause and says in ei.value.cause
+        assert "--fresh" in ei.value.fix
+    matching = {"resume": {"fingerprint": fingerprint(ident), "identity": ident}}
+    # rows of points this expansion does not have, under a matching sidecar
     with pytest.raises(ResumeMismatch) as ei:
-        resume(csv, {}, ident, points[:1], COND)
+        resume(csv, matching, ident, points[:1], COND)
     assert "1 rows belong to 1 points" in ei.value.cause
-    # without a sidecar, the rows' own condition columns
+    # rows whose own condition columns differ, under a matching sidecar
     with pytest.raises(ResumeMismatch) as ei:
-        resume(csv, {}, ident, points, {**COND, "target_kind": "dram"})
+        resume(csv, matching, ident, points, {**COND, "target_kind": "dram"})
     assert "with target_kind=fsdax, this run has target_kind=dram" in ei.value.cause
     assert ei.value.exit_code == exitcodes.BAD_INPUT
 
@@ -438,15 +445,39 @@ def test_progress_knows_a_terminal_and_can_be_off() -> None:
     off.close()
     assert not off.enabled and off.stream.getvalue() == ""  # type: ignore[attr-defined]
     assert Progress(1, "x", enabled=False, stream=Tty()).interactive
-    stream = io.StringIO()
-    bar = Progress(2, "demo", stream=stream)
-    assert bar.enabled and not bar.interactive
+    # a terminal gets the bar, redrawn in place
+    tty = Tty()
+    bar = Progress(2, "demo", stream=tty)
     bar.advance(point(0, op="load"), {"bw_gbps": 2.5, "status": "ok"})
-    bar.grow()
     bar.advance(point(1, op="store"), {"bw_gbps": None, "status": "refused"})
     bar.close()
+    assert "\r" in tty.getvalue() and "2/2 runs" in tty.getvalue() and "|" in tty.getvalue()
+
+
+def test_progress_elsewhere_is_a_line_at_most_every_interval() -> None:
+    now = [100.0]
+    stream = io.StringIO()
+    lines = Progress(40, "demo", stream=stream, interval_s=10.0, clock=lambda: now[0])
+    assert lines.enabled and not lines.interactive
+    for i in range(40):  # a run every 0.75 s: 30 s in all
+        now[0] += 0.75
+        if i == 20:
+            lines.grow()
+        lines.advance(point(i, op="load"), {"bw_gbps": 2.5, "status": "ok" if i != 3 else "refused"})
+    lines.close()
     text = stream.getvalue()
-    assert "demo:" in text and "2/3 runs" in text and "op=load 2.50 GB/s" in text and "op=store [refused]" in text
+    assert "\r" not in text and "|" not in text
+    got = text.splitlines()
+    # the first run, then one line per 10 s (runs 15 and 29: 11.25 s and 21.75 s in), and the end
+    assert [int(ln.split()[1].split("/")[0]) for ln in got] == [1, 15, 29, 40]
+    assert got[0] == "demo: 1/40 runs (2 %), 1s, ~29s left; last: op=load 2.50 GB/s"
+    assert got[-1] == "demo: 40/41 runs (98 %), 30s, ~1s left; last: op=load 2.50 GB/s"
+    # a refused run says so in the line that follows it
+    short = io.StringIO()
+    p = Progress(2, "demo", stream=short, clock=lambda: 0.0)
+    p.advance(point(1, op="store"), {"bw_gbps": None, "status": "refused"})
+    p.close()
+    assert short.getvalue() == "demo: 1/2 runs (50 %), 0s; last: op=store [refused]\n"
 
 
 # ---- the Sweep loop ---------------------------------------------------------------------------
@@ -491,9 +522,19 @@ def test_sweep_fail_fast_and_exit_codes(tmp_path: Path) -> None:
     side = json.loads((tmp_path / "out" / "t.json").read_text())
     assert side["status"] == "failed" and side["sessions"][-1]["failed"] == 1
     assert exitcodes.for_sweep(sweep.report) == exitcodes.FAILED
-    # one ok run among failures: the sweep is not failed (issue: a distinct code for partial failure)
+    # one ok run among failures: partial, a code of its own
     part = SweepReport(csv=None, sidecar=None, summary=None, points=2, runs=2, ok=1, failed=1)
-    assert exitcodes.for_sweep(part) == exitcodes.OK and exitcodes.for_run(part) == exitcodes.FAILED
+    assert exitcodes.for_sweep(part) == exitcodes.PARTIAL == 3 and exitcodes.for_run(part) == exitcodes.FAILED
+    # every run of this session failed, but ok runs were kept from an earlier one: partial too
+    resumed = SweepReport(csv=None, sidecar=None, summary=None, points=2, runs=1, ok=0, failed=1, resumed=3,
+                          resumed_ok=1)
+    assert exitcodes.for_sweep(resumed) == exitcodes.PARTIAL
+    # kept runs that were all skipped do not make a failed session partial
+    skipped_only = SweepReport(csv=None, sidecar=None, summary=None, points=2, runs=1, ok=0, failed=1, resumed=1)
+    assert exitcodes.for_sweep(skipped_only) == exitcodes.FAILED
+    # skipped points (this machine cannot run them) count as done
+    skips = SweepReport(csv=None, sidecar=None, summary=None, points=2, runs=2, ok=1, skipped=1)
+    assert exitcodes.for_sweep(skips) == exitcodes.OK
 
 
 def test_sweep_interrupted_during_a_run(tmp_path: Path) -> None:
@@ -547,7 +588,8 @@ def test_one_point_of_the_command_line() -> None:
     values, _ = P.normalize({"threads": "8"})
     with pytest.raises(ConfigError) as ei:
         one_point(values, ["threads"], facts)
-    assert ei.value.cause.startswith("this target cannot run:\n  threads = 8") and ei.value.exit_code == 2
+    assert ei.value.cause.startswith("this target cannot run: threads = 8") and ei.value.exit_code == 2
+    assert "\n" not in ei.value.report()
     values, _ = P.normalize({"cpus": "remote"})
     with pytest.raises(ConfigError) as ei:
         one_point(values, ["cpus"], P.TargetFacts(online_cpus=2))  # node unknown: cannot resolve

@@ -167,3 +167,12 @@ def test_kernel_tree_option_errors_before_any_boot(tmp_path) -> None:
                          capture_output=True, text=True, timeout=60)
     assert res.returncode == 2 and "not both" in res.stderr
     assert "--kernel-tree DIR" in subprocess.run(run + ["--help"], capture_output=True, text=True).stdout
+
+
+def test_numa_nodes_share_memory_and_vcpus() -> None:
+    assert vm.numa_options(1, 2048, 2) == []
+    assert vm.numa_options(2, 2048, 2) == ["--numa", "1024M,cpus=0", "--numa", "1024M,cpus=1"]
+    assert vm.numa_options(2, 2049, 5) == ["--numa", "1024M,cpus=0-1", "--numa", "1025M,cpus=2-4"]
+    # a CPU-less node (CXL memory) after the CPU nodes, its memory on top of theirs
+    assert vm.numa_options(1, 2560, 2, 512) == ["--numa", "2048M,cpus=0-1", "--numa", "512M"]
+    assert vm.numa_options(2, 2560, 2, 512) == ["--numa", "1024M,cpus=0", "--numa", "1024M,cpus=1", "--numa", "512M"]

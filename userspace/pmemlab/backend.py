@@ -43,6 +43,9 @@ class RunOutcome:
     # with samples = N: the first N latency samples of each latency thread, in thread order,
     # little-endian u64 TSC ticks, overhead subtracted, 0 = not filled (docs/interface.md)
     raw_samples: bytes = b""
+    # the process whose threads ran the measurement (the user backend's runner); None: the
+    # module's kernel threads (runcond finds each thread's context switches by it)
+    pid: int | None = None
 
     @property
     def ok(self) -> bool:

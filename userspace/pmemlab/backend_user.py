@@ -201,10 +201,10 @@ class UserBackend:
             reason = state.split(":", 1)[1] if state.startswith("error:") else f"runner exit {proc.returncode}"
             self._last_error = _reason(err) or reason
             return UserRunOutcome(f"error:{reason}", result=result, error=self._last_error, started=started,
-                                  elapsed_s=elapsed, params=dict(values), conditions=cond)
+                                  elapsed_s=elapsed, params=dict(values), conditions=cond, pid=proc.pid)
         raw = samples.read_bytes() if samples is not None and samples.exists() else b""
         return UserRunOutcome("done", result=result, started=started, elapsed_s=elapsed, params=dict(values),
-                              histogram=hist, run_id=None, conditions=cond, raw_samples=raw)
+                              histogram=hist, run_id=None, conditions=cond, raw_samples=raw, pid=proc.pid)
 
 
 def _reason(stderr: str) -> str:

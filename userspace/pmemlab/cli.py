@@ -1,24 +1,30 @@
-"""Command line: `pmemlab info | params | run | sweep | summarize | abort`."""
+"""Command line: `pmemlab info | params | run | sweep | targets | summarize | plot | plot-all |
+report | compare | abort`. Every command prints one line on stderr for an error (what, where, what
+to do) and exits with a code from exitcodes.py; every command takes --json."""
 
 from __future__ import annotations
 
 import argparse
-import json
+import math
 import os
 import sys
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Any, Callable, NoReturn, Sequence
 
 import pandas as pd
 
-from pmemlab import __version__, exitcodes, guard, ipmctl, machine
+from pmemlab import __version__, exitcodes, guard, ipmctl, machine, noise, oneliners
 from pmemlab import params as P
 from pmemlab.backend import Backend, BackendSpec
 from pmemlab.config import Point, SweepConfig, command_line_problems, count_points, expand, load_config, one_point
 from pmemlab.config import target_loads
-from pmemlab.errors import ConfigError, PmemlabError, user_message
-from pmemlab.sweep import Bench, Sweep, SweepOptions, sidecar_path, summary_path, write_summary
+from pmemlab.errors import ConfigError, PmemlabError, UsageError, user_message
+from pmemlab.output import add_json, examples, print_json
+from pmemlab.sweep import Bench, Sweep, SweepFiles, SweepOptions, SweepReport, check_output, sidecar_path, summary_path
+from pmemlab.sweep import summarize_csv, write_summary
 from pmemlab.table import BASE_COLUMNS
+from pmemlab.targets_cli import add_target_options, check_target_option, chosen_loads, print_targets_dry_run
+from pmemlab.targets_cli import sweep_each, sweep_output, sweep_over_targets
 
 RUN_TABLE_COLUMNS: tuple[str, ...] = (
     "thread", "cpu", "thread_node", "thread_op", "ops", "bytes", "elapsed_ns", "bw_gbps", "irqoff_pct",
@@ -26,39 +32,95 @@ RUN_TABLE_COLUMNS: tuple[str, ...] = (
 )
 
 
+class Parser(argparse.ArgumentParser):
+    """argparse with pmemlab's manners: a usage error is one line (what, and where the help is)
+    through the command's one error path (exit code 2), not a usage block."""
+
+    def error(self, message: str) -> NoReturn:
+        command = self.prog.partition(" ")[2]
+        raise UsageError(f"{command + ': ' if command else ''}{message}",
+                         f"`{self.prog} --help` lists the arguments, with examples")
+
+
+def _command_parser(sub: Any, name: str, help: str, example_lines: Sequence[str], **kw: Any) -> Parser:
+    text = help.replace("%%", "%")
+    p: Parser = sub.add_parser(name, help=help, description=kw.pop("description", text[:1].upper() + text[1:] + "."),
+                               epilog=examples(*example_lines), formatter_class=argparse.RawDescriptionHelpFormatter,
+                               **kw)
+    return p
+
+
+def positive_seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not (math.isfinite(value) and value > 0):
+        raise argparse.ArgumentTypeError(f"{text!r}: give a number of seconds > 0")
+    return value
+
+
 def build_parser() -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(
+    ap = Parser(
         prog="pmemlab",
-        description="Drive the pmemlab.ko persistent-memory microbenchmark module: "
-                    "machine facts, single runs, and config-driven sweeps into tidy CSV.",
+        description="Drive the pmemlab.ko persistent-memory microbenchmark module (or its userspace runner): "
+                    "machine facts, single runs, and config-driven sweeps into tidy CSV; summaries, figures, "
+                    "reports and comparisons of the results.",
+        epilog=examples("pmemlab info", "pmemlab run mode=latency op=load pattern=rand count=100000",
+                        "pmemlab sweep configs/bw-threads.toml --scale quick",
+                        "pmemlab summarize results/bw-threads.csv",
+                        "pmemlab report results -o report")
+        + "\n\n" + exitcodes.help_text() + "\n\nEvery command takes --json (one JSON document on stdout) "
+        "and --help (its options and examples).",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     ap.add_argument("--version", action="version", version=f"pmemlab {__version__}")
     ap.add_argument("--sysfs", metavar="DIR", help="module sysfs directory (default: $PMEMLAB_SYSFS or /sys/kernel/pmemlab)")
     sub = ap.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
 
-    p = sub.add_parser("info", help="target, module, CPU, NUMA and NVDIMM facts")
-    p.add_argument("--json", action="store_true", help="machine-readable JSON")
+    p = _command_parser(sub, "info", "target, module, CPU, NUMA and NVDIMM facts",
+                        ["pmemlab info", "pmemlab info --json", "pmemlab --sysfs /tmp/fake-sysfs info"])
+    add_json(p, "the facts")
 
-    p = sub.add_parser("params", help="list the run parameters, defaults and allowed values")
-    out = p.add_mutually_exclusive_group()
-    out.add_argument("--json", action="store_true")
-    out.add_argument("--markdown", action="store_true", help="the table of docs/interface.md")
+    p = _command_parser(sub, "params", "list the run parameters, defaults and allowed values",
+                        ["pmemlab params", "pmemlab params --json"])
+    add_json(p, "the parameters")
+    p.add_argument("--markdown", action="store_true", help="the table of docs/interface.md")
 
-    p = sub.add_parser("run", help="one measurement: pmemlab run op=ntstore access_size=256 threads=2")
+    p = _command_parser(sub, "run", "one measurement: pmemlab run op=ntstore access_size=256 threads=2",
+                        ["pmemlab run op=ntstore access_size=256 threads=2",
+                         "pmemlab run mode=latency op=load pattern=rand count=100000 cold=1 --json",
+                         "pmemlab run backend=user target=dram op=load duration_ms=200 --csv"],
+                        description="One measurement with the parameters given (the others keep their defaults); "
+                                    "prints a row per thread and the aggregate.")
     p.add_argument("assignments", nargs="*", metavar="KEY=VALUE", help="run parameters (others keep their defaults)")
     out = p.add_mutually_exclusive_group()
     out.add_argument("--csv", action="store_true", help="print the rows as CSV (same columns as a sweep)")
-    out.add_argument("--json", action="store_true", help="print the rows as JSON")
+    out.add_argument("--json", action="store_true", help="print the rows as one JSON document")
     p.add_argument("--target", help="refuse to run unless the module's target is this (e.g. /dev/pmem0); "
                                     "with backend=user: the target (dram[:NODE], a DAX file, /dev/daxX.Y)")
     p.add_argument("--backend", choices=("kernel", "user"), help="kernel (pmemlab.ko, default) or user "
                    "(userspace/runner/pmemlab-run); also backend=... among the KEY=VALUEs")
-    p.add_argument("--timeout", type=float, default=600.0, metavar="S", help="abort the run after S seconds (600)")
+    p.add_argument("--timeout", type=positive_seconds, default=600.0, metavar="S",
+                   help="abort the run after S seconds (600)")
 
-    p = sub.add_parser("sweep", help="run a TOML sweep config into a CSV")
-    p.add_argument("config", type=Path, help="sweep config (TOML)")
-    p.add_argument("-o", "--output", type=Path, help="CSV to write (default: results/<sweep name>.csv)")
+    p = _command_parser(sub, "sweep", "run TOML sweep configs into CSVs",
+                        ["pmemlab sweep configs/bw-threads.toml",
+                         "pmemlab sweep configs/bw-size.toml --scale quick -o results/bw-size.csv",
+                         "pmemlab sweep configs/idle-latency.toml --set count=20000 --dry-run",
+                         "pmemlab sweep configs/bw-threads.toml --scale quick --backend user --targets dram:0 --json",
+                         "pmemlab sweep configs/idle-latency.toml --targets pmem,dram --pmem /dev/pmem0",
+                         "pmemlab sweep configs/bw-threads.toml configs/bw-size.toml --scale quick --out-dir results"],
+                        description="Run every point of a TOML sweep config (times its repeats) into a tidy CSV, "
+                                    "with a sidecar (NAME.json), a summary (NAME.summary.csv) and latency histograms "
+                                    "(NAME.hist.csv) beside it; over a target axis (--targets or the config's "
+                                    "[sweep.targets]) every target's rows go into the one CSV, told apart by "
+                                    "target_label. Several configs run in turn in this one process. Rerunning "
+                                    "resumes; Ctrl-C leaves a valid CSV.")
+    p.add_argument("config", type=Path, nargs="+", help="sweep config (TOML); several run in turn in this one process")
+    p.add_argument("-o", "--output", type=Path, help="CSV to write (default: OUT_DIR/<sweep name>.csv; one config)")
+    p.add_argument("--out-dir", type=Path, default=Path("results"), help="where the CSVs go without -o (results)")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                    help="set a parameter for every point, over [base] or an axis (repeatable)")
     p.add_argument("--target", help="refuse to run unless the module's target is this; with backend=user: the target")
@@ -70,25 +132,37 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--dry-run", action="store_true", help="expand and validate, print the points, run nothing")
     p.add_argument("--scale", default=os.environ.get("PMEMLAB_SCALE", "full"), metavar="NAME",
                    help="apply the config's [scale.NAME] overlay, e.g. quick (default: $PMEMLAB_SCALE or full)")
-    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar (or lines, on a non-terminal)")
+    add_target_options(p)
+    add_json(p, "the points (--dry-run) or how the sweep went (a list for several configs)")
 
-    p = sub.add_parser("targets", help="the module loads a config compares: one 'LABEL INSMOD-ARGS' line each")
+    p = _command_parser(sub, "targets", "the targets a config compares: one 'LABEL LOAD-PARAMETERS' line each",
+                        ["pmemlab targets configs/emulation.toml --pmem /dev/pmem0",
+                         "pmemlab targets configs/bw-threads.toml --scale quick --json"])
     p.add_argument("config", type=Path)
     p.add_argument("--pmem", default=os.environ.get("PMEMLAB_PMEM", "/dev/pmem0").split(" ")[0], metavar="DEV",
                    help="fsdax device for @PMEM@ (default: first of $PMEMLAB_PMEM, else /dev/pmem0)")
     p.add_argument("--pmem-dram", metavar="DEV",
                    help="fsdax device on DRAM (memmap=) for @PMEM_DRAM@ (default: left as @PMEM_DRAM@)")
     p.add_argument("--scale", default=os.environ.get("PMEMLAB_SCALE", "full"), metavar="NAME")
+    add_json(p, "the loads")
 
     from pmemlab.plots.command import add_plot_parsers
 
     add_plot_parsers(sub)
     _add_result_parsers(sub)
+    oneliners.add_parsers(sub)
 
-    p = sub.add_parser("summarize", help="(re)write NAME.summary.csv: mean, stddev, 95%% CI across repeats")
-    p.add_argument("csv", type=Path)
+    p = _command_parser(sub, "summarize", "per point: mean, stddev, 95%% CI across repeats and a noise flag; "
+                                          "prints the table and (re)writes NAME.summary.csv",
+                        ["pmemlab summarize results/bw-threads.csv",
+                         "pmemlab summarize results/idle-latency.csv --json"])
+    p.add_argument("csv", type=Path, help="a sweep CSV (NAME.csv)")
+    p.add_argument("--no-write", action="store_true", help="print only; leave NAME.summary.csv as it is")
+    add_json(p, "the summary rows")
 
-    sub.add_parser("abort", help="stop the module's active run")
+    p = _command_parser(sub, "abort", "stop the module's active run", ["pmemlab abort"])
+    add_json(p, "what was done")
     return ap
 
 
@@ -128,7 +202,7 @@ def _online_cpus() -> int:
 def cmd_info(args: argparse.Namespace) -> int:
     info = machine.gather_info(_module(args))
     if args.json:
-        print(json.dumps(info, indent=2, default=str))
+        print_json(info)
     else:
         print(machine.format_info(info))
     return 0
@@ -137,8 +211,8 @@ def cmd_info(args: argparse.Namespace) -> int:
 def cmd_params(args: argparse.Namespace) -> int:
     """The module's parameter table (kmod/core/params.def, through libplcore.so)."""
     if args.json:
-        print(json.dumps([{"name": p.name, "kind": p.kind, "default": p.default, "allowed": p.allowed(),
-                           "unit": p.unit, "doc": p.doc} for p in P.PARAMS.values()], indent=2))
+        print_json([{"name": p.name, "kind": p.kind, "default": p.default, "allowed": p.allowed(),
+                     "unit": p.unit, "doc": p.doc} for p in P.PARAMS.values()])
         return 0
     if args.markdown:
         print(P.doc_table(), end="")
@@ -173,7 +247,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         cols = [c for c in BASE_COLUMNS if c in df.columns] + [c for c in df.columns if c not in BASE_COLUMNS]
         df[cols].to_csv(sys.stdout, index=False)
     elif args.json:
-        print(json.dumps(rows, indent=2, default=str))
+        print_json(rows)
     else:
         changed = " ".join(f"{k}={point.params[k]}" for k in raw)
         print(f"pmemlab run on {cond.get('target')} ({cond.get('target_kind')}): {changed or 'defaults'}")
@@ -191,23 +265,44 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:
+    """`pmemlab sweep CONFIG...`: each config in turn (targets_cli.sweep_each); the exit code is the
+    worst of them; --json prints one document (a list of them for several configs)."""
+    outcomes = sweep_each(args, _sweep_config)
+    code = max(c for c, _ in outcomes)
+    if args.json:
+        docs = [doc for _, doc in outcomes]
+        print_json(docs[0] if len(docs) == 1 else {"exit_code": code, "sweeps": docs})
+    return code
+
+
+def _sweep_config(args: argparse.Namespace) -> tuple[int, dict[str, Any]]:
+    """One config: the backend as it is loaded, or over the config's target axis into one CSV.
+    Returns the exit code and the --json document (the text is printed here)."""
     from pmemlab.backend_user import split_backend_args
 
     overrides, backend_opts = split_backend_args(parse_assignments(args.set, "--set"))
     cfg = load_config(args.config, overrides=overrides, scale=args.scale)
     if args.strict:
         cfg.on_unsupported = "error"
+    output = sweep_output(args, cfg)
+    check_output(output)  # before anything is probed or run, --dry-run too
+    SweepFiles(output).check_ours()
     for key, table in cfg.pinned.items():
         print(f"pmemlab: --set {key}={cfg.overrides[key]} replaces the {'[[zip]] key' if table == 'zip' else 'axis'} "
               f"{key}: every point runs with {key}={cfg.base.get(key, cfg.overrides[key])}", file=sys.stderr)
+    loads = chosen_loads(args, cfg)
+    if loads is not None:
+        check_target_option(args, loads)
+        if args.dry_run:
+            return exitcodes.OK, print_targets_dry_run(cfg, loads, output, args.json)
+        report = sweep_over_targets(args, cfg, loads, backend_opts, output)
+        return _sweep_end(args, cfg, report, output, [load.label for load in loads])
     backend = _backend(args, backend_opts)
     loaded = backend.loaded()
     bench = Bench.probe(backend, _online_cpus(), facts=loaded, info=loaded or not args.dry_run)
     points = expand(cfg, bench.facts, bench.discovered)  # every problem is raised here, before any run
-    output = args.output or Path("results") / f"{cfg.name}.csv"
     if args.dry_run:
-        _print_dry_run(cfg, points, output, loaded)
-        return exitcodes.OK
+        return exitcodes.OK, _print_dry_run(cfg, points, output, loaded, args.json)
     backend.require_loaded()
     backend.check_target(args.target or cfg.target)
     guard.check_overwrite(bench.info or {}, any(guard.writes(p.params) for p in points if not p.skip_reason))
@@ -221,25 +316,66 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     opts = SweepOptions(output=output, fail_fast=args.fail_fast, fresh=args.fresh,
                         progress=not args.no_progress, argv=sys.argv[:])
     report = Sweep.for_config(cfg, points, bench, opts, media).run()
-    print(f"{cfg.name}: {report.runs} runs ({report.ok} ok, {report.failed} failed, {report.skipped} skipped"
-          f"{f', {report.resumed} resumed' if report.resumed else ''}) -> {report.csv} "
-          f"(sidecar {sidecar_path(output)}, summary {summary_path(output)})")
-    return exitcodes.for_sweep(report)
+    return _sweep_end(args, cfg, report, output, [])
 
 
-def _print_dry_run(cfg: SweepConfig, points: Sequence[Point], output: Path, loaded: bool) -> None:
+def _sweep_end(args: argparse.Namespace, cfg: SweepConfig, report: SweepReport, output: Path,
+               targets: Sequence[str]) -> tuple[int, dict[str, Any]]:
+    """How a sweep went: the noise warning and the partial-sweep line on stderr, the summary line
+    (text) or the document (--json), and the exit code."""
+    code = exitcodes.for_sweep(report)
+    warning = _noise_warning(report.summary, output)
+    if warning:
+        print(f"pmemlab: warning: {warning}", file=sys.stderr)
+    if code == exitcodes.PARTIAL:
+        print(f"pmemlab: {report.failed} of {report.runs} runs failed (status error, timeout or refused); "
+              f"the others are in {report.csv}; fix: see their error column, then rerun the same command "
+              "to retry only the failed runs", file=sys.stderr)
+    if not args.json:
+        print(f"{cfg.name}: {report.runs} runs ({report.ok} ok, {report.failed} failed, {report.skipped} skipped"
+              f"{f', {report.resumed} resumed' if report.resumed else ''})"
+              f"{' on ' + ', '.join(targets) if targets else ''} -> {report.csv} "
+              f"(sidecar {sidecar_path(output)}, summary {summary_path(output)})")
+    return code, {"sweep": cfg.name, "status": report.status, "exit_code": code, **report.counts(),
+                  "resumed": report.resumed, "points": report.points, **({"targets": list(targets)} if targets else {}),
+                  "csv": report.csv, "sidecar": sidecar_path(output), "summary": report.summary,
+                  "histogram": SweepFiles(output).histogram, "noise_warning": warning or None}
+
+
+def _noise_warning(summary: Path | None, output: Path) -> str:
+    """The end-of-sweep warning about points that should not be trusted (pmemlab.noise)."""
+    if summary is None or not summary.exists() or summary.stat().st_size == 0:
+        return ""
+    try:
+        table = pd.read_csv(summary, usecols=lambda c: c in ("noisy", "cv_pct", "steal_pct_max"))
+    except (ValueError, pd.errors.ParserError, pd.errors.EmptyDataError):
+        return ""
+    return noise.sweep_warning(table, summary.name)
+
+
+def _print_dry_run(cfg: SweepConfig, points: Sequence[Point], output: Path, loaded: bool,
+                   as_json: bool) -> dict[str, Any]:
+    """The points a sweep would run, as text (not with --json); returns the --json document."""
     runs = len(points) * (cfg.adaptive.min_repeats if cfg.adaptive else cfg.repeats)
     skipped = [p for p in points if p.skip_reason]
+    est = _estimate_s(points, cfg)
+    doc = {"sweep": cfg.name, "combinations": count_points(cfg), "points": len(points), "runs": runs,
+           "adaptive": cfg.adaptive is not None, "skipped": len(skipped), "checked": loaded,
+           "estimated_s": est or None, "output": output,
+           "point_list": [{"index": p.index, "point_key": p.key, **p.varied,
+                           **({"skip": p.skip_reason} if p.skip_reason else {})} for p in points]}
+    if as_json:
+        return doc
     print(f"{cfg.name}: {count_points(cfg)} combinations, {len(points)} points after filters, "
           f"{runs} runs{' (adaptive, at least)' if cfg.adaptive else ''}; "
           f"{len(skipped)} points skipped on this machine{'' if loaded else ' (module not loaded: not checked)'}")
-    est = _estimate_s(points, cfg)
     if est:
         print(f"estimated run time: at least {est / 60:.1f} min")
     varied = [p.varied | ({"skip": p.skip_reason} if p.skip_reason else {}) for p in points]
     if varied and varied[0]:
         print(pd.DataFrame(varied).to_string(max_rows=40))
     print(f"output would go to {output}")
+    return doc
 
 
 def _estimate_s(points: Sequence[Point], cfg: SweepConfig) -> float:
@@ -255,17 +391,70 @@ def _estimate_s(points: Sequence[Point], cfg: SweepConfig) -> float:
 
 def cmd_targets(args: argparse.Namespace) -> int:
     cfg = load_config(args.config, scale=args.scale)
-    for label, insmod_args in target_loads(cfg, args.pmem, args.pmem_dram):
+    loads = target_loads(cfg, args.pmem, args.pmem_dram)
+    if args.json:
+        print_json([{"label": label, "insmod_args": insmod_args} for label, insmod_args in loads])
+        return 0
+    for label, insmod_args in loads:
         print(f"{label} {insmod_args}")
     return 0
 
 
+SUMMARY_TABLE_LIMIT = 60  # rows printed (the CSV and --json have all)
+
+
 def cmd_summarize(args: argparse.Namespace) -> int:
+    from pmemlab.errors import BadInput
+    from pmemlab.plots.data import is_sweep_csv
+
     if not args.csv.exists():
-        raise PmemlabError(f"{args.csv} does not exist", "give the CSV a sweep wrote")
-    path = write_summary(args.csv)
-    print(f"summary -> {path}")
+        raise BadInput(f"{args.csv} does not exist", "give the NAME.csv a sweep wrote")
+    if not is_sweep_csv(args.csv):
+        raise BadInput(f"{args.csv} is not a sweep CSV (a .summary.csv or .hist.csv rides along with NAME.csv)",
+                       "give NAME.csv")
+    table = summarize_csv(args.csv)  # refuses a CSV that is not pmemlab's before anything is written
+    path = None if args.no_write else write_summary(args.csv)
+    warning = noise.sweep_warning(table, path.name if path else "")
+    if args.json:
+        print_json({"csv": args.csv, "summary": path, "points": table, "noise_warning": warning or None})
+        return 0
+    print(format_summary(table))
+    if path is not None:
+        print(f"summary -> {path}")
+    if warning:
+        print(f"pmemlab: warning: {warning}", file=sys.stderr)
     return 0
+
+
+def format_summary(table: pd.DataFrame) -> str:
+    """The summary as a table: per point what varies (and the target, where several), repeats, the
+    point's metric as mean ± 95 % CI, its CV and the noise judgement."""
+    if table.empty:
+        return "no ok runs to summarize"
+    varies = [c for c in ("target", *P.PARAM_NAMES) if c in table and table[c].nunique(dropna=False) > 1]
+    rows = []
+    for _, r in table.iterrows():
+        metric = str(r["metric"])
+        mean, ci = r.get(f"{metric}_mean"), r.get(f"{metric}_ci95")
+        rows.append({**{c: r[c] for c in varies}, "n": int(r["n"]), "metric": metric,
+                     "mean": _num(mean), "± 95% CI": _num(ci), "CV %": _num(r.get("cv_pct"), 2),
+                     "steal % max": _num(r.get("steal_pct_max"), 2), "noise": r.get("noise") or ""})
+    df = pd.DataFrame(rows)
+    if df["steal % max"].eq("-").all():
+        df = df.drop(columns=["steal % max"])
+    if not df["noise"].astype(bool).any():
+        df = df.drop(columns=["noise"])
+    shown = str(df.head(SUMMARY_TABLE_LIMIT).to_string(index=False))
+    more = f"\n({len(df) - SUMMARY_TABLE_LIMIT} more points in the CSV)" if len(df) > SUMMARY_TABLE_LIMIT else ""
+    return shown + more
+
+
+def _num(value: Any, digits: int = 4) -> str:
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        return "-"
+    return "-" if math.isnan(v) else f"{v:.{digits}g}"
 
 
 def cmd_abort(args: argparse.Namespace) -> int:
@@ -273,10 +462,16 @@ def cmd_abort(args: argparse.Namespace) -> int:
     mod.require_loaded()
     state = mod.state()
     if state != "running":
-        print(f"no active run (state: {state})")
+        if args.json:
+            print_json({"state": state, "abort_requested": False})
+        else:
+            print(f"no active run (state: {state})")
         return 0
     mod.abort()
-    print("abort requested")
+    if args.json:
+        print_json({"state": state, "abort_requested": True})
+    else:
+        print("abort requested")
     return 0
 
 
@@ -290,7 +485,7 @@ def _plot_commands() -> dict[str, Callable[[argparse.Namespace], int]]:
     return {"plot": cmd_plot, "plot-all": cmd_plot_all}
 
 
-def _add_result_parsers(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
+def _add_result_parsers(sub: Any) -> None:
     """`pmemlab report` and `pmemlab compare`: their parsers and commands live in their modules."""
     from pmemlab import compare, report
 
@@ -306,11 +501,15 @@ def _result_commands() -> dict[str, Callable[[argparse.Namespace], int]]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
     try:
-        command = COMMANDS.get(args.command) or {**_plot_commands(), **_result_commands()}[args.command]
+        args, extra = build_parser().parse_known_args(argv)
+        if extra:
+            raise UsageError(f"{args.command}: unrecognized arguments: {' '.join(extra)}",
+                             f"`pmemlab {args.command} --help` lists the arguments, with examples")
+        command = (COMMANDS.get(args.command) or
+                   {**_plot_commands(), **_result_commands(), **oneliners.commands()}[args.command])
         return command(args)
-    except (PmemlabError, KeyboardInterrupt, BrokenPipeError) as exc:
+    except (PmemlabError, KeyboardInterrupt, OSError) as exc:
         message = user_message(exc)
         if message:
             print(message, file=sys.stderr)

@@ -13,7 +13,6 @@ faster), unless --metric names one."""
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import sys
 from dataclasses import dataclass, field
@@ -22,14 +21,15 @@ from typing import Any, Sequence
 
 import pandas as pd
 
-from pmemlab.errors import ConfigError, PmemlabError
+from pmemlab.errors import BadInput, ConfigError
+from pmemlab.output import check_writable, dumps, examples
+from pmemlab.noise import metric_of
 from pmemlab.params import PARAM_NAMES
 from pmemlab.plots.data import Results, find_experiments, is_sweep_csv, load_results, sweep_name
 from pmemlab.stats import summarize
+from pmemlab.table import is_pmemlab_csv, read_rows
 
 DEFAULT_THRESHOLD = 0.05  # |B/A - 1| below this is "no difference" even where the CIs are apart
-BANDWIDTH_METRIC = "bw_gbps"
-LATENCY_METRIC = "lat_ns_p50"
 # what tells the two sides apart, shown in the header
 SIDE_COLUMNS = ("target", "target_kind", "target_label", "hostname", "cpu_model", "kernel", "toolkit_version",
                 "hypervisor", "target_emulated")
@@ -59,13 +59,15 @@ def result_sets(path: Path) -> dict[str, list[Path]]:
     if path.is_dir():
         found = find_experiments(path)
         if not found:
-            raise PmemlabError(f"no sweep CSV under {path}", "give a results directory or a NAME.csv a sweep wrote")
+            raise BadInput(f"no pmemlab sweep CSV under {path}", "give a results directory or a NAME.csv a sweep wrote")
         return found
     if not path.exists():
-        raise PmemlabError(f"{path} does not exist", "give a sweep CSV or a results directory")
-    if not is_sweep_csv(path):
-        raise PmemlabError(f"{path} is not a sweep CSV (a .summary.csv or .hist.csv rides along with NAME.csv)",
-                           "give NAME.csv or the results directory")
+        raise BadInput(f"{path} does not exist", "give a sweep CSV or a results directory")
+    if not is_sweep_csv(path) or not path.is_file():
+        raise BadInput(f"{path} is not a sweep CSV (a .summary.csv or .hist.csv rides along with NAME.csv)",
+                       "give NAME.csv or the results directory")
+    if not is_pmemlab_csv(path):
+        read_rows(path)  # says what is wrong with it
     return {sweep_name(path): [path]}
 
 
@@ -96,16 +98,6 @@ def _values(column: pd.Series) -> list[str]:
     return sorted({str(v) for v in column.dropna()})
 
 
-def metric_of(runs: pd.DataFrame, metric: str | None = None) -> pd.Series:
-    """Per run, the metric it is compared on (bw_gbps, or the median latency of latency runs)."""
-    if metric:
-        if metric not in runs:
-            raise ConfigError(f"no column {metric!r} in the results", "e.g. --metric bw_gbps or lat_ns_p99")
-        return pd.Series(metric, index=runs.index)
-    latency = runs.get("mode", pd.Series("", index=runs.index)).astype(str) == "latency"
-    return latency.map({True: LATENCY_METRIC, False: BANDWIDTH_METRIC})
-
-
 def _label_key(a: pd.DataFrame, b: pd.DataFrame, name: str, pa: Path, pb: Path) -> list[str]:
     """Match on the target label too when both sides hold the same several targets; refuse when
     one side holds several and they cannot be paired."""
@@ -115,7 +107,7 @@ def _label_key(a: pd.DataFrame, b: pd.DataFrame, name: str, pa: Path, pb: Path) 
     if la == lb:
         return ["target_label"]
     raise ConfigError(f"{name}: {pa} holds targets {', '.join(la)} and {pb} holds {', '.join(lb)}",
-                      "compare one target with one: give the NAME@LABEL.csv files")
+                      "compare one target with one: --a-target LABEL --b-target LABEL (or the NAME@LABEL.csv files)")
 
 
 def compare_experiment(name: str, a: Results, b: Results, metric: str | None, threshold: float,
@@ -127,8 +119,9 @@ def compare_experiment(name: str, a: Results, b: Results, metric: str | None, th
     ra = ra.assign(metric=metric_of(ra, metric))
     rb = rb.assign(metric=metric_of(rb, metric))
     keys_m = [*keys, "metric"]
-    side_a = dict(iter(ra.groupby(keys_m, dropna=False, sort=True)))
-    side_b = dict(iter(rb.groupby(keys_m, dropna=False, sort=True)))
+    by: str | list[str] = keys_m if len(keys_m) > 1 else keys_m[0]  # one key: scalar groups, no pandas warning
+    side_a = dict(iter(ra.groupby(by, dropna=False, sort=True)))
+    side_b = dict(iter(rb.groupby(by, dropna=False, sort=True)))
     rows = []
     for key in [k for k in side_a if k in side_b]:
         ga, gb = side_a[key], side_b[key]
@@ -176,17 +169,31 @@ def verdict(a_mean: float, a_ci: float, a_n: int, b_mean: float, b_ci: float, b_
             "verdict": word}
 
 
-def compare(a: Path, b: Path, metric: str | None = None, threshold: float = DEFAULT_THRESHOLD) -> Comparison:
+def one_target(results: Results, label: str | None, side: Path) -> Results:
+    """The rows of one target of a result set (None: all of them)."""
+    if label is None:
+        return results
+    labels = _values(results.rows["target_label"])
+    if label not in labels:
+        raise ConfigError(f"{side}: {results.name} has no target {label!r} (it has {', '.join(labels) or 'none'})",
+                          "give one of its target labels")
+    results.rows = results.rows[results.rows["target_label"] == label]
+    return results
+
+
+def compare(a: Path, b: Path, metric: str | None = None, threshold: float = DEFAULT_THRESHOLD,
+            a_target: str | None = None, b_target: str | None = None) -> Comparison:
     if not 0 <= threshold < 1:
         raise ConfigError(f"--threshold {threshold}: not a fraction in [0, 1)", "e.g. --threshold 0.05 (5 %)")
     sets_a, sets_b = result_sets(a), result_sets(b)
     common = sorted(set(sets_a) & set(sets_b))
     if not common:
-        raise PmemlabError(f"no experiment in both: {a} holds {', '.join(sorted(sets_a))}; "
+        raise BadInput(f"no experiment in both: {a} holds {', '.join(sorted(sets_a))}; "
                            f"{b} holds {', '.join(sorted(sets_b))}", "compare results of the same sweep")
     frames, sides, only_a, only_b, notes = [], {}, [], [], []
     for name in common:
-        res_a, res_b = load_results(sets_a[name]), load_results(sets_b[name])
+        res_a = one_target(load_results(sets_a[name]), a_target, a)
+        res_b = one_target(load_results(sets_b[name]), b_target, b)
         rows, diff, oa, ob = compare_experiment(name, res_a, res_b, metric, threshold, a, b)
         if rows.empty:
             notes.append(f"{name}: no point ran on both sides")
@@ -241,27 +248,25 @@ def format_table(c: Comparison) -> str:
 
 
 def to_json(c: Comparison) -> str:
-    def clean(v: Any) -> Any:
-        if isinstance(v, float) and math.isnan(v):
-            return None
-        if hasattr(v, "item"):
-            return clean(v.item())
-        return v
-
-    return json.dumps({
+    return dumps({
         "a": c.a, "b": c.b, "threshold": c.threshold, "differences": c.sides, "counts": c.counts(),
-        "points": [{k: clean(v) for k, v in row.items()} for row in c.rows.to_dict(orient="records")],
-        "only_in_a": c.only_a, "only_in_b": c.only_b, "notes": c.notes,
-    }, indent=2)
+        "points": c.rows, "only_in_a": c.only_a, "only_in_b": c.only_b, "notes": c.notes,
+    })
 
 
 # --------------------------------------------------------------------------
 def add_parser(sub: Any) -> None:
     p = sub.add_parser("compare", help="two result sets point by point: ratio B/A, CI overlap, faster/slower/no difference",
                        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter,
-                       epilog="example: pmemlab compare results/bw-threads@dram.csv results/bw-threads@pmem.csv")
+                       epilog=examples("pmemlab compare results/bw-threads@dram.csv results/bw-threads@pmem.csv",
+                                       "pmemlab compare results/bw-threads.csv results/bw-threads.csv "
+                                       "--a-target dram --b-target pmem",
+                                       "pmemlab compare old-results results --json",
+                                       "pmemlab compare a.csv b.csv --metric lat_ns_p99 --threshold 0.1 -o diff.csv"))
     p.add_argument("a", type=Path, metavar="A", help="sweep CSV or results directory (the baseline)")
     p.add_argument("b", type=Path, metavar="B", help="sweep CSV or results directory (compared with A)")
+    p.add_argument("--a-target", metavar="LABEL", help="A's rows of this target only (a CSV of several targets)")
+    p.add_argument("--b-target", metavar="LABEL", help="B's rows of this target only")
     p.add_argument("--metric", help="column to compare (default: bw_gbps, lat_ns_p50 for latency points)")
     p.add_argument("--threshold", type=float, default=DEFAULT_THRESHOLD, metavar="FRACTION",
                    help=f"B within this fraction of A is no difference ({DEFAULT_THRESHOLD})")
@@ -272,7 +277,9 @@ def add_parser(sub: Any) -> None:
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
-    c = compare(args.a, args.b, args.metric, args.threshold)
+    if args.output:
+        check_writable(args.output, "-o", directory=False)
+    c = compare(args.a, args.b, args.metric, args.threshold, args.a_target, args.b_target)
     if args.output:
         args.output.parent.mkdir(parents=True, exist_ok=True)
         c.rows.to_csv(args.output, index=False)

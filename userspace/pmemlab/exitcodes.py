@@ -1,10 +1,7 @@
 """What `pmemlab` exits with: the one place that maps how a command ended to its exit code.
 
-  0    done (a sweep: at least one run ok, or nothing failed)
-  1    a run failed (`run`), every run of a sweep failed, or the controller could not go on
-       (module not loaded, busy, wrong target, a file it cannot write)
-  2    bad input: a config, a KEY=VALUE, or a CSV that resuming would mix up
-  130  interrupted (Ctrl-C)
+`EXIT_CODES` is the table `pmemlab --help` and the README show; a script can tell every outcome
+apart by the code alone.
 """
 
 from __future__ import annotations
@@ -14,7 +11,25 @@ from typing import Protocol
 OK = 0
 FAILED = 1
 BAD_INPUT = 2
+PARTIAL = 3
 INTERRUPTED = 130
+
+EXIT_CODES: tuple[tuple[int, str], ...] = (
+    (OK, "done: every run ok (a sweep's points this machine cannot run are recorded as skipped and count "
+         "as done; --strict makes them bad input)"),
+    (FAILED, "failed: the run (`run`) or every run of a sweep failed, or the controller could not go on "
+             "(module not loaded or busy, wrong target, a file it could not read or write mid-way)"),
+    (BAD_INPUT, "bad input, nothing run or written: a command line, a config, an -o path, or a CSV that is "
+                "not pmemlab's or that resuming would mix up"),
+    (PARTIAL, "partial: a sweep finished with some runs ok and some failed, timed out or refused "
+              "(see the status and error columns)"),
+    (INTERRUPTED, "interrupted (Ctrl-C); a sweep's CSV stays valid and the same command resumes it"),
+)
+
+
+def help_text() -> str:
+    """The exit codes as `pmemlab --help` prints them."""
+    return "exit codes:\n" + "\n".join(f"  {code:<4} {meaning}" for code, meaning in EXIT_CODES)
 
 
 class Tally(Protocol):
@@ -29,10 +44,16 @@ class Tally(Protocol):
     @property
     def failed(self) -> int: ...
 
+    @property
+    def resumed_ok(self) -> int: ...
+
 
 def for_sweep(report: Tally) -> int:
-    """A sweep: failed only when runs failed and none was ok."""
-    return FAILED if report.failed and report.ok == 0 else OK
+    """A sweep: OK when no run failed; FAILED when runs failed and none was ok (in this session or
+    kept from an earlier one); PARTIAL when some failed and some were ok."""
+    if not report.failed:
+        return OK
+    return PARTIAL if report.ok or report.resumed_ok else FAILED
 
 
 def for_run(report: Tally) -> int:

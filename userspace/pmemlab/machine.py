@@ -432,6 +432,13 @@ def gather_info(module: Backend | None, host: HostPaths | None = None,
         info["ipmctl"] = ipmctl.probe(runner)
     info["target"] = target
 
+    from pmemlab import runcond
+
+    vulns = runcond.vulnerabilities(host)
+    info["mitigations"] = {"summary": runcond.mitigations_summary(vulns), "cmdline": runcond.mitigations_cmdline(host),
+                           "vulnerabilities": vulns}
+    info["run_state"] = runcond.machine_state(host, [])  # all online CPUs; each run records its own
+
     msr_val, msr_state = read_prefetch_msr(host)
     info["prefetch"] = {
         "control": facts.get("prefetch_control", "unknown"),
@@ -499,6 +506,8 @@ def conditions(info: dict[str, Any]) -> dict[str, Any]:
         "module_version": mod.get("version"),
         "toolkit_version": info.get("toolkit", {}).get("revision"),
         **emulation_conditions(info),
+        "mitigations": info.get("mitigations", {}).get("summary"),
+        "mitigations_cmdline": info.get("mitigations", {}).get("cmdline"),
     }
 
 
@@ -595,6 +604,15 @@ def format_info(info: dict[str, Any]) -> str:
     hyp = info.get("hypervisor", {})
     add("hypervisor", f"{hyp.get('name')} ({'; '.join(hyp.get('evidence', [])) or 'no evidence of one'})")
     add("target emulated", emulation_conditions(info)["target_emulated"])
+    state = info.get("run_state", {})
+    if state:
+        add("governor", f"{state.get('governor') or '- (no cpufreq)'} (driver {state.get('cpufreq_driver') or '-'})")
+        add("turbo", state.get("turbo"))
+        add("smt active", state.get("smt_active"))
+        add("thp", f"enabled={state.get('thp_enabled')} defrag={state.get('thp_defrag')}")
+    mit = info.get("mitigations", {})
+    if mit:
+        add("mitigations", f"{mit.get('summary') or '-'} (cmdline mitigations={mit.get('cmdline') or '?'})")
     lines.append("numa")
     for n in info["numa"]["nodes"]:
         add(f"node{n['node']}", f"cpus {n.get('cpus')}, {size((n.get('mem_total_kib') or 0) * 1024)}, distances {n.get('distances')}")

@@ -5,10 +5,10 @@ summary table per experiment (per point: repeats, mean, median, 95 % CI, coeffic
 variation), the noise warnings, and the EMULATED mark when the runs were made under a hypervisor
 or on an emulated namespace.
 
-Noise warnings (the rules live here): a point whose coefficient of variation over repeats
-exceeds 5 %; points with fewer than 3 repeats (a 95 % CI from 2 repeats is 12.7 standard
-errors wide); steal time, where a `steal*` column was recorded, above 1 % of a run; points that
-failed or were skipped; loop-bound points (the engine's column)."""
+Noise warnings (the thresholds live in pmemlab.noise): a point whose coefficient of variation
+over repeats exceeds 5 %; points with fewer than 3 repeats (a 95 % CI from 2 repeats is 12.7
+standard errors wide); steal time, where a `steal*` column was recorded, above 1 % of a run;
+points that failed or were skipped; loop-bound points (the engine's column)."""
 
 from __future__ import annotations
 
@@ -25,19 +25,20 @@ from typing import Any, Sequence
 import pandas as pd
 
 from pmemlab import __version__
-from pmemlab.compare import metric_of, swept_parameters
-from pmemlab.errors import PmemlabError
+from pmemlab.compare import swept_parameters
+from pmemlab.errors import BadInput, ConfigError
+from pmemlab.noise import CV_WARN, FEW_REPEATS, STEAL_WARN_PCT, judge, metric_of, steal_columns
 from pmemlab.plots.data import Results, find_experiments, load_results, loop_bound_rows, size_label
+from pmemlab.output import add_json, check_writable, examples, print_json
 from pmemlab.plots.marks import emulation_notice
 from pmemlab.stats import summarize
 
-CV_WARN = 0.05  # coefficient of variation over repeats above this: the point is noisy
-FEW_REPEATS = 3  # fewer repeats than this: the CI is too wide to tell much
-STEAL_WARN_PCT = 1.0  # steal time above this share of a run (where recorded)
 CONDITION_FIELDS = (("target", "target"), ("kind", "target_kind"), ("emulated", "target_emulated"),
                     ("hypervisor", "hypervisor"), ("host", "hostname"), ("CPU", "cpu_model"), ("kernel", "kernel"),
                     ("pmemlab", "toolkit_version"), ("page size", "target_page_size"),
-                    ("interleave ways", "target_interleave_ways"), ("prefetchers", "prefetch_control"))
+                    ("interleave ways", "target_interleave_ways"), ("prefetchers", "prefetch_control"),
+                    ("governor", "governor"), ("turbo", "turbo"), ("SMT", "smt_active"), ("THP", "thp_enabled"),
+                    ("mitigations", "mitigations"), ("mitigations=", "mitigations_cmdline"))
 TABLE_LIMIT = 200  # rows per summary table shown (the CSV has all)
 
 
@@ -103,7 +104,7 @@ def point_table(results: Results) -> pd.DataFrame:
         metric = key[-1]
         values = pd.to_numeric(grp[metric], errors="coerce").dropna()
         s = summarize(values.tolist())
-        cv = s.stddev / s.mean if s.n > 1 and s.mean else math.nan
+        cv = judge(values.tolist()).cv
         out.append({**dict(zip(keys, key[:-1])), "metric": metric, "repeats": s.n, "mean": s.mean,
                     "median": float(values.median()) if len(values) else math.nan,
                     "ci95": s.ci95, "cv_pct": 100 * cv, "loop_bound": bool(grp["loop_bound"].any())})
@@ -127,8 +128,7 @@ def noise_warnings(results: Results, table: pd.DataFrame) -> list[str]:
         if len(bound):
             out.append(f"{len(bound)} points are loop-bound: they measure the tool, not the memory")
     rows = results.rows
-    steal = [c for c in rows.columns if c.lower().startswith("steal")]
-    for column in steal:
+    for column in steal_columns(rows.columns):
         values = pd.to_numeric(rows[column], errors="coerce")
         high = values[values > STEAL_WARN_PCT]
         if len(high):
@@ -158,7 +158,8 @@ def build_sections(results_dir: Path, dpi: int = 110) -> list[Section]:
 
     groups = find_experiments(results_dir)
     if not groups:
-        raise PmemlabError(f"no sweep CSV under {results_dir}", "run a sweep (or make demo) first, then report its directory")
+        raise BadInput(f"no pmemlab sweep CSV under {results_dir}",
+                       "run a sweep (or make demo) first, then report its directory")
     sections = []
     for name, paths in sorted(groups.items()):
         results = load_results(paths)
@@ -314,7 +315,10 @@ def render_markdown(sections: Sequence[Section], results_dir: Path, generated: s
 
 
 def write_report(results_dir: Path, out_dir: Path, name: str = "report") -> tuple[Path, Path]:
+    if "/" in name or name in ("", ".", ".."):
+        raise ConfigError(f"--name {name!r}: not a file name", "give a name without /, e.g. --name report")
     sections = build_sections(results_dir)
+    check_writable(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     figures = out_dir / f"{name}-figures"
     figures.mkdir(exist_ok=True)
@@ -334,17 +338,24 @@ def write_report(results_dir: Path, out_dir: Path, name: str = "report") -> tupl
 def add_parser(sub: Any) -> None:
     p = sub.add_parser("report", help="one self-contained HTML page (and Markdown) of a results directory",
                        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter,
-                       epilog="example: pmemlab report results -o report  (then open report/report.html)")
+                       epilog=examples("pmemlab report results -o report    # then open report/report.html",
+                                       "pmemlab report results --name demo --json"))
     p.add_argument("results", type=Path, metavar="RESULTS_DIR", help="directory of sweep CSVs (results/)")
     p.add_argument("-o", "--output", type=Path, default=None, metavar="DIR",
                    help="directory for NAME.html, NAME.md and NAME-figures/ (default: RESULTS_DIR)")
     p.add_argument("--name", default="report", help="file name of the report, without extension (report)")
+    add_json(p, "the paths written")
 
 
 def cmd_report(args: argparse.Namespace) -> int:
     if not args.results.is_dir():
-        raise PmemlabError(f"{args.results} is not a directory", "give the directory the sweeps wrote (results/)")
-    html_path, md_path = write_report(args.results, args.output or args.results, args.name)
+        raise BadInput(f"{args.results}: {'not a directory' if args.results.exists() else 'no such directory'}",
+                       "give the directory the sweeps wrote (results/)")
+    out_dir = args.output or args.results
+    html_path, md_path = write_report(args.results, out_dir, args.name)
+    if args.json:
+        print_json({"html": html_path, "markdown": md_path, "figures": out_dir / f"{args.name}-figures"})
+        return 0
     print(f"report: {html_path}")
     print(f"report: {md_path}")
     return 0

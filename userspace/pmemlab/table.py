@@ -12,31 +12,43 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
+import pandas as pd
+
 from pmemlab import ipmctl
-from pmemlab.params import PARAM_NAMES
+from pmemlab.errors import NotPmemlabFile
+from pmemlab.params import PARAM_NAMES, PARAMS
 from pmemlab.results import KNOWN_RESULT_COLUMNS, parse_result
 from pmemlab.backend import RunOutcome
 
-ID_COLUMNS: tuple[str, ...] = ("sweep", "point", "point_key", "repeat", "thread", "status", "error")
+ID_COLUMNS: tuple[str, ...] = ("sweep", "target_label", "point", "point_key", "repeat", "thread", "status", "error")
 CONDITION_COLUMNS: tuple[str, ...] = (
     "target", "target_kind", "target_size", "target_node", "target_page_size", "target_pages", "map_sync",
     "target_region",
     "target_interleave_ways", "cpu_model", "tsc_khz", "freq_source", "tsc_invariant", "tsc_reliable", "clocksource",
     "prefetch_control", "prefetch_msr", "kernel",
-    "hostname", "module_version", "toolkit_version", "hypervisor", "target_emulated",
+    "hostname", "module_version", "toolkit_version", "hypervisor", "target_emulated", "mitigations",
+    "mitigations_cmdline",
 )
+# the state of the machine when each run ended (runcond.py), then what was measured around it
+RUN_STATE_COLUMNS: tuple[str, ...] = ("governor", "cpufreq_driver", "turbo", "smt_active", "thp_enabled",
+                                      "thp_defrag")
+NOISE_COLUMNS: tuple[str, ...] = ("steal_pct", "smt_sibling_busy_pct", "ctx_voluntary", "ctx_involuntary")
 TIME_COLUMNS: tuple[str, ...] = ("started_at", "run_s", "run_id")
-HIST_COLUMNS: tuple[str, ...] = ("sweep", "point", "point_key", "repeat", "thread", "lo_ticks", "hi_ticks",
+HIST_COLUMNS: tuple[str, ...] = ("sweep", "target_label", "point", "point_key", "repeat", "thread", "lo_ticks", "hi_ticks",
                                  "lo_ns", "hi_ns", "count")
 STATUSES: tuple[str, ...] = ("ok", "error", "timeout", "refused", "skipped")
 
 BASE_COLUMNS: tuple[str, ...] = (
-    *ID_COLUMNS, *PARAM_NAMES, *KNOWN_RESULT_COLUMNS, *ipmctl.COLUMNS, *CONDITION_COLUMNS, *TIME_COLUMNS,
+    *ID_COLUMNS, *PARAM_NAMES, *KNOWN_RESULT_COLUMNS, *ipmctl.COLUMNS, *CONDITION_COLUMNS, *RUN_STATE_COLUMNS,
+    *NOISE_COLUMNS, *TIME_COLUMNS,
 )
-RESERVED: frozenset[str] = frozenset(set(ID_COLUMNS) | set(PARAM_NAMES) | set(CONDITION_COLUMNS) | set(TIME_COLUMNS))
+RESERVED: frozenset[str] = frozenset(set(ID_COLUMNS) | set(PARAM_NAMES) | set(CONDITION_COLUMNS)
+                                     | set(RUN_STATE_COLUMNS) | set(NOISE_COLUMNS) | set(TIME_COLUMNS))
 
 COLUMN_DOC: dict[str, str] = {
     "sweep": "sweep name",
+    "target_label": "the target's label when one command measured several (pmem, dram, ...; the sidecar's "
+                    "`targets` has each one's load); empty: the backend as it was loaded",
     "point": "index of the point in the expanded config",
     "point_key": "hash of the complete parameters (identity used by resume)",
     "repeat": "repeat number, 0-based",
@@ -77,10 +89,99 @@ COLUMN_DOC: dict[str, str] = {
     "hypervisor": "hypervisor the run ran under (qemu, kvm, ...; unknown: only the CPUID bit; none)",
     "target_emulated": "no (NVDIMM on bare metal) | dram (DRAM target) | memmap (memmap= DRAM) | "
                        "virtual-nvdimm (a hypervisor's NVDIMM) | nfit_test | unknown",
+    "mitigations": "CPU vulnerability mitigations (/sys/devices/system/cpu/vulnerabilities): how many are mitigated, "
+                   "not affected, and the names of those the kernel reports vulnerable",
+    "mitigations_cmdline": "mitigations= on the kernel command line (unset: not given)",
+    "governor": "cpufreq scaling_governor of the run's CPUs (several: joined with /; empty: no cpufreq)",
+    "cpufreq_driver": "cpufreq scaling_driver of the run's CPUs (intel_pstate, acpi-cpufreq, amd-pstate, ...)",
+    "turbo": "on | off: intel_pstate/no_turbo, else cpufreq/boost (empty: neither exists)",
+    "smt_active": "1 if SMT siblings are online (/sys/devices/system/cpu/smt/active)",
+    "thp_enabled": "transparent_hugepage/enabled (always | madvise | never)",
+    "thp_defrag": "transparent_hugepage/defrag",
+    "steal_pct": "steal time over the run on its CPUs, % of their CPU time (/proc/stat; empty: no tick elapsed)",
+    "smt_sibling_busy_pct": "busiest SMT sibling of the run's CPUs during the run, % non-idle (/proc/stat; "
+                            "a sibling that is itself a run CPU counts too)",
+    "ctx_voluntary": "voluntary context switches of the thread (aggregate: all threads) over its life "
+                     "(taskstats at its exit; empty: not available)",
+    "ctx_involuntary": "involuntary context switches (preemptions) of the thread, as ctx_voluntary",
     "access_size": "bytes", "stride": "bytes", "working_set": "bytes", "window_offset": "bytes",
     "hotspot_size": "bytes", "pass_offset": "bytes", "fence_interval": "bytes", "interleave_gran": "bytes",
     "width": "bytes per instruction", "duration_ms": "ms", "delay_ticks": "TSC ticks",
 }
+
+
+def _text_params() -> tuple[str, ...]:
+    """The run parameters whose values are words or lists (op, pattern, cpus, ...), not numbers."""
+    return tuple(p.name for p in PARAMS.values()
+                 if p.kind in ("ops", "cpus") or (p.kind == "enum" and any(isinstance(c, str) for c in p.choices)))
+
+
+# Columns that hold text even where a value looks like a number ("0" in cpus, a revision of
+# digits): every reader of pmemlab's CSVs uses TEXT_DTYPES, so pandas never guesses them.
+TEXT_COLUMNS: tuple[str, ...] = (
+    "sweep", "point_key", "thread", "status", "error", *_text_params(),
+    "thread_role", "thread_op", "thread_mode",
+    "target", "target_kind", "target_region", "target_pages", "cpu_model", "freq_source", "prefetch_control",
+    "prefetch_msr", "kernel", "hostname", "module_version", "toolkit_version", "hypervisor", "target_emulated",
+    "mitigations", "mitigations_cmdline", "governor", "cpufreq_driver", "turbo", "thp_enabled", "thp_defrag",
+    "started_at", "run_id", "noise", "metric", "target_label", "source_csv",
+)
+TEXT_DTYPES: dict[str, type] = {c: str for c in TEXT_COLUMNS}
+SWEEP_CSV_COLUMNS: tuple[str, ...] = ("sweep", "point_key", "repeat", "thread", "status")
+HIST_CSV_COLUMNS: tuple[str, ...] = ("point_key", "repeat", "thread", "lo_ns", "hi_ns", "count")
+
+
+def whole_lines(text: str) -> str:
+    """`text` without a torn last line: pmemlab writes whole rows ending in a newline, so a last line
+    without one was cut short (a copy interrupted, a disk full)."""
+    if text and not text.endswith("\n"):
+        return text[: text.rfind("\n") + 1]
+    return text
+
+
+def csv_header(path: Path) -> list[str] | None:
+    """The column names of a CSV file; None when it is unreadable, not UTF-8 or empty."""
+    try:
+        with open(path, encoding="utf-8", newline="") as fh:
+            first = fh.readline()
+    except (OSError, UnicodeDecodeError):
+        return None
+    rows = list(csv.reader([first]))
+    return [c.strip() for c in rows[0]] if rows and rows[0] else None
+
+
+def is_pmemlab_csv(path: Path, required: Sequence[str] = SWEEP_CSV_COLUMNS) -> bool:
+    header = csv_header(path)
+    return header is not None and all(c in header for c in required)
+
+
+def read_rows(path: Path, required: Sequence[str] = SWEEP_CSV_COLUMNS, what: str = "sweep CSV") -> pd.DataFrame:
+    """A CSV pmemlab wrote, as pandas reads it with TEXT_DTYPES; NotPmemlabFile (exit code 2, one
+    line) when it is unreadable, not UTF-8, empty, malformed, or lacks the `required` columns. A
+    header without rows is an empty frame with its columns."""
+    fix = f"give a {what} pmemlab wrote (NAME.csv of `pmemlab sweep`)"
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise NotPmemlabFile(f"cannot read {path}: {exc.strerror}", "check the path") from None
+    try:
+        text = whole_lines(data.decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise NotPmemlabFile(f"{path} is not a {what}: not UTF-8 text (byte 0x{data[exc.start]:02x} at offset "
+                             f"{exc.start})", fix) from None
+    if not text.strip():
+        raise NotPmemlabFile(f"{path} is empty{' (or cut short in its first line)' if data.strip() else ''}", fix)
+    header: list[str] = next(csv.reader([text.partition("\n")[0]]), [])
+    missing = [c for c in required if c not in header]
+    if missing:
+        raise NotPmemlabFile(f"{path} is not a {what}: no column{'s' if len(missing) > 1 else ''} "
+                             f"{', '.join(missing)}", fix)
+    try:
+        return pd.read_csv(io.StringIO(text), low_memory=False,
+                           dtype={c: t for c, t in TEXT_DTYPES.items() if c in header})
+    except (pd.errors.ParserError, ValueError) as exc:
+        reason = " ".join(str(exc).split())[:160]
+        raise NotPmemlabFile(f"{path} is not a well-formed {what}: {reason}", fix) from None
 
 
 def now_iso() -> str:
@@ -134,9 +235,7 @@ class CsvSink:
     @staticmethod
     def read_existing(path: Path) -> tuple[list[str], list[dict[str, str]]]:
         """Header and rows of an existing CSV; a torn last line (no newline) is dropped."""
-        text = path.read_text(encoding="utf-8")
-        if text and not text.endswith("\n"):
-            text = text[: text.rfind("\n") + 1]
+        text = whole_lines(path.read_text(encoding="utf-8"))
         reader = csv.DictReader(io.StringIO(text))
         rows = [dict(r) for r in reader if r and None not in r]
         return list(reader.fieldnames or []), rows

@@ -119,10 +119,13 @@ def _fmt_varied(varied: Mapping[str, Any]) -> str:
 
 def command_line_problems(problems: Sequence[P.Problem]) -> ConfigError:
     """`pmemlab run KEY=VALUE ...` values the checks refuse, as one error."""
-    msgs = "\n".join(f"  {p.message()}" for p in problems)
     unsupported = all(p.kind == "unsupported" for p in problems)
-    return ConfigError(f"{'this target cannot run' if unsupported else 'invalid parameters'}:\n{msgs}",
-                       "change the values; nothing was sent to the module")
+    head = "this target cannot run" if unsupported else "invalid parameters"
+    fix = "change the values; nothing was sent to the module"
+    if len(problems) == 1:
+        return ConfigError(f"{head}: {problems[0].message()}", fix)
+    return ConfigError(f"{head}: {len(problems)} problems, one per line above", fix,
+                       details=[f"command line: {p.message()}" for p in problems])
 
 
 def one_point(values: Mapping[str, Any], given: Iterable[str], facts: P.TargetFacts | None,

@@ -36,6 +36,7 @@ class Point:
     varied: dict[str, Any]  # the axis values of this point
     key: str  # stable identity for resume: hash of the complete parameters
     skip_reason: str = ""  # non-empty: this machine cannot run it
+    target: str = ""  # the label of its target on a target axis ('' : the backend as opened)
 
 
 @dataclass

@@ -27,9 +27,16 @@ def load_config(path: str | Path, overrides: Mapping[str, Any] | None = None,
                 scale: str | None = None) -> SweepConfig:
     p = Path(path)
     try:
-        text = p.read_text(encoding="utf-8")
+        data = p.read_bytes()
     except OSError as exc:
         raise ConfigError(f"cannot read config {p}: {exc.strerror}", "check the path") from None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        column = exc.start - (data.rfind(b"\n", 0, exc.start) + 1) + 1
+        raise ConfigError(f"{p}:{line}: not UTF-8 text (byte 0x{data[exc.start]:02x} at column {column})",
+                          "save the config as UTF-8 (TOML configs must be)") from None
     return parse_config(text, source=str(p), path=p, overrides=overrides, scale=scale)
 
 

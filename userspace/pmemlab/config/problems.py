@@ -32,14 +32,14 @@ class Problems:
     def raise_if_any(self) -> None:
         if not self.items:
             return
-        shown = self.items[:25]
-        more = len(self.items) - len(shown)
-        text = "\n".join(shown) + (f"\n... and {more} more" if more > 0 else "")
+        fix = "correct the config; nothing was sent to the module"
         n = len(self.items)
-        raise ConfigError(
-            f"invalid config ({n} problem{'s' if n != 1 else ''}):\n{text}",
-            "correct the config; nothing was sent to the module",
-        )
+        if n == 1:
+            raise ConfigError(f"invalid config: {self.items[0]}", fix)
+        shown = self.items[:25]
+        more = [f"{self.source}: ... and {n - len(shown)} more"] if n > len(shown) else []
+        raise ConfigError(f"invalid config: {n} problems, one per line above", fix,
+                          details=[*shown, *more])
 
 
 def show(value: Any) -> str:

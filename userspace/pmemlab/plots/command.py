@@ -8,10 +8,20 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from pmemlab.output import add_json, examples
+
 
 def add_plot_parsers(sub: Any) -> None:
-    p = sub.add_parser("plot", help="render sweep CSVs: the experiment's recipe, or a generic plot with --x/--y")
-    p.add_argument("csv", type=Path, nargs="+", help="sweep CSV(s) (NAME.csv; several are merged, e.g. one per target)")
+    p = sub.add_parser("plot", help="render sweep CSVs: the experiment's recipe, or a generic plot with --x/--y",
+                       description="Render the figure of one experiment from its sweep CSV(s): the recipe named "
+                                   "by the sweep (or --recipe), or a generic plot of --y against --x.",
+                       formatter_class=argparse.RawDescriptionHelpFormatter,
+                       epilog=examples("pmemlab plot results/bw-threads.csv -o plots",
+                                       "pmemlab plot results/bw-size@dram.csv results/bw-size@pmem.csv",
+                                       "pmemlab plot results/t.csv --x access_size --y bw_gbps --hue op --logx",
+                                       "pmemlab plot --list"))
+    p.add_argument("csv", type=Path, nargs="*",
+                   help="sweep CSV(s) (NAME.csv; several are merged, e.g. one per target)")
     p.add_argument("-o", "--output", type=Path, default=Path("plots"), metavar="DIR", help="directory for the figures (plots/)")
     p.add_argument("--x", help="column on the x axis (generic plot)")
     p.add_argument("--y", help="column on the y axis (generic plot; default bw_gbps or lat_ns_mean)")
@@ -20,14 +30,20 @@ def add_plot_parsers(sub: Any) -> None:
     p.add_argument("--logx", action="store_true", help="log2 x axis")
     p.add_argument("--logy", action="store_true", help="log10 y axis")
     p.add_argument("--recipe", help="recipe to use instead of the one named by the sweep (see --list)")
-    p.add_argument("--list", action="store_true", help="list the recipes and exit")
+    p.add_argument("--list", action="store_true", help="list the recipes and exit (no CSV needed)")
     p.add_argument("--name", help="file name of the figure, without extension")
     p.add_argument("--format", default="png,svg", help="comma list of formats (png,svg)")
+    add_json(p, "the files written (with --list: the recipes)")
 
-    p = sub.add_parser("plot-all", help="render every sweep CSV under RESULTS_DIR with its experiment's recipe")
+    p = sub.add_parser("plot-all", help="render every sweep CSV under RESULTS_DIR with its experiment's recipe",
+                       description="Render every experiment found under RESULTS_DIR (NAME.csv and NAME@LABEL.csv "
+                                   "merge) with its recipe; exits 1 when one could not be rendered.",
+                       formatter_class=argparse.RawDescriptionHelpFormatter,
+                       epilog=examples("pmemlab plot-all", "pmemlab plot-all results -o plots --format png"))
     p.add_argument("results", type=Path, nargs="?", default=Path("results"), metavar="RESULTS_DIR")
     p.add_argument("-o", "--output", type=Path, default=Path("plots"), metavar="PLOTS_DIR")
     p.add_argument("--format", default="png,svg", help="comma list of formats (png,svg)")
+    add_json(p, "the files written per experiment")
 
 
 def cmd_plot(args: argparse.Namespace) -> int:

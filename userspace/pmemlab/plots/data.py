@@ -15,6 +15,7 @@ import pandas as pd
 from pmemlab.errors import PmemlabError
 from pmemlab.machine import emulation_conditions
 from pmemlab.stats import summarize
+from pmemlab.table import HIST_CSV_COLUMNS, is_pmemlab_csv, read_rows
 
 TARGET_LABEL_SEPARATOR = "@"  # results/NAME@LABEL.csv: the run of NAME with the module load LABEL
 
@@ -57,20 +58,21 @@ def label_from_path(csv_path: Path) -> str:
 def sweep_name(csv_path: Path) -> str:
     """The sweep a CSV holds: its `sweep` column, else the file name before any '@'."""
     try:
-        head = pd.read_csv(csv_path, usecols=["sweep"], nrows=1)
+        head = pd.read_csv(csv_path, usecols=["sweep"], nrows=1, dtype=str)
         if len(head) and isinstance(head["sweep"].iloc[0], str):
             return head["sweep"].iloc[0]
-    except (ValueError, pd.errors.EmptyDataError, OSError):
+    except (ValueError, pd.errors.EmptyDataError, pd.errors.ParserError, OSError, UnicodeDecodeError):
         pass
     return csv_path.stem.split(TARGET_LABEL_SEPARATOR, 1)[0]
 
 
 def find_experiments(results_dir: Path) -> dict[str, list[Path]]:
-    """Sweep CSVs under `results_dir` grouped by sweep name (NAME.csv and NAME@LABEL.csv merge)."""
+    """Sweep CSVs under `results_dir` grouped by sweep name (NAME.csv and NAME@LABEL.csv merge); CSVs
+    that are not pmemlab's (no sweep, point_key, repeat, thread and status columns) are not results."""
     found: dict[str, list[Path]] = {}
     if results_dir.is_dir():
         for path in sorted(results_dir.rglob("*.csv")):
-            if is_sweep_csv(path) and path.stat().st_size > 0:
+            if is_sweep_csv(path) and path.is_file() and path.stat().st_size > 0 and is_pmemlab_csv(path):
                 found.setdefault(sweep_name(path), []).append(path)
     return found
 
@@ -79,11 +81,11 @@ def load_results(paths: Sequence[Path]) -> Results:
     """The rows of `paths` (one experiment, maybe one CSV per module load), with a `target_label`."""
     frames, hists, sidecars = [], [], []
     for path in paths:
-        frame = _read_csv(path)
+        frame = read_rows(path)
         frame["source_csv"] = path.name
         hpath = histogram_path(path)
         if hpath.exists() and hpath.stat().st_size > 0:
-            hist = _read_csv(hpath)
+            hist = read_rows(hpath, HIST_CSV_COLUMNS, "histogram CSV")
             hist["source_csv"] = path.name
             hists.append(hist)
         side = _sidecar(path)
@@ -97,7 +99,7 @@ def load_results(paths: Sequence[Path]) -> Results:
     hist = pd.concat(hists, ignore_index=True) if hists else None
     name = str(rows["sweep"].dropna().iloc[0]) if "sweep" in rows and rows["sweep"].notna().any() else paths[0].stem
     return Results(name=name, rows=rows, hist=hist, sidecars=sidecars, paths=list(paths),
-                   not_run=loads_not_run(paths, name))
+                   not_run=list(dict.fromkeys([*loads_not_run(paths, name), *targets_not_run(frames)])))
 
 
 def _sidecar(path: Path) -> dict[str, Any] | None:
@@ -142,15 +144,21 @@ def loads_not_run(paths: Sequence[Path], name: str) -> list[str]:
     return list(dict.fromkeys(found))
 
 
-TEXT_COLUMNS = {c: str for c in ("toolkit_version", "module_version", "kernel", "hostname", "cpu_model", "target",
-                                 "op", "error", "sweep", "point_key", "thread", "hypervisor", "target_emulated")}
-
-
-def _read_csv(path: Path) -> pd.DataFrame:
-    try:
-        return pd.read_csv(path, low_memory=False, dtype=TEXT_COLUMNS)
-    except pd.errors.EmptyDataError:
-        return pd.DataFrame()
+def targets_not_run(frames: Sequence[pd.DataFrame]) -> list[str]:
+    """The `LABEL: reason` of the targets of one-CSV results (a target_label column) none of
+    whose runs gave a result: unavailable on the machine (skipped) or not opened (error)."""
+    found: list[str] = []
+    for frame in frames:
+        if frame.empty or "target_label" not in frame or "status" not in frame:
+            continue
+        labelled = frame[frame["target_label"].fillna("").astype(str) != ""]
+        for label, grp in labelled.groupby("target_label", sort=False):
+            if (grp["status"] == "ok").any():
+                continue
+            reasons = grp.get("error", pd.Series(dtype=str)).dropna().astype(str)
+            reason = reasons.mode().iloc[0] if not reasons.empty else "no run succeeded"
+            found.append(f"{label}: {reason}")
+    return found
 
 
 def ok_aggregate(rows: pd.DataFrame) -> pd.DataFrame:
@@ -160,8 +168,10 @@ def ok_aggregate(rows: pd.DataFrame) -> pd.DataFrame:
 
 
 def _target_labels(rows: pd.DataFrame, file_labels: dict[str, str]) -> pd.Series:
-    """A short name per row for the module load it ran under: the file's @LABEL, else the target
-    kind (pmem / DRAM) plus whatever tells same-kind targets apart (device, node, page size)."""
+    """A short name per row for the target it ran on: its own target_label (a sweep over several
+    targets into one CSV), else the file's @LABEL (one CSV per module load, as results were
+    written before), else the target kind (pmem / DRAM) plus whatever tells same-kind targets
+    apart (device, node, page size)."""
     kind = rows.get("target_kind", pd.Series("", index=rows.index)).fillna("").astype(str)
     base = kind.map({"fsdax": "pmem", "dram": "DRAM"}).fillna(kind).replace("", "target")
     labels = base.copy()
@@ -173,7 +183,8 @@ def _target_labels(rows: pd.DataFrame, file_labels: dict[str, str]) -> pd.Series
                 labels[same] = labels[same] + " " + rows.loc[same, column].map(
                     lambda v: show(v) if pd.notna(v) else "?")
     from_file = rows["source_csv"].map(file_labels).fillna("")
-    return from_file.where(from_file != "", labels)
+    own = rows["target_label"].fillna("").astype(str) if "target_label" in rows else pd.Series("", index=rows.index)
+    return own.where(own != "", from_file.where(from_file != "", labels))
 
 
 # --------------------------------------------------------------------------
@@ -236,7 +247,8 @@ def pooled_buckets(results: Results, runs: pd.DataFrame, keys: Sequence[str]) ->
     if hist is None or hist.empty or runs.empty:
         return {}
     keys = list(keys)
-    hist = hist.copy()
+    # the runs' rows say which group a run is in (a histogram's own target_label is the same)
+    hist = hist.drop(columns=[k for k in keys if k in hist.columns and k not in RUN_KEYS])
     hist["repeat"] = pd.to_numeric(hist["repeat"], errors="coerce")
     hist["thread"] = hist["thread"].astype(str)
     wanted = runs[list(dict.fromkeys([*RUN_KEYS, *keys]))].drop_duplicates(RUN_KEYS).copy()
@@ -368,7 +380,8 @@ def caption(results: Results, extra: Sequence[str] = ()) -> str:
     for entry in results.not_run:
         label, _, why = entry.partition(":")
         parts.append(f"not run: {label} ({why.rsplit(': ', 1)[-1].strip()})")
-    skipped = skipped_points(rows)
+    not_run = {entry.partition(":")[0] for entry in results.not_run}
+    skipped = skipped_points(rows[~rows["target_label"].isin(not_run)] if not_run else rows)
     if skipped:
         parts.append(skipped)
     scale = _scale(results.sidecars)

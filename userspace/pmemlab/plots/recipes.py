@@ -225,10 +225,20 @@ PAPER_TAIL_SAMPLES = 20_000_000  # FAST'20 §3.3: "use a single thread to issue 
 def tail_latency(results: Results) -> Figure:
     """FAST'20 fig 3: 99.9th, 99.99th percentile (of every sample at a hotspot size, repeats
     pooled) and the exact max vs hotspot size, log-log; and the CCDF per hotspot size on a log
-    axis (the tail is the point). Percentiles with fewer than 10 samples above them are hollow."""
+    axis (the tail is the point). Percentiles with fewer than 10 samples above them are hollow.
+    Several targets: a row of both panels per target."""
     df = results.ok()
     notes = Notes()
-    fig, (left, right) = new_figure(2, width_per_panel=6.2)
+    targets = _targets(df) if not df.empty else ["target"]
+    fig, axes = new_figure(2, rows=len(targets), width_per_panel=6.2)
+    for i, target in enumerate(targets):
+        sub = df[df["target_label"] == target] if len(targets) > 1 else df
+        _tail_panels(axes[2 * i], axes[2 * i + 1], results, sub, notes, f"{target}: " if len(targets) > 1 else "")
+    return _finish(fig, results, "Tail latency of 64 B writes into a hotspot", notes)
+
+
+def _tail_panels(left: Axes, right: Axes, results: Results, df: pd.DataFrame, notes: Notes, prefix: str) -> None:
+    """The percentiles and the CCDF of one target's runs."""
     if df.empty:
         note(left, NO_DATA)
     buckets = pooled_buckets(results, df, ["hotspot_size"]) if not df.empty else {}
@@ -257,7 +267,7 @@ def tail_latency(results: Results) -> Figure:
     bytes_axis(left, sizes)
     left.set_xlabel("Hotspot size")
     left.set_ylabel(f"{LAT_LABEL[:-1]}, log scale)")
-    left.set_title("Tail latency vs hotspot size", fontsize=9)
+    left.set_title(f"{prefix}Tail latency vs hotspot size", fontsize=9)
     kind = target_kind(df, _targets(df)[0]) if not df.empty else "pmem"
     refs = notes.refs("tail-latency", kind, None, "the target")
     draw_references(left, [r for r in refs if r.series == "max"], color_of=lambda r: "#b00020")
@@ -271,9 +281,9 @@ def tail_latency(results: Results) -> Figure:
         notes.add("max: exact, the largest over repeats")
     legend(left, "percentile", outside=True)
     _latency_ccdf(right, results, df, buckets)
+    right.set_title(f"{prefix}{right.get_title()}", fontsize=9)
     draw_references(right, [r for r in refs if r.series == "ccdf"], color_of=lambda r: "#b00020")
     legend(right, "hotspot", outside=True)
-    return _finish(fig, results, "Tail latency of 64 B writes into a hotspot", notes)
 
 
 def _latency_ccdf(ax: Axes, results: Results, df: pd.DataFrame, buckets: dict) -> None:
@@ -570,10 +580,18 @@ def xpbuffer(results: Results) -> Figure:
 
 def flush_instr(results: Results) -> Figure:
     """FAST'20 fig 12: bandwidth (left, mean with 95 % CI) and latency (right, median with
-    whiskers p5-p95) vs access size per instruction sequence."""
+    whiskers p5-p95) vs access size per instruction sequence. Several targets: a row each."""
     df = results.ok()
     notes = Notes()
-    fig, (bw_ax, lat_ax) = new_figure(2)
+    targets = _targets(df) if not df.empty else ["target"]
+    fig, axes = new_figure(2, rows=len(targets))
+    for i, target in enumerate(targets):
+        sub = df[df["target_label"] == target] if len(targets) > 1 else df
+        _flush_panels(axes[2 * i], axes[2 * i + 1], results, sub, notes, f"{target}: " if len(targets) > 1 else "")
+    return _finish(fig, results, "Performance of persistence instructions", notes)
+
+
+def _flush_panels(bw_ax: Axes, lat_ax: Axes, results: Results, df: pd.DataFrame, notes: Notes, prefix: str) -> None:
     kind = target_kind(df, _targets(df)[0]) if not df.empty else "pmem"
     refs = notes.refs("flush-instr", kind, None, "the target")
     for ax, mode in ((bw_ax, "bandwidth"), (lat_ax, "latency")):
@@ -584,7 +602,7 @@ def flush_instr(results: Results) -> Figure:
             note(ax, NO_DATA)
             continue
         threads = ", ".join(str(t) for t in sorted(set(sub["threads"])))
-        ax.set_title(f"{mode} ({threads} thread{'s' if threads != '1' else ''})", fontsize=9)
+        ax.set_title(f"{prefix}{mode} ({threads} thread{'s' if threads != '1' else ''})", fontsize=9)
         if mode == "bandwidth":
             series(ax, sub, "access_size", "bw_gbps", "op", label_of=lambda op: f"{op_label(op)} + sfence")
         else:
@@ -601,7 +619,6 @@ def flush_instr(results: Results) -> Figure:
     lat_ax.set_ylabel(lat_ax.get_ylabel() or MEDIAN_LABEL)
     for ax in (bw_ax, lat_ax):
         legend(ax)
-    return _finish(fig, results, "Performance of persistence instructions", notes)
 
 
 def sfence_interval(results: Results) -> Figure:

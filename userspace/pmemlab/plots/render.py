@@ -11,7 +11,8 @@ from typing import Sequence
 import pandas as pd
 from matplotlib.figure import Figure
 
-from pmemlab.errors import ConfigError, PmemlabError
+from pmemlab.errors import BadInput, ConfigError, PmemlabError, UsageError
+from pmemlab.output import check_writable, print_json
 from pmemlab.plots.data import Results, find_experiments, is_sweep_csv, load_results, size_label, sweep_name
 from pmemlab.plots.recipes import RECIPES
 from pmemlab.plots.style import (
@@ -147,21 +148,37 @@ def _formats(text: str) -> list[str]:
 # --------------------------------------------------------------------------
 def plot_command(args: argparse.Namespace) -> int:
     if args.list:
-        for name, fn in RECIPES.items():
-            print(f"{name:<16} {(fn.__doc__ or '').strip().splitlines()[0]}")
+        recipes = {name: (fn.__doc__ or "").strip().splitlines()[0] for name, fn in RECIPES.items()}
+        if args.json:
+            print_json([{"name": n, "description": d} for n, d in recipes.items()])
+        else:
+            for name, doc in recipes.items():
+                print(f"{name:<16} {doc}")
         return 0
-    missing = [str(p) for p in args.csv if not p.exists()]
+    if not args.csv:
+        raise UsageError("plot: no CSV given", "give the NAME.csv a sweep wrote (or --list for the recipes)")
+    if args.recipe and args.recipe not in RECIPES:
+        raise ConfigError(f"--recipe {args.recipe!r}: no such recipe",
+                          "recipes: " + ", ".join(RECIPES) + " (pmemlab plot --list)")
+    formats = _formats(args.format)
+    missing = [str(p) for p in args.csv if not p.is_file()]
     if missing:
-        raise PmemlabError(f"no such CSV: {', '.join(missing)}", "give the CSV a sweep wrote")
+        raise BadInput(f"no such CSV: {', '.join(missing)}", "give the NAME.csv a sweep wrote")
     csvs = [p for p in args.csv if is_sweep_csv(p)]  # NAME.hist.csv / NAME.summary.csv ride along with NAME.csv
     if not csvs:
-        raise PmemlabError("no sweep CSV among the arguments (only .hist.csv / .summary.csv)", "give NAME.csv")
+        raise BadInput("no sweep CSV among the arguments (only .hist.csv / .summary.csv)", "give NAME.csv")
     sweeps = sorted({sweep_name(p) for p in csvs})
     if len(sweeps) > 1 and not (args.x or args.y):
         raise ConfigError(f"the CSVs hold {len(sweeps)} sweeps ({', '.join(sweeps)}); a figure shows one",
                           "plot them one at a time, or use plot-all RESULTS_DIR")
     results = load_results(csvs)
+    check_writable(args.output)
     if args.x or args.y or args.hue or args.facet:
+        for option in ("x", "y", "hue", "facet"):
+            column = getattr(args, option)
+            if column and column not in results.rows:
+                raise ConfigError(f"--{option}: no column {column!r} in {', '.join(str(p) for p in csvs)}",
+                                  "pick a column the CSV has (its header lists them)")
         x = args.x or default_x(results)
         fig = generic_figure(results, x, args.y or default_y(results.ok()), args.hue, args.facet,
                              args.logx, args.logy)
@@ -172,18 +189,29 @@ def plot_command(args: argparse.Namespace) -> int:
     else:
         fig = fallback_figure(results)
         name = args.name or results.name
-    for path in save_figure(fig, args.output, name, _formats(args.format)):
-        print(f"plot: {path}")
+    if "/" in name or name in ("", ".", ".."):
+        raise ConfigError(f"--name {name!r}: not a file name", "give a name without /")
+    written = save_figure(fig, args.output, name, formats)
+    if args.json:
+        print_json({"figure": name, "written": written})
+    else:
+        for path in written:
+            print(f"plot: {path}")
     return 0
 
 
 def plot_all_command(args: argparse.Namespace) -> int:
+    formats = _formats(args.format)
+    if not args.results.is_dir():
+        raise BadInput(f"{args.results}: {'not a directory' if args.results.exists() else 'no such directory'}",
+                       "give the directory the sweeps wrote (results/)")
     groups = find_experiments(args.results)
     if not groups:
-        print(f"pmemlab plot-all: nothing to plot: no sweep CSV under {args.results}/")
-        return 0
-    formats = _formats(args.format)
-    failed = 0
+        raise BadInput(f"nothing to plot: no pmemlab sweep CSV under {args.results}/",
+                       "run a sweep first (make demo, pmemlab sweep), or give the directory it wrote")
+    check_writable(args.output)
+    written: dict[str, list[Path]] = {}
+    failed: dict[str, str] = {}
     revisions: dict[str, set[str]] = defaultdict(set)
     for name, paths in sorted(groups.items()):
         try:
@@ -194,15 +222,22 @@ def plot_all_command(args: argparse.Namespace) -> int:
                 fig = recipe_figure(results)
             else:
                 fig = fallback_figure(results)
-            written = save_figure(fig, args.output, name, formats)
-            print(f"plot-all: {name} ({len(paths)} CSV) -> {', '.join(str(p) for p in written)}")
+            written[name] = save_figure(fig, args.output, name, formats)
+            if not args.json:
+                print(f"plot-all: {name} ({len(paths)} CSV) -> {', '.join(str(p) for p in written[name])}")
         except (PmemlabError, KeyError, ValueError) as exc:
-            failed += 1
-            print(f"plot-all: {name}: not rendered: {exc}", file=sys.stderr)
+            failed[name] = (f"{exc.cause}; fix: {exc.fix}" if exc.fix else exc.cause) \
+                if isinstance(exc, PmemlabError) else f"{type(exc).__name__}: {exc}"
     problem = gallery_problem(revisions)
     if problem:
-        print(f"plot-all: not gallery-ready: {problem}", file=sys.stderr)
-    return 1 if failed else 0
+        print(f"pmemlab: plot-all: not gallery-ready: {problem}", file=sys.stderr)
+    if args.json:
+        print_json({"written": written, "failed": failed, "not_gallery_ready": problem or None})
+    if failed:
+        raise PmemlabError(f"plot-all: {len(failed)} of {len(groups)} experiments not rendered, one per line above",
+                           "see why above; `pmemlab plot NAME.csv` renders one alone",
+                           details=[f"{name}: not rendered: {why}" for name, why in failed.items()])
+    return 0
 
 
 def gallery_problem(revisions: dict[str, set[str]]) -> str:

@@ -11,13 +11,14 @@ The parts, each its own module:
   summary   NAME.summary.csv: mean, stddev, 95 % CI per point
   progress  the progress bar
   files     the four file names of a sweep
+  over_targets  one config on several targets into one CSV (a target_label column)
   core      Sweep: the loop that ties them together
 """
 
 from pmemlab.sweep.bench import Bench
 from pmemlab.sweep.core import Sweep, SweepOptions, SweepReport
 from pmemlab.sweep.execute import Executor, RunResult, classify, refusal_reason
-from pmemlab.sweep.files import SweepFiles, histogram_path, sidecar_path, summary_path
+from pmemlab.sweep.files import SweepFiles, check_output, histogram_path, sidecar_path, summary_path
 from pmemlab.sweep.plan import AdaptiveRepeats, FixedRepeats, Observations, Plan, metric_values, policy_for
 from pmemlab.sweep.progress import Progress
 from pmemlab.sweep.record import CsvRecorder, MemoryRecorder
@@ -25,13 +26,13 @@ from pmemlab.sweep.resume import (
     RESUME_CONDITIONS, ResumeState, check_resumable, fingerprint, load_done, resume, resume_identity,
 )
 from pmemlab.sweep.sidecar import Sidecar, media_notes, read_previous
-from pmemlab.sweep.summary import SUMMARY_SKIP, summarize_csv, write_summary
+from pmemlab.sweep.summary import SUMMARY_SKIP, summarize_csv, summarize_frame, write_summary
 
 __all__ = [
     "RESUME_CONDITIONS", "SUMMARY_SKIP",
     "AdaptiveRepeats", "Bench", "CsvRecorder", "Executor", "FixedRepeats", "MemoryRecorder", "Observations", "Plan",
     "Progress", "ResumeState", "RunResult", "Sidecar", "Sweep", "SweepFiles", "SweepOptions", "SweepReport",
-    "check_resumable", "classify", "fingerprint", "histogram_path", "load_done", "media_notes", "metric_values",
+    "check_output", "check_resumable", "classify", "fingerprint", "histogram_path", "load_done", "media_notes", "metric_values",
     "policy_for", "read_previous", "refusal_reason", "resume", "resume_identity", "sidecar_path", "summarize_csv",
-    "summary_path", "write_summary",
+    "summarize_frame", "summary_path", "write_summary",
 ]

@@ -21,9 +21,12 @@ class Bench:
     facts: P.TargetFacts | None = None
 
     @classmethod
-    def probe(cls, backend: Backend, online_cpus: int, *, facts: bool = True, info: bool = True) -> Bench:
+    def probe(cls, backend: Backend, online_cpus: int, *, facts: bool = True, info: bool = True,
+              runner: machine.ToolRunner | None = None) -> Bench:
+        """`runner` runs the tools info asks (ndctl, ipmctl, ...); a sweep over targets gives one
+        that remembers their answers, which do not change when the module is reloaded."""
         target = machine.target_facts(backend, online_cpus) if facts else None
-        return cls(backend=backend, info=machine.gather_info(backend) if info else None, facts=target)
+        return cls(backend=backend, info=machine.gather_info(backend, runner=runner) if info else None, facts=target)
 
     @property
     def conditions(self) -> dict[str, Any]:

@@ -5,19 +5,22 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 from pmemlab import ipmctl
 from pmemlab.backend import Backend
 from pmemlab.config import Point, SweepConfig
 from pmemlab.errors import Interrupted, PmemlabError
+from pmemlab.runcond import RunWatch
+from pmemlab.target_axis import Loader
 from pmemlab.sweep.bench import Bench
-from pmemlab.sweep.execute import Executor, RunResult
-from pmemlab.sweep.files import SweepFiles
+from pmemlab.sweep.execute import Executor, PointExecutor, RunResult
+from pmemlab.sweep.files import SweepFiles, check_output
 from pmemlab.sweep.plan import FixedRepeats, Observations, Plan, Slot, policy_for
 from pmemlab.sweep.progress import Progress
 from pmemlab.sweep.record import CsvRecorder, MemoryRecorder, Recorder
-from pmemlab.sweep.resume import resume, resume_identity
+from pmemlab.sweep.resume import ResumeState, resume, resume_identity, resume_targets
+from pmemlab.sweep.over_targets import TargetBench, TargetExecutor, first_open, targets_identity
 from pmemlab.sweep.sidecar import Sidecar, media_notes, read_previous
 from pmemlab.sweep.summary import write_summary
 
@@ -30,6 +33,7 @@ class SweepOptions:
     progress: bool = True
     argv: list[str] = field(default_factory=list)
     poll_s: float = 0.002
+    run_conditions: bool = True  # record each run's own conditions (runcond.RunWatch)
 
 
 @dataclass
@@ -43,6 +47,7 @@ class SweepReport:
     failed: int = 0
     skipped: int = 0
     resumed: int = 0
+    resumed_ok: int = 0  # of the resumed runs, those that were ok (the exit code counts them)
     status: str = "running"  # running | complete | interrupted | failed
     interrupted: str = ""  # "during a run (aborted)" | "between runs"
 
@@ -59,16 +64,23 @@ class SweepReport:
         return {"runs": self.runs, "ok": self.ok, "failed": self.failed, "skipped": self.skipped}
 
 
+def resumed_ok_runs(state: ResumeState | None) -> int:
+    """Of the runs a resumed CSV keeps, those that were ok (the exit code counts them)."""
+    if state is None:
+        return 0
+    return sum(1 for r in state.kept if str(r.get("thread")) == "all" and r.get("status") == "ok")
+
+
 class Sweep:
     """Runs the slots of `plan` in order. Each run is recorded before the next slot is asked
     for (the repeat policy sees it); a skipped point records its remaining planned repeats
     as skipped at once. Ctrl-C, --fail-fast and backend errors end the session with the
     sidecar and summary written; the CSV is valid at every moment."""
 
-    def __init__(self, name: str, plan: Plan, executor: Executor, recorder: Recorder, *,
+    def __init__(self, name: str, plan: Plan, executor: PointExecutor, recorder: Recorder, *,
                  observations: Observations | None = None, files: SweepFiles | None = None,
                  sidecar: Sidecar | None = None, progress: Progress | None = None,
-                 fail_fast: bool = False, resumed: int = 0) -> None:
+                 fail_fast: bool = False, resumed: int = 0, resumed_ok: int = 0) -> None:
         self.name = name
         self.plan = plan
         self.executor = executor
@@ -79,7 +91,8 @@ class Sweep:
         self.progress = progress or Progress(0, name, enabled=False)
         self.fail_fast = fail_fast
         self.report = SweepReport(csv=files.csv if files else None, sidecar=sidecar.path if sidecar else None,
-                                  summary=None, points=len(plan.points), resumed=resumed)
+                                  summary=None, points=len(plan.points), resumed=resumed,
+                                  resumed_ok=resumed_ok)
 
     # -- building ----------------------------------------------------------------
     @classmethod
@@ -88,6 +101,8 @@ class Sweep:
         """The sweep of a config into opts.output: --fresh, resume (or refuse to), the files
         started, the sidecar written."""
         files = SweepFiles(opts.output)
+        check_output(files.csv)
+        files.check_ours()  # neither --fresh nor resume touches files a sweep did not write
         files.csv.parent.mkdir(parents=True, exist_ok=True)
         if opts.fresh:
             files.remove()
@@ -102,20 +117,60 @@ class Sweep:
         recorder.start(state)
         dimms = ipmctl.region_dimm_ids(info)
         resumed = len(state.done) if state else 0
+        resumed_ok = resumed_ok_runs(state)
         sidecar = Sidecar.begin(files, cfg, points, info, cond, identity, media_notes(info, media, dimms), previous,
                                 opts.argv, resumed)
         plan = Plan(points, policy_for(cfg), state.done if state else ())
-        executor = Executor(bench.backend, cond, bench.facts, cfg.timeout_s, opts.poll_s, media, dimms)
+        executor = Executor(bench.backend, cond, bench.facts, cfg.timeout_s, opts.poll_s, media, dimms,
+                            RunWatch.open() if opts.run_conditions else None)
         return cls(cfg.name, plan, executor, recorder, observations=Observations(state.kept if state else ()),
                    files=files, sidecar=sidecar, progress=Progress(plan.planned_runs(), cfg.name, opts.progress),
-                   fail_fast=opts.fail_fast, resumed=resumed)
+                   fail_fast=opts.fail_fast, resumed=resumed, resumed_ok=resumed_ok)
+
+    @classmethod
+    def over_targets(cls, cfg: SweepConfig, targets: Sequence[TargetBench], loader: Loader, opts: SweepOptions,
+                     media: ipmctl.MediaCounters | None = None) -> Sweep:
+        """The sweep of a config over a target axis into one CSV (sweep/over_targets.py): as
+        for_config, with every target's rows, resume check and sidecar entry."""
+        files = SweepFiles(opts.output)
+        check_output(files.csv)
+        files.check_ours()  # neither --fresh nor resume touches files a sweep did not write
+        files.csv.parent.mkdir(parents=True, exist_ok=True)
+        if opts.fresh:
+            files.remove()
+        points = [p for t in targets for p in t.points]
+        opened = [t for t in targets if t.bench is not None]
+        first = opened[0].bench if opened else None
+        info = (first.info if first else None) or {}
+        identity = targets_identity(cfg, targets)
+        previous = read_previous(files.sidecar)
+        conds = {t.label: t.conditions for t in opened}
+        state = resume_targets(files.csv, previous, identity, points, conds)  # refuses before anything is written
+        if state is None:
+            previous = {}
+        recorder = CsvRecorder(files)
+        recorder.start(state)
+        resumed = len(state.done) if state else 0
+        resumed_ok = resumed_ok_runs(state)
+        notes = media_notes(info, media, ipmctl.region_dimm_ids(info))
+        sidecar = Sidecar.begin(files, cfg, points, info, first.conditions if first else {}, identity, notes, previous,
+                                opts.argv, resumed)
+        sidecar.doc["targets"] = {t.label: t.describe() for t in targets}
+        sidecar.write()
+        plan = Plan(points, policy_for(cfg), state.done if state else ())
+        executor = TargetExecutor(targets, loader, cfg.timeout_s, opts.poll_s, media, open_label=first_open(targets),
+                                  watch=RunWatch.open() if opts.run_conditions else None)
+        return cls(cfg.name, plan, executor, recorder, observations=Observations(state.kept if state else ()),
+                   files=files, sidecar=sidecar, progress=Progress(plan.planned_runs(), cfg.name, opts.progress),
+                   fail_fast=opts.fail_fast, resumed=resumed, resumed_ok=resumed_ok)
 
     @classmethod
     def one_point(cls, point: Point, bench: Bench, timeout_s: float, name: str = "run",
-                  poll_s: float = 0.002) -> tuple[Sweep, MemoryRecorder]:
+                  poll_s: float = 0.002, run_conditions: bool = True) -> tuple[Sweep, MemoryRecorder]:
         """`pmemlab run`: one point, once, rows kept in memory; no files, no progress."""
         recorder = MemoryRecorder()
-        executor = Executor(bench.backend, bench.conditions, bench.facts, timeout_s, poll_s)
+        executor = Executor(bench.backend, bench.conditions, bench.facts, timeout_s, poll_s,
+                            watch=RunWatch.open() if run_conditions else None)
         return cls(name, Plan([point], FixedRepeats(1)), executor, recorder), recorder
 
     # -- running -----------------------------------------------------------------
@@ -124,7 +179,7 @@ class Sweep:
         return self.executor.backend
 
     def ids(self, slot: Slot) -> dict[str, Any]:
-        return {"sweep": self.name, "point": slot.point.index, "point_key": slot.point.key, "repeat": slot.repeat}
+        return {"sweep": self.name, "target_label": slot.point.target, "point": slot.point.index, "point_key": slot.point.key, "repeat": slot.repeat}
 
     def _record(self, result: RunResult) -> None:
         self.recorder.record(result.rows, result.hist)
@@ -166,6 +221,7 @@ class Sweep:
             fatal = exc
         finally:
             self.progress.close()
+            self.executor.close()
             self._finish()
         if fatal is not None:
             raise self._fatal(fatal)

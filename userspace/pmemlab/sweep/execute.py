@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import Any, Mapping, Sequence
+from typing import Any, Mapping, Protocol, Sequence
 
 from pmemlab import ipmctl
 from pmemlab import params as P
@@ -17,6 +17,7 @@ from pmemlab.backend import Backend, RunOutcome
 from pmemlab.config import Point
 from pmemlab.errors import ParamRefused
 from pmemlab.results import parse_histogram
+from pmemlab.runcond import RunWatch
 from pmemlab.table import rows_for_outcome
 
 FAILED_STATUSES = frozenset({"error", "timeout", "refused"})
@@ -63,13 +64,30 @@ def classify(outcome: RunOutcome) -> tuple[str, str]:
     return status, err
 
 
+class PointExecutor(Protocol):
+    """What the sweep runs its slots through: an Executor, or one per target (over_targets)."""
+
+    @property
+    def backend(self) -> Backend:
+        """The backend the next run goes to."""
+
+    def run(self, pt: Point, ids: Mapping[str, Any]) -> RunResult:
+        """One run of a point -> its rows, status and reason."""
+
+    def skipped(self, pt: Point, ids: Mapping[str, Any], reason: str) -> RunResult:
+        """The rows of a run this machine cannot make."""
+
+    def close(self) -> None:
+        """The sweep is over (whatever the executor holds open, closed)."""
+
+
 class Executor:
     """Runs points on one backend with the conditions the sweep probed (`cond`, tsc_khz among
     them) and the target facts that resolve cpus = "remote"."""
 
     def __init__(self, backend: Backend, cond: Mapping[str, Any], facts: P.TargetFacts | None,
                  timeout_s: float, poll_s: float = 0.002, media: ipmctl.MediaCounters | None = None,
-                 media_dimms: Sequence[int] | None = None) -> None:
+                 media_dimms: Sequence[int] | None = None, watch: RunWatch | None = None) -> None:
         self.backend = backend
         self.cond = dict(cond)
         self.tsc_khz = cond.get("tsc_khz")
@@ -78,6 +96,7 @@ class Executor:
         self.poll_s = poll_s
         self.media = media
         self.media_dimms = media_dimms
+        self.watch = watch  # the run's own conditions (runcond); None: only the sweep's
 
     def skipped(self, pt: Point, ids: Mapping[str, Any], reason: str) -> RunResult:
         return RunResult(rows_for_outcome(ids, pt.params, None, "skipped", reason, self.tsc_khz, self.cond), [])
@@ -91,6 +110,8 @@ class Executor:
             return self.skipped(pt, ids, str(exc))
         media = self.media
         before = media.snapshot() if media else None
+        if self.watch is not None:
+            self.watch.before()
         try:
             outcome = self.backend.run(run_params, timeout_s=self.timeout_s, poll_s=self.poll_s)
         except ParamRefused as exc:
@@ -101,6 +122,17 @@ class Executor:
         mdelta = ipmctl.delta(before, after, self.media_dimms) if before and after else None
         status, error = classify(outcome)
         if status != "ok":
-            return RunResult(rows_for_outcome(ids, pt.params, outcome, status, error, self.tsc_khz, self.cond), [])
+            return RunResult(self._annotated(rows_for_outcome(ids, pt.params, outcome, status, error, self.tsc_khz,
+                                                              self.cond), outcome), [])
         hist = [{**ids, **h} for h in parse_histogram(outcome.histogram, self.tsc_khz)]
-        return RunResult(rows_for_outcome(ids, pt.params, outcome, "ok", "", self.tsc_khz, self.cond, mdelta), hist)
+        rows = rows_for_outcome(ids, pt.params, outcome, "ok", "", self.tsc_khz, self.cond, mdelta)
+        return RunResult(self._annotated(rows, outcome), hist)
+
+    def _annotated(self, rows: list[dict[str, Any]], outcome: RunOutcome) -> list[dict[str, Any]]:
+        if self.watch is not None:
+            self.watch.annotate(rows, outcome.pid)
+        return rows
+
+    def close(self) -> None:
+        if self.watch is not None:
+            self.watch.close()

@@ -1,8 +1,12 @@
-"""NAME.summary.csv: per point, mean, sample standard deviation and 95 % CI half-width of
-every metric across the ok repeats."""
+"""NAME.summary.csv: per point, its parameters and run conditions, and the mean, sample standard
+deviation and 95 % CI half-width of every metric across the ok repeats; then the point's metric,
+its coefficient of variation, the highest steal time of its runs and whether the point should be
+trusted (pmemlab.noise). The target and condition columns stay, so the summaries of one sweep on
+several targets (NAME@dram, NAME@pmem) can be concatenated and still told apart."""
 
 from __future__ import annotations
 
+import math
 import os
 from pathlib import Path
 from typing import Any
@@ -10,35 +14,76 @@ from typing import Any
 import pandas as pd
 
 from pmemlab import ipmctl
+from pmemlab.noise import judge_runs, metric_of
 from pmemlab.params import PARAM_NAMES
 from pmemlab.results import KNOWN_RESULT_COLUMNS
 from pmemlab.stats import summarize
 from pmemlab.sweep.files import summary_path
-from pmemlab.table import BASE_COLUMNS
+from pmemlab.table import BASE_COLUMNS, CONDITION_COLUMNS, NOISE_COLUMNS, RUN_STATE_COLUMNS, read_rows
 
 SUMMARY_SKIP = frozenset({"cpu", "thread_node", "thread_op"})
+# per point: what the repeats share (several values joined with "/": they changed between repeats)
+SUMMARY_CONDITIONS: tuple[str, ...] = (*CONDITION_COLUMNS, *RUN_STATE_COLUMNS)
+# judged per point (pmemlab.noise) and placed after the statistics
+JUDGEMENT_COLUMNS: tuple[str, ...] = ("metric", "cv_pct", "steal_pct_max", "noisy", "noise")
 
 
-def summarize_csv(csv_path: Path) -> pd.DataFrame:
-    """Per point: parameters, repeats n, and mean / stddev / 95 % CI half-width per metric."""
-    df = pd.read_csv(csv_path, low_memory=False)
+def _shared(values: pd.Series) -> Any:
+    """The value the rows share; several distinct values joined with '/'; None for none."""
+    distinct = list(dict.fromkeys(v for v in values.tolist() if not (isinstance(v, float) and math.isnan(v))))
+    if not distinct:
+        return None
+    return distinct[0] if len(distinct) == 1 else "/".join(str(v) for v in distinct)
+
+
+EMPTY_COLUMNS: tuple[str, ...] = ("sweep", "point", "point_key", "n", *JUDGEMENT_COLUMNS)
+
+
+def summarize_frame(df: pd.DataFrame) -> pd.DataFrame:
+    """Per point (the ok aggregate rows of a sweep CSV as read by table.read_rows); without any,
+    a frame with the identifying columns and no rows (the file still says what it is)."""
+    if df.empty:
+        return pd.DataFrame(columns=list(EMPTY_COLUMNS))
     agg = df[(df["thread"].astype(str) == "all") & (df["status"] == "ok")]
     metrics = [c for c in agg.columns
                if (c in KNOWN_RESULT_COLUMNS or c in ipmctl.COLUMNS or c not in BASE_COLUMNS)
                and c not in SUMMARY_SKIP and pd.api.types.is_numeric_dtype(agg[c]) and agg[c].notna().any()]
-    keep_cols = ["sweep", "point", "point_key", *[c for c in PARAM_NAMES if c in agg.columns]]
+    keep_cols = ["sweep", *(["target_label"] if "target_label" in agg.columns else []), "point", "point_key",
+                 *[c for c in PARAM_NAMES if c in agg.columns]]
+    conditions = [c for c in SUMMARY_CONDITIONS if c in agg.columns]
+    noise_max = [c for c in NOISE_COLUMNS if c in agg.columns]
+    judged = agg.assign(metric=metric_of(agg)) if not agg.empty else agg
     out_rows: list[dict[str, Any]] = []
-    for key, grp in agg.groupby("point_key", sort=False):
+    for key, grp in judged.groupby("point_key", sort=False):
         first = grp.iloc[0]
         row: dict[str, Any] = {c: first[c] for c in keep_cols}
+        row.update({c: _shared(grp[c]) for c in conditions})
         row["n"] = len(grp)
         for m in metrics:
             s = summarize(grp[m].dropna().tolist())
             row[f"{m}_mean"] = s.mean
             row[f"{m}_stddev"] = s.stddev
             row[f"{m}_ci95"] = s.ci95
+        for c in noise_max:
+            values = pd.to_numeric(grp[c], errors="coerce").dropna()
+            row[f"{c}_max"] = float(values.max()) if len(values) else None
+        metric = str(first["metric"])
+        verdict = judge_runs(grp, metric)
+        row.update(metric=metric, cv_pct=verdict.cv_pct,
+                   steal_pct_max=None if math.isnan(verdict.steal_pct) else verdict.steal_pct,
+                   noisy=int(verdict.noisy), noise="; ".join(verdict.reasons))
         out_rows.append(row)
-    return pd.DataFrame(out_rows)
+    out = pd.DataFrame(out_rows)
+    if out.empty:
+        return pd.DataFrame(columns=list(EMPTY_COLUMNS))
+    rest = [c for c in out.columns if c not in JUDGEMENT_COLUMNS]
+    return out[[*rest, *JUDGEMENT_COLUMNS]]
+
+
+def summarize_csv(csv_path: Path) -> pd.DataFrame:
+    """Per point: parameters, conditions, repeats n, mean / stddev / 95 % CI half-width per metric,
+    and the noise judgement."""
+    return summarize_frame(read_rows(csv_path))
 
 
 def write_summary(csv_path: Path) -> Path | None:

@@ -1,0 +1,170 @@
+"""The target axis and the MLC-style one-liners against the real module in the guest (TCG: the
+numbers show function only): one CSV from a sweep over the pmem namespace and DRAM, each
+one-liner's table on the module and on the user backend, and the NUMA matrices with the runs
+checked against the nodes when the guest has two (scripts/vm --numa-nodes 2)."""
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import re
+import subprocess
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+import pmemlab.cli as cli
+from pmemlab.params import parse_cpulist
+
+
+def pmemlab(*args: str) -> subprocess.CompletedProcess:
+    """The command line in this process (a new Python with pandas takes ~25 s to start under TCG)."""
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = cli.main(list(args))
+    res = subprocess.CompletedProcess(["pmemlab", *args], code, out.getvalue(), err.getvalue())
+    print(f"$ pmemlab {' '.join(args)}\n{res.stdout}{res.stderr}")  # the tables, for the record (pytest -s)
+    return res
+
+
+def module_loaded() -> bool:
+    return Path("/sys/module/pmemlab").exists()
+
+
+def unload() -> None:
+    if module_loaded():
+        subprocess.run(["rmmod", "pmemlab"], check=True)
+
+
+def table(out: str) -> dict[str, list[str]]:
+    """The printed table's rows by their first cell."""
+    lines = out.splitlines()
+    start = next(i for i, line in enumerate(lines) if not line.strip()) + 2
+    rows = {}
+    for line in lines[start:]:
+        if not line.strip():
+            break
+        cells = re.split(r"\s{2,}", line.strip())
+        rows[cells[0]] = cells[1:]
+    return rows
+
+
+def nodes_with_cpus_and_memory() -> list[int]:
+    found = []
+    for node in sorted(Path("/sys/devices/system/node").glob("node[0-9]*")):
+        cpus = (node / "cpulist").read_text().strip()
+        mem = re.search(r"MemTotal:\s+(\d+)", (node / "meminfo").read_text())
+        if cpus and mem and int(mem.group(1)) > 0:
+            found.append(int(node.name[4:]))
+    return found
+
+
+TWO_TARGETS = """
+[sweep]
+name = "guest-targets"
+repeats = 1
+
+[sweep.targets]
+pmem = "target=@PMEM@"
+dram = "target=dram dram_size=64M"
+
+[base]
+mode = "bandwidth"
+pattern = "seq"
+threads = 1
+working_set = "16M"
+duration_ms = 30
+
+[axes]
+op = ["load", "ntstore"]
+"""
+
+
+def test_sweep_over_pmem_and_dram_into_one_csv(tmp_path: Path, ko: Path, pmem_dev: str) -> None:
+    """pmemlab sweep loads the module on each target itself: one CSV, a target_label column, each
+    target's own conditions, the sidecar describing both; resumed, nothing runs again."""
+    unload()
+    cfg = tmp_path / "two.toml"
+    cfg.write_text(TWO_TARGETS)
+    out = tmp_path / "two.csv"
+    res = pmemlab("sweep", str(cfg), "-o", str(out), "--pmem", pmem_dev, "--ko", str(ko), "--no-progress")
+    assert res.returncode == 0, res.stderr
+    assert not module_loaded(), "not loaded before: unloaded after"
+    df = pd.read_csv(out, dtype={"thread": str})
+    agg = df[df["thread"] == "all"]
+    assert list(agg["target_label"]) == ["pmem", "pmem", "dram", "dram"] and (agg["status"] == "ok").all()
+    by = agg.drop_duplicates("target_label").set_index("target_label")
+    assert by.loc["pmem", "target"] == pmem_dev and by.loc["pmem", "target_kind"] == "fsdax"
+    assert by.loc["dram", "target"] == "dram" and by.loc["dram", "target_size"] == 64 << 20
+    assert (agg["bw_gbps"] > 0).all()
+    side = json.loads(out.with_suffix(".json").read_text())
+    assert side["targets"]["pmem"]["load"] == f"target={pmem_dev}"
+    assert side["targets"]["dram"]["module"]["parameters"]["dram_size"] == "64M"
+    res = pmemlab("sweep", str(cfg), "-o", str(out), "--pmem", pmem_dev, "--ko", str(ko), "--no-progress")
+    assert res.returncode == 0 and "0 runs" in res.stdout and "4 resumed" in res.stdout, res.stdout + res.stderr
+
+
+def test_one_liners_on_the_module(module, pmem_dev: str) -> None:
+    with module(target=pmem_dev):
+        res = pmemlab("idle-latency", "--count", "2000", "--working-set", "16M")
+        assert res.returncode == 0, res.stderr
+        assert "kernel backend" in res.stdout and f"on {pmem_dev} (fsdax" in res.stdout and "EMULATED" in res.stdout
+        rows = table(res.stdout)
+        assert float(rows["load, random, cold line"][0]) > 0 and rows["load, random, cold line"][-1] == "2000"
+        res = pmemlab("loaded-latency", "--duration-ms", "40", "--delays", "0,2000", "--working-set", "16M")
+        assert res.returncode == 0, res.stderr
+        rows = table(res.stdout)
+        assert list(rows) == ["0", "2000"] and all(float(r[1]) > 0 and float(r[4]) > 0 for r in rows.values())
+        res = pmemlab("peak-bw", "--duration-ms", "20", "--repeats", "2", "--working-set", "16M", "--json")
+        assert res.returncode == 0, res.stderr
+        done = {r["access"]: r for r in json.loads(res.stdout)["rows"] if r["bw_gbps_mean"] is not None}
+        assert {"load", "ntload", "store", "ntstore", "1:1 load:store"} <= set(done)
+        assert all(r["runs"] == 2 and r["bw_gbps_mean"] > 0 for r in done.values())
+
+
+def test_one_liner_over_pmem_and_dram(ko: Path, pmem_dev: str) -> None:
+    unload()
+    res = pmemlab("idle-latency", "--backend", "kernel", "--targets", "pmem,dram=dram dram_size=64M",
+                  "--pmem", pmem_dev, "--ko", str(ko), "--count", "1000", "--json")
+    assert res.returncode == 0, res.stderr
+    rows = json.loads(res.stdout)["rows"]
+    assert [r["target"] for r in rows] == ["pmem"] * 4 + ["dram"] * 4
+    assert all(r["median_ns"] and r["median_ns"] > 0 for r in rows if r["op"] in ("load", "ntstore"))
+    assert not module_loaded()
+
+
+def test_one_liner_on_the_user_backend() -> None:
+    res = pmemlab("idle-latency", "--backend", "user", "--count", "1000", "--working-set", "16M")
+    assert res.returncode == 0, res.stderr
+    assert "user backend" in res.stdout and "on dram (user-dram" in res.stdout
+    assert all(float(r[0]) > 0 for r in table(res.stdout).values())
+
+
+@pytest.mark.parametrize("command", ["latency-matrix", "bw-matrix"])
+def test_matrices_across_two_nodes(tmp_path: Path, ko: Path, command: str) -> None:
+    """Each cell ran on the CPUs of its row's node against the memory of its column: the runs'
+    thread_node and target_node say so."""
+    nodes = nodes_with_cpus_and_memory()
+    if len(nodes) < 2:
+        pytest.skip("guest with one NUMA node (scripts/vm --numa-nodes 2 gives two)")
+    unload()
+    out = tmp_path / f"{command}.csv"
+    extra = ["--count", "1000"] if command == "latency-matrix" else ["--duration-ms", "30", "--repeats", "1"]
+    res = pmemlab(command, "--backend", "kernel", "--ko", str(ko), "--dram-size", "64M", "--working-set", "16M",
+                  "-o", str(out), *extra)
+    assert res.returncode == 0, res.stderr
+    rows = table(res.stdout)
+    assert [r.split(" (")[0] for r in rows] == [f"node {n}" for n in nodes]
+    header = next(line for line in res.stdout.splitlines() if line.startswith("CPUs \\ memory"))
+    assert all(f"dram-node{n} " in header for n in nodes) and "pmem" in header
+    assert all("n/a" not in cells and all(float(c) > 0 for c in cells) for cells in rows.values())
+    df = pd.read_csv(out, dtype={"thread": str})
+    threads = df[(df["thread"] != "all") & (df["status"] == "ok")]
+    cpu_node = {c: n for n in nodes
+                for c in parse_cpulist(Path(f"/sys/devices/system/node/node{n}/cpulist").read_text())}
+    assert all(cpu_node[int(r["cpu"])] == int(r["thread_node"]) for _, r in threads.iterrows())
+    for label, grp in threads.groupby("target_label"):
+        if label.startswith("dram-node"):
+            assert set(grp["target_node"]) == {int(label[len("dram-node"):])}
+    assert not module_loaded()

@@ -1,0 +1,212 @@
+"""The MLC-style one-liners: idle-latency, loaded-latency, peak-bw, latency-matrix, bw-matrix on the
+fake module (reloadable, two NUMA nodes for the matrices) and on the real user backend; tables
+with units and statistics, --json, -o into a sweep CSV the figures render."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent / "fixtures"))
+from fake_pmemlab import FakeModuleCommands, make_fake  # noqa: E402
+
+import pmemlab.cli as cli  # noqa: E402
+import pmemlab.machine as machine  # noqa: E402
+from pmemlab import oneliners, target_axis  # noqa: E402
+from pmemlab.target_axis import KernelLoader  # noqa: E402
+
+TWO_NODES = {"nodes": [{"node": 0, "cpus": "0", "mem_total_kib": 1 << 20, "distances": [10, 20]},
+                       {"node": 1, "cpus": "1", "mem_total_kib": 1 << 20, "distances": [20, 10]}],
+             "source": "fixture"}
+
+
+@pytest.fixture
+def fake_bed(tmp_path, monkeypatch):
+    """The fake module as the loaded kernel backend, reloadable; 2 online CPUs on one node."""
+    fake = make_fake(tmp_path, cpu_features="sse2 avx avx2 clflush clflushopt rdtscp")  # no clwb
+    commands = FakeModuleCommands(fake)
+    monkeypatch.setattr(oneliners, "open_backend", lambda kind, args: fake.module())
+    monkeypatch.setattr(oneliners, "online_cpus", lambda: 2)
+    monkeypatch.setattr(target_axis, "kernel_loader",
+                        lambda ko, sysfs: KernelLoader(tmp_path / "pmemlab.ko", fake.root, commands,
+                                                       module=fake.module(), settle_s=0.5))
+    monkeypatch.setattr(machine, "run_tool", lambda argv: machine.ToolResult(127, "", "not installed"))
+    monkeypatch.setattr(oneliners, "fsdax_namespaces", lambda host: ["/dev/pmem0"])
+    monkeypatch.delenv("PMEMLAB_PMEM_DRAM", raising=False)
+    return fake, commands
+
+
+def run(capsys, *argv: str) -> tuple[int, str]:
+    code = cli.main(list(argv))
+    return code, capsys.readouterr().out
+
+
+def table_rows(out: str) -> dict[str, list[str]]:
+    """The printed table's rows by their first cell (cells split on two or more spaces)."""
+    import re
+
+    lines = out.splitlines()
+    start = next(i for i, line in enumerate(lines) if not line.strip()) + 1
+    rows: dict[str, list[str]] = {}
+    for line in lines[start + 1:]:
+        if not line.strip():
+            break
+        cells = re.split(r"\s{2,}", line.strip())
+        rows[cells[0]] = cells[1:]
+    return rows
+
+
+def test_idle_latency_table_on_the_module(fake_bed, capsys):
+    fake, _ = fake_bed
+    code, out = run(capsys, "idle-latency", "--backend", "kernel", "--count", "500")
+    assert code == 0
+    lines = out.splitlines()
+    assert lines[0].startswith("pmemlab idle-latency (kernel backend") and "/dev/pmem0 (fsdax, node 0)" in lines[0]
+    assert "median, p5 and p95 of every sample" in lines[1] and "500 samples per row" in lines[1]
+    assert "access  " in lines[3] and "median ns" in lines[3] and "samples" in lines[3]
+    rows = table_rows(out)
+    assert list(rows) == ["load, random, cold line", "load, sequential, cold line", "store+clwb, warm line",
+                          "ntstore, warm line"]
+    # the fake's histogram: thread 0 buckets at 600, 608, 1200 ticks (16, 16, 22 samples) at 2 GHz: the median is the 27th, in the 608 bucket
+    assert rows["ntstore, warm line"][0] == "306.0" and rows["ntstore, warm line"][-1] == "54"
+    assert rows["store+clwb, warm line"][:5] == ["n/a"] * 5, "no clwb on this CPU"
+    assert "n/a store+clwb, warm line: skipped: op: store+clwb at width 8 (mov+clwb) needs clwb" in out
+    ran = [(r["op"], r["pattern"], r["cold"], r["warm"], r["count"], r["working_set"]) for r in fake.runs]
+    assert ran == [("load", "rand", "1", "0", "500", str(1 << 30)), ("load", "seq", "1", "0", "500", str(1 << 30)),
+                   ("ntstore", "seq", "0", "1", "500", str(1 << 30))]
+
+
+def test_idle_latency_json_and_two_targets(fake_bed, capsys):
+    fake, commands = fake_bed
+    code, out = run(capsys, "idle-latency", "--backend", "kernel", "--count", "500", "--json",
+                    "--targets", "pmem=/dev/pmem0,dram=dram dram_size=64M")
+    assert code == 0
+    doc = json.loads(out)
+    assert doc["command"] == "idle-latency" and len(doc["rows"]) == 8
+    assert set(doc["rows"][0]) == {"target", "access", "op", "pattern", "median_ns", "p5_ns", "p95_ns", "mean_ns",
+                                   "max_ns", "samples"}
+    assert (doc["rows"][0]["target"], doc["rows"][0]["access"]) == ("pmem", "load, random, cold line")
+    assert (doc["rows"][4]["target"], doc["rows"][4]["median_ns"]) == ("dram", 306.0)
+    assert doc["rows"][2]["median_ns"] is None
+    assert [c for c in commands.calls if c.startswith("insmod")][:2] == ["insmod target=dram dram_size=64M",
+                                                                         "insmod target=/dev/pmem0"]
+    # the 64 MiB DRAM target sizes the window of both
+    assert {r["working_set"] for r in fake.runs} == {str(64 << 20)}
+
+
+def test_loaded_latency_latency_and_bandwidth_per_delay(fake_bed, capsys):
+    fake, _ = fake_bed
+    code, out = run(capsys, "loaded-latency", "--backend", "kernel", "--duration-ms", "5", "--delays",
+                    "0,1000,10000", "--repeats", "2")
+    assert code == 0
+    assert "thread 0 probes the latency of single loads (rand) while 1 thread(s) inject" in out
+    rows = table_rows(out)
+    assert list(rows) == ["0", "1000", "10000"]
+    assert [rows[d][0] for d in rows] == ["0.000", "500.0", "5000"], "delay ns at the module's 2 GHz TSC"
+    bw = [float(rows[d][4]) for d in rows]
+    assert bw[0] > bw[1] > bw[2] > 0 and all(float(rows[d][5]) >= 0 for d in rows), "mean and its CI"
+    assert all(rows[d][1] == "306.0" for d in rows), "the probe's median from the all histogram"
+    assert {(r["probe"], r["threads"], r["op"]) for r in fake.runs} == {("1", "2", "load")} and len(fake.runs) == 6
+
+
+def test_peak_bandwidth_per_op_and_mix(fake_bed, capsys):
+    fake, _ = fake_bed
+    code, out = run(capsys, "peak-bw", "--backend", "kernel", "--duration-ms", "5", "--json")
+    assert code == 0
+    doc = json.loads(out)
+    rows = {r["access"]: r for r in doc["rows"]}
+    assert list(rows) == ["load", "ntload", "store", "ntstore", "store+clwb", "store+clflushopt", "store+clflush",
+                          "3:1 load:store", "2:1 load:store", "1:1 load:store"]
+    assert rows["load"]["runs"] == 3 and rows["load"]["bw_gbps_mean"] > rows["ntstore"]["bw_gbps_mean"] > 0
+    assert rows["store+clwb"]["bw_gbps_mean"] is None and rows["store+clwb"]["runs"] == 0
+    assert rows["3:1 load:store"]["read_pct"] == 75 and rows["3:1 load:store"]["op"] == "store"
+    assert any("store+clwb: skipped: op: store+clwb at width" in n for n in doc["notes"])
+    assert "GB/s (1e9 B/s), all 2 threads together: mean over 3 run(s) of 5 ms and its 95 % CI" in doc["statistic"]
+    assert {(r["mode"], r["threads"], r["access_size"]) for r in fake.runs} == {("bandwidth", "2", "256")}
+
+
+@pytest.mark.parametrize("command", ["latency-matrix", "bw-matrix"])
+def test_matrices_nodes_by_memories(fake_bed, capsys, monkeypatch, command):
+    fake, commands = fake_bed
+    monkeypatch.setattr(machine, "numa_info", lambda host: TWO_NODES)
+    extra = ["--count", "500"] if command == "latency-matrix" else ["--duration-ms", "5", "--repeats", "1"]
+    code, out = run(capsys, command, "--backend", "kernel", *extra)
+    assert code == 0
+    lines = out.splitlines()
+    header = lines[3]
+    assert header.split("  ")[0] == "CPUs \\ memory"
+    unit = "median ns" if command == "latency-matrix" else "GB/s"
+    for column in ("dram-node0", "dram-node1", "pmem0 (/dev/pmem0, node 0)"):
+        assert f"{column} {unit}" in header
+    rows = table_rows(out)
+    cpus = ("0", "1") if command == "latency-matrix" else ("0", "1")
+    assert list(rows) == [f"node 0 (CPU {cpus[0]})", f"node 1 (CPU {cpus[1]})"]
+    assert all(len(cells) == 3 and "n/a" not in cells for cells in rows.values())
+    loads = [c for c in commands.calls if c.startswith("insmod")]
+    assert loads[:3] == ["insmod target=/dev/pmem0", "insmod target=dram dram_node=1 dram_size=256M",
+                         "insmod target=dram dram_node=0 dram_size=256M"]
+    # each cell ran on the row's CPUs against the column's target
+    assert sorted({(r["cpus"], r["threads"]) for r in fake.runs}) == [("0", "1"), ("1", "1")]
+    assert len(fake.runs) == 6
+    code, out = run(capsys, command, "--backend", "kernel", "--json", *extra)
+    cells = json.loads(out)["rows"]
+    assert {(c["cpu_node"], c["memory"]) for c in cells} == {(n, m) for n in (0, 1)
+                                                             for m in ("dram-node0", "dram-node1", "pmem0")}
+
+
+def test_one_liner_output_is_a_sweep_csv_the_figures_render(fake_bed, capsys, tmp_path):
+    fake, _ = fake_bed
+    out = tmp_path / "res" / "idle-latency.csv"
+    code, _ = run(capsys, "idle-latency", "--backend", "kernel", "--count", "500", "-o", str(out),
+                  "--targets", "pmem=/dev/pmem0,dram")
+    assert code == 0
+    df = pd.read_csv(out, dtype={"thread": str})
+    assert set(df["target_label"]) == {"pmem", "dram"} and out.with_suffix(".json").exists()
+    assert cli.main(["plot-all", str(out.parent), "-o", str(tmp_path / "plots")]) == 0
+    assert (tmp_path / "plots" / "idle-latency.png").exists()
+
+
+def test_user_backend_one_liners_for_real(capsys):
+    """pmemlab-run on this machine's DRAM: the numbers are the host's (noisy: other work runs);
+    the tables have every row with a value."""
+    code, out = run(capsys, "idle-latency", "--backend", "user", "--count", "2000", "--working-set", "16M")
+    assert code == 0
+    rows = table_rows(out)
+    assert len(rows) == 4 and all(float(cells[0]) > 0 for cells in rows.values())
+    code, out = run(capsys, "peak-bw", "--backend", "user", "--duration-ms", "10", "--repeats", "1",
+                    "--working-set", "16M", "--threads", "1", "--json")
+    assert code == 0
+    doc = json.loads(out)
+    done = [r for r in doc["rows"] if r["bw_gbps_mean"] is not None]
+    assert len(done) >= 7 and all(r["bw_gbps_mean"] > 0 for r in done)
+    code, out = run(capsys, "latency-matrix", "--backend", "user", "--count", "1000", "--dram-size", "16M", "--json")
+    assert code == 0
+    cells = json.loads(out)["rows"]
+    assert cells and all(c["memory"].startswith("dram-node") and c["latency_median_ns"] > 0 for c in cells)
+
+
+def test_bad_options_are_one_line_errors(fake_bed, capsys):
+    assert cli.main(["peak-bw", "--backend", "kernel", "--threads", "0"]) == 2
+    assert "--threads 0" in capsys.readouterr().err
+    assert cli.main(["idle-latency", "--backend", "kernel", "--targets", "x=dram dram"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("pmemlab: ") and "not KEY=VALUE" in err and "Traceback" not in err
+
+
+def test_output_checked_before_anything_runs(fake_bed, capsys, tmp_path):
+    """-o as `pmemlab sweep` checks it: a NAME.csv name, and never a file a sweep did not write."""
+    fake, commands = fake_bed
+    mine = tmp_path / "idle-latency.csv"
+    mine.write_text("mine,not,pmemlab\n1,2,3\n")
+    assert cli.main(["idle-latency", "--backend", "kernel", "--count", "500", "-o", str(mine)]) == 2
+    assert "not a pmemlab sweep CSV; not taking it over" in capsys.readouterr().err
+    assert mine.read_text() == "mine,not,pmemlab\n1,2,3\n" and not fake.runs and not commands.calls
+    assert cli.main(["peak-bw", "--backend", "kernel", "-o", str(tmp_path / "peak.txt")]) == 2
+    assert "not a NAME.csv name" in capsys.readouterr().err and not fake.runs
+    assert cli.main(["loaded-latency", "--backend", "kernel", "--timeout", "0"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "give a number of seconds > 0" in err and not fake.runs

@@ -1,0 +1,438 @@
+"""The target axis: `--targets` and [sweep.targets] parsed and filled, the module reloaded on each
+target (the fake module, reloadable), one CSV with a target_label column, resume per target,
+targets that cannot be loaded, the user backend re-pointed for real, and the figures reading
+the one-CSV form."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+from textwrap import dedent
+
+import pandas as pd
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent / "fixtures"))
+from fake_pmemlab import FakeModuleCommands, make_fake  # noqa: E402
+
+import pmemlab.cli as cli  # noqa: E402
+import pmemlab.machine as machine  # noqa: E402
+from pmemlab import exitcodes, target_axis, targets_cli, taskstats  # noqa: E402
+from pmemlab.config import parse_config  # noqa: E402
+from pmemlab.errors import ConfigError  # noqa: E402
+from pmemlab.plots.data import load_results  # noqa: E402
+from pmemlab.table import read_rows  # noqa: E402
+from pmemlab.target_axis import KernelLoader, Substitutes, TargetLoad, parse_load, parse_targets_option  # noqa: E402
+
+CONFIG = """
+[sweep]
+name = "cmp"
+repeats = 2
+
+[sweep.targets]
+pmem = "target=@PMEM@"
+dram = "target=dram dram_size=64M"
+emulated = "target=@PMEM_DRAM@"
+
+[base]
+mode = "bandwidth"
+duration_ms = 2
+working_set = "1M"
+
+[axes]
+op = ["load", "ntstore"]
+access_size = [64, 256]
+"""
+
+
+# --------------------------------------------------------------------------
+# what a target is
+# --------------------------------------------------------------------------
+def test_a_load_is_its_parameters_target_first():
+    assert parse_load("target=dram dram_size=1G", "x") == (("target", "dram"), ("dram_size", "1G"))
+    assert parse_load("dram_size=1G target=dram", "x") == (("target", "dram"), ("dram_size", "1G"))
+    assert parse_load("dram dram_pages=2m", "x") == (("target", "dram"), ("dram_pages", "2m"))
+    assert parse_load("dram:1", "x") == (("target", "dram"), ("dram_node", "1"))
+    assert parse_load("/dev/pmem1", "x") == (("target", "/dev/pmem1"),)
+    for bad, what in (("", "empty"), ("dram dram", "not KEY=VALUE"), ("dram_size=1G", "names no target"),
+                      ("target=dram X=1", "not KEY=VALUE")):
+        with pytest.raises(ConfigError, match=what):
+            parse_load(bad, "--targets")
+
+
+def test_targets_option_labels_choices_and_bare_targets():
+    declared = [TargetLoad("pmem", (("target", "@PMEM@"),)), TargetLoad("dram", (("target", "dram"),
+                                                                                  ("dram_size", "64M")))]
+    loads = parse_targets_option("pmem=/dev/pmem0,dram", declared)
+    assert [(t.label, t.text()) for t in loads] == [("pmem", "target=/dev/pmem0"), ("dram", "target=dram dram_size=64M")]
+    loads = parse_targets_option("dram-4k=dram dram_pages=4k,dram-2m=dram dram_pages=2m,/dev/pmem3,dram:1,"
+                                 "target=dram dram_node=0 dram_pages=4k")
+    assert [t.label for t in loads] == ["dram-4k", "dram-2m", "pmem3", "dram-node1", "dram-node0-4k"]
+    assert loads[3].text() == "target=dram dram_node=1"
+    loads = parse_targets_option("pmem,emulated,dram")  # what they mean where a config does not declare them
+    assert [t.text() for t in loads] == ["target=@PMEM@", "target=@PMEM_DRAM@", "target=dram"]
+    with pytest.raises(ConfigError, match="the label dram-2m names two targets"):
+        parse_targets_option("dram-2m=dram dram_pages=2m,dram dram_pages=2m")
+    with pytest.raises(ConfigError, match="empty item"):
+        parse_targets_option("dram,,pmem")
+
+
+def test_placeholders_are_filled_or_the_target_is_unavailable():
+    subs = Substitutes(pmem="/dev/pmem0", pmem_dram=None, cpuless_node="2", memory_nodes=frozenset({0, 2}))
+    resolved = [subs.resolve(t) for t in (
+        TargetLoad("pmem", (("target", "@PMEM@"),)),
+        TargetLoad("emulated", (("target", "@PMEM_DRAM@"),)),
+        TargetLoad("cxl", (("target", "dram"), ("dram_node", "@CPULESS_NODE@"))),
+        TargetLoad("remote", (("target", "dram"), ("dram_node", "1"))),
+    )]
+    assert resolved[0].text() == "target=/dev/pmem0" and not resolved[0].unavailable
+    assert resolved[1].unavailable.startswith("no DRAM-emulated fsdax namespace for @PMEM_DRAM@")
+    assert resolved[2].text() == "target=dram dram_node=2" and not resolved[2].unavailable
+    assert resolved[3].unavailable == "no NUMA node 1 with memory on this machine (dram_node=1)"
+    assert Substitutes().resolve(TargetLoad("cxl", (("target", "dram"), ("dram_node", "@CPULESS_NODE@")))
+                                 ).unavailable.startswith("no CPU-less NUMA node")
+
+
+def test_substitutes_from_the_environment_and_the_nodes(tmp_path, monkeypatch):
+    nodes = tmp_path / "sys" / "devices/system/node"
+    for n, cpus, kib in ((0, "0-1", 1024), (1, "", 2048), (2, "", 0)):
+        (nodes / f"node{n}").mkdir(parents=True)
+        (nodes / f"node{n}" / "cpulist").write_text(cpus + "\n")
+        (nodes / f"node{n}" / "meminfo").write_text(f"Node {n} MemTotal:       {kib} kB\n")
+        (nodes / f"node{n}" / "distance").write_text("10 20 20\n")
+    (tmp_path / "dev").mkdir()
+    host = machine.HostPaths(proc=tmp_path / "proc", sys=tmp_path / "sys", dev=tmp_path / "dev")
+    monkeypatch.setenv("PMEMLAB_PMEM", "/dev/pmem4 /dev/pmem5")
+    monkeypatch.setenv("PMEMLAB_PMEM_DRAM", "/dev/pmem9")
+    subs = Substitutes.probe(host=host)
+    assert (subs.pmem, subs.pmem_dram, subs.cpuless_node, subs.memory_nodes) == ("/dev/pmem4", "/dev/pmem9", "1",
+                                                                                 frozenset({0, 1}))
+    monkeypatch.delenv("PMEMLAB_PMEM")
+    assert Substitutes.probe(host=host).pmem is None
+    (tmp_path / "dev" / "pmem0").touch()
+    assert Substitutes.probe(pmem=None, host=host).pmem == str(tmp_path / "dev" / "pmem0")
+    assert Substitutes.probe(pmem="/dev/pmem7", host=host).pmem == "/dev/pmem7"
+
+
+def test_choose_loads_config_option_or_none():
+    cfg = parse_config(CONFIG)
+    subs = Substitutes(pmem="/dev/pmem0")
+    assert [t.label for t in target_axis.choose_loads(cfg, None, subs)] == ["pmem", "dram", "emulated"]
+    assert [t.label for t in target_axis.choose_loads(cfg, "dram,pmem", subs)] == ["dram", "pmem"]
+    assert target_axis.choose_loads(cfg, "loaded", subs) is None
+    assert target_axis.choose_loads(parse_config("[base]\nmode = 'latency'\n"), None, subs) is None
+
+
+# --------------------------------------------------------------------------
+# reloading the module
+# --------------------------------------------------------------------------
+def test_kernel_loader_reloads_and_puts_back_what_was_loaded(tmp_path):
+    fake = make_fake(tmp_path)
+    commands = FakeModuleCommands(fake)
+    original = commands.parameters()
+    loader = KernelLoader(tmp_path / "pmemlab.ko", fake.root, commands, module=fake.module())
+    mod = loader.open(TargetLoad("dram", (("target", "dram"), ("dram_size", "64M"), ("dram_node", "0"))))
+    assert mod.facts()["target_kind"] == "dram" and mod.facts()["target_size"] == 64 << 20
+    assert commands.calls == ["rmmod", "insmod target=dram dram_size=64M dram_node=0"]
+    mod = loader.open(TargetLoad("pmem", (("target", "/dev/pmem0"),)))
+    assert mod.facts()["target"] == "/dev/pmem0"
+    loader.close()
+    assert commands.calls[-1].startswith("insmod ") and commands.parameters() == original
+
+    fake = make_fake(tmp_path / "b")
+    commands = FakeModuleCommands(fake, loaded=False)
+    loader = KernelLoader(tmp_path / "pmemlab.ko", fake.root, commands, module=fake.module())
+    loader.open(TargetLoad("dram", (("target", "dram"),)))
+    loader.close()
+    assert commands.calls[-1] == "rmmod" and commands.parameters() is None, "not loaded before: unloaded after"
+
+
+def test_kernel_loader_needs_the_real_module_root_and_a_ko(tmp_path, monkeypatch):
+    with pytest.raises(target_axis.PmemlabError, match="real module only"):
+        target_axis.kernel_loader(None, tmp_path)
+    monkeypatch.setenv("PMEMLAB_KO", str(tmp_path / "none.ko"))
+    with pytest.raises(target_axis.PmemlabError, match="none.ko does not exist"):
+        target_axis.kernel_object()
+    assert target_axis.kernel_object(str(Path(__file__))) == Path(__file__)
+
+
+# --------------------------------------------------------------------------
+# a sweep over targets into one CSV
+# --------------------------------------------------------------------------
+@pytest.fixture
+def bed(tmp_path, monkeypatch):
+    fake = make_fake(tmp_path)
+    commands = FakeModuleCommands(fake)
+    monkeypatch.setattr(target_axis, "kernel_loader",
+                        lambda ko, sysfs: KernelLoader(tmp_path / "pmemlab.ko", fake.root, commands,
+                                                       module=fake.module(), settle_s=0.5))
+    monkeypatch.setattr(targets_cli, "online_cpus", lambda: 2)
+    monkeypatch.setattr(cli, "_module", lambda args: fake.module())  # --targets loaded: the module as it is
+    monkeypatch.setattr(cli, "_online_cpus", lambda: 2)
+    monkeypatch.setattr(machine, "run_tool", lambda argv: machine.ToolResult(127, "", "not installed"))
+    monkeypatch.delenv("PMEMLAB_PMEM_DRAM", raising=False)
+    cfg = tmp_path / "cmp.toml"
+    cfg.write_text(CONFIG)
+    return fake, commands, cfg, tmp_path / "results" / "cmp.csv"
+
+
+def sweep(cfg: Path, out: Path, *extra: str) -> int:
+    return cli.main(["sweep", str(cfg), "-o", str(out), "--no-progress", "--pmem", "/dev/pmem0", *extra])
+
+
+def test_one_csv_with_every_target(bed, capsys):
+    fake, commands, cfg, out = bed
+    assert sweep(cfg, out) == 0
+    err = capsys.readouterr().err
+    assert "target emulated not measured: no DRAM-emulated fsdax namespace" in err
+    df = pd.read_csv(out, dtype={"thread": str})
+    agg = df[df["thread"] == "all"]
+    assert list(dict.fromkeys(agg["target_label"])) == ["pmem", "dram", "emulated"]
+    per = agg.groupby("target_label")
+    assert dict(per["status"].agg(lambda s: ",".join(sorted(set(s))))) == {"pmem": "ok", "dram": "ok",
+                                                                           "emulated": "skipped"}
+    assert (per.size() == 8).all(), "4 points x 2 repeats on every target"
+    kinds = agg.drop_duplicates("target_label").set_index("target_label")
+    assert kinds.loc["pmem", "target_kind"] == "fsdax" and kinds.loc["dram", "target_kind"] == "dram"
+    assert kinds.loc["dram", "target_size"] == 64 << 20 and kinds.loc["pmem", "target"] == "/dev/pmem0"
+    assert agg[agg["target_label"] == "emulated"]["error"].str.startswith("no DRAM-emulated").all()
+    # the same points on each target, told apart by their keys
+    keys = agg.groupby("target_label")["point_key"].apply(set)
+    assert not keys["pmem"] & keys["dram"] and agg.groupby("target_label")["point"].nunique().eq(4).all()
+    # the module ran dram's runs loaded on dram, pmem's on pmem: 8 runs each, in target order
+    assert [r["op"] for r in fake.runs[:2]] == ["load", "load"] and len(fake.runs) == 16
+    loads = [c for c in commands.calls if c.startswith("insmod")]
+    assert loads == ["insmod target=dram dram_size=64M", "insmod target=/dev/pmem0",  # probed last to first
+                     "insmod target=dram dram_size=64M",  # pmem ran first (open), then dram
+                     "insmod allow_overwrite=0 target=/dev/pmem0"]  # put back as it was
+    side = json.loads(out.with_suffix(".json").read_text())
+    assert list(side["targets"]) == ["pmem", "dram", "emulated"]
+    assert side["targets"]["dram"]["load"] == "target=dram dram_size=64M"
+    assert side["targets"]["dram"]["conditions"]["target_kind"] == "dram"
+    assert side["targets"]["emulated"]["not_measured"].startswith("unavailable: no DRAM-emulated")
+    assert set(side["resume"]["identity"]["targets"]) == {"pmem", "dram", "emulated"}
+    summary = pd.read_csv(out.with_name("cmp.summary.csv"))
+    assert set(summary["target_label"]) == {"pmem", "dram"} and len(summary) == 8
+
+
+def test_resume_per_target(bed, capsys):
+    fake, commands, cfg, out = bed
+    fake.interrupt_at_run = 11  # during dram's third run
+    assert sweep(cfg, out, "--targets", "pmem,dram") == 130
+    done = pd.read_csv(out, dtype={"thread": str})
+    done = done[done["thread"] == "all"]
+    assert done.groupby("target_label").size().to_dict() == {"pmem": 8, "dram": 2}
+    fake.interrupt_at_run = None
+    before = len(fake.runs)
+    assert sweep(cfg, out, "--targets", "pmem,dram") == 0
+    assert len(fake.runs) - before == 6, "only dram's missing runs"
+    df = pd.read_csv(out, dtype={"thread": str})
+    assert df[df["thread"] == "all"].groupby("target_label").size().to_dict() == {"pmem": 8, "dram": 8}
+    # a target added later starts from nothing; the others are kept
+    before = len(fake.runs)
+    assert sweep(cfg, out, "--targets", "pmem,dram,dram2=dram dram_size=32M") == 0
+    assert len(fake.runs) - before == 8
+    capsys.readouterr()
+    # a target that is not the same target any more: refused, naming it
+    assert sweep(cfg, out, "--targets", "pmem,dram=dram dram_size=32M,dram2=dram dram_size=32M") == 2
+    assert "another target dram (" in capsys.readouterr().err
+    # a target measured before and left out now: refused
+    assert sweep(cfg, out, "--targets", "pmem,dram") == 2
+    assert "with target dram2 as well, which this command does not measure" in capsys.readouterr().err
+    # a CSV of the module as it was loaded is not resumed over targets
+    plain = out.with_name("plain.csv")
+    assert sweep(cfg, plain, "--targets", "loaded") == 0
+    assert sweep(cfg, plain, "--targets", "pmem,dram") == 2
+    assert "by a sweep of the module as it was loaded" in capsys.readouterr().err
+
+
+def test_a_load_the_module_refuses_gives_error_rows(bed, capsys):
+    fake, commands, cfg, out = bed
+    commands.refuse = lambda p: "dram_size 1T: not enough memory" if p.get("dram_size") == "1T" else None
+    # some runs ok, those of big failed: a partial sweep
+    assert sweep(cfg, out, "--targets", "pmem,big=dram dram_size=1T") == exitcodes.PARTIAL
+    df = pd.read_csv(out, dtype={"thread": str})
+    big = df[df["target_label"] == "big"]
+    assert set(big["status"]) == {"error"} and big["error"].str.contains("not enough memory").all()
+    assert "target big: insmod target=dram dram_size=1T refused: dram_size 1T: not enough memory" in \
+        capsys.readouterr().err
+    res = load_results([out])
+    assert res.not_run == ["big: target big not opened: insmod target=dram dram_size=1T refused: dram_size 1T: "
+                           "not enough memory"]
+
+
+def test_dry_run_lists_the_targets_and_loads_nothing(bed, capsys):
+    fake, commands, cfg, out = bed
+    assert sweep(cfg, out, "--dry-run") == 0
+    text = capsys.readouterr().out
+    assert "target pmem: load target=/dev/pmem0" in text and "target emulated: not measured" in text
+    assert commands.calls == [] and not out.exists()
+
+
+def test_target_option_and_axis_do_not_mix(bed, capsys):
+    fake, commands, cfg, out = bed
+    assert sweep(cfg, out, "--target", "/dev/pmem0") == 2
+    assert "--targets" in capsys.readouterr().err
+
+
+def test_the_module_as_loaded_without_an_axis(bed, tmp_path):
+    fake, commands, cfg, out = bed
+    assert sweep(cfg, out, "--targets", "loaded") == 0
+    df = pd.read_csv(out, dtype={"thread": str, "target_label": str})
+    assert df["target_label"].isna().all() and commands.calls == []
+
+
+# --------------------------------------------------------------------------
+# the user backend, re-pointed for real
+# --------------------------------------------------------------------------
+def test_user_backend_over_two_dram_targets(tmp_path, capsys):
+    cfg = tmp_path / "u.toml"
+    cfg.write_text(dedent("""\
+        [sweep]
+        name = "u"
+        [base]
+        mode = "bandwidth"
+        duration_ms = 20
+        working_set = "4M"
+        threads = 1
+        [axes]
+        op = ["load", "ntstore"]
+    """))
+    out = tmp_path / "u.csv"
+    assert cli.main(["sweep", str(cfg), "-o", str(out), "--no-progress", "--backend", "user",
+                     "--targets", "small=dram dram_size=8M,dram-4k=dram dram_size=16M dram_pages=4k"]) == 0
+    df = pd.read_csv(out, dtype={"thread": str})
+    agg = df[df["thread"] == "all"]
+    assert list(dict.fromkeys(agg["target_label"])) == ["small", "dram-4k"] and (agg["status"] == "ok").all()
+    sizes = agg.drop_duplicates("target_label").set_index("target_label")["target_size"]
+    assert sizes.to_dict() == {"small": 8 << 20, "dram-4k": 16 << 20}
+    assert set(agg[agg["target_label"] == "dram-4k"]["target_pages"]) == {"4k"}
+    # the rates themselves are the host's (noisy: other work runs); every run gave one
+    assert agg["bw_gbps"].notna().all() and (agg["bw_gbps"] > 0).any() and set(agg["target_kind"]) == {"user-dram"}
+    # each run's own conditions, on every target (runcond.RunWatch through the TargetExecutor)
+    rows = read_rows(out)
+    assert rows["thp_enabled"].notna().all() and rows["steal_pct"].dropna().between(0, 100).all()
+    assert rows["steal_pct"].notna().any()
+    if os.geteuid() == 0 and taskstats.ExitListener.open() is not None:
+        threads = rows[rows["thread"] != "all"]
+        assert threads["ctx_voluntary"].notna().all(), "every worker's context switches, on both targets"
+
+
+# --------------------------------------------------------------------------
+# figures: one CSV of several targets, and the files of one load each
+# --------------------------------------------------------------------------
+def test_figures_read_the_target_label_column(bed):
+    fake, commands, cfg, out = bed
+    assert sweep(cfg, out) == 0
+    res = load_results([out])
+    assert set(res.ok()["target_label"]) == {"pmem", "dram"}
+    assert res.not_run and res.not_run[0].startswith("emulated: no DRAM-emulated fsdax namespace")
+    assert res.hist is None or "target_label" in res.hist
+
+
+RECORDED = Path(__file__).resolve().parent / "fixtures" / "recorded"
+
+
+def one_csv_of_two_targets(name: str, tmp_path: Path) -> Path:
+    """The recorded NAME@pmem.csv (and its histograms) as a one-CSV result of two targets: pmem and
+    a copy labelled dram, point keys made per target as a sweep over targets makes them."""
+    out = tmp_path / f"{name}.csv"
+    for suffix in (".csv", ".hist.csv"):
+        base = pd.read_csv(RECORDED / f"{name}@pmem{suffix}", dtype=str)
+        parts = [base.assign(target_label=label, point_key=base["point_key"] + ("" if label == "pmem" else "-d"))
+                 for label in ("pmem", "dram")]
+        pd.concat(parts).to_csv(out.with_name(name + suffix), index=False)
+    return out
+
+
+@pytest.mark.parametrize("name", ["tail-latency", "flush-instr"])
+def test_single_target_recipes_draw_a_row_per_target(name, tmp_path):
+    """tail-latency and flush-instr (one target in the papers) give each target its row of panels,
+    the same panels the target alone gives."""
+    from pmemlab.plots.recipes import RECIPES
+
+    alone = RECIPES[name](load_results([RECORDED / f"{name}@pmem.csv"]))
+    both = RECIPES[name](load_results([one_csv_of_two_targets(name, tmp_path)]))
+    axes_alone = [ax for ax in alone.axes if ax.get_label() != "<colorbar>"]
+    axes_both = [ax for ax in both.axes if ax.get_label() != "<colorbar>"]
+    assert len(axes_both) == 2 * len(axes_alone) == 4
+    assert [ax.get_title() for ax in axes_both] == [f"{t}: {ax.get_title()}" for t in ("dram", "pmem")
+                                                    for ax in axes_alone]
+    for row in (axes_both[:2], axes_both[2:]):
+        for mine, ref in zip(row, axes_alone):
+            drawn = [(tuple(line.get_xdata()), tuple(line.get_ydata())) for line in mine.get_lines()
+                     if line.get_gid() != "pmemlab-reference"]
+            expected = [(tuple(line.get_xdata()), tuple(line.get_ydata())) for line in ref.get_lines()
+                        if line.get_gid() != "pmemlab-reference"]
+            assert drawn == expected
+
+
+def test_several_configs_in_one_process(bed, tmp_path, capsys):
+    """pmemlab sweep A B: each into OUT_DIR/NAME.csv, in turn; a bad config stops all before any run."""
+    fake, commands, cfg, out = bed
+    other = tmp_path / "other.toml"
+    other.write_text(CONFIG.replace('name = "cmp"', 'name = "other"').replace('op = ["load", "ntstore"]',
+                                                                              'op = ["load"]'))
+    outdir = tmp_path / "many"
+    assert cli.main(["sweep", str(cfg), str(other), "--out-dir", str(outdir), "--no-progress", "--pmem", "/dev/pmem0",
+                     "--targets", "pmem,dram"]) == 0
+    assert sorted(p.name for p in outdir.glob("*.csv") if p.name.count(".") == 1) == ["cmp.csv", "other.csv"]
+    assert len(fake.runs) == 16 + 8
+    err = capsys.readouterr().err
+    assert f"pmemlab: {cfg} took" in err and f"pmemlab: {other} took" in err
+    assert cli.main(["sweep", str(cfg), str(other), "-o", str(out)]) == 2
+    assert "give --out-dir DIR" in capsys.readouterr().err
+    bad = tmp_path / "bad.toml"
+    bad.write_text("[base]\nnosuch = 1\n")
+    before = len(fake.runs)
+    assert cli.main(["sweep", str(cfg), str(bad), "--out-dir", str(tmp_path / "none"), "--no-progress"]) == 2
+    assert len(fake.runs) == before and "nosuch" in capsys.readouterr().err
+
+
+# --------------------------------------------------------------------------
+# the command line's manners over targets: --json, -o checked first, resume only with its sidecar
+# --------------------------------------------------------------------------
+def test_json_over_targets_and_several_configs(bed, tmp_path, capsys):
+    fake, commands, cfg, out = bed
+    capsys.readouterr()
+    assert sweep(cfg, out, "--targets", "pmem,dram", "--dry-run", "--json") == 0
+    dry = json.loads(capsys.readouterr().out)
+    assert [t["label"] for t in dry["targets"]] == ["pmem", "dram"] and dry["runs_per_target"] == 8
+    assert dry["output"] == str(out) and commands.calls == [] and not out.exists()
+    assert sweep(cfg, out, "--targets", "pmem,dram", "--json") == 0
+    done = json.loads(capsys.readouterr().out)  # one document, nothing else on stdout
+    assert done["targets"] == ["pmem", "dram"] and done["exit_code"] == 0 and done["ok"] == 16
+    assert done["csv"] == str(out) and done["status"] == "complete"
+    other = tmp_path / "other.toml"
+    other.write_text(CONFIG.replace('name = "cmp"', 'name = "other"'))
+    bad = tmp_path / "late.toml"  # reads fine, fails when its -o cannot be taken over
+    bad.write_text(CONFIG.replace('name = "cmp"', 'name = "late"'))
+    outdir = tmp_path / "many"
+    outdir.mkdir()
+    (outdir / "late.csv").write_text("mine,not,pmemlab\n1,2,3\n")
+    code = cli.main(["sweep", str(cfg), str(bad), str(other), "--out-dir", str(outdir), "--no-progress",
+                     "--pmem", "/dev/pmem0", "--targets", "pmem", "--json"])
+    doc = json.loads(capsys.readouterr().out)
+    assert code == doc["exit_code"] == 2  # the worst of them
+    assert [d.get("sweep") or Path(d["config"]).stem for d in doc["sweeps"]] == ["cmp", "late", "other"]
+    assert doc["sweeps"][1]["exit_code"] == 2 and "not a pmemlab sweep CSV" in doc["sweeps"][1]["error"]
+    assert (outdir / "late.csv").read_text() == "mine,not,pmemlab\n1,2,3\n" and (outdir / "other.csv").exists()
+
+
+def test_over_targets_output_checked_and_resumed_only_with_its_sidecar(bed, capsys):
+    fake, commands, cfg, out = bed
+    out.parent.mkdir(parents=True)
+    out.write_text("a,b\n1,2\n")
+    assert sweep(cfg, out, "--targets", "pmem,dram", "--fresh") == 2
+    assert "not a pmemlab sweep CSV; not taking it over" in capsys.readouterr().err
+    assert out.read_text() == "a,b\n1,2\n" and commands.calls == [] and not fake.runs
+    assert sweep(cfg, out.with_name("x.txt"), "--targets", "pmem") == 2
+    assert "not a NAME.csv name" in capsys.readouterr().err
+    out.unlink()
+    assert sweep(cfg, out, "--targets", "pmem,dram") == 0
+    out.with_suffix(".json").unlink()
+    runs = len(fake.runs)
+    assert sweep(cfg, out, "--targets", "pmem,dram") == 2
+    assert "cmp.json is missing" in capsys.readouterr().err and len(fake.runs) == runs

@@ -1,0 +1,705 @@
+"""MLC-style one-liners: measurements that need no config, printed as tables (or --json).
+
+  idle-latency     one access at a time: loads of cold lines (random, sequential), store+clwb
+                   and ntstore of warm lines (FAST'20 fig 2; mlc --idle_latency is the random load)
+  loaded-latency   thread 0 probes the latency of single loads while the other threads inject
+                   loads with a delay between accesses: latency against the bandwidth they reach
+                   (mlc --loaded_latency)
+  peak-bw          the bandwidth of a node's worth of threads per op and for load:store mixes
+                   (mlc --peak_injection_bandwidth)
+  latency-matrix   idle latency from a CPU of each NUMA node to the DRAM of each node and to each
+                   pmem namespace (mlc --latency_matrix)
+  bw-matrix        read bandwidth of each node's CPUs to the same memories (mlc --bandwidth_matrix)
+
+Each writes a sweep config in memory, sized by the facts of its targets (working set, threads
+per node), and runs it with the sweep machinery: a Sweep into memory, or with -o into a CSV with
+its sidecar and summary as `pmemlab sweep` writes them. The backend is the module (--backend
+kernel; the default when it is loaded) or the user backend (--backend user, pmemlab-run; the
+default otherwise, on DRAM unless --target says otherwise). --targets measures several targets
+into one table with a target column; the matrices have their own: the DRAM of each node with
+memory (dram_node=N) and every fsdax namespace (the module only).
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import json
+import math
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+import pandas as pd
+
+from pmemlab import exitcodes, machine
+from pmemlab import params as P
+from pmemlab.backend import Backend, BackendKind, BackendSpec
+from pmemlab.config import SweepConfig, expand, parse_config
+from pmemlab.errors import ConfigError, PmemlabError
+from pmemlab.stats import summarize
+from pmemlab.output import add_json, examples, print_json
+from pmemlab.sweep import Bench, Executor, MemoryRecorder, Plan, Progress, Sweep, SweepFiles, SweepOptions, check_output
+from pmemlab.sweep import policy_for
+from pmemlab.sweep.core import SweepReport
+from pmemlab.sweep.execute import PointExecutor
+from pmemlab.sweep.over_targets import TargetBench, TargetExecutor, expand_targets, first_open, open_targets
+from pmemlab.table import HIST_CSV_COLUMNS, read_rows
+from pmemlab.target_axis import Loader, Substitutes, TargetLoad, UserLoader, choose_loads, derived_label
+from pmemlab import target_axis
+
+DEFAULT_WORKING_SET = 1 * P.GiB  # at most: MLC-sized buffers, well beyond the caches
+DEFAULT_COUNT = 100_000  # latency samples per run: 30-50 ms of single accesses on real memory
+DEFAULT_DRAM_SIZE = "256M"  # the module's own default DRAM target, on each node of a matrix
+LOADED_DELAYS = (0, 250, 500, 1000, 2500, 5000, 10000, 50000)  # TSC ticks between injected accesses
+IDLE_ROWS = (  # (label, op, pattern, cold, warm): the four bars of FAST'20 fig 2
+    ("load, random, cold line", "load", "rand", 1, 0),
+    ("load, sequential, cold line", "load", "seq", 1, 0),
+    ("store+clwb, warm line", "store+clwb", "seq", 0, 1),
+    ("ntstore, warm line", "ntstore", "seq", 0, 1),
+)
+PEAK_ROWS = (  # (label, op, read_pct)
+    *((op, op, 0) for op in P.OPS),
+    ("3:1 load:store", "store", 75),
+    ("2:1 load:store", "store", 67),
+    ("1:1 load:store", "store", 50),
+)
+
+
+# --------------------------------------------------------------------------
+# where the runs go
+# --------------------------------------------------------------------------
+@dataclass
+class Bed:
+    """The benches of one command: the backend as it is (no axis), or every target of the axis."""
+
+    kind: BackendKind
+    benches: list[Bench]
+    targets: list[TargetBench] | None = None
+    loader: Loader | None = None
+    notes: list[str] = field(default_factory=list)
+
+    def close(self) -> None:
+        if self.loader is not None:
+            self.loader.close()
+
+    def sizing(self) -> Sizing:
+        return Sizing.of(self.benches)
+
+
+@dataclass(frozen=True)
+class Sizing:
+    """What the defaults are sized by: the smallest target, the CPUs of the targets' nodes, and the
+    machine's nodes with CPUs."""
+
+    target_size: int | None
+    node_threads: int
+    node_cpus: dict[int, tuple[int, ...]]
+    tsc_khz: float | None
+
+    @classmethod
+    def of(cls, benches: Sequence[Bench]) -> Sizing:
+        sizes = [b.facts.target_size for b in benches if b.facts and b.facts.target_size]
+        nodes: dict[int, tuple[int, ...]] = {}
+        counts: list[int] = []
+        online = 1
+        for b in benches:
+            f = b.facts
+            if f is None:
+                continue
+            online = max(online, f.online_cpus or 1)
+            nodes.update({n: c for n, c in (f.node_cpus or {}).items() if c})
+            if f.target_node is not None and f.node_cpus and f.node_cpus.get(f.target_node):
+                counts.append(len(f.node_cpus[f.target_node]))
+        if not counts:
+            counts = [min((len(c) for c in nodes.values()), default=online)]
+        khz = next((b.conditions.get("tsc_khz") for b in benches if b.conditions.get("tsc_khz")), None)
+        return cls(target_size=min(sizes) if sizes else None, node_threads=max(1, min(counts)),
+                   node_cpus=nodes or {0: tuple(range(online))}, tsc_khz=khz)
+
+    def working_set(self, asked: int | None) -> int:
+        """--working-set, else 1 GiB or the smallest target, whole MiB."""
+        if asked:
+            return asked
+        limit = self.target_size or DEFAULT_WORKING_SET
+        return max(P.MiB, min(DEFAULT_WORKING_SET, limit) // P.MiB * P.MiB)
+
+
+def pick_backend(args: argparse.Namespace) -> BackendKind:
+    """--backend, else the module when it is loaded, else the user backend."""
+    if args.backend:
+        return "kernel" if args.backend == "kernel" else "user"
+    from pmemlab.sysfs import Module, sysfs_root
+
+    return "kernel" if Module(sysfs_root(args.sysfs)).loaded() else "user"
+
+
+def open_backend(kind: BackendKind, args: argparse.Namespace) -> Backend:
+    """The backend as it is: the loaded module, or the user backend on --target (dram)."""
+    if kind == "user":
+        return BackendSpec("user", target=args.target or "dram").open()
+    return BackendSpec("kernel", sysfs=Path(args.sysfs) if args.sysfs else None).open()
+
+
+def open_bed(args: argparse.Namespace, loads: list[TargetLoad] | None, online: int) -> Bed:
+    kind = pick_backend(args)
+    if loads is None:
+        backend = open_backend(kind, args)
+        backend.require_loaded()
+        if kind == "kernel":
+            backend.check_target(args.target)
+        return Bed(kind, [Bench.probe(backend, online)])
+    loader: Loader
+    if kind == "user":
+        loader = UserLoader()
+    else:
+        loader = target_axis.kernel_loader(args.ko, Path(args.sysfs) if args.sysfs else None)
+    try:
+        targets = open_targets(loads, loader, online)
+    except BaseException:
+        loader.close()
+        raise
+    return Bed(kind, [t.bench for t in targets if t.bench is not None], targets, loader)
+
+
+def online_cpus() -> int:
+    return int(machine.cpu_info(machine.HostPaths())["online_cpus"])
+
+
+# --------------------------------------------------------------------------
+# the configs
+# --------------------------------------------------------------------------
+def toml_value(value: Any) -> str:
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(toml_value(v) for v in value) + "]"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float)):
+        return str(value)
+    return json.dumps(str(value))
+
+
+def config_text(name: str, description: str, repeats: int, base: dict[str, Any],
+                zips: Sequence[dict[str, Sequence[Any]]] = (), axes: dict[str, Sequence[Any]] | None = None) -> str:
+    lines = ["[sweep]", f"name = {toml_value(name)}", f"description = {toml_value(description)}",
+             f"repeats = {repeats}", "", "[base]"]
+    lines += [f"{k} = {toml_value(v)}" for k, v in base.items()]
+    if axes:
+        lines += ["", "[axes]", *(f"{k} = {toml_value(v)}" for k, v in axes.items())]
+    for group in zips:
+        lines += ["", "[[zip]]", *(f"{k} = {toml_value(v)}" for k, v in group.items())]
+    return "\n".join(lines) + "\n"
+
+
+# --------------------------------------------------------------------------
+# the tables
+# --------------------------------------------------------------------------
+@dataclass
+class Table:
+    """What a command prints: a title, the statistic, columns with units, rows, notes."""
+
+    title: str
+    statistic: str
+    columns: list[str]
+    rows: list[list[Any]]
+    notes: list[str] = field(default_factory=list)
+    records: list[dict[str, Any]] = field(default_factory=list)  # the rows in JSON: tidy, names with units
+
+    def text(self) -> str:
+        cells = [[_cell(v) for v in row] for row in self.rows]
+        widths = [max([len(c)] + [len(r[i]) for r in cells]) for i, c in enumerate(self.columns)]
+        out = [self.title, self.statistic, ""]
+        out.append("  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(self.columns, widths))))
+        for r in cells:
+            out.append("  ".join(v.ljust(w) if i == 0 else v.rjust(w) for i, (v, w) in enumerate(zip(r, widths))))
+        out += [""] + self.notes if self.notes else []
+        return "\n".join(out)
+
+    def document(self, command: str) -> dict[str, Any]:
+        return {"command": command, "title": self.title, "statistic": self.statistic,
+                "rows": self.records, "notes": self.notes}  # output.jsonable makes NaN null
+
+
+def _cell(v: Any) -> str:
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return "n/a"
+    if isinstance(v, float):  # four significant digits, no exponent
+        return f"{v:.0f}" if abs(v) >= 1000 else f"{v:.1f}" if abs(v) >= 100 else f"{v:.2f}" if abs(v) >= 10 \
+            else f"{v:.3f}"
+    return str(v)
+
+
+def _ok(rows: pd.DataFrame) -> pd.DataFrame:
+    if rows.empty:
+        return rows
+    return rows[(rows["thread"].astype(str) == "all") & (rows["status"] == "ok")]
+
+
+def latency_of(rows: pd.DataFrame, hist: pd.DataFrame, keys: Sequence[str]) -> pd.DataFrame:
+    """Per combination of keys: the median, p5 and p95 of every sample of the runs (repeats
+    pooled, from the histograms; the figures' rule) and the exact mean, with the sample count."""
+    from pmemlab.plots.data import Results, latency_stats
+
+    runs = _ok(rows).assign(source_csv="")
+    results = Results("", rows.assign(source_csv=""), hist.assign(source_csv="") if not hist.empty else None)
+    stats = latency_stats(results, runs, keys)
+    if runs.empty:
+        return stats.assign(mean=[])
+    weighted = runs.assign(_w=pd.to_numeric(runs["lat_n"], errors="coerce"),
+                           _m=pd.to_numeric(runs["lat_ns_mean"], errors="coerce"))
+    means = weighted.groupby(list(keys), dropna=False).apply(
+        lambda g: float((g["_w"] * g["_m"]).sum() / g["_w"].sum()) if g["_w"].sum() else math.nan)
+    return stats.merge(means.rename("mean").reset_index(), on=list(keys), how="left")
+
+
+def bandwidth_of(rows: pd.DataFrame, keys: Sequence[str]) -> dict[tuple[Any, ...], tuple[float, float, int]]:
+    """Per combination of keys: mean GB/s over the runs, its Student-t 95 % CI half-width, runs."""
+    out: dict[tuple[Any, ...], tuple[float, float, int]] = {}
+    ok = _ok(rows)
+    if ok.empty:
+        return out
+    for key, grp in ok.groupby(list(keys), dropna=False, sort=False):
+        s = summarize(pd.to_numeric(grp["bw_gbps"], errors="coerce").dropna().tolist())
+        out[key if isinstance(key, tuple) else (key,)] = (s.mean, s.ci95, s.n)
+    return out
+
+
+def not_run(rows: pd.DataFrame, match: dict[str, Any]) -> str:
+    """Why the runs of one row of a table gave nothing ('' when one did)."""
+    agg = rows[rows["thread"].astype(str) == "all"]
+    for k, v in match.items():
+        agg = agg[agg[k] == v]
+    if agg.empty or (agg["status"] == "ok").any():
+        return ""
+    errors = agg["error"].dropna().astype(str)
+    return f"{agg['status'].iloc[0]}: {errors.iloc[0] if not errors.empty else ''}".strip()
+
+
+def headline(command: str, rows: pd.DataFrame, bed: Bed) -> str:
+    agg = rows[rows["thread"].astype(str) == "all"]
+    first = agg.iloc[0] if not agg.empty else pd.Series(dtype=object)
+    where = f"{bed.kind} backend" + (f", {first.get('hostname')}" if first.get("hostname") else "")
+    return f"pmemlab {command} ({where}; {first.get('cpu_model') or 'unknown CPU'})"
+
+
+def emulation_note(rows: pd.DataFrame) -> list[str]:
+    agg = rows[rows["thread"].astype(str) == "all"]
+    hyper = {str(v) for v in agg.get("hypervisor", pd.Series(dtype=str)).dropna() if str(v) not in ("none", "")}
+    emulated = {str(v) for v in agg.get("target_emulated", pd.Series(dtype=str)).dropna()
+                if str(v) not in ("no", "dram", "")}
+    if not hyper and not emulated:
+        return []
+    what = ", ".join([*(f"under {h}" for h in sorted(hyper)), *(f"on a {e} namespace" for e in sorted(emulated))])
+    return [f"EMULATED: measured {what}: these numbers show the tool works, not pmem performance"]
+
+
+def target_names(rows: pd.DataFrame, bed: Bed) -> dict[str, str]:
+    """target_label -> how a column or row names it: the label and what it is."""
+    out: dict[str, str] = {}
+    agg = rows[rows["thread"].astype(str) == "all"]
+    for t in bed.targets or []:
+        sub = agg[agg["target_label"] == t.label]
+        node = sub["target_node"].dropna() if "target_node" in sub else pd.Series(dtype=float)
+        what = t.load.target if t.load.target != "dram" else "DRAM"
+        where = f", node {int(node.iloc[0])}" if not node.empty and not t.load.target.startswith("dram") else ""
+        out[t.label] = t.label if t.label.startswith(("dram", "pmem")) and not where else f"{t.label} ({what}{where})"
+    return out
+
+
+def reasons_note(reasons: dict[str, str]) -> list[str]:
+    return [f"n/a {key}: {why}" for key, why in reasons.items()]
+
+
+# --------------------------------------------------------------------------
+# the commands
+# --------------------------------------------------------------------------
+@dataclass(frozen=True)
+class OneLiner:
+    name: str
+    help: str
+    examples: tuple[str, ...]
+    config: Callable[[argparse.Namespace, Sizing], str]
+    table: Callable[[argparse.Namespace, pd.DataFrame, pd.DataFrame, Bed], Table]
+    measures: str  # latency (runs of --count samples) or bandwidth (runs of --duration-ms)
+    repeats: int = 1
+    duration_ms: int = 500
+    matrix: bool = False
+
+
+def idle_config(args: argparse.Namespace, size: Sizing) -> str:
+    return config_text("idle-latency", "pmemlab idle-latency: one 8 B access at a time", args.repeats,
+                       {"mode": "latency", "threads": 1, "access_size": 8, "width": 8,
+                        "working_set": size.working_set(args.working_set), "count": args.count},
+                       zips=[{"op": [r[1] for r in IDLE_ROWS], "pattern": [r[2] for r in IDLE_ROWS],
+                              "cold": [r[3] for r in IDLE_ROWS], "warm": [r[4] for r in IDLE_ROWS]}])
+
+
+def idle_table(args: argparse.Namespace, rows: pd.DataFrame, hist: pd.DataFrame, bed: Bed) -> Table:
+    keys = ["target_label", "op", "pattern", "cold"]
+    stats = latency_of(rows, hist, keys)
+    names = target_names(rows, bed)
+    multi = len(bed.targets or []) > 1
+    out, reasons, records = [], {}, []
+    for target in ([t.label for t in bed.targets] if bed.targets else [""]):
+        for label, op, pattern, cold, _ in IDLE_ROWS:
+            match = {"target_label": target, "op": op, "pattern": pattern, "cold": cold}
+            hit = stats
+            for k, v in match.items():
+                hit = hit[hit[k] == v]
+            values: list[Any] = [math.nan] * 5 + [0]
+            if hit.empty:
+                why = not_run(rows, match)
+                if why:
+                    reasons[f"{names.get(target, target) + ': ' if multi else ''}{label}"] = why
+            else:
+                h = hit.iloc[0]
+                values = [h["p50"], h["p5"], h["p95"], h["mean"], h["max"], int(h["samples"])]
+            out.append([*([names.get(target, target)] if multi else []), label, *values])
+            records.append({**({"target": target} if target else {}), "access": label, "op": op, "pattern": pattern,
+                            **dict(zip(("median_ns", "p5_ns", "p95_ns", "mean_ns", "max_ns", "samples"), values))})
+    first = rows[rows["thread"].astype(str) == "all"].head(1)
+    ws = int(first["working_set"].iloc[0]) if not first.empty else 0
+    return Table(
+        title=headline("idle-latency", rows, bed) + (f" on {_only_target(rows)}" if not multi else ""),
+        statistic=(f"latency of one 8 B access at a time, ns: median, p5 and p95 of every sample (repeats pooled), "
+                   f"exact mean and max; {args.repeats} run(s) of {args.count} samples per row, 1 thread, "
+                   f"{P.fmt_size(ws)} window; cold = the line flushed before each access, warm = loaded first"),
+        columns=[*(["target"] if multi else []), "access", "median ns", "p5 ns", "p95 ns", "mean ns", "max ns",
+                 "samples"],
+        rows=out, notes=reasons_note(reasons) + emulation_note(rows), records=records)
+
+
+def loaded_config(args: argparse.Namespace, size: Sizing) -> str:
+    threads = args.threads or max(2, size.node_threads)
+    return config_text("loaded-latency", "pmemlab loaded-latency: probe latency under injected load", args.repeats,
+                       {"mode": "bandwidth", "probe": 1, "op": args.op, "pattern": args.pattern, "access_size": 64,
+                        "placement": "per-thread", "threads": threads,
+                        "working_set": size.working_set(args.working_set), "duration_ms": args.duration_ms},
+                       axes={"delay_ticks": list(args.delays)})
+
+
+def loaded_table(args: argparse.Namespace, rows: pd.DataFrame, hist: pd.DataFrame, bed: Bed) -> Table:
+    keys = ["target_label", "delay_ticks"]
+    stats = latency_of(rows, hist, keys)
+    bw = bandwidth_of(rows, keys)
+    khz = bed.sizing().tsc_khz
+    names = target_names(rows, bed)
+    multi = len(bed.targets or []) > 1
+    out, reasons, records = [], {}, []
+    for target in ([t.label for t in bed.targets] if bed.targets else [""]):
+        for delay in args.delays:
+            hit = stats[(stats["target_label"] == target) & (stats["delay_ticks"] == delay)]
+            mean, ci, n = bw.get((target, delay), (math.nan, math.nan, 0))
+            delay_ns = delay * 1e6 / khz if khz else math.nan
+            lat = [math.nan] * 3
+            if hit.empty:
+                why = not_run(rows, {"target_label": target, "delay_ticks": delay})
+                if why:
+                    reasons[f"{names.get(target, target) + ' ' if multi else ''}delay {delay}"] = why
+            else:
+                lat = [hit.iloc[0]["p50"], hit.iloc[0]["p5"], hit.iloc[0]["p95"]]
+            out.append([*([names.get(target, target)] if multi else []), delay, delay_ns, *lat, mean, ci])
+            records.append({**({"target": target} if target else {}), "delay_ticks": delay, "delay_ns": delay_ns,
+                            "latency_median_ns": lat[0], "latency_p5_ns": lat[1], "latency_p95_ns": lat[2],
+                            "bw_gbps_mean": mean, "bw_gbps_ci95": ci, "runs": n})
+    first = rows[rows["thread"].astype(str) == "all"].head(1)
+    threads = int(first["threads"].iloc[0]) if not first.empty else 0
+    return Table(
+        title=headline("loaded-latency", rows, bed) + (f" on {_only_target(rows)}" if not multi else ""),
+        statistic=(f"thread 0 probes the latency of single {args.op}s ({args.pattern}) while {threads - 1} thread(s) "
+                   f"inject {args.op}s with the delay between accesses; latency ns: median, p5, p95 of the probe's "
+                   f"samples; bandwidth GB/s (1e9 B/s) of all threads: mean over {args.repeats} run(s) of "
+                   f"{args.duration_ms} ms and its 95 % CI"),
+        columns=[*(["target"] if multi else []), "delay ticks", "delay ns", "latency median ns", "p5 ns", "p95 ns",
+                 "bandwidth GB/s", "+-95% CI"],
+        rows=out, records=records, notes=reasons_note(reasons) + emulation_note(rows))
+
+
+def peak_config(args: argparse.Namespace, size: Sizing) -> str:
+    threads = args.threads or size.node_threads
+    return config_text("peak-bw", "pmemlab peak-bw: bandwidth per op and load:store mix", args.repeats,
+                       {"mode": "bandwidth", "pattern": "seq", "access_size": args.access_size,
+                        "placement": "per-thread", "threads": threads,
+                        "working_set": size.working_set(args.working_set), "duration_ms": args.duration_ms},
+                       zips=[{"op": [r[1] for r in PEAK_ROWS], "read_pct": [r[2] for r in PEAK_ROWS]}])
+
+
+def peak_table(args: argparse.Namespace, rows: pd.DataFrame, hist: pd.DataFrame, bed: Bed) -> Table:
+    keys = ["target_label", "op", "read_pct"]
+    bw = bandwidth_of(rows, keys)
+    names = target_names(rows, bed)
+    targets = [t.label for t in bed.targets] if bed.targets else [""]
+    multi = len(targets) > 1
+    out, reasons, records = [], {}, []
+    for label, op, pct in PEAK_ROWS:
+        cells: list[Any] = [label]
+        for target in targets:
+            mean, ci, n = bw.get((target, op, pct), (math.nan, math.nan, 0))
+            cells += [mean, ci]
+            records.append({**({"target": target} if target else {}), "access": label, "op": op, "read_pct": pct,
+                            "bw_gbps_mean": mean, "bw_gbps_ci95": ci, "runs": n})
+            why = not_run(rows, {"target_label": target, "op": op, "read_pct": pct})
+            if why and n == 0:
+                reasons[f"{label}{' on ' + names.get(target, target) if multi else ''}"] = why
+        out.append(cells)
+    first = rows[rows["thread"].astype(str) == "all"].head(1)
+    threads = int(first["threads"].iloc[0]) if not first.empty else 0
+    ws = int(first["working_set"].iloc[0]) if not first.empty else 0
+    columns = ["op"]
+    for target in targets:
+        name = names.get(target, target)
+        columns += [f"{name} GB/s" if multi else "GB/s", "+-95% CI"]
+    return Table(
+        title=headline("peak-bw", rows, bed) + (f" on {_only_target(rows)}" if not multi else ""),
+        statistic=(f"bandwidth GB/s (1e9 B/s), all {threads} threads together: mean over {args.repeats} run(s) of "
+                   f"{args.duration_ms} ms and its 95 % CI; sequential {args.access_size} B accesses, each thread "
+                   f"in its own part of a {P.fmt_size(ws)} window; a mix issues loads for that share of each "
+                   f"thread's accesses and stores for the rest"),
+        columns=columns, rows=out, notes=reasons_note(reasons) + emulation_note(rows), records=records)
+
+
+def _only_target(rows: pd.DataFrame) -> str:
+    agg = rows[rows["thread"].astype(str) == "all"]
+    if agg.empty:
+        return "?"
+    first = agg.iloc[0]
+    node = first.get("target_node")
+    return f"{first.get('target')} ({first.get('target_kind')}" + (
+        f", node {int(node)})" if node is not None and not pd.isna(node) else ")")
+
+
+def cpu_rows(size: Sizing) -> list[tuple[int, tuple[int, ...]]]:
+    return sorted(size.node_cpus.items())
+
+
+def latency_matrix_config(args: argparse.Namespace, size: Sizing) -> str:
+    return config_text("latency-matrix", "pmemlab latency-matrix: idle latency, CPUs of each node x memory",
+                       args.repeats,
+                       {"mode": "latency", "threads": 1, "op": "load", "pattern": "rand", "cold": 1,
+                        "access_size": 8, "width": 8, "working_set": size.working_set(args.working_set),
+                        "count": args.count},
+                       axes={"cpus": [str(cpus[0]) for _, cpus in cpu_rows(size)]})
+
+
+def bw_matrix_config(args: argparse.Namespace, size: Sizing) -> str:
+    rows = cpu_rows(size)
+    per_node = [cpus[: args.threads] if args.threads else cpus for _, cpus in rows]
+    return config_text("bw-matrix", "pmemlab bw-matrix: read bandwidth, CPUs of each node x memory", args.repeats,
+                       {"mode": "bandwidth", "op": "load", "pattern": "seq", "access_size": 256,
+                        "placement": "per-thread", "working_set": size.working_set(args.working_set),
+                        "duration_ms": args.duration_ms},
+                       zips=[{"cpus": [P.fmt_cpulist(c) for c in per_node], "threads": [len(c) for c in per_node]}])
+
+
+def matrix_table(what: str) -> Callable[[argparse.Namespace, pd.DataFrame, pd.DataFrame, Bed], Table]:
+    def table(args: argparse.Namespace, rows: pd.DataFrame, hist: pd.DataFrame, bed: Bed) -> Table:
+        size = bed.sizing()
+        names = target_names(rows, bed)
+        targets = [t.label for t in bed.targets or []]
+        value: dict[tuple[Any, ...], float] = {}
+        if what == "latency":
+            stats = latency_of(rows, hist, ["target_label", "cpus"])
+            value = {(r["target_label"], r["cpus"]): float(r["p50"]) for _, r in stats.iterrows()}
+        else:
+            value = {k: v[0] for k, v in bandwidth_of(rows, ["target_label", "cpus"]).items()}
+        out, reasons, records = [], {}, []
+        key = "latency_median_ns" if what == "latency" else "bw_gbps_mean"
+        for node, cpus in cpu_rows(size):
+            picked = str(cpus[0]) if what == "latency" else P.fmt_cpulist(cpus[: args.threads] if args.threads else cpus)
+            cells: list[Any] = [f"node {node} (CPU {picked})"]
+            for target in targets:
+                v = value.get((target, picked), math.nan)
+                cells.append(v)
+                records.append({"cpu_node": node, "cpus": picked, "memory": target, key: v})
+                if isinstance(v, float) and math.isnan(v):
+                    why = not_run(rows, {"target_label": target, "cpus": picked})
+                    if why:
+                        reasons[f"node {node} -> {names.get(target, target)}"] = why
+            out.append(cells)
+        unit = "median ns" if what == "latency" else "GB/s"
+        stat = (f"idle latency, ns: median of {args.count} samples x {args.repeats} run(s) of single 8 B loads of cold "
+                f"lines at random in the window, one thread on the row's first CPU" if what == "latency" else
+                f"read bandwidth, GB/s (1e9 B/s): mean over {args.repeats} run(s) of {args.duration_ms} ms of "
+                f"sequential 256 B loads, a thread on each of the row's CPUs")
+        return Table(title=headline(f"{what if what == 'latency' else 'bw'}-matrix", rows, bed),
+                     statistic=stat + "; rows: the CPUs of each NUMA node; columns: the memory measured",
+                     columns=["CPUs \\ memory", *(f"{names.get(t, t)} {unit}" for t in targets)],
+                     rows=out, notes=reasons_note(reasons) + emulation_note(rows), records=records)
+    return table
+
+
+def matrix_loads(args: argparse.Namespace, kind: BackendKind) -> list[TargetLoad]:
+    """The columns of a matrix: the DRAM of each node with memory, and each fsdax namespace (the
+    module only: the user backend takes a DAX file, given with --targets)."""
+    host = machine.HostPaths()
+    nodes = machine.numa_info(host)["nodes"]
+    loads = []
+    for n in nodes:
+        if (n.get("mem_total_kib") or 0) > 0:
+            params = (("target", "dram"), ("dram_node", str(n["node"])), ("dram_size", args.dram_size))
+            loads.append(TargetLoad(derived_label(params[:2]), params))
+    if kind == "kernel":
+        loads += [TargetLoad(Path(dev).name, (("target", dev),)) for dev in fsdax_namespaces(host)]
+    return loads
+
+
+def fsdax_namespaces(host: machine.HostPaths) -> list[str]:
+    """The block devices of fsdax namespaces (DAX-capable pmem disks), pmem0 first."""
+    out = []
+    for dev in sorted(host.sys.glob("block/pmem*"), key=lambda p: (len(p.name), p.name)):
+        dax = dev / "queue" / "dax"
+        if dax.exists() and dax.read_text().strip() == "1":
+            out.append(str(host.dev / dev.name))
+    return out
+
+
+COMMANDS: tuple[OneLiner, ...] = (
+    OneLiner("idle-latency", "idle latency of single accesses (mlc --idle_latency)",
+             ("pmemlab idle-latency", "pmemlab idle-latency --targets pmem,dram",
+              "pmemlab idle-latency --backend user --target dram --count 20000 --json"), idle_config, idle_table, "latency"),
+    OneLiner("loaded-latency", "probe latency vs bandwidth under injected load (mlc --loaded_latency)",
+             ("pmemlab loaded-latency", "pmemlab loaded-latency --op ntstore --delays 0,1000,10000",
+              "pmemlab loaded-latency --threads 4 --duration-ms 200 -o results/loaded-latency.csv"), loaded_config, loaded_table, "bandwidth",
+             duration_ms=1000),
+    OneLiner("peak-bw", "bandwidth per op and load:store mix, a node's threads (mlc --peak_injection_bandwidth)",
+             ("pmemlab peak-bw", "pmemlab peak-bw --targets pmem,dram --duration-ms 200",
+              "pmemlab peak-bw --backend user --target dram --json"), peak_config, peak_table, "bandwidth",
+             repeats=3),
+    OneLiner("latency-matrix", "idle latency: CPUs of each NUMA node x each node's memory and pmem (mlc --latency_matrix)",
+             ("pmemlab latency-matrix", "pmemlab latency-matrix --count 100000 --json"), latency_matrix_config, matrix_table("latency"), "latency",
+             matrix=True),
+    OneLiner("bw-matrix", "read bandwidth: CPUs of each NUMA node x each node's memory and pmem (mlc --bandwidth_matrix)",
+             ("pmemlab bw-matrix", "pmemlab bw-matrix --duration-ms 500 --threads 2"), bw_matrix_config, matrix_table("bw"), "bandwidth", repeats=3,
+             matrix=True),
+)
+
+
+# --------------------------------------------------------------------------
+# the command line
+# --------------------------------------------------------------------------
+def _size(text: str) -> int:
+    try:
+        return P.canonical("working_set", text)  # type: ignore[no-any-return]
+    except P.ConfigValueError as exc:
+        raise argparse.ArgumentTypeError(exc.problem.reason) from None
+
+
+def _delays(text: str) -> tuple[int, ...]:
+    try:
+        return tuple(P.parse_int(v) for v in text.split(","))
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def add_parsers(sub: Any) -> None:
+    from pmemlab.cli import positive_seconds
+    from pmemlab.targets_cli import add_target_options
+
+    for one in COMMANDS:
+        p = sub.add_parser(one.name, help=one.help, description=f"{one.help[:1].upper()}{one.help[1:]}.",
+                           epilog=examples(*one.examples), formatter_class=argparse.RawDescriptionHelpFormatter)
+        p.add_argument("--backend", choices=("kernel", "user"),
+                       help="kernel (pmemlab.ko; the default when it is loaded) or user (pmemlab-run)")
+        p.add_argument("--target", help="user backend: the target (dram, dram:NODE, a DAX file; default dram); "
+                                        "kernel: refuse unless the module runs on it")
+        add_target_options(p, "the backend as it is" if not one.matrix else
+                           "the DRAM of each node with memory and, on the module, each fsdax namespace")
+        p.add_argument("--repeats", type=int, default=one.repeats, metavar="N", help=f"runs per row ({one.repeats})")
+        p.add_argument("--working-set", type=_size, metavar="SIZE",
+                       help="window of the accesses (default: 1 GiB or the smallest target)")
+        if one.measures == "latency":
+            p.add_argument("--count", type=int, default=DEFAULT_COUNT, metavar="N",
+                           help=f"samples per run ({DEFAULT_COUNT})")
+        else:
+            p.add_argument("--duration-ms", type=int, default=one.duration_ms, metavar="MS",
+                           help=f"length of each run ({one.duration_ms})")
+            p.add_argument("--threads", type=int, metavar="N",
+                           help="threads (default: the CPUs of the target's node" +
+                                (", at least 2" if one.name == "loaded-latency" else "") + ")")
+        if one.name == "peak-bw":
+            p.add_argument("--access-size", type=_size, default=256, metavar="BYTES", help="bytes per access (256)")
+        if one.name == "loaded-latency":
+            p.add_argument("--op", choices=("load", "ntload", "ntstore", "store+clwb"), default="load",
+                           help="what the probe and the injectors issue (load)")
+            p.add_argument("--pattern", choices=("rand", "seq"), default="rand", help="access pattern (rand)")
+            p.add_argument("--delays", type=_delays, default=LOADED_DELAYS, metavar="TICKS,...",
+                           help="TSC ticks between injected accesses (" + ",".join(map(str, LOADED_DELAYS)) + ")")
+        if one.matrix:
+            p.add_argument("--dram-size", default=DEFAULT_DRAM_SIZE, metavar="SIZE",
+                           help=f"size of each node's DRAM target ({DEFAULT_DRAM_SIZE})")
+        p.add_argument("-o", "--output", type=Path, metavar="CSV",
+                       help="also write the rows, sidecar and summary as `pmemlab sweep` does")
+        add_json(p, "the table")
+        p.add_argument("--timeout", type=positive_seconds, default=600.0, metavar="S",
+                       help="abort a run after S seconds (600)")
+
+
+def run_command(one: OneLiner, args: argparse.Namespace) -> int:
+    if getattr(args, "threads", None) is not None and args.threads < 1:
+        raise ConfigError(f"--threads {args.threads}: at least 1", "give a positive count")
+    if args.output:
+        check_output(args.output)  # before anything is opened or run
+        SweepFiles(args.output).check_ours()  # -o replaces only what a sweep wrote
+    kind = pick_backend(args)
+    subs = Substitutes.probe(args.pmem, args.pmem_dram)
+    if args.targets is not None:
+        loads = choose_loads(None, args.targets, subs)
+    elif one.matrix:
+        loads = [subs.resolve(t) for t in matrix_loads(args, kind)]
+    else:
+        loads = None
+    bed = open_bed(args, loads, online_cpus())
+    try:
+        if not bed.benches:
+            raise PmemlabError(f"no target of pmemlab {one.name} could be opened", "see the reasons above")
+        cfg = parse_config(one.config(args, bed.sizing()), source=f"pmemlab {one.name}")
+        report, rows, hist = _run(cfg, bed, args)
+    finally:
+        bed.close()
+    table = one.table(args, rows, hist, bed)
+    if args.json:
+        print_json(table.document(one.name))
+    else:
+        print(table.text())
+    return exitcodes.for_sweep(report)
+
+
+def _run(cfg: SweepConfig, bed: Bed, args: argparse.Namespace) -> tuple[SweepReport, pd.DataFrame, pd.DataFrame]:
+    """The sweep of the command's config: into memory, or with -o into its files."""
+    progress = not args.json and Progress(0, cfg.name, enabled=False).interactive
+    cfg.timeout_s = args.timeout
+    if bed.targets is not None and bed.loader is not None:
+        expand_targets(cfg, bed.targets)
+        points = [p for t in bed.targets for p in t.points]
+        executor: PointExecutor = TargetExecutor(bed.targets, bed.loader, args.timeout,
+                                                 open_label=first_open(bed.targets))
+    else:
+        bench = bed.benches[0]
+        points = expand(cfg, bench.facts, bench.discovered)
+        executor = Executor(bench.backend, bench.conditions, bench.facts, args.timeout)
+    if args.output:
+        opts = SweepOptions(output=args.output, fresh=True, progress=progress, argv=sys.argv[:])
+        sweep = (Sweep.over_targets(cfg, bed.targets, bed.loader, opts) if bed.targets is not None and bed.loader
+                 else Sweep.for_config(cfg, points, bed.benches[0], opts))  # runs through their own executor
+        report = sweep.run()
+        from pmemlab.plots.data import histogram_path
+
+        hpath = histogram_path(args.output)
+        hist = read_rows(hpath, HIST_CSV_COLUMNS, "histogram CSV") if hpath.exists() else pd.DataFrame()
+        return report, read_rows(args.output), hist
+    recorder = MemoryRecorder()
+    plan = Plan(points, policy_for(cfg))
+    sweep = Sweep(cfg.name, plan, executor, recorder,
+                  progress=Progress(plan.planned_runs(), cfg.name, enabled=progress))
+    report = sweep.run()
+    rows = pd.DataFrame(recorder.rows)
+    hist = pd.DataFrame(recorder.hist)
+    for frame in (rows, hist):
+        if not frame.empty and "target_label" not in frame:
+            frame["target_label"] = ""
+    return report, rows, hist
+
+
+def commands() -> dict[str, Callable[[argparse.Namespace], int]]:
+    return {one.name: functools.partial(run_command, one) for one in COMMANDS}
