@@ -78,6 +78,18 @@ def test_guest_kernels_cover_the_matrix() -> None:
     assert any(k.endswith("-rt-amd64") for k in kernels), kernels
 
 
+def test_phase_times_from_the_guest_uptimes(tmp_path) -> None:
+    """scripts/vm's timing line: each stage as the difference of the guest's uptimes, the rest of
+    the host's wall time as QEMU's own start and exit; a guest that wrote no stages, said so."""
+    phases = tmp_path / "phases"
+    phases.write_text("booted 12.5\nnamespaces 20.0\ncommand 300.25\n")
+    assert vm.phase_times(phases, 315.0) == \
+        "boot 12 s, namespaces 8 s, command 280 s, QEMU start and exit 15 s (315 s in all)"
+    phases.write_text("booted 12.5\n")  # the namespace set-up failed
+    assert vm.phase_times(phases, 20.0) == "boot 12 s, QEMU start and exit 8 s (20 s in all)"
+    assert vm.phase_times(tmp_path / "none", 9.6) == "10 s in all (no stage times from the guest)"
+
+
 def _junit(path, tests: int, failures: int, skipped: int) -> None:
     path.write_text(f'<testsuites><testsuite name="pytest" tests="{tests}" failures="{failures}" '
                     f'errors="0" skipped="{skipped}"/></testsuites>')
@@ -167,3 +179,4 @@ def test_kernel_tree_option_errors_before_any_boot(tmp_path) -> None:
                          capture_output=True, text=True, timeout=60)
     assert res.returncode == 2 and "not both" in res.stderr
     assert "--kernel-tree DIR" in subprocess.run(run + ["--help"], capture_output=True, text=True).stdout
+
