@@ -1,6 +1,6 @@
 # pmemlab top-level Makefile.
 #   make                  build the module (against KDIR) and the userspace parts
-#   make KDIR=/lib/modules/<ver>/build   build the module against those headers
+#   make KDIR=/lib/modules/<ver>/build   build the module against those headers (FRESH=1: from scratch)
 #   make check-build      build against every installed headers tree with W=1; fail on warnings
 #   make test             install what is missing, then host tests, then guest tests in the VM
 #   make test-kasan       fuzz and teardown guest tests on a KASAN/lockdep/kmemleak kernel (not in make test)
@@ -45,6 +45,7 @@ module:
 	@if [ -z "$(KDIR)" ] || [ ! -f "$(KDIR)/Makefile" ]; then \
 		echo "make: no kernel headers found (KDIR=$(KDIR)); run scripts/install-deps" >&2; exit 1; fi
 	$(if $(KDIR_NOTE),@echo "$(KDIR_NOTE)" >&2)
+	$(if $(FRESH),@rm -rf $(TOP)/build/$(KVER))
 	@mkdir -p $(TOP)/build/$(KVER)
 	@cp -a $(TOP)/Kbuild $(TOP)/kmod $(TOP)/build/$(KVER)/
 	$(MAKE) -C $(KDIR) M=$(TOP)/build/$(KVER) $(if $(W),W=$(W)) modules
