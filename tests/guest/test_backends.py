@@ -106,6 +106,7 @@ def test_same_counts_dax_file(module, runner: Path, ext4_mount: tuple[str, Path]
     assert facts(out)["target_kind"] == "file"
 
 
+@pytest.mark.kernel_matrix
 def test_map_sync_on_an_ext4_dax_file(runner: Path, ext4_mount: tuple[str, Path]) -> None:
     """MAP_SYNC on ext4 mounted with dax (writes, reads, --facts, and the CSV); not without dax."""
     from pmemlab.backend_user import UserBackend
@@ -131,6 +132,7 @@ def test_map_sync_on_an_ext4_dax_file(runner: Path, ext4_mount: tuple[str, Path]
     assert f["map_sync"] == "0", f
 
 
+@pytest.mark.kernel_matrix
 def test_user_backend_hugetlbfs_pages(runner: Path) -> None:
     nr = Path("/proc/sys/vm/nr_hugepages")
     old = nr.read_text().strip()
@@ -176,6 +178,7 @@ def devdax(dram_pmem_dev: str) -> Iterator[str]:
         subprocess.run(["wipefs", "-a", dram_pmem_dev], capture_output=True)
 
 
+@pytest.mark.kernel_matrix
 def test_devdax_target(module, runner: Path, devdax: str) -> None:
     """The user backend on a devdax device: kind, MAP_SYNC, the device's page size, the module's counts."""
     align = Path(f"/sys/bus/dax/devices/{Path(devdax).name}/align")

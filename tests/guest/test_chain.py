@@ -6,6 +6,10 @@ import json
 import subprocess
 from pathlib import Path
 
+import pytest
+
+pytestmark = pytest.mark.kernel_matrix  # the module builds and loads on every kernel
+
 
 def test_namespace_is_fsdax_with_dax(pmem_dev: str) -> None:
     name = Path(pmem_dev).name

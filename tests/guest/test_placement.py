@@ -189,6 +189,7 @@ def test_writes_stay_inside_the_window(module, pmem_dev: str, filled: int, op: s
     assert exact.rel() == [(0, W)], f"{op}: one sequential pass changed {exact.rel()[:5]}"
 
 
+@pytest.mark.kernel_matrix
 def test_exact_shapes(module, pmem_dev: str, filled: int) -> None:
     """Runs whose every written byte is known: XPBuffer passes (256 B slots, 128 B halves),
     latency mode with cold and warm, 8/16/32-byte accesses at that width, a sparse 8-byte

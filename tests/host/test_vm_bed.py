@@ -180,3 +180,44 @@ def test_kernel_tree_option_errors_before_any_boot(tmp_path) -> None:
     assert res.returncode == 2 and "not both" in res.stderr
     assert "--kernel-tree DIR" in subprocess.run(run + ["--help"], capture_output=True, text=True).stdout
 
+
+COLLECT_WITH_MARKERS = """
+import json, sys, pytest
+class Record:
+    items = {}
+    def pytest_collection_finish(self, session):
+        for item in session.items:
+            self.items[item.nodeid.split("/")[-1]] = sorted(m.name for m in item.iter_markers())
+rec = Record()
+code = pytest.main(["-q", "--collect-only", "-p", "no:cacheprovider", "tests/guest"], plugins=[rec])
+print("MARKERS " + json.dumps(rec.items))
+sys.exit(code)
+"""
+
+
+def test_kernel_matrix_covers_what_every_kernel_must_prove() -> None:
+    """The other kernels of make test run only the guest tests marked kernel_matrix: among them
+    the module's build and load, every op x pattern x mode on both targets, the fuzz, the teardown
+    paths (rmmod and abort mid-run, a namespace or a CPU gone under a run, load/run/unload cycles)
+    and a run longer than every watchdog threshold; never the soak or the controller."""
+    import json
+    import subprocess
+    import sys
+    from testlib import TOP
+    res = subprocess.run([sys.executable, "-c", COLLECT_WITH_MARKERS], capture_output=True, text=True, cwd=TOP,
+                         timeout=300)
+    assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-2000:]
+    markers = json.loads(res.stdout.split("MARKERS ", 1)[1])
+    matrix = {name for name, marks in markers.items() if "kernel_matrix" in marks}
+    assert matrix and matrix < set(markers)
+    required = {"test_chain.py::test_module_matches_guest_kernel", "test_chain.py::test_insmod_sysfs_rmmod",
+                "test_fuzz.py::test_fuzz_every_attribute", "test_module.py::test_rmmod_mid_run",
+                "test_module.py::test_abort_during_latency_run", "test_module.py::test_sixty_second_run_without_lockup",
+                "test_reliability.py::test_namespace_disabled_under_a_run",
+                "test_reliability.py::test_cpu_taken_offline_under_a_run",
+                "test_reliability.py::test_hundred_load_run_unload_cycles_leak_nothing"}
+    required |= {f"test_module.py::test_every_op_is_consistent[{target}-{mode}-{pattern}]"
+                 for target in ("fsdax", "dram") for mode in ("latency", "bandwidth")
+                 for pattern in ("seq", "rand", "stride", "hotspot")}
+    assert required <= matrix, sorted(required - matrix)
+    assert not [t for t in matrix if "soak" in markers[t] or t.startswith("test_controller.py")], sorted(matrix)
