@@ -212,7 +212,7 @@ def test_kernel_matrix_covers_what_every_kernel_must_prove() -> None:
     assert matrix and matrix < set(markers)
     required = {"test_chain.py::test_module_matches_guest_kernel", "test_chain.py::test_insmod_sysfs_rmmod",
                 "test_fuzz.py::test_fuzz_every_attribute", "test_module.py::test_rmmod_mid_run",
-                "test_module.py::test_abort_during_latency_run", "test_module.py::test_sixty_second_run_without_lockup",
+                "test_module.py::test_abort_during_latency_run", "test_module.py::test_long_run_without_lockup",
                 "test_reliability.py::test_namespace_disabled_under_a_run",
                 "test_reliability.py::test_cpu_taken_offline_under_a_run",
                 "test_reliability.py::test_hundred_load_run_unload_cycles_leak_nothing"}
