@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+import controller_cli
 from kmod_driver import MODES, Module, WriteRefused
 from test_module import usable_ops
 
@@ -92,10 +93,9 @@ def test_killed_controller_leaves_a_usable_module(module, pmem_dev: str, tmp_pat
                       '[axes]\nop = ["load", "store"]\n')
     with module(target=pmem_dev) as sysfs:
         mod = Module(sysfs)
-        proc = subprocess.Popen([sys.executable, "-m", "pmemlab", "sweep", str(config), "-o",
-                                 str(tmp_path / "k.csv"), "--no-progress"],
-                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        # the controller needs ~10 s to start under TCG, ~95 s on the KASAN/lockdep kernel
+        proc = controller_cli.start("sweep", str(config), "-o", str(tmp_path / "k.csv"), "--no-progress")
+        # its imports happen here before the fork; the sweep's own start to its first run is
+        # seconds under TCG, more on the KASAN/lockdep kernel
         deadline = time.monotonic() + 300
         while mod.state() != "running" and time.monotonic() < deadline and proc.poll() is None:
             time.sleep(0.05)
