@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -169,6 +170,14 @@ def devdax(dram_pmem_dev: str) -> Iterator[str]:
     try:
         assert res.returncode == 0, res.stderr
         chardev = json.loads(res.stdout)["daxregion"]["devices"][0]["chardev"]
+        # Until device_dax (loaded by udev on demand) binds it, opening the device fails with
+        # ENXIO: wait for the binding, not for a fixed time.
+        subprocess.run(["udevadm", "settle"], capture_output=True)
+        driver = Path(f"/sys/bus/dax/devices/{chardev}/driver")
+        deadline = time.monotonic() + 60
+        while not driver.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert driver.exists(), f"/dev/{chardev}: no driver bound after 60 s"
         yield f"/dev/{chardev}"
     finally:
         back = subprocess.run(["ndctl", "create-namespace", "-f", "-e", ns, "--mode=fsdax"], capture_output=True,
