@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -52,9 +51,7 @@ def loaded(module, pmem_dev: str):
 
 
 def test_info_reads_the_module(loaded: Module) -> None:
-    # As a user starts it (`python -m pmemlab`, its own interpreter); the other tests fork the
-    # command line from this process (controller_cli) to skip the 15 s of imports under TCG.
-    res = subprocess.run([sys.executable, "-m", "pmemlab", "info", "--json"], capture_output=True, text=True)
+    res = pmemlab("info", "--json")
     assert res.returncode == 0, res.stderr
     assert loaded.read("version") in res.stdout and "fsdax" in res.stdout
 
