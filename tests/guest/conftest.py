@@ -85,9 +85,9 @@ def loaded(ko: Path, **params: str) -> Iterator[Path]:
             subprocess.run(["rmmod", "pmemlab"], check=True)
 
 
-@pytest.fixture
+@pytest.fixture(scope="session")
 def module(ko: Path):
-    """Factory: `with module(target=...) as sysfs:`."""
+    """Factory: `with module(target=...) as sysfs:` (stateless, so fixtures of any scope use it)."""
     def factory(**params: str):
         return loaded(ko, **params)
     return factory
