@@ -2,6 +2,7 @@
 #   make                  build the module (against KDIR) and the userspace parts
 #   make KDIR=/lib/modules/<ver>/build   build the module against those headers (FRESH=1: from scratch)
 #   make check-build      build against every installed headers tree with W=1; fail on warnings
+#   make check            quick: build, one guest boot, load, every op and pattern, unload, clean log
 #   make test             install what is missing, then host tests, then guest tests in the VM
 #   make soak [SOAK_MINUTES=30]   the long soak: back-to-back runs in one guest (make test runs 2 min)
 #   make test-kasan       fuzz and teardown guest tests on a KASAN/lockdep/kmemleak kernel (not in make test)
@@ -30,7 +31,7 @@ endif
 # The release the headers belong to (Debian's include/config/kernel.release is not it on 6.1).
 KVER = $(shell sed -n 's/^\#define UTS_RELEASE "\(.*\)"/\1/p' $(KDIR)/include/generated/utsrelease.h 2>/dev/null)
 
-.PHONY: all module userspace deps check-build test soak test-host test-guest test-kasan demo sweep sweep-all plots bench clean help dkms-install dkms-remove
+.PHONY: all module userspace deps check-build check test soak test-host test-guest test-kasan demo sweep sweep-all plots bench clean help dkms-install dkms-remove
 
 all: module userspace
 
@@ -60,6 +61,9 @@ check-build:
 
 test:
 	@$(TOP)/scripts/run-tests
+
+check:
+	@$(TOP)/scripts/check
 
 # The soak alone, long: 30 minutes show a leak of under 1 KiB per run (see test_back_to_back_runs_soak).
 SOAK_MINUTES ?= 30

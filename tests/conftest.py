@@ -17,3 +17,4 @@ def pytest_configure(config) -> None:
     config.addinivalue_line("markers", "kernel_matrix: a guest test every kernel of the matrix runs (builds, loads, "
                                        "every op and pattern, fuzz, teardown, kernel interfaces); the other guest "
                                        "tests check kernel-independent behaviour and run on the default kernel only")
+    config.addinivalue_line("markers", "check: make check's guest tests (load, every op and pattern, unload)")

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = pytest.mark.kernel_matrix  # the module builds and loads on every kernel
+# The module builds and loads on every kernel; make check runs these too.
+pytestmark = [pytest.mark.kernel_matrix, pytest.mark.check]
 
 
 def test_namespace_is_fsdax_with_dax(pmem_dev: str) -> None:

@@ -105,6 +105,7 @@ def check_duration(mod: Module, res: Result, duration_ms: int, slack: float = 0.
 
 
 @pytest.mark.kernel_matrix
+@pytest.mark.check
 @pytest.mark.parametrize("mode,pattern", list(itertools.product(MODES, PATTERNS)))
 def test_every_op_is_consistent(target, mode: str, pattern: str) -> None:
     kind, mod = target

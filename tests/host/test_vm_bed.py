@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import functools
 
 import pytest
 
@@ -195,11 +196,9 @@ sys.exit(code)
 """
 
 
-def test_kernel_matrix_covers_what_every_kernel_must_prove() -> None:
-    """The other kernels of make test run only the guest tests marked kernel_matrix: among them
-    the module's build and load, every op x pattern x mode on both targets, the fuzz, the teardown
-    paths (rmmod and abort mid-run, a namespace or a CPU gone under a run, load/run/unload cycles)
-    and a run longer than every watchdog threshold; never the soak or the controller."""
+@functools.cache
+def guest_test_markers() -> dict[str, list[str]]:
+    """Every guest test (file::name[params]) with its markers, collected as pytest sees them."""
     import json
     import subprocess
     import sys
@@ -207,7 +206,20 @@ def test_kernel_matrix_covers_what_every_kernel_must_prove() -> None:
     res = subprocess.run([sys.executable, "-c", COLLECT_WITH_MARKERS], capture_output=True, text=True, cwd=TOP,
                          timeout=300)
     assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-2000:]
-    markers = json.loads(res.stdout.split("MARKERS ", 1)[1])
+    return json.loads(res.stdout.split("MARKERS ", 1)[1])
+
+
+EVERY_OP_ITEM = {f"test_module.py::test_every_op_is_consistent[{target}-{mode}-{pattern}]"
+                 for target in ("fsdax", "dram") for mode in ("latency", "bandwidth")
+                 for pattern in ("seq", "rand", "stride", "hotspot")}
+
+
+def test_kernel_matrix_covers_what_every_kernel_must_prove() -> None:
+    """The other kernels of make test run only the guest tests marked kernel_matrix: among them
+    the module's build and load, every op x pattern x mode on both targets, the fuzz, the teardown
+    paths (rmmod and abort mid-run, a namespace or a CPU gone under a run, load/run/unload cycles)
+    and a run longer than every watchdog threshold; never the soak or the controller."""
+    markers = guest_test_markers()
     matrix = {name for name, marks in markers.items() if "kernel_matrix" in marks}
     assert matrix and matrix < set(markers)
     required = {"test_chain.py::test_module_matches_guest_kernel", "test_chain.py::test_insmod_sysfs_rmmod",
@@ -216,8 +228,19 @@ def test_kernel_matrix_covers_what_every_kernel_must_prove() -> None:
                 "test_reliability.py::test_namespace_disabled_under_a_run",
                 "test_reliability.py::test_cpu_taken_offline_under_a_run",
                 "test_reliability.py::test_hundred_load_run_unload_cycles_leak_nothing"}
-    required |= {f"test_module.py::test_every_op_is_consistent[{target}-{mode}-{pattern}]"
-                 for target in ("fsdax", "dram") for mode in ("latency", "bandwidth")
-                 for pattern in ("seq", "rand", "stride", "hotspot")}
+    required |= EVERY_OP_ITEM
     assert required <= matrix, sorted(required - matrix)
     assert not [t for t in matrix if "soak" in markers[t] or t.startswith("test_controller.py")], sorted(matrix)
+
+
+def test_make_check_is_load_every_op_and_pattern_unload() -> None:
+    """make check runs the guest tests marked check: the namespace, the module built for the
+    booted kernel, insmod/sysfs/rmmod, and every op in both modes on every pattern and both
+    targets; nothing slow (no soak, no long run, no controller)."""
+    markers = guest_test_markers()
+    check = {name for name, marks in markers.items() if "check" in marks}
+    required = {"test_chain.py::test_namespace_is_fsdax_with_dax", "test_chain.py::test_module_matches_guest_kernel",
+                "test_chain.py::test_insmod_sysfs_rmmod"} | EVERY_OP_ITEM
+    assert required <= check, sorted(required - check)
+    slow = [t for t in check if {"slow", "soak"} & set(markers[t]) or t.startswith("test_controller.py")]
+    assert not slow, slow
