@@ -1,9 +1,11 @@
 # pmemlab top-level Makefile.
 #   make                  build the module (against KDIR) and the userspace parts
-#   make KDIR=/lib/modules/<ver>/build   build the module against those headers
+#   make KDIR=/lib/modules/<ver>/build   build the module against those headers (FRESH=1: from scratch)
 #   make check-build      build against every installed headers tree with W=1; fail on warnings
+#   make check            quick: build, one guest boot, load, every op and pattern, unload, clean log
 #   make docs             write docs/interface.md's run-parameter table from kmod/core/params.def
 #   make test             install what is missing, then host tests, then guest tests in the VM
+#   make soak [SOAK_MINUTES=30]   the long soak: back-to-back runs in one guest (make test runs 2 min)
 #   make test-kasan       fuzz and teardown guest tests on a KASAN/lockdep/kmemleak kernel (not in make test)
 #   make demo             five headline experiments at the quick scale on pmem and DRAM, one CSV each,
 #                         plotted here with a report (the sweeps in the emulated-NVDIMM guest without
@@ -32,7 +34,7 @@ endif
 # The release the headers belong to (Debian's include/config/kernel.release is not it on 6.1).
 KVER = $(shell sed -n 's/^\#define UTS_RELEASE "\(.*\)"/\1/p' $(KDIR)/include/generated/utsrelease.h 2>/dev/null)
 
-.PHONY: all module userspace deps docs check-build test test-host test-guest test-kasan demo sweep sweep-all plots bench clean help dkms-install dkms-remove
+.PHONY: all module userspace deps docs check-build check test soak test-host test-guest test-kasan demo sweep sweep-all plots bench clean help dkms-install dkms-remove
 
 all: module userspace
 
@@ -48,6 +50,7 @@ module:
 	@if [ -z "$(KDIR)" ] || [ ! -f "$(KDIR)/Makefile" ]; then \
 		echo "make: no kernel headers found (KDIR=$(KDIR)); run scripts/install-deps" >&2; exit 1; fi
 	$(if $(KDIR_NOTE),@echo "$(KDIR_NOTE)" >&2)
+	$(if $(FRESH),@rm -rf $(TOP)/build/$(KVER))
 	@mkdir -p $(TOP)/build/$(KVER)
 	@cp -a $(TOP)/Kbuild $(TOP)/kmod $(TOP)/build/$(KVER)/
 	$(MAKE) -C $(KDIR) M=$(TOP)/build/$(KVER) $(if $(W),W=$(W)) modules
@@ -64,6 +67,15 @@ docs: userspace
 
 test:
 	@$(TOP)/scripts/run-tests
+
+check:
+	@$(TOP)/scripts/check
+
+# The soak alone, long: 30 minutes show a leak of under 1 KiB per run (see test_back_to_back_runs_soak).
+SOAK_MINUTES ?= 30
+soak: deps
+	@$(TOP)/scripts/vm --timeout $$(( $(SOAK_MINUTES) * 60 + 1200 )) -- env PMEMLAB_SOAK_MINUTES=$(SOAK_MINUTES) \
+		$(PYTHON) -m pytest -q -s -p no:cacheprovider -m soak tests/guest
 
 test-host: deps
 	@$(PYTHON) -m pytest -q $(TOP)/tests/host

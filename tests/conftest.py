@@ -20,4 +20,9 @@ if _make.returncode != 0:
 
 def pytest_configure(config) -> None:
     config.addinivalue_line("markers", "slow: a long run (tens of seconds or more)")
-    config.addinivalue_line("markers", "soak: runs for minutes; make test runs it on the default guest kernel only")
+    config.addinivalue_line("markers", "soak: back-to-back runs for minutes (PMEMLAB_SOAK_MINUTES); make test runs "
+                                       "a short one on the default guest kernel, make soak the long one")
+    config.addinivalue_line("markers", "kernel_matrix: a guest test every kernel of the matrix runs (builds, loads, "
+                                       "every op and pattern, fuzz, teardown, kernel interfaces); the other guest "
+                                       "tests check kernel-independent behaviour and run on the default kernel only")
+    config.addinivalue_line("markers", "check: make check's guest tests (load, every op and pattern, unload)")

@@ -85,9 +85,35 @@ def loaded(ko: Path, **params: str) -> Iterator[Path]:
             subprocess.run(["rmmod", "pmemlab"], check=True)
 
 
-@pytest.fixture
+@pytest.fixture(scope="session")
 def module(ko: Path):
-    """Factory: `with module(target=...) as sysfs:`."""
+    """Factory: `with module(target=...) as sysfs:` (stateless, so fixtures of any scope use it)."""
     def factory(**params: str):
         return loaded(ko, **params)
+    return factory
+
+
+_shared_load: tuple[int, tuple] | None = None  # (sysfs inode, params) of the load shared_module made
+
+
+@pytest.fixture
+def shared_module(ko: Path):
+    """Factory like `module` for tests that need no fresh load, as each leaves the module in the
+    state the next one expects (the bad-value tests write values it refuses, then run with the same
+    parameters each time): the load is kept for the next such test with the same parameters, as
+    long as nobody unloaded or reloaded the module in between (told by its sysfs inode)."""
+    @contextmanager
+    def factory(**params: str) -> Iterator[Path]:
+        global _shared_load
+        key = tuple(sorted(params.items()))
+        mine = _shared_load is not None and module_loaded() and \
+            _shared_load == (os.stat("/sys/module/pmemlab").st_ino, key)
+        if not mine:
+            if module_loaded():
+                subprocess.run(["rmmod", "pmemlab"], check=True)
+            args = [f"{k}={v}" for k, v in params.items()]
+            res = subprocess.run(["insmod", str(ko), *args], capture_output=True, text=True)
+            assert res.returncode == 0, f"insmod {' '.join(args)} failed: {res.stderr.strip()}"
+            _shared_load = (os.stat("/sys/module/pmemlab").st_ino, key)
+        yield SYSFS
     return factory

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -106,6 +107,7 @@ def test_same_counts_dax_file(module, runner: Path, ext4_mount: tuple[str, Path]
     assert facts(out)["target_kind"] == "file"
 
 
+@pytest.mark.kernel_matrix
 def test_map_sync_on_an_ext4_dax_file(runner: Path, ext4_mount: tuple[str, Path]) -> None:
     """MAP_SYNC on ext4 mounted with dax (writes, reads, --facts, and the CSV); not without dax."""
     from pmemlab.backend_user import UserBackend
@@ -131,6 +133,7 @@ def test_map_sync_on_an_ext4_dax_file(runner: Path, ext4_mount: tuple[str, Path]
     assert f["map_sync"] == "0", f
 
 
+@pytest.mark.kernel_matrix
 def test_user_backend_hugetlbfs_pages(runner: Path) -> None:
     nr = Path("/proc/sys/vm/nr_hugepages")
     old = nr.read_text().strip()
@@ -167,6 +170,14 @@ def devdax(dram_pmem_dev: str) -> Iterator[str]:
     try:
         assert res.returncode == 0, res.stderr
         chardev = json.loads(res.stdout)["daxregion"]["devices"][0]["chardev"]
+        # Until device_dax (loaded by udev on demand) binds it, opening the device fails with
+        # ENXIO: wait for the binding, not for a fixed time.
+        subprocess.run(["udevadm", "settle"], capture_output=True)
+        driver = Path(f"/sys/bus/dax/devices/{chardev}/driver")
+        deadline = time.monotonic() + 60
+        while not driver.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert driver.exists(), f"/dev/{chardev}: no driver bound after 60 s"
         yield f"/dev/{chardev}"
     finally:
         back = subprocess.run(["ndctl", "create-namespace", "-f", "-e", ns, "--mode=fsdax"], capture_output=True,
@@ -176,6 +187,7 @@ def devdax(dram_pmem_dev: str) -> Iterator[str]:
         subprocess.run(["wipefs", "-a", dram_pmem_dev], capture_output=True)
 
 
+@pytest.mark.kernel_matrix
 def test_devdax_target(module, runner: Path, devdax: str) -> None:
     """The user backend on a devdax device: kind, MAP_SYNC, the device's page size, the module's counts."""
     align = Path(f"/sys/bus/dax/devices/{Path(devdax).name}/align")

@@ -6,6 +6,11 @@ import json
 import subprocess
 from pathlib import Path
 
+import pytest
+
+# The module builds and loads on every kernel; make check runs these too.
+pytestmark = [pytest.mark.kernel_matrix, pytest.mark.check]
+
 
 def test_namespace_is_fsdax_with_dax(pmem_dev: str) -> None:
     name = Path(pmem_dev).name

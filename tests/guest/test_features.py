@@ -151,6 +151,7 @@ def test_cold_and_warm_latency(fresh: Module) -> None:
     assert info.value.errno == errno.EINVAL and "exclude" in info.value.reason
 
 
+@pytest.mark.kernel_matrix
 def test_prefetch_off(fresh: Module) -> None:
     if fresh.read("prefetch_control") == "none":
         with pytest.raises(WriteRefused) as info:
@@ -161,6 +162,7 @@ def test_prefetch_off(fresh: Module) -> None:
         check_consistent(fresh.run(prefetch="off", threads=2, duration_ms=50), "bandwidth", 64, 2)
 
 
+@pytest.mark.kernel_matrix
 def test_explicit_widths_are_used(fresh: Module) -> None:
     widths = [int(w) for w in fresh.read("widths").split()]
     assert 8 in widths
@@ -187,6 +189,7 @@ def online_cpus() -> list[int]:
     return sorted(out)
 
 
+@pytest.mark.kernel_matrix
 def test_cpu_list_is_honoured(fresh: Module) -> None:
     cpus = online_cpus()
     last = cpus[-1]
@@ -205,6 +208,7 @@ def test_cpu_list_is_honoured(fresh: Module) -> None:
     assert sorted(int(r["cpu"]) for r in res.threads) == cpus
 
 
+@pytest.mark.kernel_matrix
 def test_segment_ms_is_honoured(fresh: Module) -> None:
     """Segments last segment_ms (the last one shorter, any one longer by at most a batch, or by
     the time the host deschedules the vCPU under TCG)."""
@@ -219,6 +223,7 @@ def test_segment_ms_is_honoured(fresh: Module) -> None:
     assert counts[2] > 4 * counts[20], counts
 
 
+@pytest.mark.kernel_matrix
 def test_abort_leaves_partial_results(fresh: Module) -> None:
     tsc_khz = int(fresh.read("tsc_khz"))
     for mode in ("bandwidth", "latency"):

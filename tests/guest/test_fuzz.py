@@ -16,6 +16,8 @@ import pytest
 from kmod_driver import SYSFS, Module
 from test_module import check_consistent
 
+pytestmark = pytest.mark.kernel_matrix  # every kernel survives the fuzz
+
 MiB = 1 << 20
 WRITES_PER_PROCESS = 2600
 PROCESSES = 4  # 10,400 writes in all

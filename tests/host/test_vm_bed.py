@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import functools
 
 import pytest
 
@@ -76,6 +77,18 @@ def test_guest_kernels_cover_the_matrix() -> None:
     assert len(set(kernels)) == len(kernels)
     assert any(re.fullmatch(r"6\.12\.\d+\+deb12-amd64", k) for k in kernels), kernels
     assert any(k.endswith("-rt-amd64") for k in kernels), kernels
+
+
+def test_phase_times_from_the_guest_uptimes(tmp_path) -> None:
+    """scripts/vm's timing line: each stage as the difference of the guest's uptimes, the rest of
+    the host's wall time as QEMU's own start and exit; a guest that wrote no stages, said so."""
+    phases = tmp_path / "phases"
+    phases.write_text("booted 12.5\nnamespaces 20.0\ncommand 300.25\n")
+    assert vm.phase_times(phases, 315.0) == \
+        "boot 12 s, namespaces 8 s, command 280 s, QEMU start and exit 15 s (315 s in all)"
+    phases.write_text("booted 12.5\n")  # the namespace set-up failed
+    assert vm.phase_times(phases, 20.0) == "boot 12 s, QEMU start and exit 8 s (20 s in all)"
+    assert vm.phase_times(tmp_path / "none", 9.6) == "10 s in all (no stage times from the guest)"
 
 
 def _junit(path, tests: int, failures: int, skipped: int) -> None:
@@ -176,3 +189,67 @@ def test_numa_nodes_share_memory_and_vcpus() -> None:
     # a CPU-less node (CXL memory) after the CPU nodes, its memory on top of theirs
     assert vm.numa_options(1, 2560, 2, 512) == ["--numa", "2048M,cpus=0-1", "--numa", "512M"]
     assert vm.numa_options(2, 2560, 2, 512) == ["--numa", "1024M,cpus=0", "--numa", "1024M,cpus=1", "--numa", "512M"]
+
+
+COLLECT_WITH_MARKERS = """
+import json, sys, pytest
+class Record:
+    items = {}
+    def pytest_collection_finish(self, session):
+        for item in session.items:
+            self.items[item.nodeid.split("/")[-1]] = sorted(m.name for m in item.iter_markers())
+rec = Record()
+code = pytest.main(["-q", "--collect-only", "-p", "no:cacheprovider", "tests/guest"], plugins=[rec])
+print("MARKERS " + json.dumps(rec.items))
+sys.exit(code)
+"""
+
+
+@functools.cache
+def guest_test_markers() -> dict[str, list[str]]:
+    """Every guest test (file::name[params]) with its markers, collected as pytest sees them."""
+    import json
+    import subprocess
+    import sys
+    from testlib import TOP
+    res = subprocess.run([sys.executable, "-c", COLLECT_WITH_MARKERS], capture_output=True, text=True, cwd=TOP,
+                         timeout=300)
+    assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-2000:]
+    return json.loads(res.stdout.split("MARKERS ", 1)[1])
+
+
+EVERY_OP_ITEM = {f"test_module.py::test_every_op_is_consistent[{target}-{mode}-{pattern}]"
+                 for target in ("fsdax", "dram") for mode in ("latency", "bandwidth")
+                 for pattern in ("seq", "rand", "stride", "hotspot")}
+
+
+def test_kernel_matrix_covers_what_every_kernel_must_prove() -> None:
+    """The other kernels of make test run only the guest tests marked kernel_matrix: among them
+    the module's build and load, every op x pattern x mode on both targets, the fuzz, the teardown
+    paths (rmmod and abort mid-run, a namespace or a CPU gone under a run, load/run/unload cycles)
+    and a run longer than every watchdog threshold; never the soak or the controller."""
+    markers = guest_test_markers()
+    matrix = {name for name, marks in markers.items() if "kernel_matrix" in marks}
+    assert matrix and matrix < set(markers)
+    required = {"test_chain.py::test_module_matches_guest_kernel", "test_chain.py::test_insmod_sysfs_rmmod",
+                "test_fuzz.py::test_fuzz_every_attribute", "test_module.py::test_rmmod_mid_run",
+                "test_module.py::test_abort_during_latency_run", "test_module.py::test_long_run_without_lockup",
+                "test_reliability.py::test_namespace_disabled_under_a_run",
+                "test_reliability.py::test_cpu_taken_offline_under_a_run",
+                "test_reliability.py::test_hundred_load_run_unload_cycles_leak_nothing"}
+    required |= EVERY_OP_ITEM
+    assert required <= matrix, sorted(required - matrix)
+    assert not [t for t in matrix if "soak" in markers[t] or t.startswith("test_controller.py")], sorted(matrix)
+
+
+def test_make_check_is_load_every_op_and_pattern_unload() -> None:
+    """make check runs the guest tests marked check: the namespace, the module built for the
+    booted kernel, insmod/sysfs/rmmod, and every op in both modes on every pattern and both
+    targets; nothing slow (no soak, no long run, no controller)."""
+    markers = guest_test_markers()
+    check = {name for name, marks in markers.items() if "check" in marks}
+    required = {"test_chain.py::test_namespace_is_fsdax_with_dax", "test_chain.py::test_module_matches_guest_kernel",
+                "test_chain.py::test_insmod_sysfs_rmmod"} | EVERY_OP_ITEM
+    assert required <= check, sorted(required - check)
+    slow = [t for t in check if {"slow", "soak"} & set(markers[t]) or t.startswith("test_controller.py")]
+    assert not slow, slow
