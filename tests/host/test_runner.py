@@ -467,4 +467,6 @@ def test_runner_warm_up_is_not_counted(built: Path) -> None:
     res = run("target=dram", "dram_size=8M", "dram_pages=4k", "op=load", "duration_ms=100", "warmup_ms=300",
               "segment_ms=5")
     row = parse_result("\n".join(result_lines(res.stdout)), tsc_khz)[0]
-    assert 0 < row["elapsed_ticks"] <= (100 + 5) * tsc_khz, row["elapsed_ticks"] / tsc_khz
+    # timed ticks are the run's 100 ms plus at most a segment, but a userspace thread preempted
+    # inside a segment (a busy host) stretches it: the bound only has to tell the 300 ms warm-up out
+    assert 0 < row["elapsed_ticks"] < (100 + 300 // 2) * tsc_khz, row["elapsed_ticks"] / tsc_khz
