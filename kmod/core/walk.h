@@ -19,20 +19,17 @@ static __always_inline u64 pl_rotl(u64 x, int k)
 	return (x << k) | (x >> (64 - k));
 }
 
-/* xoshiro256** */
+/*
+ * The MCG's step: one 64x64 and one 64x128 multiplication.  Few register
+ * writes per draw keep more random loads in flight (method.md, Addresses).
+ */
 static __always_inline u64 pl_rng_step(struct pl_rng *r)
 {
-	u64 *s = r->s;
-	u64 res = pl_rotl(s[1] * 5, 7) * 9;
-	u64 t = s[1] << 17;
+	pl_u128 x = (((pl_u128)r->hi << 64) | r->lo) * PL_MCG_MULT;
 
-	s[2] ^= s[0];
-	s[3] ^= s[1];
-	s[1] ^= s[2];
-	s[0] ^= s[3];
-	s[2] ^= t;
-	s[3] = pl_rotl(s[3], 45);
-	return res;
+	r->lo = (u64)x;
+	r->hi = (u64)(x >> 64);
+	return r->hi;
 }
 
 /*
