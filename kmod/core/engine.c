@@ -513,19 +513,25 @@ PL_LOOP void pl_bw_##k##_##form##_##fam(struct pl_eng *e, u64 until)		\
 	pl_loop_end(e, &g, left, done, 0, v, opf & PL_OPF_WRITES);		\
 }
 
+/* x as the compiler must take it: not split again into the sum it was */
+#define PL_OPAQUE(x)	asm("" : "+r"(x))
+
 /*
  * The batches of a per-family loop: per access the next address of WALK
  * (a family of walk.h), the next store data, the access; the pass (of
- * family FAM) changes between runs of accesses, not per access.
+ * family FAM) changes between runs of accesses, not per access, and the
+ * part of the address that stays for the pass is added once per run.
  */
 #define PL_BW_BATCHES(k, form, WALK, FAM) do {					\
 	while ((nb = pl_bw_batch(e, &left, until, done))) {			\
 		done += nb;							\
 		do {								\
 			u64 run = nb < g.left ? nb : g.left, cnt = run;		\
+			char *pb = base + pl_walk_pass_part(&g, WALK);		\
 										\
+			PL_OPAQUE(pb);						\
 			do {							\
-				p = base + pl_walk_step(&g, WALK);		\
+				p = pb + pl_walk_step_rel(&g, WALK);		\
 				if (opf & PL_OPF_DATA)				\
 					pl_data_step_##form(&v);		\
 				pl_acc_##k##_##form(p, pl_is_copy(opf) ?	\
