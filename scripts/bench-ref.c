@@ -6,10 +6,10 @@
  * can check in one screen.
  *
  *	bench-ref randread BYTES MS PAGES CPU[,CPU...]	random 64 B lines, GB/s
- *	bench-ref randread-x BYTES MS PAGES CPU[,CPU...]	the same with xoshiro256** and
- *					Lemire's bounded draw per load (the generator
- *					pmemlab's rand family must use), to tell its cost
- *					from the loop's
+ *	bench-ref randread-x BYTES MS PAGES CPU[,CPU...]	the same with a 128-bit
+ *					multiplicative congruential generator and Lemire's
+ *					bounded draw per load (the generator pmemlab's rand
+ *					family uses), to tell its cost from the loop's
  *	bench-ref l1lat COUNT CPU			rdtscp-bracketed L1 load, median ticks
  *	bench-ref chase BYTES LOADS PAGES CPU		dependent loads, ns per load
  *
@@ -72,27 +72,19 @@ static inline uint64_t mix(uint64_t x)
 struct rr {
 	char *p;
 	uint64_t lines, ns, loads;
-	int cpu, xoshiro;
+	int cpu, mcg;
 	uint64_t sink;
 };
 
-static inline uint64_t rotl(uint64_t x, int k)
+/*
+ * Lehmer's multiplicative congruential generator mod 2^128 (the multiplier
+ * of Lemire's lehmer64), its high half out; with Lemire's unbiased bounded
+ * integer (Lemire 2019)
+ */
+static inline uint64_t mcg(unsigned __int128 *s)
 {
-	return (x << k) | (x >> (64 - k));
-}
-
-/* xoshiro256** and Lemire's unbiased bounded integer (Vigna; Lemire 2019) */
-static inline uint64_t xoshiro(uint64_t *s)
-{
-	uint64_t r = rotl(s[1] * 5, 7) * 9, t = s[1] << 17;
-
-	s[2] ^= s[0];
-	s[3] ^= s[1];
-	s[1] ^= s[2];
-	s[0] ^= s[3];
-	s[2] ^= t;
-	s[3] = rotl(s[3], 45);
-	return r;
+	*s *= 0xda942042e4dd58b5ull;
+	return (uint64_t)(*s >> 64);
 }
 
 static void *randread(void *arg)
@@ -100,18 +92,19 @@ static void *randread(void *arg)
 	struct rr *r = arg;
 	uint64_t i = (uint64_t)r->cpu << 40, t0, end, sum = 0, k;
 
-	uint64_t st[4] = { mix(i), mix(i + 1), mix(i + 2), mix(i + 3) }, thresh = -r->lines % r->lines;
+	unsigned __int128 st = (unsigned __int128)mix(i) << 64 | mix(i + 1) | 1;
+	uint64_t thresh = -r->lines % r->lines;
 
 	pin(r->cpu);
 	t0 = now_ns();
 	end = t0 + r->ns;
 	do {
-		if (r->xoshiro) {
+		if (r->mcg) {
 			for (k = 0; k < 4096; k++) {
-				unsigned __int128 m = (unsigned __int128)xoshiro(st) * r->lines;
+				unsigned __int128 m = (unsigned __int128)mcg(&st) * r->lines;
 
 				while ((uint64_t)m < thresh)
-					m = (unsigned __int128)xoshiro(st) * r->lines;
+					m = (unsigned __int128)mcg(&st) * r->lines;
 				sum += *(volatile uint64_t *)(r->p + (uint64_t)(m >> 64) * 64);
 			}
 		} else {
@@ -162,7 +155,7 @@ int main(int argc, char **argv)
 		memset(p, 1, bytes);
 		for (tok = strtok_r(argv[5], ",", &save); tok && n < 64; tok = strtok_r(NULL, ",", &save)) {
 			r[n] = (struct rr){ .p = p, .lines = bytes / 64, .ns = ms * 1000000, .cpu = atoi(tok),
-					    .xoshiro = !strcmp(argv[1], "randread-x") };
+					    .mcg = !strcmp(argv[1], "randread-x") };
 			pthread_create(&th[n], NULL, randread, &r[n]);
 			n++;
 		}

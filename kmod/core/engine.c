@@ -315,7 +315,9 @@ static __always_inline void pl_prep_64(u64 v)
 /*
  * pl_acc_<op>_<form>(p, q, n, v, fla): one access of n bytes at p (source
  * q for copies) in the bandwidth loops, as one asm statement; fla: the
- * flushes after the whole access (flushing ops).
+ * flushes after the whole access (flushing ops).  pl_line_<op>_<form>():
+ * the same for n = 64 without the shape's compare (the random loops' line
+ * access: there every instruction costs loads in flight, method.md).
  */
 #define PL_ACC(ID, k, form, U, FL)						\
 static __always_inline void pl_acc_##k##_##form(char *p_, char *q_, u64 n,	\
@@ -325,6 +327,11 @@ static __always_inline void pl_acc_##k##_##form(char *p_, char *q_, u64 n,	\
 		PL_BW_ASM(form, PL_BW_TEXT_FLA(form, U, FL));			\
 	else									\
 		PL_BW_ASM(form, PL_BW_TEXT(form, U, FL));			\
+}										\
+static __always_inline void pl_line_##k##_##form(char *p_, char *q_, u64 n,	\
+						 u64 v_, bool fla)		\
+{										\
+	PL_BW_ASM(form, PL_LINE_##form(U, PA, PS, "0") FL(PA("0")));		\
 }
 
 /* ---- latency brackets ---- */
@@ -502,34 +509,43 @@ PL_LOOP void pl_bw_##k##_##form##_##fam(struct pl_eng *e, u64 until)		\
 										\
 	if (opf & PL_OPF_DATA)							\
 		pl_data_begin_##form(v);					\
-	/* per-DIMM random with one DIMM a thread: its own copy of the loop */	\
+	/* own copies of the loop: per-DIMM random with one DIMM a thread,	\
+	 * and random accesses of one line (no shape compare per access) */	\
 	if (FAM == PL_FAM_DIMM_RAND && g.dimm_fast)				\
-		PL_BW_BATCHES(k, form, PL_WALK_DIMM_RAND1, FAM);		\
+		PL_BW_BATCHES(k, form, PL_WALK_DIMM_RAND1, FAM, pl_acc);	\
+	else if (FAM == PL_FAM_RAND && n == PL_LINE)				\
+		PL_BW_BATCHES(k, form, FAM, FAM, pl_line);			\
 	else									\
-		PL_BW_BATCHES(k, form, FAM, FAM);				\
+		PL_BW_BATCHES(k, form, FAM, FAM, pl_acc);			\
 	if (opf & PL_OPF_DATA)							\
 		v = pl_data_end_##form(v);					\
 	PL_VZU_##form;								\
 	pl_loop_end(e, &g, left, done, 0, v, opf & PL_OPF_WRITES);		\
 }
 
+/* x as the compiler must take it: not split again into the sum it was */
+#define PL_OPAQUE(x)	asm("" : "+r"(x))
+
 /*
  * The batches of a per-family loop: per access the next address of WALK
  * (a family of walk.h), the next store data, the access; the pass (of
- * family FAM) changes between runs of accesses, not per access.
+ * family FAM) changes between runs of accesses, not per access, and the
+ * part of the address that stays for the pass is added once per run.
  */
-#define PL_BW_BATCHES(k, form, WALK, FAM) do {					\
+#define PL_BW_BATCHES(k, form, WALK, FAM, ACC) do {				\
 	while ((nb = pl_bw_batch(e, &left, until, done))) {			\
 		done += nb;							\
 		do {								\
 			u64 run = nb < g.left ? nb : g.left, cnt = run;		\
+			char *pb = base + pl_walk_pass_part(&g, WALK);		\
 										\
+			PL_OPAQUE(pb);						\
 			do {							\
-				p = base + pl_walk_step(&g, WALK);		\
+				p = pb + pl_walk_step_rel(&g, WALK);		\
 				if (opf & PL_OPF_DATA)				\
 					pl_data_step_##form(&v);		\
-				pl_acc_##k##_##form(p, pl_is_copy(opf) ?	\
-						    p + delta : p, n, v, fla);	\
+				ACC##_##k##_##form(p, pl_is_copy(opf) ?	\
+						   p + delta : p, n, v, fla);	\
 			} while (--cnt);					\
 			nb -= run;						\
 			g.left -= run;						\

@@ -6,7 +6,7 @@
  * pass k starts at (k mod passes) * pass_offset + j * step; a pass has
  * nslots slots, the largest count for which the last access of the last
  * pass still ends inside the span.  seq/stride/hotspot walk the slots in
- * order, rand draws each slot uniformly (xoshiro256**, Lemire's unbiased
+ * order, rand draws each slot uniformly (a 128-bit MCG, Lemire's unbiased
  * bounded integers).  With a per-DIMM mapping the offsets first live in a
  * "virtual" region made of this worker's interleave chunks only and are
  * then mapped to the region: chunk c of the virtual region is DIMM
@@ -29,12 +29,9 @@ static u64 splitmix64(u64 *x)
 void pl_rng_seed(struct pl_rng *r, u64 seed, u64 stream)
 {
 	u64 x = seed ^ (stream * 0xd1342543de82ef95ULL);
-	int i;
 
-	for (i = 0; i < 4; i++)
-		r->s[i] = splitmix64(&x);
-	if (!(r->s[0] | r->s[1] | r->s[2] | r->s[3]))
-		r->s[0] = 1;
+	r->hi = splitmix64(&x);
+	r->lo = splitmix64(&x) | 1;	/* odd: the MCG's full period */
 }
 
 u64 pl_rng_next(struct pl_rng *r)

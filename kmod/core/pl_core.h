@@ -178,9 +178,14 @@ static inline void pl_clflush(const void *p)
 	asm volatile("clflush (%0)" :: "r"(p) : "memory");
 }
 
-/* ---- PRNG: xoshiro256** seeded through splitmix64 ---- */
+/*
+ * ---- PRNG: a 128-bit multiplicative congruential generator (Lehmer),
+ * its high 64 bits the output, seeded through splitmix64 ----
+ * state = state * PL_MCG_MULT mod 2^128 (odd state: period 2^126)
+ */
+#define PL_MCG_MULT	0xda942042e4dd58b5ULL	/* method.md, Addresses */
 struct pl_rng {
-	u64 s[4];
+	u64 lo, hi;		/* the state, lo odd */
 };
 
 void pl_rng_seed(struct pl_rng *r, u64 seed, u64 stream);

@@ -19,20 +19,17 @@ static __always_inline u64 pl_rotl(u64 x, int k)
 	return (x << k) | (x >> (64 - k));
 }
 
-/* xoshiro256** */
+/*
+ * The MCG's step: one 64x64 and one 64x128 multiplication.  Few register
+ * writes per draw keep more random loads in flight (method.md, Addresses).
+ */
 static __always_inline u64 pl_rng_step(struct pl_rng *r)
 {
-	u64 *s = r->s;
-	u64 res = pl_rotl(s[1] * 5, 7) * 9;
-	u64 t = s[1] << 17;
+	pl_u128 x = (((pl_u128)r->hi << 64) | r->lo) * PL_MCG_MULT;
 
-	s[2] ^= s[0];
-	s[3] ^= s[1];
-	s[1] ^= s[2];
-	s[0] ^= s[3];
-	s[2] ^= t;
-	s[3] = pl_rotl(s[3], 45);
-	return res;
+	r->lo = (u64)x;
+	r->hi = (u64)(x >> 64);
+	return r->hi;
 }
 
 /*
@@ -97,10 +94,10 @@ static __always_inline u64 pl_walk_linear(struct pl_gen *g)
 	return v;
 }
 
-/* rand: a uniform slot of the pass */
-static __always_inline u64 pl_walk_rand(struct pl_gen *g)
+/* rand: a uniform slot of the pass, from the pass's base */
+static __always_inline u64 pl_walk_rand_rel(struct pl_gen *g)
 {
-	return g->pass_base + pl_rng_bounded(&g->rng, g->nslots, g->thresh) * g->c.step;
+	return pl_rng_bounded(&g->rng, g->nslots, g->thresh) * g->c.step;
 }
 
 /*
@@ -168,32 +165,57 @@ static __always_inline u64 pl_walk_dimm_rand(struct pl_gen *g)
  */
 #define PL_WALK_DIMM_RAND1	PL_NFAM
 
-static __always_inline u64 pl_walk_dimm_rand1(struct pl_gen *g)
+static __always_inline u64 pl_walk_dimm_rand1_rel(struct pl_gen *g)
 {
 	u64 t = g->pass_q + pl_rng_bounded(&g->rng, g->nslots, g->thresh);
 
-	return (t + (t >> g->spc_shift) * g->skip) * g->c.step + g->pass_add;
+	return (t + (t >> g->spc_shift) * g->skip) * g->c.step;
 }
 
 /*
- * The next offset of family fam (a constant in the per-family loops),
- * without counting the slot: the per-family loops count a run of accesses
- * at once against g->left and change the pass between runs.
+ * The part of family fam's next offsets that stays the same until the pass
+ * changes (the random families' pass base, 0 for the others): the
+ * per-family loops add it to their base pointer once per run of accesses,
+ * not once per access (a random load's every instruction counts: method.md).
  */
-static __always_inline u64 pl_walk_step(struct pl_gen *g, const int fam)
+static __always_inline u64 pl_walk_pass_part(const struct pl_gen *g, const int fam)
 {
 	switch (fam) {
 	case PL_FAM_RAND:
-		return pl_walk_rand(g);
+		return g->pass_base;
+	case PL_WALK_DIMM_RAND1:
+		return g->pass_add;
+	default:
+		return 0;
+	}
+}
+
+/*
+ * The next offset of family fam (a constant in the per-family loops) less
+ * pl_walk_pass_part(), without counting the slot: the per-family loops
+ * count a run of accesses at once against g->left and change the pass
+ * between runs.
+ */
+static __always_inline u64 pl_walk_step_rel(struct pl_gen *g, const int fam)
+{
+	switch (fam) {
+	case PL_FAM_RAND:
+		return pl_walk_rand_rel(g);
 	case PL_FAM_DIMM_LINEAR:
 		return pl_walk_dimm_linear(g);
 	case PL_FAM_DIMM_RAND:
-		return g->dimm_fast ? pl_walk_dimm_rand1(g) : pl_walk_dimm_rand(g);
+		return g->dimm_fast ? pl_walk_dimm_rand1_rel(g) + g->pass_add : pl_walk_dimm_rand(g);
 	case PL_WALK_DIMM_RAND1:
-		return pl_walk_dimm_rand1(g);
+		return pl_walk_dimm_rand1_rel(g);
 	default:
 		return pl_walk_linear(g);
 	}
+}
+
+/* the next offset of family fam, without counting the slot */
+static __always_inline u64 pl_walk_step(struct pl_gen *g, const int fam)
+{
+	return pl_walk_pass_part(g, fam) + pl_walk_step_rel(g, fam);
 }
 
 /* the next offset, counting the slot and changing the pass after the last */
@@ -218,7 +240,7 @@ static __always_inline u64 pl_walk_any(struct pl_gen *g)
 	u64 v, chunk, round, dimm;
 
 	if (g->fam == PL_FAM_RAND || g->fam == PL_FAM_DIMM_RAND) {
-		v = pl_walk_rand(g);
+		v = g->pass_base + pl_walk_rand_rel(g);
 	} else {
 		v = g->off;
 		g->off += g->c.step;

@@ -143,28 +143,18 @@ def splitmix64(x: int) -> tuple[int, int]:
     return x, z ^ (z >> 31)
 
 
-class Xoshiro:
+class Mcg128:
+    """The rand family's generator: state * 0xda942042e4dd58b5 mod 2^128, the high 64 bits out."""
+
     def __init__(self, seed: int, stream: int) -> None:
         x = (seed ^ (stream * 0xD1342543DE82EF95)) & MASK64
-        self.s = []
-        for _ in range(4):
-            x, z = splitmix64(x)
-            self.s.append(z)
-        if not any(self.s):
-            self.s[0] = 1
+        x, hi = splitmix64(x)
+        x, lo = splitmix64(x)
+        self.state = (hi << 64) | lo | 1
 
     def next(self) -> int:
-        s = self.s
-        rotl = lambda v, k: ((v << k) | (v >> (64 - k))) & MASK64  # noqa: E731
-        res = (rotl((s[1] * 5) & MASK64, 7) * 9) & MASK64
-        t = (s[1] << 17) & MASK64
-        s[2] ^= s[0]
-        s[3] ^= s[1]
-        s[1] ^= s[2]
-        s[0] ^= s[3]
-        s[2] ^= t
-        s[3] = rotl(s[3], 45)
-        return res
+        self.state = (self.state * 0xDA942042E4DD58B5) & ((1 << 128) - 1)
+        return self.state >> 64
 
     def below(self, n: int) -> int:
         m = self.next() * n
@@ -181,7 +171,7 @@ def model_offsets(pattern: str, access: int, step: int, span: int, passes: int, 
     """Region offsets of the first count accesses, from the definition (method.md, Addresses)."""
     vspan = (span // (ways * gran)) * dimms * gran if ways else span
     nslots = (vspan - ((passes - 1) * pass_offset + access)) // step + 1
-    rng = Xoshiro(seed, stream)
+    rng = Mcg128(seed, stream)
     out, k = [], 0
     while len(out) < count:
         base = (k % passes) * pass_offset

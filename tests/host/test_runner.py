@@ -183,6 +183,28 @@ def test_place_per_thread_regions_are_disjoint(lib: ctypes.CDLL) -> None:
         assert a1 <= b0, "per-thread regions overlap"
 
 
+@pytest.mark.parametrize("wo,ws,n", [(0, 1 << 30, 1), (0, 1 << 30, 2), (4096, (3 << 20) + 3 * 4096 + 192, 1),
+                                     (1 << 20, 96 << 20, 3), (0, 2 << 20, 1), (0, (2 << 20) - 64, 1), (0, 8192, 2)])
+def test_place_copy_source_and_destination(lib: ctypes.CDLL, wo: int, ws: int, n: int) -> None:
+    """split (copy ops): destination [base, base + span), source at + copy_delta, disjoint and inside the
+    thread's slice; from 2 MiB regions on the source starts an odd number of 4 KiB pages behind
+    the destination (a power-of-two distance made a DRAM copy 0.64x as fast), and each half loses
+    at most a page to it; smaller regions are halved."""
+    for k in range(n):
+        region = ws // n // 64 * 64
+        lo = wo + k * region
+        base, delta, span, offs = place(lib, 1000, target_size=wo + ws, window_offset=wo, working_set=ws,
+                                        pattern=PAT_SEQ, access=64, per_thread=1, split=1, idx=k, n=n)
+        assert base == lo and span % 64 == 0 and span <= delta, (k, delta, span)
+        assert base + delta + span <= lo + region, "the source leaves the thread's slice"
+        assert list(offs[:16]) == [base + 64 * j for j in range(16)] and int(offs.max()) + 64 <= base + span
+        if region >= 2 << 20:
+            assert delta % 8192 == 4096, f"copy_delta {delta:#x} is not an odd multiple of 4 KiB"
+            assert region // 2 - span <= 4096 + 64
+        else:
+            assert delta == span == region // 2 // 64 * 64
+
+
 def test_place_per_dimm_chunks_only_on_the_threads_dimms(lib: ctypes.CDLL) -> None:
     ways, gran, dimms, wo = 4, 4096, 2, 4 * 4096 * 8
     for k, mine in ((0, {0, 1}), (1, {2, 3}), (2, {0, 1}), (3, {2, 3})):
