@@ -420,20 +420,70 @@ def test_runner_reports_the_cpu_it_ran_on(built: Path) -> None:
     assert result_lines(res.stdout)[0].split()[1] == f"cpu={cpu}"
 
 
-def test_runner_file_target(built: Path, tmp_path: Path) -> None:
+def test_runner_refuses_a_file_not_on_dax_unless_allow_file(built: Path, tmp_path: Path) -> None:
+    """A plain file (here on the host's disk: no DAX) would be measured in the page cache: every
+    run, --check and --facts refuse it with the reason and the way past it, and change nothing."""
+    f = tmp_path / "data"
+    before = bytes(range(256)) * (8 << 12)  # 8 MiB a user would miss
+    f.write_bytes(before)
+    for args in (("op=ntstore", "count=100"), ("op=load", "count=100"), ("--check", "op=store"), ("--facts",),
+                 ("op=store", "size=16M")):
+        res = run(f"target={f}", *args, check=False)
+        assert res.returncode == 2, (args, res.stdout)
+        assert "EOPNOTSUPP" in res.stderr and "not on a DAX file system" in res.stderr, res.stderr
+        assert "allow_file=1" in res.stderr and "page cache" in res.stderr
+        assert "thread=" not in res.stdout
+    assert f.read_bytes() == before, "nothing written, nothing extended"
+    res = run(f"target={f}", "allow_file=1", "op=load", "count=100")
+    assert facts_of(res.stdout)["dax"] == "0" and facts_of(res.stdout)["map_sync"] == "0"
+    assert run(f"target={f}", "allow_file=2", check=False).returncode == 2
+
+
+def test_runner_size_creates_and_extends_a_file_for_write_runs(built: Path, tmp_path: Path) -> None:
+    """size= (docs/userspace.md): a write run creates the file or extends it to size; a read run,
+    --check and --facts judge the size a write run would map but create, extend or write nothing;
+    a refused run leaves the file as it was."""
     f = tmp_path / "pool"
-    res = run(f"target={f}", "size=4M", "op=ntstore", "count=100", "access_size=4K", check=False)
-    assert res.returncode == 2 and "ENOENT" in res.stderr
-    f.write_bytes(b"")
-    res = run(f"target={f}", "size=4M", "op=ntstore", "count=100", "access_size=4K")
+    res = run(f"target={f}", "allow_file=1", "op=ntstore", "count=100", check=False)
+    assert res.returncode == 2 and "ENOENT" in res.stderr and "give size= to create it" in res.stderr
+    # probes and refused runs leave no file behind
+    for args in (("--facts",), ("--check", "op=store"), ("op=store", "width=7"), ("op=store", "working_set=8M")):
+        res = run(f"target={f}", "size=4M", "allow_file=1", *args, check=False)
+        if args[0] == "--facts":
+            assert res.returncode == 0 and facts_of(res.stdout)["target_size"] == str(4 << 20), res.stderr
+        elif args[0] == "--check":
+            assert res.returncode == 0 and res.stdout.startswith("ok "), res.stderr
+        else:
+            assert res.returncode == 2, args
+        assert not f.exists(), args
+    res = run(f"target={f}", "size=4M", "allow_file=1", "op=load", "count=10", check=False)
+    assert res.returncode == 2 and "ENOENT" in res.stderr, "a read run creates nothing"
+    # a write run creates it, of size bytes, and writes non-zero data
+    res = run(f"target={f}", "size=4M", "allow_file=1", "op=ntstore", "count=100", "access_size=4K")
     assert "#fact target_kind file" in res.stdout and f.stat().st_size == 4 << 20
+    assert facts_of(res.stdout)["target_size"] == str(4 << 20)
     data = np.fromfile(f, dtype=np.uint64)
     assert np.count_nonzero(data[: 100 * 4096 // 8] == 0) == 0, "stores must be non-zero"
-    res = run(f"target={f}", "op=load", "count=100")
-    assert "ops=100" in result_lines(res.stdout)[-1].split()
+    # beyond the end: a read run is refused, a probe says what a write run would map, and a
+    # refused write run does not extend it
+    before = f.read_bytes()
+    res = run(f"target={f}", "size=8M", "allow_file=1", "op=load", "count=10", check=False)
+    assert res.returncode == 2 and "ERANGE" in res.stderr and "exceeds the file" in res.stderr
+    assert facts_of(run(f"target={f}", "size=8M", "allow_file=1", "--facts").stdout)["target_size"] == str(8 << 20)
+    assert run(f"target={f}", "size=8M", "allow_file=1", "op=store", "width=7", check=False).returncode == 2
+    assert f.read_bytes() == before
+    res = run(f"target={f}", "size=8M", "allow_file=1", "op=store", "count=10", "window_offset=6M")
+    assert f.stat().st_size == 8 << 20 and facts_of(res.stdout)["target_size"] == str(8 << 20)
+    # size= below the file's length uses the first size bytes; the file keeps its length
+    res = run(f"target={f}", "size=1M", "allow_file=1", "op=load", "count=100")
+    assert facts_of(res.stdout)["target_size"] == str(1 << 20) and f.stat().st_size == 8 << 20
     # not DAX: no MAP_SYNC, and the facts say so; page-cache pages show in smaps: 4 KiB
-    f = facts_of(res.stdout)
-    assert (f["map_sync"], f["target_pages"], f["target_page_size"]) == ("0", "file", "4096"), f
+    fa = facts_of(res.stdout)
+    assert (fa["map_sync"], fa["target_pages"], fa["target_page_size"]) == ("0", "file", "4096"), fa
+    empty = tmp_path / "empty"
+    empty.write_bytes(b"")
+    res = run(f"target={empty}", "allow_file=1", "op=store", "count=10", check=False)
+    assert res.returncode == 2 and "empty (give size= to create or extend it)" in res.stderr
 
 
 def test_runner_hides_features_on_request(built: Path) -> None:
