@@ -20,6 +20,16 @@
 #define PL_MAX_CPUS		8192		/* the kernel's largest NR_CPUS */
 #define PL_CPU_WORDS		(PL_MAX_CPUS / 64)
 #define PL_WHY_LEN		256
+/*
+ * The longest value text, without the newline a sysfs write ends with.
+ * The kernel hands a sysfs store at most a page (some kernels a page less
+ * one byte) and drops the rest of a longer write; a value and its newline
+ * fit in 4094 bytes, so a store of 4095 bytes or more is always a write cut
+ * short, and refusing it keeps a cut from landing on a valid prefix (a
+ * shorter op list).  The runner keeps the same limit, so both backends and
+ * the controller's judgement agree.
+ */
+#define PL_TEXT_MAX		4093
 
 enum pl_placement { PL_PLACE_GLOBAL, PL_PLACE_THREAD, PL_PLACE_DIMM };
 

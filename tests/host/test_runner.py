@@ -333,6 +333,8 @@ def test_runner_probe_and_copy(built: Path) -> None:
     (["threads=9999"], "EINVAL", "outside"),
     (["mode=latency", "samples=2000000"], "EINVAL", "outside"),
     (["fence=sfence", "fence_interval=192", "access_size=256"], "EINVAL", "divide"),
+    # more than a sysfs write carries: refused by the runner as by the module (PL_TEXT_MAX)
+    ([f"op={','.join(['store+clflushopt'] * 256)}", "threads=2"], "EINVAL", "4351 bytes: at most 4093"),
 ])
 def test_runner_refuses_like_the_module(built: Path, args: list[str], err: str, text: str) -> None:
     res = run("target=dram", "dram_size=4M", "count=10", *args, check=False)
