@@ -104,6 +104,15 @@ void pl_report_begin(struct pl_report *r, u64 *buckets, u64 tsc_khz, unsigned in
 size_t pl_report_hist_room(const struct pl_thread *t);
 void pl_report_thread(struct pl_buf *b, struct pl_buf *hist, struct pl_report *r,
 		      const struct pl_thread *t);
+/*
+ * `raw_samples`: each latency thread's first `per` samples, those it took
+ * and then PL_SAMPLE_NONE for every slot it did not fill (a run stopped
+ * early, a probe outrun by its loaders); a sample taken is at most
+ * PL_SAMPLE_NONE - 1, so "not filled" cannot be mistaken for one (a
+ * sample clamped to 0 is a real 0).
+ */
+#define PL_SAMPLE_NONE		(~0ULL)
+void pl_report_samples(const struct pl_thread *t, u64 *out, u64 per);
 /* the `all` line and the merged histogram; its scalars in *all */
 void pl_report_all(struct pl_buf *b, struct pl_buf *hist, struct pl_report *r, int mode,
 		   struct pl_scalars *all);

@@ -176,6 +176,16 @@ void pl_report_thread(struct pl_buf *b, struct pl_buf *hist, struct pl_report *r
 	}
 }
 
+void pl_report_samples(const struct pl_thread *t, u64 *out, u64 per)
+{
+	u64 i, n = t->e.nsamples < per ? t->e.nsamples : per;
+
+	for (i = 0; i < n; i++)
+		out[i] = t->e.samples[i] < PL_SAMPLE_NONE ? t->e.samples[i] : PL_SAMPLE_NONE - 1;
+	for (; i < per; i++)
+		out[i] = PL_SAMPLE_NONE;
+}
+
 void pl_report_all(struct pl_buf *b, struct pl_buf *hist, struct pl_report *r, int mode,
 		   struct pl_scalars *all)
 {

@@ -90,6 +90,10 @@ def test_raw_samples_are_read_when_asked_for(fake):
     assert out.sample_ticks() == [600, 608, 616, 601, 609, 617]  # thread 0's, then thread 1's
     out = fake.module().run(values(mode="latency", count=100))
     assert out.ok and out.raw_samples == b"" and out.sample_ticks() == []  # samples = 0: not read
+    # fewer samples taken than kept: the slots not filled are left out, a thread's block stays its own
+    out = fake.module().run(values(mode="latency", count=2, threads=2, samples=5))
+    assert len(out.raw_samples) == 2 * 5 * 8 and out.samples_by_thread() == [[600, 608], [601, 609]]
+    assert out.sample_ticks() == [600, 608, 601, 609]
 
 
 def test_run_error_state_reports_reason(fake):

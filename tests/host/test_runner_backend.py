@@ -6,10 +6,12 @@ import subprocess
 from contextlib import redirect_stdout
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 
 from pmemlab import cli
+from pmemlab.backend import SAMPLE_NONE
 from pmemlab.backend_user import UserBackend, UserRunOutcome, run_conditions, split_backend_args, split_output
 from pmemlab.errors import ParamRefused, PmemlabError
 from pmemlab.table import BASE_COLUMNS, rows_for_outcome
@@ -152,6 +154,12 @@ def test_user_backend_raw_samples() -> None:
         mine = ticks[thread * 200:(thread + 1) * 200]
         assert int(row["lat_min"]) <= min(mine) and max(mine) <= int(row["lat_max"])
     assert b.run({"mode": "latency", "count": 100}).raw_samples == b""
+    # samples > count: each thread's slots past its count hold the not-filled value (all ones),
+    # which no sample taken has, and the reader leaves them out
+    out = b.run({"mode": "latency", "count": 30, "samples": 100, "threads": 2})
+    raw = np.frombuffer(out.raw_samples, dtype="<u8").reshape(2, 100)
+    assert (raw[:, 30:] == SAMPLE_NONE).all() and (raw[:, :30] < SAMPLE_NONE).all()
+    assert [len(t) for t in out.samples_by_thread()] == [30, 30]
 
 
 def test_split_output() -> None:

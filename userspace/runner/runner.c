@@ -487,19 +487,28 @@ static void print_results(void)
 	free(buckets);
 }
 
+/* the module's raw_samples (kmod/core/report.c: not filled is PL_SAMPLE_NONE) */
 static void write_samples(const char *path)
 {
+	u64 *buf = calloc(R.c.samples, sizeof(u64));
 	FILE *f = fopen(path, "wb");
 	unsigned int i;
 
-	if (!f) {
+	if (!f || !buf) {
 		fprintf(stderr, "pmemlab-run: cannot write %s: %s\n", path, strerror(errno));
+		free(buf);
+		if (f)
+			fclose(f);
 		return;
 	}
-	for (i = 0; i < R.n; i++)
-		if (R.w[i].t.e.samples)
-			fwrite(R.w[i].t.e.samples, sizeof(u64), R.c.samples, f);
+	for (i = 0; i < R.n; i++) {
+		if (!R.w[i].t.e.samples)
+			continue;
+		pl_report_samples(&R.w[i].t, buf, R.c.samples);
+		fwrite(buf, sizeof(u64), R.c.samples, f);
+	}
 	fclose(f);
+	free(buf);
 }
 
 static void print_facts(const char *target)
