@@ -78,7 +78,8 @@ struct pl_scalars {
 };
 
 struct pl_sum {
-	u64 ops, reads, writes, bytes, ticks, max_ticks, gap, segments, bw_milli;
+	u64 ops, reads, writes, bytes, ticks, gap, segments;
+	u64 first, last;		/* TSC of the first timed stamp, and of the last */
 	u64 ceil_milli;			/* engine ceilings of the bandwidth threads */
 	bool ceil;			/* a bandwidth thread is among them */
 };
