@@ -182,7 +182,9 @@ void pl_out_widths(struct pl_buf *b, u32 features);	/* "8 16 32": load and store
 
 /* ---- check.c: the validator ---- */
 void pl_verdict_clear(struct pl_verdict *v);
-/* v says err; why is "<param>: " and the text (the prefix only once) */
+/* control characters of s (a value a user wrote, quoted in a reason) as '?': one line */
+void pl_printable(char *s);
+/* v says err; why is "<param>: " and the text (the prefix only once), on one line */
 int pl_refuse(struct pl_verdict *v, int err, int param, bool machine, const char *fmt, ...)
 	__printf(5, 6);
 /* the rules of one value of its own: range, multiple, rule, machine */

@@ -52,13 +52,14 @@ static const char *errno_name(int err)
 
 void refuse(int err, const char *fmt, ...)
 {
+	char why[1024];
 	va_list ap;
 
-	fprintf(stderr, "pmemlab-run: %s: ", errno_name(err));
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	vsnprintf(why, sizeof(why), fmt, ap);
 	va_end(ap);
-	fputc('\n', stderr);
+	pl_printable(why);	/* a value quoted from the command line stays on the line */
+	fprintf(stderr, "pmemlab-run: %s: %s\n", errno_name(err), why);
 	exit(2);
 }
 
