@@ -62,6 +62,8 @@ struct pl_run {
 	int cpu_lost;			/* CPU + 1 a worker found itself off */
 	int aborted;			/* abort was written */
 	int err;			/* set up failed (errno) */
+	char why[PL_ERR_LEN];		/* and why, where known */
+	bool prefetch_lost;		/* a prefetcher write did not read back */
 	struct pl_worker w[];
 };
 

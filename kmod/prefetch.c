@@ -8,6 +8,10 @@
  * on.  Atom cores use other bits, so only the models below are touched
  * (family 6; Sapphire Rapids is the last platform with Optane DIMMs).
  *
+ * Every write is read back: where bits 0-3 do not read as written (a
+ * hypervisor that ignores or filters the MSR) the run does not start, the
+ * CPU keeps its value, and prefetch_control reads none from then on.
+ *
  * The value to restore is kept per CPU.  SMT siblings share the register,
  * so a CPU whose sibling already turned the prefetchers off takes the
  * sibling's saved value instead of reading back "off".  Changes and
@@ -77,13 +81,25 @@ static bool pl_sibling_saved(unsigned int cpu, u64 *v)
 	return false;
 }
 
-/* from the run's controller thread, IRQs on */
+/* write v to MSR 0x1A4 of cpu and read it back: 1 (*got) when bits 0-3 did not take */
+static int pl_msr_write(unsigned int cpu, u64 v, u64 *got)
+{
+	int err = wrmsrq_safe_on_cpu(cpu, PL_MSR_PREFETCH, v);
+
+	if (!err)
+		err = rdmsrq_safe_on_cpu(cpu, PL_MSR_PREFETCH, got);
+	if (!err && (*got & PL_MSR_PREFETCH_OFF) != (v & PL_MSR_PREFETCH_OFF))
+		err = 1;
+	return err;
+}
+
+/* from the run's controller thread, IRQs on; a failure says why in r->why */
 int pl_prefetch_off(struct pl_run *r)
 {
 	struct pl_msr *m;
 	unsigned int i, cpu;
 	int err = 0;
-	u64 v;
+	u64 v, got = 0;
 
 	cpus_read_lock();
 	for (i = 0; i < r->n && !err; i++) {
@@ -99,9 +115,21 @@ int pl_prefetch_off(struct pl_run *r)
 		if (!pl_sibling_saved(cpu, &v))
 			err = rdmsrq_safe_on_cpu(cpu, PL_MSR_PREFETCH, &v);
 		if (!err)
-			err = wrmsrq_safe_on_cpu(cpu, PL_MSR_PREFETCH, v | PL_MSR_PREFETCH_OFF);
+			err = pl_msr_write(cpu, v | PL_MSR_PREFETCH_OFF, &got);
+		if (err > 0) {
+			/* what the CPU had stays (a write that did not take may have taken in part) */
+			if (wrmsrq_safe_on_cpu(cpu, PL_MSR_PREFETCH, v))
+				pr_err("cannot restore MSR 0x1a4 on CPU %u\n", cpu);
+			scnprintf(r->why, sizeof(r->why),
+				  "prefetch=off: MSR 0x1a4 of CPU %u reads 0x%llx after 0x%llx was written: the prefetchers cannot be turned off here (prefetch_control is none from now on)",
+				  cpu, got, v | PL_MSR_PREFETCH_OFF);
+			r->prefetch_lost = true;
+			err = -EIO;
+			break;
+		}
 		if (err) {
-			pr_err("cannot turn prefetchers off on CPU %u: %d\n", cpu, err);
+			scnprintf(r->why, sizeof(r->why),
+				  "prefetch=off: MSR 0x1a4 of CPU %u: error %d", cpu, err);
 			break;
 		}
 		m->saved = v;

@@ -22,13 +22,13 @@ static int pl_build_samples(struct pl_run *r)
 		nthr += !!r->w[i].t.e.samples;
 	if (!nthr || !per)
 		return 0;
-	pl.samples = kvcalloc(nthr * per, sizeof(u64), GFP_KERNEL);
+	pl.samples = kvmalloc_array(nthr * per, sizeof(u64), GFP_KERNEL);
 	if (!pl.samples)
 		return -ENOMEM;
 	for (i = 0; i < r->n; i++) {
 		if (!r->w[i].t.e.samples)
 			continue;
-		memcpy(pl.samples + k * per, r->w[i].t.e.samples, per * sizeof(u64));
+		pl_report_samples(&r->w[i].t, pl.samples + k * per, per);
 		k++;
 	}
 	pl.samples_len = nthr * per * sizeof(u64);

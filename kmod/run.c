@@ -422,11 +422,14 @@ static void pl_publish(struct pl_run *r, bool unloading)
 		scnprintf(pl.reason, sizeof(pl.reason), "results (%d)", err);
 	else
 		pl.state = PL_DONE;
+	if (r->prefetch_lost)
+		pl.prefetch_ok = false;	/* a prefetcher write did not take: say so from now on */
 	if (pl.state == PL_ERROR && r->cpu_lost)
 		pl_fail(0, "run %llu: cpu-offline (CPU %d went offline under its thread)",
 			pl.run_id, r->cpu_lost - 1);
 	else if (pl.state == PL_ERROR)
-		pl_fail(0, "run %llu: %s", pl.run_id, pl.reason);
+		pl_fail(0, "run %llu: %s%s%s", pl.run_id, pl.reason, r->err && r->why[0] ? ": " : "",
+			r->err ? r->why : "");
 	mutex_unlock(&pl.lock);
 }
 

@@ -31,6 +31,13 @@ static bool pl_starts_with_word(const char *text, const char *name)
 	return !strncmp(text, name, n) && !pl_word_char(text[n]);
 }
 
+void pl_printable(char *s)
+{
+	for (; *s; s++)
+		if ((unsigned char)*s < 0x20 || *s == 0x7f)
+			*s = '?';
+}
+
 int pl_refuse(struct pl_verdict *v, int err, int param, bool machine, const char *fmt, ...)
 {
 	const char *name = param >= 0 ? pl_params[param].name : NULL;
@@ -43,6 +50,7 @@ int pl_refuse(struct pl_verdict *v, int err, int param, bool machine, const char
 	va_start(ap, fmt);
 	vsnprintf(v->why, len, fmt, ap);
 	va_end(ap);
+	pl_printable(v->why);
 	if (!name || pl_starts_with_word(v->why, name))
 		return err;
 	/* "<name>: " in front, the text cut where it no longer fits */

@@ -346,6 +346,10 @@ int pl_param_set(struct pl_params *p, int id, const char *text, size_t len,
 	int err;
 
 	pl_verdict_clear(v);
+	if (len - (len && text[len - 1] == '\n') > PL_TEXT_MAX)
+		return pl_refuse(v, -EINVAL, id, false,
+				 "value of %zu bytes: at most %d fit in one sysfs write (a page); nothing was set",
+				 len - (text[len - 1] == '\n'), PL_TEXT_MAX);
 	if (memchr(text, '\0', len))
 		return pl_refuse(v, -EINVAL, id, false, "value contains a NUL byte");
 	pl_trim(&s, &len);

@@ -20,6 +20,16 @@
 #define PL_MAX_CPUS		8192		/* the kernel's largest NR_CPUS */
 #define PL_CPU_WORDS		(PL_MAX_CPUS / 64)
 #define PL_WHY_LEN		256
+/*
+ * The longest value text, without the newline a sysfs write ends with.
+ * The kernel hands a sysfs store at most a page (some kernels a page less
+ * one byte) and drops the rest of a longer write; a value and its newline
+ * fit in 4094 bytes, so a store of 4095 bytes or more is always a write cut
+ * short, and refusing it keeps a cut from landing on a valid prefix (a
+ * shorter op list).  The runner keeps the same limit, so both backends and
+ * the controller's judgement agree.
+ */
+#define PL_TEXT_MAX		4093
 
 enum pl_placement { PL_PLACE_GLOBAL, PL_PLACE_THREAD, PL_PLACE_DIMM };
 
@@ -172,7 +182,9 @@ void pl_out_widths(struct pl_buf *b, u32 features);	/* "8 16 32": load and store
 
 /* ---- check.c: the validator ---- */
 void pl_verdict_clear(struct pl_verdict *v);
-/* v says err; why is "<param>: " and the text (the prefix only once) */
+/* control characters of s (a value a user wrote, quoted in a reason) as '?': one line */
+void pl_printable(char *s);
+/* v says err; why is "<param>: " and the text (the prefix only once), on one line */
 int pl_refuse(struct pl_verdict *v, int err, int param, bool machine, const char *fmt, ...)
 	__printf(5, 6);
 /* the rules of one value of its own: range, multiple, rule, machine */

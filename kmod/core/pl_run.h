@@ -78,7 +78,8 @@ struct pl_scalars {
 };
 
 struct pl_sum {
-	u64 ops, reads, writes, bytes, ticks, max_ticks, gap, segments, bw_milli;
+	u64 ops, reads, writes, bytes, ticks, gap, segments;
+	u64 first, last;		/* TSC of the first timed stamp, and of the last */
 	u64 ceil_milli;			/* engine ceilings of the bandwidth threads */
 	bool ceil;			/* a bandwidth thread is among them */
 };
@@ -104,6 +105,15 @@ void pl_report_begin(struct pl_report *r, u64 *buckets, u64 tsc_khz, unsigned in
 size_t pl_report_hist_room(const struct pl_thread *t);
 void pl_report_thread(struct pl_buf *b, struct pl_buf *hist, struct pl_report *r,
 		      const struct pl_thread *t);
+/*
+ * `raw_samples`: each latency thread's first `per` samples, those it took
+ * and then PL_SAMPLE_NONE for every slot it did not fill (a run stopped
+ * early, a probe outrun by its loaders); a sample taken is at most
+ * PL_SAMPLE_NONE - 1, so "not filled" cannot be mistaken for one (a
+ * sample clamped to 0 is a real 0).
+ */
+#define PL_SAMPLE_NONE		(~0ULL)
+void pl_report_samples(const struct pl_thread *t, u64 *out, u64 per);
 /* the `all` line and the merged histogram; its scalars in *all */
 void pl_report_all(struct pl_buf *b, struct pl_buf *hist, struct pl_report *r, int mode,
 		   struct pl_scalars *all);

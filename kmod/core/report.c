@@ -23,20 +23,30 @@ static void pl_sum_add(struct pl_sum *s, const struct pl_thread *t, u64 tsc_khz)
 	s->writes += st->writes;
 	s->bytes += st->bytes;
 	s->ticks += st->ticks;
-	if (st->ticks > s->max_ticks)
-		s->max_ticks = st->ticks;
 	s->gap += t->gap_ticks;
 	s->segments += t->segments;
-	s->bw_milli += pl_bw_milli(st->bytes, st->ticks, tsc_khz);
+	if (t->segments) {
+		if (!s->last || t->first_tsc < s->first)
+			s->first = t->first_tsc;
+		if (t->last_tsc > s->last)
+			s->last = t->last_tsc;
+	}
 	if (t->e.mode == PL_MODE_BW) {
 		s->ceil = true;
 		s->ceil_milli += pl_bw_milli(t->e.ceil_bytes, t->e.ceil_ticks, tsc_khz);
 	}
 }
 
-/* the scalars of one result row, from its sums and (latency) histogram */
+/*
+ * The scalars of one result row, from its sums and (latency) histogram.
+ * A thread's row: its bytes over its own timed ticks.  The `all` row
+ * (window): the threads' bytes over the time window they ran in together,
+ * from the first thread's first timed stamp to the last thread's last
+ * (gaps included), so threads that ran for different times (count > 0)
+ * are not each credited with a rate over their own period.
+ */
 static void pl_scalars(struct pl_scalars *sc, const struct pl_sum *s, const struct pl_hist *h,
-		       u64 overhead, u64 tsc_khz)
+		       u64 overhead, u64 tsc_khz, bool window)
 {
 	static const u32 q[PL_NPCT] = { 500000, 900000, 990000, 999000, 999900 };
 	u64 all = s->ticks + s->gap;
@@ -47,9 +57,9 @@ static void pl_scalars(struct pl_scalars *sc, const struct pl_sum *s, const stru
 	sc->reads = s->reads;
 	sc->writes = s->writes;
 	sc->bytes = s->bytes;
-	sc->ticks = s->max_ticks;
-	sc->ns = pl_muldiv(s->max_ticks, 1000000, tsc_khz);
-	sc->bw_milli = s->bw_milli;
+	sc->ticks = window ? s->last - s->first : s->ticks;
+	sc->ns = pl_muldiv(sc->ticks, 1000000, tsc_khz);
+	sc->bw_milli = pl_bw_milli(s->bytes, sc->ticks, tsc_khz);
 	sc->segments = s->segments;
 	sc->gap_ticks = s->gap;
 	sc->irqoff_milli = all ? pl_muldiv(s->ticks, 100000, all) : 0;
@@ -149,7 +159,7 @@ void pl_report_thread(struct pl_buf *b, struct pl_buf *hist, struct pl_report *r
 	char who[16];
 
 	pl_sum_add(&s, t, r->tsc_khz);
-	pl_scalars(&sc, &s, lat ? &e->hist : NULL, e->overhead, r->tsc_khz);
+	pl_scalars(&sc, &s, lat ? &e->hist : NULL, e->overhead, r->tsc_khz, false);
 	pl_out(b, "thread=%u cpu=%d node=%d role=%s op=%s width=%u mode=%s insn=%s loop=%s",
 	       t->idx, t->cpu, t->node, t->probe ? "probe" : "load", pl_op_name(t->op),
 	       r->width, pl_mode_name(e->mode), e->insn, e->loop_name);
@@ -159,7 +169,9 @@ void pl_report_thread(struct pl_buf *b, struct pl_buf *hist, struct pl_report *r
 		pl_report_hist(hist, who, &e->hist);
 	}
 
-	pl_sum_add(&r->s, t, r->tsc_khz);
+	/* a probe's accesses are its own line's: the `all` counts are the loading threads' */
+	if (!t->probe)
+		pl_sum_add(&r->s, t, r->tsc_khz);
 	if (!r->threads++) {
 		r->op = t->op;
 		r->insn = e->insn;
@@ -176,10 +188,20 @@ void pl_report_thread(struct pl_buf *b, struct pl_buf *hist, struct pl_report *r
 	}
 }
 
+void pl_report_samples(const struct pl_thread *t, u64 *out, u64 per)
+{
+	u64 i, n = t->e.nsamples < per ? t->e.nsamples : per;
+
+	for (i = 0; i < n; i++)
+		out[i] = t->e.samples[i] < PL_SAMPLE_NONE ? t->e.samples[i] : PL_SAMPLE_NONE - 1;
+	for (; i < per; i++)
+		out[i] = PL_SAMPLE_NONE;
+}
+
 void pl_report_all(struct pl_buf *b, struct pl_buf *hist, struct pl_report *r, int mode,
 		   struct pl_scalars *all)
 {
-	pl_scalars(all, &r->s, r->lat ? &r->all : NULL, r->overhead, r->tsc_khz);
+	pl_scalars(all, &r->s, r->lat ? &r->all : NULL, r->overhead, r->tsc_khz, true);
 	pl_out(b, "thread=all cpu=-1 node=-1 role=all op=%s width=%u mode=%s insn=%s loop=%s",
 	       r->same_op ? pl_op_name(r->op) : "mixed", r->width, pl_mode_name(mode),
 	       r->same_insn ? r->insn : "mixed", r->same_loop ? r->loop : "mixed");

@@ -109,15 +109,16 @@ def test_same_counts_dax_file(module, runner: Path, ext4_mount: tuple[str, Path]
 
 @pytest.mark.kernel_matrix
 def test_map_sync_on_an_ext4_dax_file(runner: Path, ext4_mount: tuple[str, Path]) -> None:
-    """MAP_SYNC on ext4 mounted with dax (writes, reads, --facts, and the CSV); not without dax."""
+    """MAP_SYNC on ext4 mounted with dax (writes, reads, --facts, and the CSV; size= creates the
+    file); without dax the file is page cache: refused unless allow_file=1."""
     from pmemlab.backend_user import UserBackend
 
     dev, mnt = ext4_mount
     subprocess.run(["mount", "-o", "dax", dev, str(mnt)], check=True)
     pool = mnt / "pool"
-    pool.write_bytes(b"")
     f = facts(run_user(runner, f"target={pool}", "size=16M", "op=ntstore", "count=100", "access_size=4K").stdout)
-    assert (f["map_sync"], f["target_pages"], f["target_kind"]) == ("1", "file", "file"), f
+    assert (f["map_sync"], f["target_pages"], f["target_kind"], f["dax"]) == ("1", "file", "file", "1"), f
+    assert pool.stat().st_size == 16 << 20, "size= created the file for the write run"
     print("ext4-dax file mapping:", {k: f[k] for k in ("target_page_size", "target_huge_pct")})
     # smaps does not count DAX pages in Rss (6.1): the runner then claims no page size (0)
     assert f["target_page_size"] in ("0", "4096", str(2 << 20))
@@ -127,10 +128,15 @@ def test_map_sync_on_an_ext4_dax_file(runner: Path, ext4_mount: tuple[str, Path]
     assert out.ok and out.conditions["map_sync"] == 1 and out.conditions["target_pages"] == "file"
     assert out.conditions["target_page_size"] == (int(f["target_page_size"]) or None)
     subprocess.run(["umount", str(mnt)], check=True)
-    # the same file system without DAX: MAP_SYNC is refused by the kernel, and the facts say 0
+    # the same file system without DAX: page cache, refused (the file unchanged) unless allow_file=1;
+    # MAP_SYNC is refused by the kernel, and the facts say 0
     subprocess.run(["mount", "-o", "dax=never", dev, str(mnt)], check=True)
-    f = facts(run_user(runner, f"target={pool}", "op=store", "count=100").stdout)
-    assert f["map_sync"] == "0", f
+    before = pool.read_bytes()
+    res = subprocess.run([str(runner), f"target={pool}", "op=store", "count=100"], capture_output=True, text=True)
+    assert res.returncode == 2 and "not on a DAX file system" in res.stderr and "allow_file=1" in res.stderr
+    assert pool.read_bytes() == before
+    f = facts(run_user(runner, f"target={pool}", "allow_file=1", "op=store", "count=100").stdout)
+    assert (f["map_sync"], f["dax"]) == ("0", "0"), f
 
 
 @pytest.mark.kernel_matrix

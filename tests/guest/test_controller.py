@@ -72,6 +72,14 @@ def test_backend_reads_raw_samples(loaded: Module) -> None:
     assert len(out.raw_samples) == 2 * 100 * 8 and len(ticks) == 200
     rows = [dict(f.split("=", 1) for f in ln.split()) for ln in out.result.splitlines()]
     assert int(rows[-1]["lat_min"]) <= min(ticks) and max(ticks) <= int(rows[-1]["lat_max"])
+    # samples > count: the slots past a thread's count are not filled (all ones), never a 0 tick
+    values["count"] = 30
+    out = KernelBackend(loaded.root).run(values, timeout_s=120)
+    raw = out.raw_samples
+    blocks = [[int.from_bytes(raw[(t * 100 + i) * 8:(t * 100 + i + 1) * 8], "little") for i in range(100)]
+              for t in range(2)]
+    assert all(b[30:] == [(1 << 64) - 1] * 70 and max(b[:30]) < (1 << 64) - 1 for b in blocks)
+    assert [len(t) for t in out.samples_by_thread()] == [30, 30]
     values["samples"] = 0
     assert KernelBackend(loaded.root).run(values, timeout_s=120).raw_samples == b""
 

@@ -135,5 +135,32 @@ def test_every_length_up_to_a_page(module, pmem_dev: str, name: str) -> None:
         assert Path(sysfs / name).read_text().strip() == before
 
 
+def test_an_op_list_longer_than_a_page_is_refused_whole(module, pmem_dev: str) -> None:
+    """256 x store+clflushopt is 4351 bytes; sysfs hands the store one page, whose first 4096 bytes
+    are a valid list of 241 entries. The module refuses any store of 4094 bytes or more (no value
+    and its newline is that long), so no cut is ever taken: EINVAL, the reason in last_error, the
+    op list it had kept. The longest value that fits, 4093 bytes and its newline, is taken whole."""
+    with module(target=pmem_dev) as sysfs:
+        mod = Module(sysfs)
+        mod.write("op", "ntstore")
+        page = ",".join(["store+clflushopt"] * 256).encode()
+        assert len(page) == 4351 and page[:4096].endswith(b"store+clflushopt")
+        for data in (page, page + b"\n", page[:4096], page[:4095] + b"\n", page[:4094]):
+            with pytest.raises(OSError) as ei:
+                mod.write_raw("op", data)
+            assert ei.value.errno == errno.EINVAL, (len(data), ei.value)
+            assert "at most 4093" in mod.last_error() and "one sysfs write" in mod.last_error()
+            assert mod.read("op") == "ntstore", len(data)
+        # 170 x store+clflushopt and 86 x store+clflush: 4093 bytes in 256 entries
+        longest = ",".join(["store+clflushopt"] * 170 + ["store+clflush"] * 86)
+        assert len(longest) == 4093
+        mod.write("op", longest)
+        assert mod.read("op") == longest
+        with pytest.raises(OSError):
+            mod.write_raw("op", longest.encode() + b",load\n")
+        assert mod.read("op") == longest
+        mod.write("op", "load")
+
+
 if __name__ == "__main__":
     print(json.dumps(fuzz_worker(int(sys.argv[1]), sys.argv[3:], int(sys.argv[2]))))

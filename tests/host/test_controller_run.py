@@ -90,6 +90,10 @@ def test_raw_samples_are_read_when_asked_for(fake):
     assert out.sample_ticks() == [600, 608, 616, 601, 609, 617]  # thread 0's, then thread 1's
     out = fake.module().run(values(mode="latency", count=100))
     assert out.ok and out.raw_samples == b"" and out.sample_ticks() == []  # samples = 0: not read
+    # fewer samples taken than kept: the slots not filled are left out, a thread's block stays its own
+    out = fake.module().run(values(mode="latency", count=2, threads=2, samples=5))
+    assert len(out.raw_samples) == 2 * 5 * 8 and out.samples_by_thread() == [[600, 608], [601, 609]]
+    assert out.sample_ticks() == [600, 608, 601, 609]
 
 
 def test_run_error_state_reports_reason(fake):
@@ -300,3 +304,60 @@ def test_load_hints_name_the_built_module(tmp_path, fake):
     assert f"build/{rel}/pmemlab.ko" in note
     for text in (line, note):
         assert "kmod/pmemlab.ko" not in text
+
+
+# --------------------------------------------------------------------------
+# long values: a sysfs write is at most a page (kmod/core/pl_params.h PL_TEXT_MAX)
+# --------------------------------------------------------------------------
+def op_list_of(nbytes: int) -> str:
+    """An op list of exactly nbytes (at most 256 entries) of store+clflushopt and store+clflush."""
+    for n in range(256, 0, -1):
+        for a in range(n + 1):
+            if a * 16 + (n - a) * 13 + n - 1 == nbytes:
+                return ",".join(["store+clflushopt"] * a + ["store+clflush"] * (n - a))
+    raise ValueError(nbytes)
+
+
+def test_the_longest_value_is_judged_and_written_whole(fake):
+    """4093 bytes (with its newline 4094: it fits a page with a byte to spare) is kept whole by the
+    controller's judgement and the module; one more byte is refused by both, before anything runs."""
+    longest = op_list_of(P.TEXT_MAX)
+    assert len(longest) == 4093 == P.TEXT_MAX and P.canonical("op", longest) == longest
+    out = fake.module().run(values(op=longest, threads=4))
+    assert out.ok and fake.runs[-1]["op"] == longest
+    with pytest.raises(P.ConfigValueError) as ei:
+        P.canonical("op", op_list_of(4094))
+    assert "4094 bytes" in str(ei.value) and "one sysfs write" in str(ei.value)
+    page = ",".join(["store+clflushopt"] * 256)  # 4351 bytes: the issue's example
+    rc = cli.main(["run", f"op={page}", "threads=2"])
+    assert rc == 2 and len(fake.runs) == 1
+
+
+def test_a_write_cut_short_is_an_error_not_a_shorter_value(tmp_path):
+    """The module takes a write only in part (sysfs hands a store one page): the controller checks
+    the length of every write and runs nothing with the value the module then holds."""
+    f = make_fake(tmp_path, page=64)  # a store that takes only 64 bytes
+    ops = ",".join(["load"] * 20)  # 99 bytes with its newline; its first 64 are a valid list of 13
+    with pytest.raises(ParamRefused) as ei:
+        f.module().run(values(op=ops, threads=20))
+    assert "took 64 of 100 bytes" in ei.value.one_line() and "cut" in ei.value.one_line()
+    assert f.runs == [], "nothing ran with the 13-entry prefix"
+
+
+def test_sysfs_io_returns_what_write_took(tmp_path, monkeypatch):
+    """SysfsIO.write is one write() whose count the caller checks (a short write raises)."""
+    import os as _os
+
+    from fake_pmemlab import FakeModule  # noqa: E402
+    from pmemlab.sysfs import SysfsIO
+
+    target = tmp_path / "op"
+    target.write_text("load\n")
+    assert SysfsIO().write(target, "ntstore\n") == 8 and target.read_text() == "ntstore\n"
+    real_write = _os.write
+    monkeypatch.setattr(_os, "write", lambda fd, data: real_write(fd, data[:3]))
+    f = FakeModule(tmp_path / "root")
+    m = Module(f.root, io=SysfsIO())
+    with pytest.raises(ParamRefused) as ei:
+        m.write("op", "ntstore")
+    assert "took 3 of 8 bytes" in ei.value.one_line()

@@ -330,12 +330,57 @@ def test_runner_latency_and_mix(built: Path) -> None:
     assert sum(int(ln.split()[3]) for ln in hist.splitlines() if ln.startswith("all ")) == 3000
 
 
+def fields(line: str) -> dict[str, str]:
+    return dict(f.split("=", 1) for f in line.split())
+
+
+def milli(text: str) -> int:
+    whole, _, frac = text.partition(".")
+    return int(whole) * 1000 + int(frac or 0)
+
+
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="needs two CPUs")
+def test_aggregate_bandwidth_is_over_the_common_window(built: Path) -> None:
+    """The `all` line's bandwidth is its bytes over the window the threads ran in together
+    (docs/method.md), not the sum of rates over each thread's own period: with count > 0 a fast
+    thread ends long before a slow one, and the sum of their rates would credit both."""
+    # loads that hit the cache, stores each flushed to memory: many times slower
+    res = run("target=dram", "dram_size=32M", "dram_pages=4k", "threads=2", "op=load,store+clflush",
+              "count=20000", "access_size=64", "working_set=256K")
+    tsc_khz = int(facts_of(res.stdout)["tsc_khz"])
+    *threads, total = [fields(ln) for ln in result_lines(res.stdout)]
+    ticks = [int(t["ticks"]) for t in threads]
+    assert int(total["bytes"]) == sum(int(t["bytes"]) for t in threads) == 2 * 20000 * 64
+    assert int(total["ticks"]) >= max(ticks), "the window holds every thread's timed ticks"
+    assert milli(total["bw_mbps"]) == int(total["bytes"]) * tsc_khz // int(total["ticks"])
+    assert int(total["ns"]) == int(total["ticks"]) * 10**6 // tsc_khz
+    rates = sum(milli(t["bw_mbps"]) for t in threads)
+    # the flushing thread takes several times longer (times from a shared host: only the order)
+    assert max(ticks) > 2 * min(ticks), ticks
+    assert milli(total["bw_mbps"]) < 0.8 * rates, (total["bw_mbps"], [t["bw_mbps"] for t in threads])
+
+
+def test_the_probes_accesses_stay_out_of_the_aggregate(built: Path) -> None:
+    """probe=1: the `all` line's counts and bandwidth are the loading threads', its latency the
+    probe's; the probe's own accesses are on its line only."""
+    res = run("target=dram", "dram_size=16M", "threads=2", "probe=1", "op=ntstore", "duration_ms=100",
+              "access_size=4K")
+    tsc_khz = int(facts_of(res.stdout)["tsc_khz"])
+    probe, loader, total = [fields(ln) for ln in result_lines(res.stdout)]
+    assert probe["role"] == "probe" and int(probe["lat_n"]) > 0 and int(probe["bytes"]) > 0
+    for key in ("ops", "reads", "writes", "bytes", "segments", "gap_ticks"):
+        assert total[key] == loader[key], key
+    assert total["lat_n"] == probe["lat_n"] and total["lat_p50"] == probe["lat_p50"]
+    assert milli(total["bw_mbps"]) == int(loader["bytes"]) * tsc_khz // int(total["ticks"])
+
+
 def test_runner_probe_and_copy(built: Path) -> None:
-    res = run("target=dram", "dram_size=16M", "threads=2", "probe=1", "op=ntstore", "count=20000",
+    # long enough that the probe takes samples before the loader's count is done on a busy host
+    res = run("target=dram", "dram_size=16M", "threads=2", "probe=1", "op=ntstore", "count=200000",
               "access_size=4K")
     rows = parse_result("\n".join(result_lines(res.stdout)), 1e6)
     assert rows[0]["thread_role"] == "probe" and rows[0]["lat_n"] > 0
-    assert rows[1]["ops"] == 20000
+    assert rows[1]["ops"] == 200000
     res = run("target=dram", "dram_size=16M", "op=copy", "width=16", "count=1000", "access_size=4K")
     row = parse_result("\n".join(result_lines(res.stdout)), 1e6)[-1]
     assert row["bytes"] == 1000 * 4096 and row["thread_op"] == "copy"
@@ -355,6 +400,8 @@ def test_runner_probe_and_copy(built: Path) -> None:
     (["threads=9999"], "EINVAL", "outside"),
     (["mode=latency", "samples=2000000"], "EINVAL", "outside"),
     (["fence=sfence", "fence_interval=192", "access_size=256"], "EINVAL", "divide"),
+    # more than a sysfs write carries: refused by the runner as by the module (PL_TEXT_MAX)
+    ([f"op={','.join(['store+clflushopt'] * 256)}", "threads=2"], "EINVAL", "4351 bytes: at most 4093"),
 ])
 def test_runner_refuses_like_the_module(built: Path, args: list[str], err: str, text: str) -> None:
     res = run("target=dram", "dram_size=4M", "count=10", *args, check=False)
@@ -442,20 +489,70 @@ def test_runner_reports_the_cpu_it_ran_on(built: Path) -> None:
     assert result_lines(res.stdout)[0].split()[1] == f"cpu={cpu}"
 
 
-def test_runner_file_target(built: Path, tmp_path: Path) -> None:
+def test_runner_refuses_a_file_not_on_dax_unless_allow_file(built: Path, tmp_path: Path) -> None:
+    """A plain file (here on the host's disk: no DAX) would be measured in the page cache: every
+    run, --check and --facts refuse it with the reason and the way past it, and change nothing."""
+    f = tmp_path / "data"
+    before = bytes(range(256)) * (8 << 12)  # 8 MiB a user would miss
+    f.write_bytes(before)
+    for args in (("op=ntstore", "count=100"), ("op=load", "count=100"), ("--check", "op=store"), ("--facts",),
+                 ("op=store", "size=16M")):
+        res = run(f"target={f}", *args, check=False)
+        assert res.returncode == 2, (args, res.stdout)
+        assert "EOPNOTSUPP" in res.stderr and "not on a DAX file system" in res.stderr, res.stderr
+        assert "allow_file=1" in res.stderr and "page cache" in res.stderr
+        assert "thread=" not in res.stdout
+    assert f.read_bytes() == before, "nothing written, nothing extended"
+    res = run(f"target={f}", "allow_file=1", "op=load", "count=100")
+    assert facts_of(res.stdout)["dax"] == "0" and facts_of(res.stdout)["map_sync"] == "0"
+    assert run(f"target={f}", "allow_file=2", check=False).returncode == 2
+
+
+def test_runner_size_creates_and_extends_a_file_for_write_runs(built: Path, tmp_path: Path) -> None:
+    """size= (docs/userspace.md): a write run creates the file or extends it to size; a read run,
+    --check and --facts judge the size a write run would map but create, extend or write nothing;
+    a refused run leaves the file as it was."""
     f = tmp_path / "pool"
-    res = run(f"target={f}", "size=4M", "op=ntstore", "count=100", "access_size=4K", check=False)
-    assert res.returncode == 2 and "ENOENT" in res.stderr
-    f.write_bytes(b"")
-    res = run(f"target={f}", "size=4M", "op=ntstore", "count=100", "access_size=4K")
+    res = run(f"target={f}", "allow_file=1", "op=ntstore", "count=100", check=False)
+    assert res.returncode == 2 and "ENOENT" in res.stderr and "give size= to create it" in res.stderr
+    # probes and refused runs leave no file behind
+    for args in (("--facts",), ("--check", "op=store"), ("op=store", "width=7"), ("op=store", "working_set=8M")):
+        res = run(f"target={f}", "size=4M", "allow_file=1", *args, check=False)
+        if args[0] == "--facts":
+            assert res.returncode == 0 and facts_of(res.stdout)["target_size"] == str(4 << 20), res.stderr
+        elif args[0] == "--check":
+            assert res.returncode == 0 and res.stdout.startswith("ok "), res.stderr
+        else:
+            assert res.returncode == 2, args
+        assert not f.exists(), args
+    res = run(f"target={f}", "size=4M", "allow_file=1", "op=load", "count=10", check=False)
+    assert res.returncode == 2 and "ENOENT" in res.stderr, "a read run creates nothing"
+    # a write run creates it, of size bytes, and writes non-zero data
+    res = run(f"target={f}", "size=4M", "allow_file=1", "op=ntstore", "count=100", "access_size=4K")
     assert "#fact target_kind file" in res.stdout and f.stat().st_size == 4 << 20
+    assert facts_of(res.stdout)["target_size"] == str(4 << 20)
     data = np.fromfile(f, dtype=np.uint64)
     assert np.count_nonzero(data[: 100 * 4096 // 8] == 0) == 0, "stores must be non-zero"
-    res = run(f"target={f}", "op=load", "count=100")
-    assert "ops=100" in result_lines(res.stdout)[-1].split()
+    # beyond the end: a read run is refused, a probe says what a write run would map, and a
+    # refused write run does not extend it
+    before = f.read_bytes()
+    res = run(f"target={f}", "size=8M", "allow_file=1", "op=load", "count=10", check=False)
+    assert res.returncode == 2 and "ERANGE" in res.stderr and "exceeds the file" in res.stderr
+    assert facts_of(run(f"target={f}", "size=8M", "allow_file=1", "--facts").stdout)["target_size"] == str(8 << 20)
+    assert run(f"target={f}", "size=8M", "allow_file=1", "op=store", "width=7", check=False).returncode == 2
+    assert f.read_bytes() == before
+    res = run(f"target={f}", "size=8M", "allow_file=1", "op=store", "count=10", "window_offset=6M")
+    assert f.stat().st_size == 8 << 20 and facts_of(res.stdout)["target_size"] == str(8 << 20)
+    # size= below the file's length uses the first size bytes; the file keeps its length
+    res = run(f"target={f}", "size=1M", "allow_file=1", "op=load", "count=100")
+    assert facts_of(res.stdout)["target_size"] == str(1 << 20) and f.stat().st_size == 8 << 20
     # not DAX: no MAP_SYNC, and the facts say so; page-cache pages show in smaps: 4 KiB
-    f = facts_of(res.stdout)
-    assert (f["map_sync"], f["target_pages"], f["target_page_size"]) == ("0", "file", "4096"), f
+    fa = facts_of(res.stdout)
+    assert (fa["map_sync"], fa["target_pages"], fa["target_page_size"]) == ("0", "file", "4096"), fa
+    empty = tmp_path / "empty"
+    empty.write_bytes(b"")
+    res = run(f"target={empty}", "allow_file=1", "op=store", "count=10", check=False)
+    assert res.returncode == 2 and "empty (give size= to create or extend it)" in res.stderr
 
 
 def test_runner_hides_features_on_request(built: Path) -> None:

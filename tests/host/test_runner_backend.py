@@ -6,10 +6,12 @@ import subprocess
 from contextlib import redirect_stdout
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 
 from pmemlab import cli
+from pmemlab.backend import SAMPLE_NONE
 from pmemlab.backend_user import UserBackend, UserRunOutcome, run_conditions, split_backend_args, split_output
 from pmemlab.errors import ParamRefused, PmemlabError
 from pmemlab.table import BASE_COLUMNS, rows_for_outcome
@@ -68,6 +70,34 @@ def test_run_user_backend_csv_carries_the_runs_own_pages() -> None:
     assert agg["target_page_size"] == (2 << 20 if thp else 4096)
 
 
+def test_run_user_backend_file_size_creates_it_and_allow_file(tmp_path: Path) -> None:
+    """A file target through the controller: size= creates it for a write run (the facts probe says
+    the size a run maps, not "empty"), a file not on DAX needs allow_file=1, and a refusal is bad
+    input (exit 2) that leaves no file."""
+    pool = tmp_path / "pool"
+    rc, df = run_csv("backend=user", f"target={pool}", "size=4M", "op=ntstore", "count=100", "access_size=4K")
+    assert rc == 2 and df.empty and not pool.exists()
+    rc, df = run_csv("backend=user", f"target={pool}", "size=4M", "allow_file=1", "op=ntstore", "count=100",
+                     "access_size=4K")
+    assert rc == 0, df
+    agg = df[df["thread"].astype(str) == "all"].iloc[0]
+    assert (agg["status"], agg["target_kind"], agg["target_size"]) == ("ok", "user-file", 4 << 20)
+    assert pool.stat().st_size == 4 << 20
+    b = UserBackend(str(pool), {"size": "8M", "allow_file": "1"})
+    assert b.facts()["target_size"] == 8 << 20 and b.facts()["dax"] == 0
+    # over a target axis too: the file the sweep's write runs use is created at size
+    cfg = tmp_path / "f.toml"
+    cfg.write_text('[sweep]\nname = "f"\n[base]\ncount = 200\naccess_size = "4K"\n[axes]\nop = ["ntstore", "load"]\n')
+    fresh = tmp_path / "fresh"
+    out = tmp_path / "f.csv"
+    assert cli.main(["sweep", str(cfg), "-o", str(out), "--no-progress", "--backend", "user",
+                     "--targets", f"fresh={fresh} size=4M allow_file=1"]) == 0
+    rows = pd.read_csv(out, dtype={"thread": str})
+    agg = rows[rows["thread"] == "all"]
+    assert (agg["status"] == "ok").all() and set(agg["target_size"]) == {4 << 20}, agg
+    assert fresh.stat().st_size == 4 << 20
+
+
 def test_run_conditions_override_the_facts_probe() -> None:
     b = UserBackend("dram", {"dram_size": "8M", "dram_pages": "4k"})
     out = b.run({"op": "load", "count": 10})
@@ -124,6 +154,12 @@ def test_user_backend_raw_samples() -> None:
         mine = ticks[thread * 200:(thread + 1) * 200]
         assert int(row["lat_min"]) <= min(mine) and max(mine) <= int(row["lat_max"])
     assert b.run({"mode": "latency", "count": 100}).raw_samples == b""
+    # samples > count: each thread's slots past its count hold the not-filled value (all ones),
+    # which no sample taken has, and the reader leaves them out
+    out = b.run({"mode": "latency", "count": 30, "samples": 100, "threads": 2})
+    raw = np.frombuffer(out.raw_samples, dtype="<u8").reshape(2, 100)
+    assert (raw[:, 30:] == SAMPLE_NONE).all() and (raw[:, :30] < SAMPLE_NONE).all()
+    assert [len(t) for t in out.samples_by_thread()] == [30, 30]
 
 
 def test_split_output() -> None:

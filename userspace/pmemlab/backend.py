@@ -25,6 +25,10 @@ BACKENDS: tuple[BackendKind, ...] = ("kernel", "user")
 LOAD_PARAMS_IGNORED = frozenset({"allow_overwrite", "runner", "backend"})
 
 
+# a raw_samples slot its thread did not fill (a sample taken is at most one less)
+SAMPLE_NONE = (1 << 64) - 1
+
+
 @dataclass
 class RunOutcome:
     """What one run gave: final state, result text, timing."""
@@ -41,7 +45,7 @@ class RunOutcome:
     # override the conditions the sweep probed once
     conditions: dict[str, Any] = field(default_factory=dict)
     # with samples = N: the first N latency samples of each latency thread, in thread order,
-    # little-endian u64 TSC ticks, overhead subtracted, 0 = not filled (docs/interface.md)
+    # little-endian u64 TSC ticks, overhead subtracted, SAMPLE_NONE = not filled (docs/interface.md)
     raw_samples: bytes = b""
     # the process whose threads ran the measurement (the user backend's runner); None: the
     # module's kernel threads (runcond finds each thread's context switches by it)
@@ -51,13 +55,25 @@ class RunOutcome:
     def ok(self) -> bool:
         return self.state == "done"
 
-    def sample_ticks(self) -> list[int]:
-        """raw_samples as numbers (every latency thread's, one after the other)."""
+    def samples_by_thread(self) -> list[list[int]]:
+        """raw_samples per latency thread (thread order): the samples each took, without the
+        slots it did not fill (a run stopped early, a probe outrun by its loaders)."""
         values = array.array("Q")
         values.frombytes(self.raw_samples[: len(self.raw_samples) // 8 * 8])
         if sys.byteorder != "little":
             values.byteswap()
-        return values.tolist()
+        per = int(self.params.get("samples") or 0) or len(values)
+        out: list[list[int]] = []
+        if not values:
+            return out
+        for start in range(0, len(values), per):
+            block = values[start:start + per].tolist()
+            out.append(block[:block.index(SAMPLE_NONE)] if SAMPLE_NONE in block else block)
+        return out
+
+    def sample_ticks(self) -> list[int]:
+        """The samples taken, every latency thread's one after the other."""
+        return [v for block in self.samples_by_thread() for v in block]
 
 
 class Backend(Protocol):

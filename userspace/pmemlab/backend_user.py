@@ -8,7 +8,8 @@ Targets: `dram` / `dram:NODE` (anonymous memory bound to NODE with libnuma), a f
 DAX file system (mapped with MAP_SYNC where the kernel allows it), or a devdax device.
 Target options (the module's load-time parameters, given as KEY=VALUE next to the run
 parameters): `dram_size`, `dram_pages` (4k | 2m = THP | hugetlb = hugetlbfs), `dram_node`,
-`size` (bytes of a file to use, created/extended for write runs), `allow_overwrite`, `tsc_khz`.
+`size` (bytes of a file to use, created/extended for write runs), `allow_overwrite`, `allow_file`
+(a file that is not on a DAX file system: page cache, refused without it), `tsc_khz`.
 Every run maps the target afresh and pre-faults it before anything is timed, and prints the
 facts of that mapping (`#fact` lines: page size obtained, THP/hugetlbfs/4k, MAP_SYNC); `run()`
 returns them with the outcome (`RunOutcome.conditions`), so each CSV row carries the
@@ -26,14 +27,15 @@ from pathlib import Path
 from typing import Any, Callable, Mapping
 
 from pmemlab import params as P
-from pmemlab.errors import Interrupted, ModuleNotLoaded, ParamRefused, PmemlabError, WrongTarget
+from pmemlab.errors import BadInput, Interrupted, ModuleNotLoaded, ParamRefused, PmemlabError, WrongTarget
 from pmemlab.backend import BACKENDS, BackendKind, RunOutcome, load_identity
 from pmemlab.sysfs import INT_FACTS
 
 # facts of a run's own mapping that go into its CSV rows (condition columns)
 RUN_CONDITIONS = ("target_kind", "target_size", "target_node", "target_page_size", "target_pages", "map_sync")
 # KEY=VALUE arguments that configure the user backend's target, not a run
-TARGET_KEYS = ("backend", "target", "dram_size", "dram_pages", "dram_node", "size", "allow_overwrite", "tsc_khz")
+TARGET_KEYS = ("backend", "target", "dram_size", "dram_pages", "dram_node", "size", "allow_overwrite", "allow_file",
+               "tsc_khz")
 
 
 class UserRunOutcome(RunOutcome):
@@ -100,8 +102,12 @@ class UserBackend:
             self.require_loaded()
             res = subprocess.run([*self._args(), "--facts"], capture_output=True, text=True, timeout=120)
             if res.returncode != 0:
-                raise PmemlabError(f"user backend: target {self.target}: {_reason(res.stderr)}",
-                                   "check the target and its options (dram_size, dram_pages, size)")
+                reason = _reason(res.stderr)
+                where = "" if self.target in reason else f"target {self.target}: "
+                # exit 2: the runner refused the target as given (nothing ran, nothing changed)
+                error = BadInput if res.returncode == 2 else PmemlabError
+                raise error(f"user backend: {where}{reason}",
+                            "check the target and its options (dram_size, dram_pages, size, allow_file)")
             self._facts = parse_facts(res.stdout)
         return dict(self._facts)
 
@@ -228,7 +234,7 @@ def parse_facts(text: str) -> dict[str, Any]:
             continue
         parts = line[len("#fact "):].split(" ", 1)
         name, value = parts[0], (parts[1] if len(parts) > 1 else "")
-        if name in INT_FACTS or name in ("target_node", "map_sync", "target_huge_pct"):
+        if name in INT_FACTS or name in ("target_node", "map_sync", "target_huge_pct", "dax"):
             try:
                 out[name] = int(value, 0)
                 continue

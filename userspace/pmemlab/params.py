@@ -83,6 +83,8 @@ WRITE_OPS: frozenset[str] = frozenset(op["name"] for op in _OPS if op["writes"] 
 WIDTHS: tuple[int, ...] = PARAMS["width"].choices
 MAX_ACCESS: int = PARAMS["access_size"].hi or 0
 MAX_SAMPLES: int = PARAMS["samples"].hi or 0
+# the longest value text one sysfs write carries whole (kmod/core/pl_params.h PL_TEXT_MAX)
+TEXT_MAX: int = plcore.schema()["text_max"]
 
 
 @dataclass(frozen=True)

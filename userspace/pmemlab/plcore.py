@@ -21,7 +21,7 @@ from pmemlab.errors import PmemlabError
 
 LIB_NAME = "libplcore.so"
 ENV = "PMEMLAB_PLCORE"
-_OUT_LEN = 1024
+_OUT_LEN = 4096  # a value text (kmod/core/pl_params.h PL_TEXT_MAX) and its NUL, or a reason
 
 
 class CoreMissing(PmemlabError):

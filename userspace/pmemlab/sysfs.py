@@ -66,13 +66,19 @@ class SysfsIO:
         with open(path, "rb") as fh:
             return fh.read()
 
-    def write(self, path: Path, text: str) -> None:
+    def write(self, path: Path, text: str) -> int:
+        """One write() of the whole text; the bytes the file took (sysfs takes at most a page
+        and drops the rest, so fewer than given means the value was cut)."""
         fd = os.open(path, os.O_WRONLY | os.O_TRUNC)
         try:
-            data = text.encode()
-            os.write(fd, data)
+            return os.write(fd, text.encode())
         finally:
             os.close(fd)
+
+
+def _shown(value: str, room: int = 80) -> str:
+    """A value as an error message shows it: a long one by its start and its length."""
+    return value if len(value) <= room else f"{value[:room]}... ({len(value)} characters)"
 
 
 def source_tree() -> Path | None:
@@ -159,9 +165,13 @@ class Module:
             return None
 
     def write(self, name: str, value: str) -> None:
+        """Write one sysfs file with one write(); a refusal is ParamRefused with the module's
+        reason, and so is a write the file took only part of (the module then holds a cut value,
+        which no run may use)."""
         path = self.root / name
+        data = value + "\n"
         try:
-            self.io.write(path, value + "\n")
+            taken = self.io.write(path, data)
         except FileNotFoundError:
             self.require_loaded()
             raise ModuleAccessError(
@@ -171,6 +181,9 @@ class Module:
         except PermissionError:
             raise ModuleAccessError(f"permission denied writing {path}", "run as root (sudo pmemlab ...)") from None
         except OSError as exc:
+            if exc.errno == errno.E2BIG:
+                raise ParamRefused(name, _shown(value), f"{len(data.encode())} bytes are more than one sysfs "
+                                   "write takes (a page); nothing was set") from None
             if exc.errno == errno.EBUSY:
                 raise ModuleBusy(
                     f"a run is active (writing {name} gave EBUSY)",
@@ -181,6 +194,11 @@ class Module:
                 reason = self.read_opt("last_error") or os.strerror(exc.errno)
                 raise ParamRefused(name, value, reason) from None
             raise ModuleAccessError(f"writing {path} failed: {exc.strerror}", "see the kernel log (dmesg | grep pmemlab)") from None
+        want = len(data.encode())
+        if taken is not None and taken != want:
+            raise ParamRefused(name, _shown(value), f"{path} took {taken} of {want} bytes: the value was cut "
+                               "short (a sysfs write takes at most a page), so the module holds a value "
+                               "that was not given; nothing runs with it")
 
     # -- facts ------------------------------------------------------------
     def facts(self) -> dict[str, Any]:

@@ -36,7 +36,7 @@ WELL_KNOWN = {"pmem": f"target={PMEM_PLACEHOLDER}", "emulated": f"target={PMEM_D
 LABEL_RE = re.compile(r"[A-Za-z0-9_.\-]+")
 # keys of a load that are load parameters, never labels (`--targets target=dram` has no label)
 LOAD_KEYS = frozenset({"target", "dram_size", "dram_node", "dram_pages", "allow_overwrite", "dram_node_strict",
-                       "size", "tsc_khz"})
+                       "size", "allow_file", "tsc_khz"})
 
 
 @dataclass(frozen=True)

@@ -7,6 +7,7 @@
  *
  *	pmemlab-run target=dram[:NODE] [dram_size=256M] [dram_pages=4k|2m|hugetlb] KEY=VALUE...
  *	pmemlab-run target=/mnt/pmem/file|/dev/daxX.Y [allow_overwrite=1] [size=BYTES] KEY=VALUE...
+ *	pmemlab-run target=/path/file allow_file=1 ...  a file not on DAX (page cache)
  *	pmemlab-run --facts target=...              target facts only
  *	pmemlab-run --check target=... KEY=VALUE... judge the run, run nothing
  *	pmemlab-run --check-batch target=...        judge each line of KEY=VALUEs on stdin
@@ -51,13 +52,14 @@ static const char *errno_name(int err)
 
 void refuse(int err, const char *fmt, ...)
 {
+	char why[1024];
 	va_list ap;
 
-	fprintf(stderr, "pmemlab-run: %s: ", errno_name(err));
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	vsnprintf(why, sizeof(why), fmt, ap);
 	va_end(ap);
-	fputc('\n', stderr);
+	pl_printable(why);	/* a value quoted from the command line stays on the line */
+	fprintf(stderr, "pmemlab-run: %s: %s\n", errno_name(err), why);
 	exit(2);
 }
 
@@ -74,7 +76,7 @@ static void print_verdict(const struct pl_verdict *v, unsigned int width)
 /* ---- the runner's own options: the target (the module's load-time parameters) ---- */
 struct opts {
 	const char *target;
-	u64 dram_size, dram_pages, allow_overwrite, size, tsc_khz;
+	u64 dram_size, dram_pages, allow_overwrite, allow_file, size, tsc_khz;
 	long dram_node;
 	const char *raw_samples;
 };
@@ -104,6 +106,8 @@ static bool set_option(struct opts *o, const char *key, const char *val)
 		o->size = opt_num(key, val, true, 0, 1ULL << 48, 4096);
 	} else if (!strcmp(key, "allow_overwrite")) {
 		o->allow_overwrite = opt_num(key, val, false, 0, 1, 0);
+	} else if (!strcmp(key, "allow_file")) {
+		o->allow_file = opt_num(key, val, false, 0, 1, 0);
 	} else if (!strcmp(key, "tsc_khz")) {
 		o->tsc_khz = opt_num(key, val, false, 0, 100000000, 0);
 	} else if (!strcmp(key, "dram_pages")) {
@@ -484,19 +488,28 @@ static void print_results(void)
 	free(buckets);
 }
 
+/* the module's raw_samples (kmod/core/report.c: not filled is PL_SAMPLE_NONE) */
 static void write_samples(const char *path)
 {
+	u64 *buf = calloc(R.c.samples, sizeof(u64));
 	FILE *f = fopen(path, "wb");
 	unsigned int i;
 
-	if (!f) {
+	if (!f || !buf) {
 		fprintf(stderr, "pmemlab-run: cannot write %s: %s\n", path, strerror(errno));
+		free(buf);
+		if (f)
+			fclose(f);
 		return;
 	}
-	for (i = 0; i < R.n; i++)
-		if (R.w[i].t.e.samples)
-			fwrite(R.w[i].t.e.samples, sizeof(u64), R.c.samples, f);
+	for (i = 0; i < R.n; i++) {
+		if (!R.w[i].t.e.samples)
+			continue;
+		pl_report_samples(&R.w[i].t, buf, R.c.samples);
+		fwrite(buf, sizeof(u64), R.c.samples, f);
+	}
 	fclose(f);
+	free(buf);
 }
 
 static void print_facts(const char *target)
@@ -509,12 +522,13 @@ static void print_facts(const char *target)
 	printf("#fact version %s-user\n", PL_VERSION);
 	printf("#fact target %s\n", target);
 	printf("#fact target_kind %s\n", R.t.kind);
-	printf("#fact target_size %llu\n", R.t.size);
+	printf("#fact target_size %llu\n", R.t.run_size);
 	printf("#fact target_node %ld\n", R.t.node);
 	printf("#fact target_page_size %llu\n", R.t.page_size);
 	printf("#fact target_pages %s\n", R.t.pages);
 	printf("#fact target_huge_pct %llu\n", R.t.huge_pct);
 	printf("#fact map_sync %d\n", R.t.map_sync);
+	printf("#fact dax %d\n", R.t.dax);
 	printf("#fact tsc_khz %llu\n", R.tsc_khz);
 	printf("#fact cpu_features %s\n", text);
 	printf("#fact widths %s\n", text + 128);
@@ -646,8 +660,13 @@ int main(int argc, char **argv)
 		}
 		plu_open_dram(&R.t, o.dram_size, o.dram_pages, node);
 	} else {
+		/* --facts and --check-batch do not know whether a run writes: judged as if it may */
+		struct plu_path_opts po = { .size = o.size, .may_write = writes || mode == FACTS ||
+					    mode == BATCH, .probe = mode != RUN,
+					    .allow_file = o.allow_file };
+
 		node = -1;
-		plu_open_path(&R.t, o.target, o.size, writes, mode != RUN);
+		plu_open_path(&R.t, o.target, &po);
 	}
 	fill_facts(&R.f, &R.t, &o, &allowed);
 	if (mode == BATCH)
@@ -664,6 +683,7 @@ int main(int argc, char **argv)
 			return 0;
 		}
 	}
+	plu_map(&R.t, o.target, mode == RUN && writes);
 	/* pre-fault what the run touches: the window (all of it for --facts: 4 MiB) */
 	plu_prefault(&R.t, writes, mode == FACTS ? 4ULL << 20 : ~0ULL);
 	if (node >= 0 && R.t.node >= 0 && R.t.node != node)

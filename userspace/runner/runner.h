@@ -32,16 +32,31 @@ struct plu_target {
 	int map_sync;			/* the mapping has MAP_SYNC */
 	const char *fs_sig;
 	u64 map_len;
+	int dax;			/* a file's pages are the medium's: 1, 0, -1 unknown */
+	int fd;				/* a file not mapped yet (plu_map), else -1 */
+	u64 file_len;			/* its length when opened */
 };
 
 extern const char *const plu_pages_names[3];	/* dram_pages: 4k, 2m (THP), hugetlb */
 /* anonymous memory on node (-1: any); pre-faulted later, once the run is judged */
 void plu_open_dram(struct plu_target *t, u64 len, unsigned int pages, long node);
+/* how a file or devdax device is opened */
+struct plu_path_opts {
+	u64 size;			/* size=: the bytes to use; creates or extends a file */
+	bool may_write;			/* the run writes (or may: --facts, --check-batch) */
+	bool probe;			/* --facts, --check, --check-batch: nothing changes */
+	bool allow_file;		/* allow_file=1: a file that is not on DAX */
+};
+
 /*
- * A file or devdax device, mapped for writing when the run writes; a check
- * neither writes nor extends a file, but judges the size a run would map.
+ * A devdax device is mapped here (for writing when the run writes); a
+ * file is judged (DAX, size) and mapped by plu_map once the run is judged:
+ * a refused run leaves it as it was.  A file size= creates is removed at
+ * exit unless plu_map keeps it for a write run.
  */
-void plu_open_path(struct plu_target *t, const char *path, u64 size, bool writes, bool check);
+void plu_open_path(struct plu_target *t, const char *path, const struct plu_path_opts *o);
+/* map a file (a write run: extended to size= first); a probe maps what is there */
+void plu_map(struct plu_target *t, const char *path, bool writes);
 /* touch what the run uses before anything is timed (write runs and DRAM: non-zero data) */
 void plu_prefault(struct plu_target *t, bool writes, u64 bytes);
 

@@ -3,8 +3,8 @@
  * schema.c - the run parameter table (kmod/core/params.def) as JSON, for
  * `pmemlab-run --schema` and the controller (libplcore.so): each
  * parameter's name, kind, unit, range, multiple, names, default (as the
- * module shows it), allowed values in words and description, and the ops
- * and CPU features the validator knows.
+ * module shows it), allowed values in words and description, the ops and
+ * CPU features the validator knows, and the longest value text (text_max).
  */
 #include <stdlib.h>
 #include "runner.h"
@@ -97,7 +97,7 @@ const char *plu_schema_json(void)
 		pl_out(&b, "%s", i ? ", " : "");
 		put_str(&b, pl_feature_names[i]);
 	}
-	pl_out(&b, "]}\n");
+	pl_out(&b, "],\n \"text_max\": %d}\n", PL_TEXT_MAX);
 	if (b.len + 1 >= b.cap) {	/* cut short: never hand out half a table */
 		free(b.p);
 		return NULL;

@@ -197,76 +197,134 @@ void plu_open_dram(struct plu_target *t, u64 len, unsigned int pages, long node)
 	t->map_len = mlen;
 	t->fs_sig = "none";
 	t->node = -1;
+	t->fd = -1;
+	t->dax = 0;
 	t->fallback_page = 4096;
 }
 
-void plu_open_path(struct plu_target *t, const char *path, u64 size, bool writes, bool check)
+/* a file this run created: removed again unless the run goes ahead (plu_map) */
+static char *plu_created;
+
+static void plu_remove_created(void)
 {
-	bool rw = writes && !check;
+	if (plu_created)
+		unlink(plu_created);
+}
+
+/*
+ * Whether the file's pages are the medium's (DAX) or page cache: the
+ * inode's DAX state (statx, Linux 5.8+), else whether MAP_SYNC, which only
+ * DAX has, can be had; 0 or 1, -1 when neither can tell (an empty file on
+ * an older kernel).
+ */
+static int file_dax(int fd, u64 len)
+{
+	struct statx stx;
+	void *p;
+
+	if (!statx(fd, "", AT_EMPTY_PATH, STATX_BASIC_STATS, &stx) &&
+	    (stx.stx_attributes_mask & STATX_ATTR_DAX))
+		return !!(stx.stx_attributes & STATX_ATTR_DAX);
+	if (len < 4096)
+		return -1;
+	p = mmap(NULL, 4096, PROT_READ, MAP_SHARED_VALIDATE | MAP_SYNC, fd, 0);
+	if (p == MAP_FAILED)
+		return 0;
+	munmap(p, 4096);
+	return 1;
+}
+
+/* a regular file: judged here, mapped by plu_map once the run is judged too */
+static void open_file(struct plu_target *t, const char *path, int fd, u64 len,
+		      const struct plu_path_opts *o)
+{
+	snprintf(t->kind, sizeof(t->kind), "file");
+	t->pages = "file";
+	t->dax = file_dax(fd, len);
+	if (t->dax != 1 && !o->allow_file)
+		refuse(EOPNOTSUPP, "target %s: %s: a run would measure the page cache, not the "
+		       "medium (no MAP_SYNC); give allow_file=1 to measure it anyway",
+		       path, t->dax ? "cannot tell whether it is on a DAX file system" :
+		       "not on a DAX file system (mount it with -o dax)");
+	t->run_size = len;
+	if (o->size > len) {
+		if (!o->may_write)
+			refuse(ERANGE, "size %llu exceeds the file (%llu bytes): only write runs "
+			       "extend it", o->size, len);
+		t->run_size = o->size;
+	} else if (o->size) {
+		t->run_size = o->size;
+	}
+	t->run_size &= ~4095ULL;
+	if (!t->run_size)
+		refuse(EINVAL, "target %s is empty (give size= to create or extend it)", path);
+	t->fd = fd;
+	t->file_len = len;
+	t->fs_sig = "none";
+}
+
+void plu_open_path(struct plu_target *t, const char *path, const struct plu_path_opts *o)
+{
+	bool rw = o->may_write && !o->probe;
 	struct stat st;
 	int fd, prot = PROT_READ | (rw ? PROT_WRITE : 0);
 	u64 len = 0, align = 0;
 	char sys[256];
 	char *p;
 
+	t->node = -1;
+	t->fd = -1;
+	t->dax = -1;
 	fd = open(path, rw ? O_RDWR : O_RDONLY);
+	if (fd < 0 && errno == ENOENT && o->size && o->may_write) {
+		/*
+		 * size= creates it for a write run; a probe creates it too, to
+		 * judge the file system as the run will, and removes it again
+		 */
+		fd = open(path, (rw ? O_RDWR : O_RDONLY) | O_CREAT | O_EXCL, 0644);
+		if (fd >= 0) {
+			plu_created = strdup(path);
+			atexit(plu_remove_created);
+		}
+	}
 	if (fd < 0)
 		refuse(errno == ENOENT ? ENOENT : errno == EACCES ? EACCES : EINVAL,
-		       "target %s: %s", path, strerror(errno));
+		       "target %s: %s%s", path, strerror(errno),
+		       errno == ENOENT && o->may_write && !o->size ? " (give size= to create it)" : "");
 	if (fstat(fd, &st))
 		refuse(EINVAL, "target %s: %s", path, strerror(errno));
-	t->node = -1;
-	if (S_ISCHR(st.st_mode)) {
-		snprintf(t->kind, sizeof(t->kind), "devdax");
-		snprintf(sys, sizeof(sys), "/sys/dev/char/%u:%u/size", major(st.st_rdev),
-			 minor(st.st_rdev));
-		if (sysfs_u64(sys, &len))
-			refuse(EOPNOTSUPP, "target %s: a character device that is not devdax", path);
-		snprintf(sys, sizeof(sys), "/sys/dev/char/%u:%u/align", major(st.st_rdev),
-			 minor(st.st_rdev));
-		if (sysfs_u64(sys, &align))
-			align = 2ULL << 20;
-		snprintf(sys, sizeof(sys), "/sys/dev/char/%u:%u/target_node", major(st.st_rdev),
-			 minor(st.st_rdev));
-		{
-			u64 n;
-
-			if (!sysfs_u64(sys, &n))
-				t->node = (long)(s64)n;
-		}
-		t->pages = "devdax";
-	} else if (S_ISREG(st.st_mode)) {
-		snprintf(t->kind, sizeof(t->kind), "file");
-		len = st.st_size;
-		t->run_size = len;
-		if (size && size > len) {
-			if (!writes)
-				refuse(ERANGE, "size %llu exceeds the file (%llu bytes)", size, len);
-			t->run_size = size;
-			if (rw) {
-				if ((errno = posix_fallocate(fd, 0, size)))
-					refuse(ENOMEM, "cannot extend %s to %llu bytes: %s", path,
-					       size, strerror(errno));
-				len = size;
-			}
-		}
-		t->pages = "file";
-	} else if (S_ISBLK(st.st_mode)) {
-		refuse(EOPNOTSUPP, "target %s is a block device: use the module (backend=kernel), or a file on a DAX file system", path);
-	} else {
-		refuse(EINVAL, "target %s: not a file or devdax device", path);
+	if (S_ISREG(st.st_mode)) {
+		open_file(t, path, fd, st.st_size, o);
+		return;
 	}
-	if (!S_ISREG(st.st_mode))
-		t->run_size = len;
-	if (size && size < len)
-		len = size;
-	if (size && size < t->run_size)
-		t->run_size = size;
+	if (S_ISBLK(st.st_mode))
+		refuse(EOPNOTSUPP, "target %s is a block device: use the module (backend=kernel), or a file on a DAX file system", path);
+	if (!S_ISCHR(st.st_mode))
+		refuse(EINVAL, "target %s: not a file or devdax device", path);
+	snprintf(t->kind, sizeof(t->kind), "devdax");
+	snprintf(sys, sizeof(sys), "/sys/dev/char/%u:%u/size", major(st.st_rdev), minor(st.st_rdev));
+	if (sysfs_u64(sys, &len))
+		refuse(EOPNOTSUPP, "target %s: a character device that is not devdax", path);
+	snprintf(sys, sizeof(sys), "/sys/dev/char/%u:%u/align", major(st.st_rdev), minor(st.st_rdev));
+	if (sysfs_u64(sys, &align))
+		align = 2ULL << 20;
+	snprintf(sys, sizeof(sys), "/sys/dev/char/%u:%u/target_node", major(st.st_rdev),
+		 minor(st.st_rdev));
+	{
+		u64 n;
+
+		if (!sysfs_u64(sys, &n))
+			t->node = (long)(s64)n;
+	}
+	t->pages = "devdax";
+	t->dax = 1;
+	if (o->size > len)
+		refuse(ERANGE, "size %llu exceeds the device (%llu bytes)", o->size, len);
+	if (o->size)
+		len = o->size;
 	len &= ~4095ULL;
-	t->run_size &= ~4095ULL;
 	if (!len)
-		refuse(EINVAL, "target %s is empty (give size= to create it)", path);
-	/* MAP_SYNC where the file system (DAX) or device allows it, for reads too */
+		refuse(EINVAL, "target %s is empty", path);
 	p = mmap(NULL, len, prot, MAP_SHARED_VALIDATE | MAP_SYNC, fd, 0);
 	t->map_sync = p != MAP_FAILED;
 	if (p == MAP_FAILED)
@@ -275,15 +333,54 @@ void plu_open_path(struct plu_target *t, const char *path, u64 size, bool writes
 		refuse(EINVAL, "mmap %s: %s", path, strerror(errno));
 	close(fd);
 	t->addr = p;
-	t->size = len;
-	t->map_len = len;
-	t->fs_sig = S_ISCHR(st.st_mode) ? pl_sig_probe(read_mapped, p, len) : "none";
-	t->fallback_page = align ? align : 4096;
+	t->size = t->run_size = t->map_len = len;
+	/* the signature probe (kmod/core/sig.c) decides whether a write run may overwrite it */
+	t->fs_sig = pl_sig_probe(read_mapped, p, len);
+	t->fallback_page = align;
+}
+
+void plu_map(struct plu_target *t, const char *path, bool writes)
+{
+	int prot = PROT_READ | (writes ? PROT_WRITE : 0);
+	u64 len = t->run_size;
+	char *p;
+
+	if (t->fd < 0)
+		return;
+	if (writes && len > t->file_len) {
+		/* size= beyond the end: a write run extends the file (zeroed, then filled) */
+		errno = posix_fallocate(t->fd, 0, len);
+		if (errno)
+			refuse(ENOMEM, "cannot extend %s to %llu bytes: %s", path, len, strerror(errno));
+	}
+	if (len > (t->file_len & ~4095ULL) && !writes)
+		len = t->file_len & ~4095ULL;	/* a probe maps what is there */
+	if (writes) {		/* the run goes ahead: a file it created stays */
+		free(plu_created);
+		plu_created = NULL;
+	}
+	t->size = t->map_len = len;
+	t->fallback_page = 4096;
+	if (!len)
+		return;			/* a probe of a file a run would create or extend */
+	/* MAP_SYNC where the file system (DAX) allows it, for reads too */
+	p = mmap(NULL, len, prot, MAP_SHARED_VALIDATE | MAP_SYNC, t->fd, 0);
+	t->map_sync = p != MAP_FAILED;
+	if (p == MAP_FAILED)
+		p = mmap(NULL, len, prot, MAP_SHARED, t->fd, 0);
+	if (p == MAP_FAILED)
+		refuse(EINVAL, "mmap %s: %s", path, strerror(errno));
+	t->addr = p;
 }
 
 void plu_prefault(struct plu_target *t, bool writes, u64 bytes)
 {
 	u64 n = bytes < t->size ? bytes : t->size;
+
+	if (!n) {		/* nothing mapped: a probe of a file a run would create */
+		t->page_size = 0;
+		return;
+	}
 
 	if (writes || !strcmp(t->kind, "dram"))
 		fill(t->addr, n);
