@@ -217,6 +217,30 @@ def test_one_csv_with_every_target(bed, capsys):
     assert set(summary["target_label"]) == {"pmem", "dram"} and len(summary) == 8
 
 
+def test_default_targets_only_for_a_config_that_declares_none(bed, tmp_path, capsys):
+    """--default-targets (what scripts/run-configs gives where it loads the module itself): the
+    targets of a config without [sweep.targets]; a config that declares targets keeps its own, and
+    --targets wins over both."""
+    fake, commands, cfg, out = bed
+    plain = tmp_path / "plain.toml"
+    plain.write_text(CONFIG.replace('name = "cmp"', 'name = "plain"').split("[sweep.targets]")[0]
+                     + "[base]" + CONFIG.split("[base]")[1])
+    outdir = tmp_path / "many"
+    assert cli.main(["sweep", str(cfg), str(plain), "--out-dir", str(outdir), "--no-progress", "--pmem", "/dev/pmem0",
+                     "--default-targets", "pmem"]) == 0
+    labels = {name: set(pd.read_csv(outdir / f"{name}.csv", dtype=str)["target_label"])
+              for name in ("cmp", "plain")}
+    assert labels == {"cmp": {"pmem", "dram", "emulated"}, "plain": {"pmem"}}
+    assert "insmod target=/dev/pmem0" in commands.calls, "the module was loaded on the namespace"
+    assert cli.main(["sweep", str(plain), "-o", str(tmp_path / "both.csv"), "--no-progress", "--pmem", "/dev/pmem0",
+                     "--default-targets", "pmem", "--targets", "dram"]) == 0
+    assert set(pd.read_csv(tmp_path / "both.csv", dtype=str)["target_label"]) == {"dram"}
+    capsys.readouterr()
+    assert cli.main(["sweep", str(plain), "--no-progress", "--dry-run", "--default-targets", "pmem,dram",
+                     "--pmem", "/dev/pmem0"]) == 0
+    assert "target pmem: load target=/dev/pmem0" in capsys.readouterr().out
+
+
 def test_resume_per_target(bed, capsys):
     fake, commands, cfg, out = bed
     fake.interrupt_at_run = 11  # during dram's third run
