@@ -16,6 +16,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "fixtures"))
 from fake_pmemlab import FakeModuleCommands, make_fake  # noqa: E402
+from recorded_targets import RECORDED  # noqa: E402
 
 import pmemlab.cli as cli  # noqa: E402
 import pmemlab.machine as machine  # noqa: E402
@@ -356,15 +357,13 @@ def test_figures_read_the_target_label_column(bed):
     assert res.hist is None or "target_label" in res.hist
 
 
-RECORDED = Path(__file__).resolve().parent / "fixtures" / "recorded"
-
-
 def one_csv_of_two_targets(name: str, tmp_path: Path) -> Path:
-    """The recorded NAME@pmem.csv (and its histograms) as a one-CSV result of two targets: pmem and
-    a copy labelled dram, point keys made per target as a sweep over targets makes them."""
+    """The recorded NAME.csv of one target, pmem (and its histograms), as the result of two: pmem
+    and a copy labelled dram, point keys made per target as a sweep over targets makes them."""
     out = tmp_path / f"{name}.csv"
     for suffix in (".csv", ".hist.csv"):
-        base = pd.read_csv(RECORDED / f"{name}@pmem{suffix}", dtype=str)
+        base = pd.read_csv(RECORDED / f"{name}{suffix}", dtype=str)
+        assert set(base["target_label"]) == {"pmem"}
         parts = [base.assign(target_label=label, point_key=base["point_key"] + ("" if label == "pmem" else "-d"))
                  for label in ("pmem", "dram")]
         pd.concat(parts).to_csv(out.with_name(name + suffix), index=False)
@@ -377,7 +376,7 @@ def test_single_target_recipes_draw_a_row_per_target(name, tmp_path):
     the same panels the target alone gives."""
     from pmemlab.plots.recipes import RECIPES
 
-    alone = RECIPES[name](load_results([RECORDED / f"{name}@pmem.csv"]))
+    alone = RECIPES[name](load_results([RECORDED / f"{name}.csv"]))
     both = RECIPES[name](load_results([one_csv_of_two_targets(name, tmp_path)]))
     axes_alone = [ax for ax in alone.axes if ax.get_label() != "<colorbar>"]
     axes_both = [ax for ax in both.axes if ax.get_label() != "<colorbar>"]
