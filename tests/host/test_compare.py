@@ -1,6 +1,6 @@
 """`pmemlab compare A B`: on synthetic runs with known answers (faster, slower, overlapping CIs,
 a difference within the threshold, a single repeat, latency where lower is faster), and on the
-recorded fixtures (@dram against @pmem) checked against the sweeps' own summary CSVs."""
+recorded fixtures (dram against pmem) checked against the sweep's own summary CSV."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import io
 import json
 import math
 import shutil
+import sys
 from pathlib import Path
 
 import pandas as pd
@@ -17,13 +18,14 @@ from scipy import stats as scipy_stats
 import pmemlab.cli as cli
 from pmemlab.compare import compare, verdict
 
-RECORDED = Path(__file__).resolve().parent / "fixtures" / "recorded"
+sys.path.insert(0, str(Path(__file__).resolve().parent / "fixtures"))
+from recorded_targets import RECORDED, one_target  # noqa: E402
 
 
 def write_sweep(path: Path, points: dict[int, list[float]], mode: str = "bandwidth", target: str = "/dev/pmem0",
                 host: str = "a") -> Path:
     """A sweep 'syn' varying threads; one aggregate row per value (the repeats) of each point."""
-    base = pd.read_csv(RECORDED / "bw-threads@pmem.csv", dtype={"thread": str})
+    base = pd.read_csv(RECORDED / "bw-threads.csv", dtype={"thread": str})
     template = base[(base["thread"] == "all") & (base["status"] == "ok")].iloc[0]
     rows = []
     for threads, values in points.items():
@@ -79,12 +81,12 @@ def test_latency_lower_is_faster(tmp_path):
 
 
 def test_recorded_dram_against_pmem_matches_the_summaries():
-    """bw-threads@dram (A) against bw-threads@pmem (B): each point's means and CIs are the
-    sweeps' summary CSVs', the ratio is B/A and the verdict follows the overlap rule."""
-    a, b = RECORDED / "bw-threads@dram.csv", RECORDED / "bw-threads@pmem.csv"
-    c = compare(a, b)
-    sa = pd.read_csv(a.with_name("bw-threads@dram.summary.csv")).set_index(["threads", "op"])
-    sb = pd.read_csv(b.with_name("bw-threads@pmem.summary.csv")).set_index(["threads", "op"])
+    """bw-threads on dram (A) against pmem (B), both in the one recorded CSV: each point's means
+    and CIs are the sweep's summary CSV's, the ratio is B/A and the verdict follows the overlap rule."""
+    one = RECORDED / "bw-threads.csv"
+    c = compare(one, one, a_target="dram", b_target="pmem")
+    summary = pd.read_csv(RECORDED / "bw-threads.summary.csv").set_index(["target_label", "threads", "op"])
+    sa, sb = summary.loc["dram"], summary.loc["pmem"]
     assert len(c.rows) == len(sa) == 6
     for row in c.rows.itertuples():
         key = (row.threads, row.op)
@@ -95,7 +97,8 @@ def test_recorded_dram_against_pmem_matches_the_summaries():
         assert row.ci_overlap == ("no" if apart else "yes")
         expected = "no difference" if not apart else ("faster" if row.ratio > 1 else "slower")
         assert row.verdict == expected
-    assert c.sides["bw-threads"]["target"] == ["dram", "/dev/pmem0"]
+    pmem_dev = pd.read_csv(one, dtype=str).query("target_label == 'pmem'")["target"].unique()
+    assert c.sides["bw-threads"]["target"] == ["dram", *pmem_dev]
 
 
 def test_directories_pair_their_targets(tmp_path):
@@ -103,7 +106,7 @@ def test_directories_pair_their_targets(tmp_path):
     same directory against itself: ratio 1 and no difference everywhere."""
     for name in ("a", "b"):
         (tmp_path / name).mkdir()
-        for path in RECORDED.glob("bw-threads@*"):
+        for path in RECORDED.glob("bw-threads.*"):
             shutil.copy(path, tmp_path / name / path.name)
     c = compare(tmp_path / "a", tmp_path / "b")
     assert len(c.rows) == 12 and set(c.rows["target_label"]) == {"dram", "pmem"}
@@ -111,7 +114,7 @@ def test_directories_pair_their_targets(tmp_path):
 
 
 def test_command_outputs(tmp_path, capsys):
-    a, b = RECORDED / "bw-threads@dram.csv", RECORDED / "bw-threads@pmem.csv"
+    a, b = one_target("bw-threads", "dram", tmp_path / "a"), one_target("bw-threads", "pmem", tmp_path / "b")
     assert cli.main(["compare", str(a), str(b)]) == 0
     text = capsys.readouterr().out
     assert text.startswith(f"A: {a}\nB: {b}\n") and "B/A" in text and "6 points: B faster at" in text
@@ -127,30 +130,22 @@ def test_command_outputs(tmp_path, capsys):
 
 
 def test_refusals(tmp_path, capsys):
-    both = tmp_path / "both"
-    both.mkdir()
-    for path in RECORDED.glob("bw-threads@*.csv"):
-        shutil.copy(path, both / path.name)
-    assert cli.main(["compare", str(both), str(RECORDED / "bw-threads@pmem.csv")]) == 2
+    pmem = one_target("bw-threads", "pmem", tmp_path / "pmem")
+    assert cli.main(["compare", str(RECORDED), str(pmem)]) == 2
     assert "holds targets dram, pmem" in capsys.readouterr().err
-    assert cli.main(["compare", str(RECORDED / "bw-size@dram.csv"), str(RECORDED / "ewr@pmem.csv")]) == 2
+    assert cli.main(["compare", str(RECORDED / "bw-size.csv"), str(RECORDED / "ewr.csv")]) == 2
     assert "no experiment in both" in capsys.readouterr().err
-    assert cli.main(["compare", str(tmp_path / "nope.csv"), str(RECORDED / "ewr@pmem.csv")]) == 2
+    assert cli.main(["compare", str(tmp_path / "nope.csv"), str(RECORDED / "ewr.csv")]) == 2
     assert "does not exist" in capsys.readouterr().err
-    assert cli.main(["compare", str(RECORDED / "ewr@pmem.csv"), str(RECORDED / "ewr@pmem.csv"), "--threshold", "2"]) == 2
+    assert cli.main(["compare", str(RECORDED / "ewr.csv"), str(RECORDED / "ewr.csv"), "--threshold", "2"]) == 2
 
 
 def test_two_targets_of_one_csv(tmp_path, capsys):
     """A CSV of several targets (pmemlab sweep --targets): --a-target and --b-target pick one each,
-    and the comparison is the one of the per-load files it was made of."""
-    frames = []
-    for label in ("dram", "pmem"):
-        frame = pd.read_csv(RECORDED / f"bw-threads@{label}.csv", dtype=str)
-        frames.append(frame.assign(target_label=label))
-    one = tmp_path / "bw-threads.csv"
-    pd.concat(frames).to_csv(one, index=False)
+    and the comparison is the one of single-target files holding each target's rows."""
+    one = RECORDED / "bw-threads.csv"
     picked = compare(one, one, a_target="dram", b_target="pmem")
-    files = compare(RECORDED / "bw-threads@dram.csv", RECORDED / "bw-threads@pmem.csv")
+    files = compare(one_target("bw-threads", "dram", tmp_path / "a"), one_target("bw-threads", "pmem", tmp_path / "b"))
     cols = ["threads", "op", "a_mean", "b_mean", "ratio", "verdict"]
     assert picked.rows[cols].reset_index(drop=True).equals(files.rows[cols].reset_index(drop=True))
     assert cli.main(["compare", str(one), str(one)]) == 0  # each target with itself

@@ -396,6 +396,12 @@ def test_run_configs_fills_pmem_dram_or_skips_the_target():
     assert out.returncode == 0, out.stderr
     assert ["target pmem: load target=@PMEM@", "target dram: load target=dram"] == [
         line.strip() for line in out.stdout.splitlines() if line.strip().startswith("target ")]
+    # a config without [sweep.targets] runs on the pmem namespace (the script loads the module)
+    out = run_configs("--dry-run", "--target", "/dev/pmem0", "configs/tail-latency.toml", "configs/bw-threads.toml")
+    assert out.returncode == 0, out.stderr
+    assert ["target pmem: load target=/dev/pmem0", "target pmem: load target=/dev/pmem0",
+            "target dram: load target=dram dram_size=32G"] == [
+        line.strip() for line in out.stdout.splitlines() if line.strip().startswith("target ")]
 
 
 def test_run_configs_one_csv_per_config_and_the_old_files_go(tmp_path):
@@ -418,12 +424,15 @@ def test_run_configs_one_csv_per_config_and_the_old_files_go(tmp_path):
     ko = tmp_path / "pmemlab.ko"
     ko.write_text("")
     res = run_configs("--in-guest", "--scale", "quick", "--out", str(out_dir), "--no-plots", "--fresh",
-                      "configs/emulation.toml", env={"PMEMLAB_PMEM": "/dev/pmem0", "PMEMLAB_KO": str(ko)},
-                      path_prefix=bin_dir)
+                      "configs/emulation.toml", "configs/xpbuffer.toml",
+                      env={"PMEMLAB_PMEM": "/dev/pmem0", "PMEMLAB_KO": str(ko)}, path_prefix=bin_dir)
     assert res.returncode == 1, res.stderr  # every run failed
     assert (out_dir / "SKIPPED").read_text() == "bw-size@dram: kept\n"
     assert sorted(p.name for p in out_dir.iterdir()) == [
-        "SKIPPED", "bw-size@dram.csv", "emulation.csv", "emulation.json", "emulation.summary.csv"]
+        "SKIPPED", "bw-size@dram.csv", "emulation.csv", "emulation.json", "emulation.summary.csv",
+        "xpbuffer.csv", "xpbuffer.json", "xpbuffer.summary.csv"]
+    plain = pd.read_csv(out_dir / "xpbuffer.csv", dtype={"thread": str})  # no [sweep.targets]: the namespace
+    assert set(plain["target_label"]) == {"pmem"} and plain["error"].str.contains("Invalid parameters").all()
     df = pd.read_csv(out_dir / "emulation.csv", dtype={"thread": str})
     status = df.groupby("target_label")["status"].agg(lambda s: ",".join(sorted(set(s)))).to_dict()
     assert status == {"pmem": "error", "dram": "error", "dram-remote": "skipped", "emulated": "skipped",

@@ -140,3 +140,27 @@ def test_sweep_takes_interleave_geometry_from_ndctl(tmp_path, host, monkeypatch)
     df = pd.read_csv(out)
     assert (df["interleave_ways"] == 6).all() and (df["target_interleave_ways"] == 6).all()
     assert [r["interleave_ways"] for r in fake.runs] == ["6", "6"]
+
+
+def test_toolkit_revision_is_read_once_per_process(monkeypatch):
+    """git describe runs once: rows written later in the same process (a sweep recording into
+    tracked files makes the tree -dirty) keep the revision of the code that runs; without git
+    the package version."""
+    import subprocess
+
+    calls = []
+
+    def fake_run(argv, **kwargs):
+        calls.append(argv)
+        return subprocess.CompletedProcess(argv, 0, stdout=f"abc{len(calls)}\n", stderr="")
+
+    machine.toolkit_revision.cache_clear()
+    monkeypatch.setattr(machine.subprocess, "run", fake_run)
+    try:
+        assert machine.toolkit_revision() == "abc1" and machine.toolkit_revision() == "abc1"
+        assert len(calls) == 1 and calls[0][-3:] == ["--always", "--dirty", "--tags"]
+        machine.toolkit_revision.cache_clear()
+        monkeypatch.setattr(machine.subprocess, "run", lambda argv, **kw: subprocess.CompletedProcess(argv, 128, "", ""))
+        assert machine.toolkit_revision() == f"v{machine.__version__}"
+    finally:
+        machine.toolkit_revision.cache_clear()

@@ -125,14 +125,25 @@ def test_sweep_writes_the_columns_into_every_row(tmp_path, monkeypatch):
 
 
 EXPECTED_FROM_SIDECARS = {"pmem": "virtual-nvdimm", "emulated": "memmap", "dram": "dram", "dram-4k": "dram",
-                          "dram-2m": "dram"}
+                          "dram-2m": "dram", "dram-remote": "dram", "dram-cpuless": "dram"}
 
 
 @pytest.mark.parametrize("sidecar", sorted(RECORDED.glob("*.json")), ids=lambda p: p.stem)
-def test_results_recorded_before_detection_get_it_from_their_sidecar(sidecar):
-    """The recorded fixtures' sidecars predate the detection: their facts (the CPUID bit of the
-    TCG guest, the ndctl region of the target) still say hypervisor and emulated namespace."""
+def test_recorded_sidecars_give_the_columns_of_their_rows(sidecar):
+    """Each target's facts in the recorded sidecars (the machine's, with the target's own) give by
+    machine.emulation_conditions the hypervisor and target_emulated its rows carry (the TCG guest:
+    qemu; a virtual NVDIMM, the memmap= namespace, DRAM); and without the facts detected since the
+    first recordings (the hypervisor detection, the NVDIMM bus provider), as results recorded
+    before them hold: the CPUID bit and the ndctl region still say hypervisor and emulated."""
     side = json.loads(sidecar.read_text())
-    cond = machine.emulation_conditions(side["machine"])
-    assert cond["hypervisor"] in ("unknown", "qemu")
-    assert cond["target_emulated"] == EXPECTED_FROM_SIDECARS[sidecar.stem.split("@", 1)[1]]
+    rows = pd.read_csv(sidecar.with_suffix(".csv"), dtype=str)
+    for label, target in side["targets"].items():
+        facts = {**side["machine"], "target": target["target"]}
+        cond = machine.emulation_conditions(facts)
+        ran = rows[(rows["target_label"] == label) & (rows["status"] == "ok")]
+        assert ran[["hypervisor", "target_emulated"]].drop_duplicates().to_dict("records") == [cond], label
+        assert cond == {"hypervisor": "qemu", "target_emulated": EXPECTED_FROM_SIDECARS[label]}
+        before = {k: v for k, v in facts.items() if k != "hypervisor"}
+        before["target"] = {k: v for k, v in target["target"].items() if k != "nd_provider"}
+        assert machine.emulation_conditions(before) == {"hypervisor": "unknown",
+                                                        "target_emulated": EXPECTED_FROM_SIDECARS[label]}

@@ -155,10 +155,14 @@ def test_generic_plot_carries_the_mark(experiments):
 def test_loop_bound_points_are_hollow(experiments, tmp_path):
     """A CSV with the engine's engine_ceiling_gbps / loop_bound columns (here: the recorded
     bw-threads rows, 2-thread loads marked loop-bound in one of their repeats) gets hollow markers
-    exactly on those points, and the legend says what they mean; without the columns, none."""
-    paths = []
+    exactly on those points, and the legend says what they mean; without the columns, none; and
+    the recorded columns themselves (the engine's own verdicts in the TCG guest) give hollow
+    markers on every point loop-bound in any repeat."""
+    paths, bare = [], []
     for path in experiments["bw-threads"]:
         df = pd.read_csv(path, dtype={"thread": str})
+        df.drop(columns=["engine_ceiling_gbps", "loop_bound"]).to_csv(tmp_path / f"bare-{path.name}", index=False)
+        bare.append(tmp_path / f"bare-{path.name}")
         bound = (df["op"] == "load") & (df["threads"] == 2) & (df["repeat"] == 0) & (df["thread"] == "all")
         df["engine_ceiling_gbps"] = np.where(df["thread"] == "all", 2.0 * df["bw_gbps"].max(), np.nan)
         df["loop_bound"] = np.where(df["thread"] == "all", bound.astype(int), "")
@@ -178,8 +182,20 @@ def test_loop_bound_points_are_hollow(experiments, tmp_path):
         assert line.get_markerfacecolor() == "white"
         assert LOOP_BOUND_NOTE in ax.get_legend().get_title().get_text().replace("\n", " ")
 
-    plain = RECIPES["bw-threads"](load_results(experiments["bw-threads"]))
+    plain = RECIPES["bw-threads"](load_results(bare))
     assert not [line for ax in plain.axes for line in ax.get_lines() if line.get_gid() == LOOP_BOUND_GID]
+
+    recorded = load_results(experiments["bw-threads"])
+    ok = recorded.ok().assign(bound=lambda d: pd.to_numeric(d["loop_bound"], errors="coerce") == 1)
+    assert ok["bound"].any() and not ok["bound"].all()
+    for ax in data_axes(RECIPES["bw-threads"](recorded)):
+        sub = ok[ok["target_label"] == ax.get_title().split(" · ")[0]]
+        per_point = sub.groupby(["op", "threads"]).agg(bound=("bound", "any"), bw=("bw_gbps", "mean"))
+        expected = sorted((float(t), bw) for (_, t), (bound, bw) in per_point.iterrows() if bound)
+        drawn = sorted((float(x), float(y)) for line in ax.get_lines() if line.get_gid() == LOOP_BOUND_GID
+                       for x, y in zip(line.get_xdata(), line.get_ydata()))
+        assert [x for x, _ in drawn] == [x for x, _ in expected] and expected
+        assert [y for _, y in drawn] == pytest.approx([y for _, y in expected])
 
 
 # --------------------------------------------------------------------------

@@ -12,9 +12,10 @@ EMULATED mark. Then the generic plot and plot-all."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
-
 import math
+import re
+import sys
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -29,9 +30,12 @@ from pmemlab.plots.recipes import RECIPES  # noqa: E402
 from pmemlab.plots.render import find_experiments  # noqa: E402
 from pmemlab.plots.marks import WATERMARK_GID, notice_of  # noqa: E402
 from pmemlab.plots.style import caption_of, is_reference_label, references_of  # noqa: E402
+from pmemlab.sweep.over_targets import target_points  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parent / "fixtures"))
+from recorded_targets import RECORDED, one_target  # noqa: E402
 
 TOP = Path(__file__).resolve().parents[2]
-RECORDED = Path(__file__).resolve().parent / "fixtures" / "recorded"
 BW = "Bandwidth (GB/s)"
 LAT = "Latency (ns)"
 MEDIAN = "Median latency (ns)"
@@ -40,48 +44,83 @@ OPS = {"Read (load)": "load", "Write (ntstore)": "ntstore", "Write (clwb)": "sto
 
 
 def recorded_loads() -> dict[str, dict[str, str]]:
-    """Per experiment, LABEL -> insmod arguments of every load its quick config compares."""
+    """Per experiment, LABEL -> insmod arguments of every target its quick config compares (a
+    config without [sweep.targets]: the pmem namespace, as record.sh runs it)."""
     out = {}
     for name in RECIPES:
         cfg = load_config(TOP / "configs" / f"{name}.toml", scale="quick")
-        out[name] = dict(target_loads(cfg, "/dev/pmem0"))
+        out[name] = dict(target_loads(cfg, "@PMEM@"))
     return out
 
 
-def skipped_loads() -> dict[str, str]:
-    path = RECORDED / "SKIPPED"
-    lines = path.read_text().splitlines() if path.exists() else []
-    return {line.split(":", 1)[0]: line.split(":", 1)[1] for line in lines if ":" in line}
+def filled(load: str) -> re.Pattern:
+    """A load with its placeholders (@PMEM@, @PMEM_DRAM@, @CPULESS_NODE@) as what fills them."""
+    return re.compile(r"\S+".join(map(re.escape, re.split(r"@[A-Z_]+@", load))))
 
 
 def test_recorded_fixtures_cover_every_recipe_at_the_current_quick_scale():
-    """Every recipe has results recorded from the real module, one CSV per module load of its quick
-    config (a load the guest could not run is listed in SKIPPED instead), each holding exactly the
-    points the quick config expands to now: a changed config needs record.sh again."""
+    """Every recipe has results recorded from the real module in one CSV (the controller's target
+    axis: a target_label column), holding on every target its quick config compares exactly the
+    points that config expands to now (a changed config needs record.sh again); a target the guest
+    could not have would be recorded as skipped rows with the reason, and its sidecar says so.
+    Every file comes from one clean revision and stays under 2 MiB."""
     recorded = find_experiments(RECORDED)
     assert set(recorded) == set(RECIPES)
-    skipped = skipped_loads()
+    assert not list(RECORDED.glob("*@*")) and not (RECORDED / "SKIPPED").exists(), "the one-CSV-per-load form"
+    revisions = set()
     for name, loads in recorded_loads().items():
-        labels = {p.stem.split("@", 1)[1] for p in recorded[name]}
-        assert labels | {k.split("@", 1)[1] for k in skipped if k.startswith(f"{name}@")} == set(loads), name
-        assert not labels & {k.split("@", 1)[1] for k in skipped if k.startswith(f"{name}@")}, name
-        keys = {p.key for p in expand(load_config(TOP / "configs" / f"{name}.toml", scale="quick"))}
-        for path in recorded[name]:
-            rows = pd.read_csv(path, usecols=["point_key", "status", "sweep"], dtype=str)
-            assert set(rows["point_key"]) == keys, f"{path.name}: re-record with record.sh"
-            assert (rows["status"] == "ok").any() and set(rows["sweep"]) == {name}
-            side = json.loads(path.with_suffix(".json").read_text())
-            assert side["description"].endswith("[scale: quick]") and side["status"] == "complete"
-    for key in skipped:
-        assert key.split("@", 1)[1] in recorded_loads()[key.split("@", 1)[0]], f"SKIPPED names an unknown load {key}"
+        assert recorded[name] == [RECORDED / f"{name}.csv"]
+        rows = pd.read_csv(recorded[name][0], usecols=["target_label", "point_key", "status", "error", "sweep",
+                                                       "toolkit_version"], dtype=str)
+        assert list(dict.fromkeys(rows["target_label"])) == list(loads), name
+        points = expand(load_config(TOP / "configs" / f"{name}.toml", scale="quick"))
+        side = json.loads(recorded[name][0].with_suffix(".json").read_text())
+        assert side["description"].endswith("[scale: quick]") and side["status"] == "complete"
+        assert list(side["targets"]) == list(loads)
+        for label, grp in rows.groupby("target_label", sort=False):
+            keys = {p.key for p in target_points(points, label)}
+            assert set(grp["point_key"]) == keys, f"{name} on {label}: re-record with record.sh"
+            assert filled(loads[label]).fullmatch(side["targets"][label]["load"]), (name, label)
+            if not (grp["status"] == "ok").any():  # not measured: skipped rows that say why
+                assert (grp["status"] == "skipped").all() and grp["error"].notna().all(), (name, label)
+                assert side["targets"][label].get("not_measured"), (name, label)
+        assert (rows["status"] == "ok").any() and set(rows["sweep"]) == {name}
+        assert rows.loc[rows["status"] == "skipped", "error"].notna().all(), "every skipped row says why"
+        revisions |= set(rows["toolkit_version"].dropna())
+    assert len(revisions) == 1 and not revisions.pop().endswith("-dirty"), "one clean revision"
+    assert max(path.stat().st_size for path in RECORDED.iterdir()) < 2 << 20
+
+
+def test_the_earlier_one_csv_per_load_form_still_plots(tmp_path):
+    """Results written before the controller owned the target axis (one NAME@LABEL.csv per module
+    load, no target_label column, a SKIPPED line per load insmod refused) draw what the one-CSV
+    form draws, and the caption names the load not run."""
+    for label in ("dram", "pmem"):
+        csv = one_target("bw-threads", label, tmp_path / f"bw-threads@{label}.csv")
+        for path in (csv, csv.with_name(csv.stem + ".summary.csv")):
+            pd.read_csv(path, dtype=str).drop(columns="target_label").to_csv(path, index=False)
+    (tmp_path / "SKIPPED").write_text("bw-threads@interleaved: insmod: ERROR: Invalid parameters\n"
+                                      "ewr@pmem: not this sweep's\n")
+    old = find_experiments(tmp_path)["bw-threads"]
+    assert [p.name for p in old] == ["bw-threads@dram.csv", "bw-threads@pmem.csv"]
+    then, now = load_results(old), load_results([RECORDED / "bw-threads.csv"])
+    assert then.not_run == ["interleaved: insmod: ERROR: Invalid parameters"] and not now.not_run
+    fig_then, fig_now = RECIPES["bw-threads"](then), RECIPES["bw-threads"](now)
+    assert [ax.get_title() for ax in data_axes(fig_then)] == [ax.get_title() for ax in data_axes(fig_now)]
+    for ax_then, ax_now in zip(data_axes(fig_then), data_axes(fig_now)):
+        drawn_then, drawn_now = curves(ax_then), curves(ax_now)
+        assert list(drawn_then) == list(drawn_now)
+        for label, (x, y) in drawn_now.items():
+            assert list(drawn_then[label][0]) == list(x) and list(drawn_then[label][1]) == pytest.approx(list(y))
+    assert "not run: interleaved" in caption_of(fig_then) and "not run" not in caption_of(fig_now)
 
 
 @pytest.fixture(scope="session")
 def results_dir(tmp_path_factory) -> Path:
-    """Every experiment's recorded CSVs (with sidecars, histograms and SKIPPED) in one directory."""
+    """Every experiment's recorded CSVs (with sidecars, histograms and summaries) in one directory."""
     out = tmp_path_factory.mktemp("results")
     for path in RECORDED.iterdir():
-        if path.suffix in (".csv", ".json") or path.name == "SKIPPED":
+        if path.suffix in (".csv", ".json"):
             (out / path.name).write_bytes(path.read_bytes())
     return out
 
@@ -174,12 +213,10 @@ def agg(df: pd.DataFrame) -> pd.DataFrame:
 
 
 def csv_rows(experiments, name) -> pd.DataFrame:
-    frames = []
-    for path in experiments[name]:
-        frame = pd.read_csv(path, low_memory=False, dtype={"thread": str, "op": str, "cpus": str})
-        frame["label"] = path.stem.split("@", 1)[1]
-        frames.append(frame)
-    return pd.concat(frames, ignore_index=True)
+    """Every row of the experiment's CSV, with its target's label as `label`."""
+    frames = [pd.read_csv(path, low_memory=False, dtype={"thread": str, "op": str, "cpus": str})
+              for path in experiments[name]]
+    return pd.concat(frames, ignore_index=True).assign(label=lambda df: df["target_label"])
 
 
 def mean_by(df: pd.DataFrame, keys, y: str) -> pd.Series:
@@ -195,15 +232,10 @@ def ci95_by(df: pd.DataFrame, keys, y: str) -> pd.Series:
 
 
 def hist_rows(experiments, name) -> pd.DataFrame:
-    """Every histogram row of the experiment, with its CSV's label."""
-    frames = []
-    for path in experiments[name]:
-        h = path.with_name(path.stem + ".hist.csv")
-        if h.exists():
-            frame = pd.read_csv(h, dtype={"thread": str})
-            frame["label"] = path.stem.split("@", 1)[1]
-            frames.append(frame)
-    return pd.concat(frames, ignore_index=True)
+    """Every histogram row of the experiment, with its target's label as `label`."""
+    frames = [pd.read_csv(path.with_name(path.stem + ".hist.csv"), dtype={"thread": str})
+              for path in experiments[name] if path.with_name(path.stem + ".hist.csv").exists()]
+    return pd.concat(frames, ignore_index=True).assign(label=lambda df: df["target_label"])
 
 
 def pooled_quantiles(hist: pd.DataFrame, runs: pd.DataFrame, keys, qs) -> pd.DataFrame:
@@ -298,8 +330,9 @@ def test_idle_latency(experiments):
     assert list(drawn) == ["dram", "pmem"]  # DRAM first, as in the paper
     for label, heights in drawn.items():
         assert heights == pytest.approx(q[0.5][label].to_dict(), rel=1e-9), "bars: median of the pooled samples"
-        expected = [(q[0.05][label][a], q[0.95][label][a]) for a in heights]
-        assert bar_whiskers(ax, label) == pytest.approx(expected, rel=1e-9), "whiskers: p5-p95"
+        expected = [v for a in heights for v in (q[0.05][label][a], q[0.95][label][a])]
+        ends = [v for pair in bar_whiskers(ax, label) for v in pair]  # approx compares numbers, not pairs
+        assert ends == pytest.approx(expected, rel=1e-9), "whiskers: p5-p95"
     assert legend_labels(ax) == ["dram", "pmem"]
     assert "whiskers p5-p95 of 40 k samples" in legend_title(ax)
     markers = {(round(line.get_xdata()[0], 6), float(line.get_ydata()[0])) for line in ax.get_lines()
@@ -381,12 +414,8 @@ def test_tail_latency(experiments):
 
 def summary_ci(experiments, name: str) -> pd.DataFrame:
     """The sweeps' own summary CSVs (written when the fixtures were recorded), with the label."""
-    frames = []
-    for path in experiments[name]:
-        frame = pd.read_csv(path.with_name(path.stem + ".summary.csv"))
-        frame["label"] = path.stem.split("@", 1)[1]
-        frames.append(frame)
-    return pd.concat(frames, ignore_index=True)
+    frames = [pd.read_csv(path.with_name(path.stem + ".summary.csv")) for path in experiments[name]]
+    return pd.concat(frames, ignore_index=True).assign(label=lambda df: df["target_label"])
 
 
 def test_bw_threads(experiments):
@@ -402,7 +431,7 @@ def test_bw_threads(experiments):
         label = ax.get_title().split(" · ")[0]
         assert ax.get_xlabel() == "Threads" and ax.get_ylabel() == BW and ax.get_ylim()[0] == 0
         assert legend_labels(ax) == ["Read (load)", "Write (ntstore)", "Write (clwb)"]
-        assert legend_title(ax) == "error bars: 95 % CI over 2 repeats"
+        assert legend_title(ax).endswith("error bars: 95 % CI over 2 repeats")  # after the loop-bound note, if any
         sub = df[df["label"] == label]
         for name, op in OPS.items():
             if op in set(sub["op"]):
@@ -473,9 +502,9 @@ def probe_curve(df: pd.DataFrame, hist: pd.DataFrame) -> pd.DataFrame:
 def test_probe_histogram_is_the_probe_thread():
     """Under loaded latency the aggregate row's latency statistics are the probe thread's (the
     rule the figures rely on to take the probe's samples from the aggregate histogram)."""
-    d = pd.read_csv(RECORDED / "loaded-latency@pmem.csv", dtype={"thread": str})
+    d = pd.read_csv(RECORDED / "loaded-latency.csv", dtype={"thread": str})
     d = d[d["status"] == "ok"]
-    both = d[d["thread"] == "all"].merge(d[d["thread_role"] == "probe"], on=["point_key", "repeat"])
+    both = d[d["thread"] == "all"].merge(d[d["thread_role"] == "probe"], on=["target_label", "point_key", "repeat"])
     assert len(both) and (both["lat_ns_p50_x"] == both["lat_ns_p50_y"]).all()
     assert (both["lat_n_x"] == both["lat_n_y"]).all()
 
@@ -488,16 +517,22 @@ def test_emulation(experiments):
     rows = csv_rows(experiments, "emulation")
     hist = hist_rows(experiments, "emulation")
     ran = set(rows.loc[rows["status"] == "ok", "label"])
-    assert set(legend_labels(ax)) == ran and {"pmem", "dram", "emulated"} <= ran  # the memmap namespace ran
+    # every target ran: the memmap namespace, and DRAM on the guest's CPU-less node (dram-remote
+    # and dram-cpuless both name node 1, the only other node)
+    assert ran == {"pmem", "dram", "dram-remote", "emulated", "dram-cpuless"} and not results.not_run
+    threads = rows[(rows["thread"] != "all") & (rows["status"] == "ok")]
+    nodes = threads.groupby("label")[["thread_node", "target_node"]].agg(lambda s: sorted(set(s.astype(int))))
+    shown = {label: label if t == m else f"{label} (threads on node {'/'.join(map(str, t))}, target on node "
+                                         f"{'/'.join(map(str, m))})" for label, (t, m) in nodes.iterrows()}
+    assert shown["dram-remote"] == "dram-remote (threads on node 0, target on node 1)" and shown["dram"] == "dram"
+    assert set(legend_labels(ax)) == set(shown.values())
     for label in ran:
         expected = probe_curve(rows[rows["label"] == label], hist)
-        x, y = curves(ax)[label]
+        x, y = curves(ax)[shown[label]]
         assert list(x) == pytest.approx(list(expected["bw"]), rel=1e-9), "x: achieved bandwidth per delay"
         assert list(y) == pytest.approx(list(expected["lat"]), rel=1e-9), "y: the probe's median"
-    for entry in results.not_run:  # loads insmod refused (no second node in the guest) are named
-        assert f"not run: {entry.split(':')[0]}" in caption_of(fig)
-    assert "not run: dram-remote" in caption_of(fig)
-    assert notice_of(fig) == ("EMULATED: run under a hypervisor (unidentified); emulated: memmap= DRAM; "
+    assert "not run:" not in caption_of(fig)
+    assert notice_of(fig) == ("EMULATED: run under a hypervisor (qemu); emulated: memmap= DRAM; "
                               "pmem: virtual NVDIMM - not pmem performance")
     assert_caption(fig, results, experiments["emulation"])
 
@@ -637,19 +672,28 @@ def test_imc_contention(experiments):
 
 
 def test_numa_mix_records_missing_remote_node(experiments):
+    """Two targets: pmem (node 0, with the CPUs: its remote points skipped, no other node has CPUs)
+    and DRAM on the guest's CPU-less node 1, whose every run is remote (threads on node 0): its
+    default-CPU and 'remote' runs land on the same CPUs and make one curve per thread count."""
     results, fig = figure_of(experiments, "numa-mix")
     (ax,) = data_axes(fig)
     assert ax.get_xlabel() == "Loads within each thread (%)" and ax.get_ylabel() == BW and ax.get_ylim()[0] == 0
-    assert set(legend_labels(ax)) == {"1 thread, local", "2 threads, local"}
+    assert set(legend_labels(ax)) == {"pmem: 1 thread, local", "pmem: 2 threads, local",
+                                      "dram-cpuless: 1 thread, remote", "dram-cpuless: 2 threads, remote"}
     df = agg(csv_rows(experiments, "numa-mix"))
     df["share"] = [100 if op == "load" else pct for op, pct in zip(df["op"], df["read_pct"])]
-    for threads, label in ((1, "1 thread, local"), (2, "2 threads, local")):
-        expected = mean_by(df[(df["threads"] == threads) & df["cpus"].isna()], "share", "bw_gbps")
+    pmem, cpuless = df[df["label"] == "pmem"], df[df["label"] == "dram-cpuless"]
+    assert pmem["cpus"].isna().all() and set(cpuless["cpus"].fillna("")) == {"", "remote"}
+    for threads, name in ((1, "1 thread"), (2, "2 threads")):
+        expected = mean_by(pmem[pmem["threads"] == threads], "share", "bw_gbps")
         assert list(expected.index) == [0, 25, 75, 100]  # pure loads at 100 %, pure ntstores at 0 %
-        assert_curve(ax, label, expected)
+        assert_curve(ax, f"pmem: {name}, local", expected)
+        assert_curve(ax, f"dram-cpuless: {name}, remote", mean_by(cpuless[cpuless["threads"] == threads], "share",
+                                                                   "bw_gbps"))
     assert [float(t) for t in ax.get_xticks()] == [0, 25, 75, 100], "ticks at the swept shares only"
     skipped = results.rows[results.rows["status"] == "skipped"]
-    assert not skipped.empty and skipped["error"].str.contains("no NUMA node other than the target").all()
+    assert set(skipped["target_label"]) == {"pmem"} and set(skipped["cpus"]) == {"remote"}
+    assert skipped["error"].str.contains("no NUMA node other than the target").all()
     assert any("skipped" in t.get_text() for t in ax.texts)
     assert_caption(fig, results, experiments["numa-mix"])
 
@@ -658,7 +702,7 @@ def test_numa_mix_keeps_named_cpus_apart_from_local_runs(experiments):
     """On a one-node machine with enough CPUs, the runs on the 'remote' CPUs measure local memory:
     they must neither be called remote nor average into the curves of the default (local) CPUs."""
     results = load_results(experiments["numa-mix"])
-    rows = results.rows
+    rows = results.rows[results.rows["target_label"] == "pmem"]  # the target with local CPUs
     local = rows["cpus"].isna()
     twin = rows[local].copy()  # the local runs, as if run on the CPUs meant for the other node
     twin["cpus"] = twin["threads"].map({1: "24", 2: "24-25"})
@@ -669,7 +713,8 @@ def test_numa_mix_keeps_named_cpus_apart_from_local_runs(experiments):
     assert set(legend_labels(ax)) == {"1 thread, local", "2 threads, local", "1 thread, local (CPUs 24)",
                                       "2 threads, local (CPUs 24-25)"}
     df = agg(csv_rows(experiments, "numa-mix"))
-    df["share"] = [100 if op == "load" else pct for op, pct in zip(df["op"], df["read_pct"])]
+    df = df[df["label"] == "pmem"].assign(share=lambda d: [100 if op == "load" else pct
+                                                           for op, pct in zip(d["op"], d["read_pct"])])
     assert_curve(ax, "1 thread, local", mean_by(df[(df["threads"] == 1) & df["cpus"].isna()], "share", "bw_gbps"))
 
 
@@ -678,7 +723,7 @@ def test_numa_mix_tells_module_loads_apart(experiments):
     average into one another."""
     results = load_results(experiments["numa-mix"])
     rows = results.rows
-    local = rows[rows["cpus"].isna()]
+    local = rows[rows["cpus"].isna() & (rows["target_label"] == "pmem")]
     other = local.copy()
     other["target_label"] = "dram-cpuless"
     other["bw_gbps"] = other["bw_gbps"] * 3
@@ -689,7 +734,7 @@ def test_numa_mix_tells_module_loads_apart(experiments):
                                       "dram-cpuless: 1 thread, local", "dram-cpuless: 2 threads, local"}
     df = agg(csv_rows(experiments, "numa-mix"))
     df["share"] = [100 if op == "load" else pct for op, pct in zip(df["op"], df["read_pct"])]
-    one = mean_by(df[(df["threads"] == 1) & df["cpus"].isna()], "share", "bw_gbps")
+    one = mean_by(df[(df["threads"] == 1) & df["cpus"].isna() & (df["label"] == "pmem")], "share", "bw_gbps")
     assert_curve(ax, "pmem: 1 thread, local", one)
     assert_curve(ax, "dram-cpuless: 1 thread, local", one * 3)
 
@@ -700,7 +745,7 @@ def test_mixed_threads(experiments):
     assert left.get_xlabel() == "Threads" and right.get_xlabel().startswith("Reader threads k")
     assert sorted(legend_labels(left)) == ["1r:1w rand", "1r:1w seq"]  # 3-thread ratios skipped on 2 CPUs
     notes = " ".join(t.get_text() for t in left.texts)
-    assert "not run: 2r:1w (threads: more threads than the 2 online CPUs)" in notes and "not run: 2r:1nt" in notes
+    assert "not run: 2r:1w (threads: 3 exceeds the 2 online CPUs)" in notes and "not run: 2r:1nt" in notes
     assert sorted(legend_labels(right)) == ["NT rand", "NT seq", "W rand", "W seq"]
     df = agg(csv_rows(experiments, "mixed-threads"))
     for pattern in ("seq", "rand"):
@@ -717,7 +762,7 @@ def test_mixed_threads(experiments):
     assert [float(t) for t in left.get_xticks()] == [2.0] and left.get_xlim() == (1.0, 3.0)  # no 1.9 .. 2.1 ticks
     assert left.get_ylim()[0] == 0 and right.get_ylim()[0] == 0
     assert "skipped: 4 points" in caption_of(fig)
-    assert "missing curves of REPORT fig 12: 2r:1nt (threads: more threads than the 2 online CPUs)" in caption_of(fig)
+    assert "missing curves of REPORT fig 12: 2r:1nt (threads: 3 exceeds the 2 online CPUs)" in caption_of(fig)
     assert_caption(fig, results, experiments["mixed-threads"])
 
 
@@ -749,9 +794,9 @@ def test_page_size(experiments):
 # commands
 # --------------------------------------------------------------------------
 def test_plot_all_renders_every_experiment(results_dir, tmp_path, capsys):
-    """Every experiment in PNG and SVG; and a gallery shows one clean revision: plot-all names the
-    revisions the results come from and the modified trees among them (the recorded fixtures span
-    several); results of one clean revision: quiet."""
+    """Every experiment in PNG and SVG; and a gallery shows one clean revision: the recorded
+    fixtures are one (plot-all is quiet about it); results of several revisions or of a modified
+    tree are named on stderr."""
     from pmemlab.plots.render import gallery_problem
 
     assert cli.main(["plot-all", str(results_dir), "-o", str(tmp_path / "plots")]) == 0
@@ -760,11 +805,17 @@ def test_plot_all_renders_every_experiment(results_dir, tmp_path, capsys):
             path = tmp_path / "plots" / f"{name}.{ext}"
             assert path.exists() and path.stat().st_size > 1000, path
     out, err = capsys.readouterr()
-    assert "bw-threads (2 CSV)" in out
-    revisions = {str(v) for path in results_dir.glob("*.csv") if not path.name.endswith((".summary.csv", ".hist.csv"))
-                 for v in pd.read_csv(path, usecols=["toolkit_version"], dtype=str)["toolkit_version"].dropna()}
-    assert len(revisions) > 1 and f"not gallery-ready: the results come from {len(revisions)} revisions" in err
-    assert sum(r.endswith("-dirty") for r in revisions) > 1 and "are modified trees" in err
+    assert "bw-threads (1 CSV)" in out
+    assert "not gallery-ready" not in err, "the fixtures come from one clean revision"
+    mixed = tmp_path / "mixed"
+    mixed.mkdir()
+    for name, revision in (("bw-threads", "abc1234"), ("xpbuffer", "def5678-dirty")):
+        frame = pd.read_csv(results_dir / f"{name}.csv", dtype=str)
+        frame.assign(toolkit_version=revision).to_csv(mixed / f"{name}.csv", index=False)
+    assert cli.main(["plot-all", str(mixed), "-o", str(tmp_path / "mixed-plots")]) == 0
+    err = capsys.readouterr().err
+    assert "not gallery-ready: the results come from 2 revisions (abc1234: bw-threads; def5678-dirty: xpbuffer)" in err
+    assert "def5678-dirty is a modified tree" in err
     assert gallery_problem({"abc1234": {"bw-size", "idle-latency"}}) == ""
     assert "v0.1.0-dirty is a modified tree" in gallery_problem({"v0.1.0-dirty": {"x"}})
 

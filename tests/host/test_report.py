@@ -29,7 +29,7 @@ def report(tmp_path_factory) -> tuple[Path, Path, Path]:
     """The report of the recorded fixtures: (results dir, report.html, report.md)."""
     results = tmp_path_factory.mktemp("results")
     for path in RECORDED.iterdir():
-        if path.suffix in (".csv", ".json") or path.name == "SKIPPED":
+        if path.suffix in (".csv", ".json"):
             shutil.copy(path, results / path.name)
     out = tmp_path_factory.mktemp("report")
     assert cli.main(["report", str(results), "-o", str(out)]) == 0
@@ -171,7 +171,7 @@ def test_markdown_twin_links_existing_figures(report):
 def synthetic_results(tmp_path: Path, bw: dict[int, list[float]], steal: float | None = None,
                       conditions: tuple[str, str] = ("none", "no")) -> Path:
     """A sweep 'custom' of one op at the thread counts of `bw`, one run per value (repeats)."""
-    base = pd.read_csv(RECORDED / "bw-threads@pmem.csv", dtype={"thread": str})
+    base = pd.read_csv(RECORDED / "bw-threads.csv", dtype={"thread": str})
     template = base[(base["thread"] == "all") & (base["status"] == "ok")].iloc[0]
     rows = []
     for threads, values in bw.items():

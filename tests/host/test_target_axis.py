@@ -16,6 +16,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "fixtures"))
 from fake_pmemlab import FakeModuleCommands, make_fake  # noqa: E402
+from recorded_targets import RECORDED  # noqa: E402
 
 import pmemlab.cli as cli  # noqa: E402
 import pmemlab.machine as machine  # noqa: E402
@@ -217,6 +218,30 @@ def test_one_csv_with_every_target(bed, capsys):
     assert set(summary["target_label"]) == {"pmem", "dram"} and len(summary) == 8
 
 
+def test_default_targets_only_for_a_config_that_declares_none(bed, tmp_path, capsys):
+    """--default-targets (what scripts/run-configs gives where it loads the module itself): the
+    targets of a config without [sweep.targets]; a config that declares targets keeps its own, and
+    --targets wins over both."""
+    fake, commands, cfg, out = bed
+    plain = tmp_path / "plain.toml"
+    plain.write_text(CONFIG.replace('name = "cmp"', 'name = "plain"').split("[sweep.targets]")[0]
+                     + "[base]" + CONFIG.split("[base]")[1])
+    outdir = tmp_path / "many"
+    assert cli.main(["sweep", str(cfg), str(plain), "--out-dir", str(outdir), "--no-progress", "--pmem", "/dev/pmem0",
+                     "--default-targets", "pmem"]) == 0
+    labels = {name: set(pd.read_csv(outdir / f"{name}.csv", dtype=str)["target_label"])
+              for name in ("cmp", "plain")}
+    assert labels == {"cmp": {"pmem", "dram", "emulated"}, "plain": {"pmem"}}
+    assert "insmod target=/dev/pmem0" in commands.calls, "the module was loaded on the namespace"
+    assert cli.main(["sweep", str(plain), "-o", str(tmp_path / "both.csv"), "--no-progress", "--pmem", "/dev/pmem0",
+                     "--default-targets", "pmem", "--targets", "dram"]) == 0
+    assert set(pd.read_csv(tmp_path / "both.csv", dtype=str)["target_label"]) == {"dram"}
+    capsys.readouterr()
+    assert cli.main(["sweep", str(plain), "--no-progress", "--dry-run", "--default-targets", "pmem,dram",
+                     "--pmem", "/dev/pmem0"]) == 0
+    assert "target pmem: load target=/dev/pmem0" in capsys.readouterr().out
+
+
 def test_resume_per_target(bed, capsys):
     fake, commands, cfg, out = bed
     fake.interrupt_at_run = 11  # during dram's third run
@@ -332,15 +357,13 @@ def test_figures_read_the_target_label_column(bed):
     assert res.hist is None or "target_label" in res.hist
 
 
-RECORDED = Path(__file__).resolve().parent / "fixtures" / "recorded"
-
-
 def one_csv_of_two_targets(name: str, tmp_path: Path) -> Path:
-    """The recorded NAME@pmem.csv (and its histograms) as a one-CSV result of two targets: pmem and
-    a copy labelled dram, point keys made per target as a sweep over targets makes them."""
+    """The recorded NAME.csv of one target, pmem (and its histograms), as the result of two: pmem
+    and a copy labelled dram, point keys made per target as a sweep over targets makes them."""
     out = tmp_path / f"{name}.csv"
     for suffix in (".csv", ".hist.csv"):
-        base = pd.read_csv(RECORDED / f"{name}@pmem{suffix}", dtype=str)
+        base = pd.read_csv(RECORDED / f"{name}{suffix}", dtype=str)
+        assert set(base["target_label"]) == {"pmem"}
         parts = [base.assign(target_label=label, point_key=base["point_key"] + ("" if label == "pmem" else "-d"))
                  for label in ("pmem", "dram")]
         pd.concat(parts).to_csv(out.with_name(name + suffix), index=False)
@@ -353,7 +376,7 @@ def test_single_target_recipes_draw_a_row_per_target(name, tmp_path):
     the same panels the target alone gives."""
     from pmemlab.plots.recipes import RECIPES
 
-    alone = RECIPES[name](load_results([RECORDED / f"{name}@pmem.csv"]))
+    alone = RECIPES[name](load_results([RECORDED / f"{name}.csv"]))
     both = RECIPES[name](load_results([one_csv_of_two_targets(name, tmp_path)]))
     axes_alone = [ax for ax in alone.axes if ax.get_label() != "<colorbar>"]
     axes_both = [ax for ax in both.axes if ax.get_label() != "<colorbar>"]

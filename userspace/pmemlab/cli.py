@@ -134,6 +134,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="apply the config's [scale.NAME] overlay, e.g. quick (default: $PMEMLAB_SCALE or full)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar (or lines, on a non-terminal)")
     add_target_options(p)
+    p.add_argument("--default-targets", metavar="LIST",
+                   help="the targets of a config that declares none ([sweep.targets]) when --targets is not "
+                        "given, as --targets takes them (e.g. pmem; default: the backend as it is loaded)")
     add_json(p, "the points (--dry-run) or how the sweep went (a list for several configs)")
 
     p = _command_parser(sub, "targets", "the targets a config compares: one 'LABEL LOAD-PARAMETERS' line each",

@@ -39,11 +39,15 @@ def add_target_options(p: argparse.ArgumentParser,
 
 
 def chosen_loads(args: argparse.Namespace, cfg: SweepConfig | None) -> list[TargetLoad] | None:
-    """The target axis the options and the config ask for; None: the backend as it is."""
-    if getattr(args, "targets", None) is None and not (cfg and cfg.targets):
-        return None
+    """The target axis the options and the config ask for: --targets, else the config's
+    [sweep.targets], else --default-targets; None: the backend as it is."""
+    option = getattr(args, "targets", None)
+    if option is None and not (cfg and cfg.targets):
+        option = getattr(args, "default_targets", None)
+        if option is None:
+            return None
     subs = Substitutes.probe(args.pmem, args.pmem_dram)
-    return target_axis.choose_loads(cfg, args.targets, subs)
+    return target_axis.choose_loads(cfg, option, subs)
 
 
 def open_loader(args: argparse.Namespace, backend_opts: Mapping[str, str]) -> Loader:
