@@ -2,6 +2,7 @@
 the library it loads (libplcore.so: the module's parameter table and validator) built."""
 from __future__ import annotations
 
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -19,6 +20,11 @@ if _make.returncode != 0:
 
 
 def pytest_configure(config) -> None:
+    # The Ctrl-C tests interrupt the main thread as a terminal would (_thread.interrupt_main), which
+    # does nothing where SIGINT is ignored: a suite started from a background job of a
+    # non-interactive shell (CI runners, `make test &`) inherits SIG_IGN and Python keeps it.
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
     config.addinivalue_line("markers", "slow: a long run (tens of seconds or more)")
     config.addinivalue_line("markers", "soak: back-to-back runs for minutes (PMEMLAB_SOAK_MINUTES); make test runs "
                                        "a short one on the default guest kernel, make soak the long one")
