@@ -147,11 +147,11 @@ def idle_latency(results: Results) -> Figure:
         stats = latency_stats(results, df, ["access", "target_label"])
         targets = _targets(df)
         where = latency_bars(ax, stats, "access", "target_label", list(dict.fromkeys(df["access"])), targets)
-        cap_whiskers(ax, stats, where, "access", "target_label")
         for target in targets:
             refs = [r for r in notes.refs("idle-latency", target_kind(df, target), target_dimms(df, target), target)
                     if (r.series, target) in where]
             draw_references(ax, refs, at=lambda r, t=target: where[(r.series, t)])
+        cap_whiskers(ax, stats, where, "access", "target_label")
         zero_based(ax)
         add_note(ax, spread_note(stats))
         notes.add(spread_note(stats))
