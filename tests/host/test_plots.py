@@ -29,7 +29,7 @@ from pmemlab.plots.data import load_results  # noqa: E402
 from pmemlab.plots.recipes import RECIPES  # noqa: E402
 from pmemlab.plots.render import find_experiments  # noqa: E402
 from pmemlab.plots.marks import WATERMARK_GID, notice_of  # noqa: E402
-from pmemlab.plots.style import caption_of, is_reference_label, references_of  # noqa: E402
+from pmemlab.plots.style import caption_of, dropped_on_log_scale, is_reference_label, references_of  # noqa: E402
 from pmemlab.sweep.over_targets import target_points  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "fixtures"))
@@ -794,6 +794,12 @@ def test_page_size(experiments):
     assert len(labels) == 3
     df = agg(csv_rows(experiments, "page-size"))
     hist = hist_rows(experiments, "page-size")
+    # a median of 0 ns (no TSC tick under TCG) cannot sit on the log axis: the axis counts them
+    latency = df[df["mode"] == "latency"]
+    zeros = int((pooled_quantiles(hist, latency, ["label", "working_set"], (0.5,))[0.5] <= 0).sum())
+    said = f"{zeros} points at 0 (no tick between start and end): not drawn on the log scale"
+    assert zeros and dropped_on_log_scale(lat_ax) == said and not dropped_on_log_scale(bw_ax)
+    assert legend_title(lat_ax).endswith(said), "in the legend, with its other notes"
     for ax, mode in ((lat_ax, "latency"), (bw_ax, "bandwidth")):
         for label in legend_labels(ax):
             target, pages = label.split(" · ")

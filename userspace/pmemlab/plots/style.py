@@ -26,6 +26,7 @@ matplotlib.use("Agg")  # headless; must precede any pyplot import elsewhere
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 from matplotlib.axes import Axes  # noqa: E402
+from matplotlib.container import BarContainer, ErrorbarContainer  # noqa: E402
 from matplotlib.cm import ScalarMappable  # noqa: E402
 from matplotlib.colors import Normalize  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
@@ -71,10 +72,42 @@ def finish(fig: Figure, results: Results, title: str, extra: Sequence[str] = ())
     banner = notice_height(fig, notice)  # inches
     fig.suptitle(title, fontsize=10, y=1 - (0.04 + banner) / height, va="top")
     # tight_layout adds the title's height below the rect's top itself: the rect only leaves the banner
+    for ax in fig.axes:
+        say_what_log_scale_drops(ax)
     add_caption(fig, caption(results, extra), top=1 - max(banner - 0.08, 0.0) / height)
     make_room_for_legends(fig)
     draw_notice(fig, notice)
     return fig
+
+
+def dropped_on_log_scale(ax: Axes) -> str:
+    """The note say_what_log_scale_drops gave `ax` ('' when it drops nothing)."""
+    return getattr(ax, "_pmemlab_dropped", "")
+
+
+def say_what_log_scale_drops(ax: Axes) -> None:
+    """A log y axis cannot draw 0: a line or bar whose value is 0 (a median of 0 ns where the TSC
+    did not tick between an access's start and end, as under software emulation) would vanish
+    without a word. The axis says how many points it leaves out."""
+    if ax.get_yscale() != "log":
+        return
+    values: list[float] = []
+    for container in ax.containers:
+        if isinstance(container, ErrorbarContainer) and container.lines[0] is not None:
+            values.extend(np.asarray(container.lines[0].get_ydata(), float))
+        elif isinstance(container, BarContainer):
+            values.extend(patch.get_height() for patch in container.patches)
+    zeros = sum(1 for v in values if np.isfinite(v) and v <= 0)
+    if not zeros:
+        return
+    text = f"{zeros} point{'s' if zeros > 1 else ''} at 0 (no tick between start and end): not drawn on the log scale"
+    box = ax.get_legend()
+    if box is not None:  # with the legend's other notes (the data's bottom edge has no room for text)
+        title = box.get_title()
+        title.set_text("\n".join(t for t in (title.get_text(), textwrap.fill(text, 44)) if t))
+    ax._pmemlab_dropped = text  # type: ignore[attr-defined]
+    if box is None:
+        ax.text(0.99, 0.01, text, transform=ax.transAxes, ha="right", va="bottom", fontsize=5.5, color="0.35")
 
 
 def add_caption(fig: Figure, text: str, top: float) -> None:
@@ -146,8 +179,9 @@ def legend(ax: Axes, title: str | None = None, outside: bool = False) -> None:
 
 def make_room_for_legends(fig: Figure) -> None:
     """After the layout: a legend that 'best' could only place over the data (its points or the
-    lines joining them) gets room above them instead (linear axes from 0): the top rises until the
-    data clear the legend's height, and the legend moves to the upper corner with less under it."""
+    lines joining them) gets room above them instead (linear axes from 0, log axes): the top rises
+    until the data clear the legend's height, and the legend moves to the upper corner with less
+    under it."""
     for ax in fig.axes:
         box = ax.get_legend()
         if box is None or getattr(ax, "_pmemlab_legend_outside", True):
@@ -159,7 +193,8 @@ def make_room_for_legends(fig: Figure) -> None:
 
 
 def _make_room(ax: Axes, box: Any) -> str | None:
-    if ax.get_yscale() != "linear" or ax.get_ylim()[0] != 0:
+    log = ax.get_yscale() == "log"
+    if not log and (ax.get_yscale() != "linear" or ax.get_ylim()[0] != 0):
         return None
     fig = ax.figure
     if not hasattr(fig.canvas, "get_renderer"):
@@ -178,7 +213,10 @@ def _make_room(ax: Axes, box: Any) -> str | None:
         return None
     share = min(frame.height / area.height + 0.06, 0.7)
     bottom, top = ax.get_ylim()
-    ax.set_ylim(bottom, top / (1 - share))
+    if log:  # the same share of the height, in decades
+        ax.set_ylim(bottom, bottom * (top / bottom) ** (1 / (1 - share)))
+    else:
+        ax.set_ylim(bottom, top / (1 - share))
     left_side = (points[:, 0] < area.x0 + area.width / 2).sum()
     return "upper left" if left_side <= len(points) - left_side else "upper right"
 
