@@ -14,13 +14,9 @@
 
 #include "pl_core.h"
 
-static __always_inline u64 pl_rotl(u64 x, int k)
-{
-	return (x << k) | (x >> (64 - k));
-}
-
 /*
- * The MCG's step: one 64x64 and one 64x128 multiplication.  Few register
+ * The MCG's step: state * multiplier mod 2^128, a widening 64x64 multiply
+ * of the low half, a 64-bit one of the high half and an add.  Few register
  * writes per draw keep more random loads in flight (method.md, Addresses).
  */
 static __always_inline u64 pl_rng_step(struct pl_rng *r)

@@ -115,23 +115,23 @@ def wipe(dev: str) -> None:
     for line in Path("/proc/mounts").read_text().splitlines():
         if line.split()[0].startswith(dev):
             sh(f"umount {line.split()[1]}", check=False)
-    for holder in Path(f"/sys/block/{name}/holders").iterdir():
-        if holder.name.startswith("md"):
-            sh(f"mdadm --stop /dev/{holder.name}", check=False)
-        elif (holder / "bcache" / "stop").exists():
-            (holder / "bcache" / "stop").write_text("1")
-    if (Path(f"/sys/block/{name}/bcache/stop")).exists():
-        Path(f"/sys/block/{name}/bcache/stop").write_text("1")
-    deadline = time.monotonic() + 20
-    while any(Path(f"/sys/block/{name}/holders").iterdir()) and time.monotonic() < deadline:
-        time.sleep(0.2)
-    for part in sorted(Path(f"/sys/block/{name}").glob(f"{name}p*")):
-        sh(f"wipefs -a -q /dev/{part.name}", check=False)
-    # sgdisk also zeroes the backup GPT, which wipefs leaves once the protective MBR is gone
-    sh(f"sgdisk --zap-all {dev}", check=False)
-    sh(f"wipefs -a -q {dev}")
+    # udev may assemble an md array again from the superblock still on the device (mdadm
+    # --incremental on the change event of a stop or of sgdisk) until wipefs has erased it:
+    # release the holders and wipe until wipefs gets the device to itself
+    for _ in range(10):
+        wipe_holders_only(dev)
+        for part in sorted(Path(f"/sys/block/{name}").glob(f"{name}p*")):
+            sh(f"wipefs -a -q /dev/{part.name}", check=False)
+        # sgdisk also zeroes the backup GPT, which wipefs leaves once the protective MBR is gone
+        sh(f"sgdisk --zap-all {dev}", check=False)
+        res = sh(f"wipefs -a -q {dev}", check=False)
+        if res.returncode == 0:
+            break
+        sh("udevadm settle", check=False)
+    assert res.returncode == 0, f"wipefs -a {dev}: {res.stderr.strip()}"
     sh(f"blockdev --rereadpt {dev}", check=False)
     sh("udevadm settle", check=False)
+    wipe_holders_only(dev)
     assert not list(Path(f"/sys/block/{name}").glob(f"{name}p*")), "partitions left after wipefs"
     assert blkid(dev) == "none"
     with open(dev, "rb") as fh:  # what the module's probe also looks at: the last blocks
@@ -204,10 +204,13 @@ def test_overwrite_guard(ko: Path, scratch: str, sig: str, name: str, cmd: str, 
 
 
 def wipe_holders_only(dev: str) -> None:
+    """Stop what holds the device (an md array, a bcache device) and wait until nothing does."""
     name = Path(dev).name
     for holder in Path(f"/sys/block/{name}/holders").iterdir():
         if holder.name.startswith("md"):
             sh(f"mdadm --stop /dev/{holder.name}", check=False)
+        elif (holder / "bcache" / "stop").exists():
+            (holder / "bcache" / "stop").write_text("1")
     if Path(f"/sys/block/{name}/bcache/stop").exists():
         Path(f"/sys/block/{name}/bcache/stop").write_text("1")
     deadline = time.monotonic() + 20
@@ -385,7 +388,9 @@ def test_bad_range_on_a_partition_target_counts_from_the_partition(ko: Path, bad
 def test_load_with_bad_blocks_maps_past_them(ko: Path, bad_dev: str) -> None:
     size = int(Path(f"/sys/block/{Path(bad_dev).name}/size").read_text()) * 512
     sh(f"dd if=/dev/zero of={bad_dev} bs=1M count=4 seek=2 oflag=direct status=none")
-    add_bad(bad_dev, 2048, 8)
+    # at 1.5 MiB: not where the signature probe reads (the first 64 KiB, LUKS2's secondary
+    # headers at 16 KiB .. 4 MiB powers of two, the end), so the signature stays readable
+    add_bad(bad_dev, 3072, 8)
     with Loaded(ko, f"target={bad_dev}", "allow_overwrite=1") as mod:
         assert int(mod.read("target_size")) == size
         assert mod.read("fs_signature") == "none"
@@ -407,7 +412,7 @@ def test_load_with_bad_blocks_maps_past_them(ko: Path, bad_dev: str) -> None:
         exc = write_refused(mod, window_offset=8 * MiB, working_set=MiB)
         assert exc is not None and "unreadable" in exc.reason
         read_runs(mod, window_offset=8 * MiB, working_set=MiB)
-    report("bad ranges present at insmod (sectors 2048+8, then 0+1): loads, maps past them (a write at "
+    report("bad ranges present at insmod (sectors 3072+8, then 0+1): loads, maps past them (a write at "
            "3 MiB reads back through the block device), refuses runs over them; a bad sector 0 makes "
            "fs_signature unreadable and refuses writes")
 

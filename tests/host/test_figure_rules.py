@@ -14,6 +14,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from matplotlib.path import Path as MplPath
+
 from pmemlab.plots.data import load_results
 from pmemlab.plots.marks import MARK_GID, WATERMARK_GID, emulation_notice, notice_of
 from pmemlab.plots.recipes import RECIPES
@@ -61,8 +63,58 @@ def test_axes_follow_the_rules(experiments, name):
     assert_legends_clear_of_data(fig, name)
 
 
+@pytest.mark.parametrize("name", list(RECIPES))
+def test_axis_labels_stay_clear_of_the_title_and_the_mark(experiments, name):
+    """No axis label runs into the figure's title or the EMULATED banner, nor out of the figure; a
+    y label stays beside its axis (at most a sixth of the axis' height beyond either end: longer,
+    it reads as part of the title band or the caption)."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    fig = RECIPES[name](load_results(experiments[name]))
+    canvas = FigureCanvasAgg(fig)
+    canvas.draw()
+    renderer = canvas.get_renderer()
+    frame = [t.get_window_extent(renderer) for t in fig.texts if t.get_gid() == MARK_GID]
+    if fig._suptitle is not None:
+        frame.append(fig._suptitle.get_window_extent(renderer))
+    assert frame, "the fixtures come from a TCG guest: a title and the mark"
+    for ax in data_axes(fig):
+        for label in (ax.xaxis.label, ax.yaxis.label):
+            if not label.get_text():
+                continue
+            box = label.get_window_extent(renderer)
+            assert fig.bbox.x0 <= box.x0 and box.x1 <= fig.bbox.x1 and fig.bbox.y0 <= box.y0 and box.y1 <= fig.bbox.y1, \
+                (name, label.get_text())
+            assert not any(box.overlaps(other) for other in frame), (name, label.get_text())
+        area, box = ax.get_window_extent(renderer), ax.yaxis.label.get_window_extent(renderer)
+        assert area.y0 - area.height / 6 <= box.y0 and box.y1 <= area.y1 + area.height / 6, (name, ax.get_ylabel())
+
+
+@pytest.mark.parametrize("name", list(RECIPES))
+def test_a_series_keeps_its_colour_in_every_panel(experiments, name):
+    """A series named alike in several panels of a figure (an op on each target) has one colour,
+    whatever else a panel draws (hollow loop-bound markers, references)."""
+    from matplotlib.colors import to_hex
+
+    fig = RECIPES[name](load_results(experiments[name]))
+    colours: dict[str, set[str]] = {}
+    for ax in data_axes(fig):
+        for line in ax.get_lines():
+            label = line.get_label()
+            if not label.startswith("_") and line.get_gid() is None:
+                colours.setdefault(label, set()).add(to_hex(line.get_color()))
+        for container in ax.containers:
+            label = container.get_label()
+            artist = container.lines[0] if hasattr(container, "lines") else container.patches[0]
+            if label and not label.startswith("_") and artist is not None:
+                colour = artist.get_color() if hasattr(container, "lines") else artist.get_facecolor()
+                colours.setdefault(label, set()).add(to_hex(colour))
+    assert {label: c for label, c in colours.items() if len(c) > 1} == {}
+
+
 def assert_legends_clear_of_data(fig, name: str) -> None:
-    """On a linear axis from 0, no data point lies under the legend (as drawn)."""
+    """On a linear axis from 0 or a log axis, no data point and no line between points lies under the
+    legend (as drawn; matplotlib's own path-box intersection)."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
 
     canvas = FigureCanvasAgg(fig)
@@ -70,16 +122,21 @@ def assert_legends_clear_of_data(fig, name: str) -> None:
     renderer = canvas.get_renderer()
     for ax in data_axes(fig):
         legend = ax.get_legend()
-        if legend is None or ax.get_yscale() != "linear" or ax.get_ylim()[0] != 0:
+        if legend is None or (ax.get_yscale() == "linear" and ax.get_ylim()[0] != 0):
             continue
         box = legend.get_window_extent(renderer)
-        for line in ax.get_lines():
-            if line.get_gid() == "pmemlab-reference" or not len(line.get_xdata()):
+        for line in ax.get_lines():  # the data (axvline / axhline marks span the axis on purpose)
+            if (line.get_gid() == "pmemlab-reference" or not len(line.get_xdata())
+                    or line.get_transform() is not ax.transData):
                 continue
             xy = line.get_transform().transform(np.column_stack([np.asarray(line.get_xdata(), float),
                                                                  np.asarray(line.get_ydata(), float)]))
             inside = [(x, y) for x, y in xy if box.x0 <= x <= box.x1 and box.y0 <= y <= box.y1]
             assert not inside, f"{name}: {ax.get_title()!r}: the legend covers data points"
+            if line.get_linestyle() not in ("None", "none", "", " ") and len(xy) > 1:
+                path = MplPath(xy[np.isfinite(xy).all(axis=1)])
+                assert not path.intersects_bbox(box, filled=False), \
+                    f"{name}: {ax.get_title()!r}: the legend covers a line of {line.get_label()!r}"
 
 
 # --------------------------------------------------------------------------

@@ -29,7 +29,7 @@ from pmemlab.plots.data import load_results  # noqa: E402
 from pmemlab.plots.recipes import RECIPES  # noqa: E402
 from pmemlab.plots.render import find_experiments  # noqa: E402
 from pmemlab.plots.marks import WATERMARK_GID, notice_of  # noqa: E402
-from pmemlab.plots.style import caption_of, is_reference_label, references_of  # noqa: E402
+from pmemlab.plots.style import caption_of, dropped_on_log_scale, is_reference_label, references_of  # noqa: E402
 from pmemlab.sweep.over_targets import target_points  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "fixtures"))
@@ -343,6 +343,24 @@ def test_idle_latency(experiments):
                        (round(x_dram["Write (clwb)"], 6), 86.0)}
     assert "REPORT summary of §3" in caption_of(fig)
     assert_caption(fig, results, experiments["idle-latency"])
+
+
+def test_idle_latency_whisker_off_the_axis_is_labelled_at_its_top(experiments):
+    """pmem's random reads given a tail 20x slower (every sample above 150 ns): their p95 leaves
+    the axis, which stops at 1.12x the largest value in view, here the REPORT's 305 ns (the papers'
+    values stay in view), and the whisker is labelled with its p95 at the axis top."""
+    results = load_results(experiments["idle-latency"])
+    rows = results.rows
+    keys = set(rows.loc[(rows["pattern"] == "rand") & (rows["target_label"] == "pmem"), "point_key"])
+    slow = results.hist["point_key"].isin(keys) & (results.hist["lo_ns"] > 150)
+    results.hist.loc[slow, ["lo_ns", "hi_ns"]] *= 20
+    rows.loc[rows["point_key"].isin(keys), "lat_ns_max"] *= 20
+    (ax,) = data_axes(RECIPES["idle-latency"](results))
+    top = ax.get_ylim()[1]
+    assert top == pytest.approx(1.12 * max(ref_values(ax)))
+    (cap,) = [t for t in ax.texts if t.get_gid() == "pmemlab-whisker-cap"]
+    assert cap.xy == pytest.approx((bar_x(ax, "pmem")["Read (rand)"], top))
+    assert float(cap.get_text().split("\n")[1].replace(",", "")) > 20 * 150
 
 
 SHORT = {"load": "L", "ntload": "LN", "store+clflush": "SF", "ntstore": "SN", "store+clflushopt": "SO", "store+clwb": "SW"}
@@ -776,6 +794,12 @@ def test_page_size(experiments):
     assert len(labels) == 3
     df = agg(csv_rows(experiments, "page-size"))
     hist = hist_rows(experiments, "page-size")
+    # a median of 0 ns (no TSC tick under TCG) cannot sit on the log axis: the axis counts them
+    latency = df[df["mode"] == "latency"]
+    zeros = int((pooled_quantiles(hist, latency, ["label", "working_set"], (0.5,))[0.5] <= 0).sum())
+    said = f"{zeros} points at 0 (no tick between start and end): not drawn on the log scale"
+    assert zeros and dropped_on_log_scale(lat_ax) == said and not dropped_on_log_scale(bw_ax)
+    assert legend_title(lat_ax).endswith(said), "in the legend, with its other notes"
     for ax, mode in ((lat_ax, "latency"), (bw_ax, "bandwidth")):
         for label in legend_labels(ax):
             target, pages = label.split(" · ")

@@ -147,11 +147,11 @@ def idle_latency(results: Results) -> Figure:
         stats = latency_stats(results, df, ["access", "target_label"])
         targets = _targets(df)
         where = latency_bars(ax, stats, "access", "target_label", list(dict.fromkeys(df["access"])), targets)
-        cap_whiskers(ax, stats, where, "access", "target_label")
         for target in targets:
             refs = [r for r in notes.refs("idle-latency", target_kind(df, target), target_dimms(df, target), target)
                     if (r.series, target) in where]
             draw_references(ax, refs, at=lambda r, t=target: where[(r.series, t)])
+        cap_whiskers(ax, stats, where, "access", "target_label")
         zero_based(ax)
         add_note(ax, spread_note(stats))
         notes.add(spread_note(stats))
@@ -486,7 +486,7 @@ def emulation(results: Results) -> Figure:
     adds the measured nodes where threads and target sit on different nodes)."""
     df = results.ok()
     notes = Notes()
-    fig, (ax,) = new_figure(1, width_per_panel=6.0)
+    fig, (ax,) = new_figure(1, width_per_panel=9.0, height=4.2)  # the legend goes beside the panel
     if df.empty:
         note(ax, NO_DATA)
         ax.set_xlabel(BW_LABEL)
@@ -496,7 +496,7 @@ def emulation(results: Results) -> Figure:
         stats = _latency_vs_bandwidth(ax, results, df, "target_label", label_of=lambda t: f"{t}{where.get(str(t), '')}")
         ax.set_title(_delay_range(df), fontsize=9)
         notes.add("probe latency: " + spread_note(stats))
-    legend(ax, "target")
+    legend(ax, "target", outside=True)  # five targets with their nodes: no free corner on one panel
     return _finish(fig, results, "Write latency vs bandwidth: pmem, DRAM and emulation", notes)
 
 
@@ -568,7 +568,7 @@ def xpbuffer(results: Results) -> Figure:
         has_ewr = "ewr" in df and pd.to_numeric(df["ewr"], errors="coerce").notna().any()
         y = "ewr" if has_ewr else "bw_gbps"
         series(ax, df, "xplines", y, "op", label_of=op_label)
-        ax.set_ylabel("Effective write ratio" if has_ewr else f"{BW_LABEL} (EWR proxy: no media counters)")
+        ax.set_ylabel("Effective write ratio" if has_ewr else f"{BW_LABEL}\n(EWR proxy: no media counters)")
     ax.set_xscale("log", base=2)
     if not df.empty:
         data_ticks(ax, df["xplines"], lambda v: f"{v:g}")

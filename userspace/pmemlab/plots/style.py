@@ -26,6 +26,7 @@ matplotlib.use("Agg")  # headless; must precede any pyplot import elsewhere
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 from matplotlib.axes import Axes  # noqa: E402
+from matplotlib.container import BarContainer, ErrorbarContainer  # noqa: E402
 from matplotlib.cm import ScalarMappable  # noqa: E402
 from matplotlib.colors import Normalize  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
@@ -71,10 +72,42 @@ def finish(fig: Figure, results: Results, title: str, extra: Sequence[str] = ())
     banner = notice_height(fig, notice)  # inches
     fig.suptitle(title, fontsize=10, y=1 - (0.04 + banner) / height, va="top")
     # tight_layout adds the title's height below the rect's top itself: the rect only leaves the banner
+    for ax in fig.axes:
+        say_what_log_scale_drops(ax)
     add_caption(fig, caption(results, extra), top=1 - max(banner - 0.08, 0.0) / height)
     make_room_for_legends(fig)
     draw_notice(fig, notice)
     return fig
+
+
+def dropped_on_log_scale(ax: Axes) -> str:
+    """The note say_what_log_scale_drops gave `ax` ('' when it drops nothing)."""
+    return getattr(ax, "_pmemlab_dropped", "")
+
+
+def say_what_log_scale_drops(ax: Axes) -> None:
+    """A log y axis cannot draw 0: a line or bar whose value is 0 (a median of 0 ns where the TSC
+    did not tick between an access's start and end, as under software emulation) would vanish
+    without a word. The axis says how many points it leaves out."""
+    if ax.get_yscale() != "log":
+        return
+    values: list[float] = []
+    for container in ax.containers:
+        if isinstance(container, ErrorbarContainer) and container.lines[0] is not None:
+            values.extend(np.asarray(container.lines[0].get_ydata(), float))
+        elif isinstance(container, BarContainer):
+            values.extend(patch.get_height() for patch in container.patches)
+    zeros = sum(1 for v in values if np.isfinite(v) and v <= 0)
+    if not zeros:
+        return
+    text = f"{zeros} point{'s' if zeros > 1 else ''} at 0 (no tick between start and end): not drawn on the log scale"
+    box = ax.get_legend()
+    if box is not None:  # with the legend's other notes (the data's bottom edge has no room for text)
+        title = box.get_title()
+        title.set_text("\n".join(t for t in (title.get_text(), textwrap.fill(text, 44)) if t))
+    ax._pmemlab_dropped = text  # type: ignore[attr-defined]
+    if box is None:
+        ax.text(0.99, 0.01, text, transform=ax.transAxes, ha="right", va="bottom", fontsize=5.5, color="0.35")
 
 
 def add_caption(fig: Figure, text: str, top: float) -> None:
@@ -145,9 +178,10 @@ def legend(ax: Axes, title: str | None = None, outside: bool = False) -> None:
 
 
 def make_room_for_legends(fig: Figure) -> None:
-    """After the layout: a legend that 'best' could only place over data points gets room above
-    them instead (linear axes from 0): the top rises until the points clear the legend's height,
-    and the legend moves to the upper corner with fewer points under it."""
+    """After the layout: a legend that 'best' could only place over the data (its points or the
+    lines joining them) gets room above them instead (linear axes from 0, log axes): the top rises
+    until the data clear the legend's height, and the legend moves to the upper corner with less
+    under it."""
     for ax in fig.axes:
         box = ax.get_legend()
         if box is None or getattr(ax, "_pmemlab_legend_outside", True):
@@ -159,7 +193,8 @@ def make_room_for_legends(fig: Figure) -> None:
 
 
 def _make_room(ax: Axes, box: Any) -> str | None:
-    if ax.get_yscale() != "linear" or ax.get_ylim()[0] != 0:
+    log = ax.get_yscale() == "log"
+    if not log and (ax.get_yscale() != "linear" or ax.get_ylim()[0] != 0):
         return None
     fig = ax.figure
     if not hasattr(fig.canvas, "get_renderer"):
@@ -169,19 +204,34 @@ def _make_room(ax: Axes, box: Any) -> str | None:
     renderer = fig.canvas.get_renderer()
     frame = box.get_window_extent(renderer)
     area = ax.get_window_extent(renderer)
-    points = np.concatenate([line.get_transform().transform(np.column_stack([
-        np.asarray(line.get_xdata(), float), np.asarray(line.get_ydata(), float)]))
-        for line in ax.get_lines() if len(line.get_xdata()) and line.get_gid() != REFERENCE_GID] or [np.empty((0, 2))])
-    points = points[np.isfinite(points).all(axis=1)]
+    points = np.concatenate([drawn_path(line) for line in ax.get_lines()  # data, not axhline/axvline marks
+                             if line.get_gid() != REFERENCE_GID and line.get_transform() is ax.transData]
+                            or [np.empty((0, 2))])
     inside = (points[:, 0] >= frame.x0) & (points[:, 0] <= frame.x1) & (points[:, 1] >= frame.y0) & \
              (points[:, 1] <= frame.y1)
     if not inside.any() or area.height <= 0:
         return None
     share = min(frame.height / area.height + 0.06, 0.7)
     bottom, top = ax.get_ylim()
-    ax.set_ylim(bottom, top / (1 - share))
+    if log:  # the same share of the height, in decades
+        ax.set_ylim(bottom, bottom * (top / bottom) ** (1 / (1 - share)))
+    else:
+        ax.set_ylim(bottom, top / (1 - share))
     left_side = (points[:, 0] < area.x0 + area.width / 2).sum()
     return "upper left" if left_side <= len(points) - left_side else "upper right"
+
+
+def drawn_path(line: Any, per_segment: int = 24) -> np.ndarray:
+    """Display coordinates of a line's data points and, where it draws a line between them, of
+    `per_segment` points along each segment (what a legend must not cover)."""
+    xy = np.column_stack([np.asarray(line.get_xdata(), float), np.asarray(line.get_ydata(), float)])
+    xy = line.get_transform().transform(xy) if len(xy) else np.empty((0, 2))
+    xy = xy[np.isfinite(xy).all(axis=1)]
+    if len(xy) < 2 or line.get_linestyle() in ("None", "none", "", " "):
+        return xy
+    t = np.linspace(0.0, 1.0, per_segment, endpoint=False)[None, :, None]
+    along = (xy[:-1, None, :] + t * (xy[1:, None, :] - xy[:-1, None, :])).reshape(-1, 2)
+    return np.concatenate([along, xy[-1:]])
 
 
 def ci_note(repeats: Iterable[int]) -> str:
@@ -249,7 +299,9 @@ def hollow(ax: Axes, xs: Iterable[Any], ys: Iterable[Any], which: Iterable[bool]
     pts = [(x, y) for x, y, b in zip(xs, ys, which) if b]
     if not pts:
         return
-    ax.plot([p[0] for p in pts], [p[1] for p in pts], linestyle="none", marker=marker, markersize=6,
+    # color= too: a plot without one takes the next colour of the cycle, and the series drawn after
+    # these markers would change colour with the number of series that have hollow points
+    ax.plot([p[0] for p in pts], [p[1] for p in pts], linestyle="none", marker=marker, markersize=6, color=color,
             markerfacecolor="white", markeredgecolor=color, markeredgewidth=1.2, gid=gid, zorder=5)
     add_note(ax, why)
 
@@ -287,15 +339,18 @@ WHISKER_ROOM = 3.0  # a linear latency axis shows up to this many times the larg
 def cap_whiskers(ax: Axes, stats: pd.DataFrame, where: dict[tuple[Any, Any], float], category: str,
                  hue: str, scope: pd.DataFrame | None = None) -> None:
     """On a linear axis, whiskers far above every median (an emulated machine's p95 can be 50x its
-    median) would flatten the bars: the axis stops at 3x the largest median and each whisker that
-    leaves it is labelled with its p95. `scope`: the statistics of every panel sharing the axis."""
+    median) would flatten the bars: the axis stops at 3x the largest median (or above the papers'
+    values already drawn, which stay in view) and each whisker that leaves it is labelled with its
+    p95. `scope`: the statistics of every panel sharing the axis. Call it after draw_references:
+    a reference drawn later would move the axis top away from the labels."""
     scope = stats if scope is None else scope
     medians = pd.to_numeric(scope["p50"], errors="coerce").dropna()
     if medians.empty or ax.get_yscale() == "log":
         return
     limit = WHISKER_ROOM * float(medians.max())
+    in_view = [v for vertical, v in reference_points(ax) if not vertical and v <= ax.get_ylim()[1]]  # not off scale
     top = max([v for v in pd.to_numeric(scope["p95"], errors="coerce").dropna() if v <= limit]
-              + [float(medians.max())]) * 1.12
+              + [float(medians.max())] + in_view) * 1.12
     p95 = pd.to_numeric(stats["p95"], errors="coerce")
     if top >= ax.get_ylim()[1]:
         return
@@ -495,12 +550,18 @@ def is_reference_label(label: str) -> bool:
     return label.startswith(PAPERS)
 
 
-def references_of(ax: Axes) -> list[float]:
-    """The values of the reference markers drawn on `ax` (for tests and the report)."""
+def reference_points(ax: Axes) -> list[tuple[bool, float]]:
+    """(vertical, value) of each reference marker drawn on `ax`: an x value for a vertical line,
+    else a y value (a horizontal line or a bar marker)."""
     out = []
     for line in ax.get_lines():
         if line.get_gid() == REFERENCE_GID:
             xs, ys = np.asarray(line.get_xdata(), float), np.asarray(line.get_ydata(), float)
             vertical = xs.size == 2 and xs[0] == xs[1] and list(ys) == [0.0, 1.0]  # axvline
-            out.append(float(xs[0] if vertical else ys[0]))
+            out.append((vertical, float(xs[0] if vertical else ys[0])))
     return out
+
+
+def references_of(ax: Axes) -> list[float]:
+    """The values of the reference markers drawn on `ax` (for tests and the report)."""
+    return [value for _, value in reference_points(ax)]
