@@ -8,6 +8,7 @@ from __future__ import annotations
 import contextlib
 import io
 import os
+import re
 import tempfile
 from pathlib import Path
 
@@ -94,10 +95,13 @@ def check_manners(code: int, err: str) -> None:
     if code != exitcodes.OK:
         assert lines and lines[-1].startswith("pmemlab: ") and "; fix: " in lines[-1], err
         # the error is its last line; before it only notices of what --set replaced, or the problems
-        # of a config one per line (`where: what`) when the last line says so
+        # of a config one per line (`where: what`) when the last line says so, or (several configs)
+        # each config's own lines when the last says how many did not end well
         listed = "one per line above" in lines[-1]
+        several = re.match(r"pmemlab: \d+ of \d+ configs did not end well \(", lines[-1])
         for ln in lines[:-1]:
-            assert ln.startswith("pmemlab: --set ") or (listed and not ln.startswith("pmemlab: ")), err
+            assert ln.startswith("pmemlab: --set ") or (listed and not ln.startswith("pmemlab: ")) \
+                or (several and ln.startswith("pmemlab: ")), err
     else:
         assert all(ln.startswith("pmemlab") for ln in lines), err
 

@@ -414,6 +414,24 @@ def test_several_configs_in_one_process(bed, tmp_path, capsys):
     assert len(fake.runs) == before and "nosuch" in capsys.readouterr().err
 
 
+def test_several_configs_end_with_their_verdict(tmp_path, monkeypatch, capsys):
+    """Several configs, some of which end in an error: each one's error and time, then, last, how
+    many did not end well (a script reading the last line learns the outcome, as for one config);
+    the exit code is the worst."""
+    monkeypatch.setenv("PMEMLAB_SYSFS", str(tmp_path / "no-module"))
+    monkeypatch.setattr(machine, "run_tool", lambda argv: machine.ToolResult(127, "", "not installed"))
+    plain = tmp_path / "plain.toml"
+    plain.write_text("[base]\nduration_ms = 1\n")
+    other = tmp_path / "other.toml"
+    other.write_text('[sweep]\nname = "other"\n[base]\nduration_ms = 1\n')
+    code = cli.main(["sweep", str(plain), str(other), "--out-dir", str(tmp_path / "out"), "--no-progress"])
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert code == exitcodes.FAILED
+    assert [ln.split(" (")[0] for ln in lines[:-1]] == ["pmemlab: module not loaded", f"pmemlab: {plain} took 0 s",
+                                                        "pmemlab: module not loaded", f"pmemlab: {other} took 0 s"]
+    assert lines[-1] == f"pmemlab: 2 of 2 configs did not end well ({plain}, {other}); fix: see each config's line above"
+
+
 # --------------------------------------------------------------------------
 # the command line's manners over targets: --json, -o checked first, resume only with its sidecar
 # --------------------------------------------------------------------------

@@ -12,7 +12,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 import pandas as pd
 
-from pmemlab import ipmctl, machine, target_axis
+from pmemlab import exitcodes, ipmctl, machine, target_axis
 from pmemlab.backend_user import TARGET_KEYS
 from pmemlab.config import SweepConfig, count_points, expand, load_config
 from pmemlab.errors import ConfigError, Interrupted, PmemlabError, user_message
@@ -96,7 +96,14 @@ def sweep_each(args: argparse.Namespace,
             print(user_message(exc), file=sys.stderr)
             outcomes.append((exc.exit_code, {"config": path, "exit_code": exc.exit_code, "error": exc.one_line()}))
         print(f"pmemlab: {path} took {time.monotonic() - started:.0f} s", file=sys.stderr)
+    bad = [str(path) for path, (code, _) in zip(paths, outcomes) if code != exitcodes.OK]
+    if bad:  # the last line is the verdict, as for one config
+        print(f"pmemlab: {MULTI_VERDICT.format(bad=len(bad), all=len(paths))} ({', '.join(bad)}); "
+              "fix: see each config's line above", file=sys.stderr)
     return outcomes
+
+
+MULTI_VERDICT = "{bad} of {all} configs did not end well"  # the last stderr line of several configs
 
 
 def online_cpus() -> int:
