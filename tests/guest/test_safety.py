@@ -115,18 +115,24 @@ def wipe(dev: str) -> None:
     for line in Path("/proc/mounts").read_text().splitlines():
         if line.split()[0].startswith(dev):
             sh(f"umount {line.split()[1]}", check=False)
-    # udev may assemble an md array again from the superblock still on the device (mdadm
-    # --incremental on the change event of a stop or of sgdisk) until wipefs has erased it:
-    # release the holders and wipe until wipefs gets the device to itself
+    # udev assembles an md array again from a superblock still on the device (mdadm
+    # --incremental on the change event that closing the device after a write sends: a 0.90
+    # superblock sits at the end, where sgdisk --zap-all does not reach): release the holders,
+    # then hold udev's event queue while wipefs erases the signatures
     for _ in range(10):
         wipe_holders_only(dev)
-        for part in sorted(Path(f"/sys/block/{name}").glob(f"{name}p*")):
-            sh(f"wipefs -a -q /dev/{part.name}", check=False)
-        # sgdisk also zeroes the backup GPT, which wipefs leaves once the protective MBR is gone
-        sh(f"sgdisk --zap-all {dev}", check=False)
-        res = sh(f"wipefs -a -q {dev}", check=False)
-        if res.returncode == 0:
-            break
+        sh("udevadm control --stop-exec-queue", check=False)
+        try:
+            for part in sorted(Path(f"/sys/block/{name}").glob(f"{name}p*")):
+                sh(f"wipefs -a -q /dev/{part.name}", check=False)
+            res = sh(f"wipefs -a -q {dev}", check=False)
+            if res.returncode == 0:
+                # sgdisk also zeroes the backup GPT, which wipefs leaves once the protective MBR
+                # is gone
+                sh(f"sgdisk --zap-all {dev}", check=False)
+                break
+        finally:
+            sh("udevadm control --start-exec-queue", check=False)
         sh("udevadm settle", check=False)
     assert res.returncode == 0, f"wipefs -a {dev}: {res.stderr.strip()}"
     sh(f"blockdev --rereadpt {dev}", check=False)
@@ -427,22 +433,32 @@ def cpu_flags() -> set[str]:
     return set()
 
 
+def tsc_marked_unstable() -> bool:
+    """The kernel's verdict, as it printed it (scripts/vm's ring buffer holds the whole session)."""
+    log = subprocess.run(["dmesg"], capture_output=True, text=True).stdout
+    return "Marking TSC unstable" in log
+
+
 def test_tsc_facts(ko: Path, tmp_path: Path) -> None:
     flags = cpu_flags()
-    unstable = any("Marking TSC unstable" in line
-                   for line in subprocess.run(["dmesg"], capture_output=True, text=True).stdout.splitlines())
     with Loaded(ko, "target=dram", "dram_size=16M"):
+        # the clocksource watchdog may mark the TSC unstable at any moment under TCG: the
+        # module's reading must lie between the log read before it and the one after it
+        unstable_before = tsc_marked_unstable()
         inv = Module().read("tsc_invariant")
         rel = Module().read("tsc_reliable")
+        unstable_after = tsc_marked_unstable()
         assert inv == str(int({"constant_tsc", "nonstop_tsc"} <= flags))
-        assert rel == str(int(not unstable))
+        assert rel in {str(int(not unstable_before)), str(int(not unstable_after))}, (rel, unstable_before,
+                                                                                     unstable_after)
         res = pmemlab("run", "op=load", "duration_ms=20", "--csv")
         assert res.returncode == 0, res.stderr
         import csv
         import io
         row = next(csv.DictReader(io.StringIO(res.stdout)))
         clocksource = Path("/sys/devices/system/clocksource/clocksource0/current_clocksource").read_text().strip()
-        assert (row["tsc_invariant"], row["tsc_reliable"], row["clocksource"]) == (inv, rel, clocksource)
+        assert (row["tsc_invariant"], row["clocksource"]) == (inv, clocksource)
+        assert row["tsc_reliable"] == ("0" if tsc_marked_unstable() else rel), row
     report(f"tsc: tsc_invariant={inv} tsc_reliable={rel} clocksource={clocksource} "
            f"(guest flags: constant_tsc={'constant_tsc' in flags}, nonstop_tsc={'nonstop_tsc' in flags})")
 
