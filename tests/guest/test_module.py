@@ -562,5 +562,8 @@ def test_warm_up_is_not_counted(module, pmem_dev: str) -> None:
         assert int(res.total["ops"]) == 2000 and int(res.total["lat_n"]) == 2000
         res = mod.run(mode="bandwidth", op="load", threads=2, count=0, duration_ms=100, warmup_ms=300,
                       segment_ms=5, working_set=MiB)
+        # timed ticks are the run's 100 ms plus at most a segment, but a vCPU the host takes
+        # away inside a segment stretches it (TCG on a busy host: 138 ms seen) and the TSC runs
+        # on: the bound only has to tell the warm-up out, which would make it 400 ms at least
         for row in res.threads:
-            assert 0 < int(row["ticks"]) <= (100 + 5) * tsc_khz, row
+            assert 0 < int(row["ticks"]) < (100 + 300) * tsc_khz, row
