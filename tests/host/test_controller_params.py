@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import errno
+
 import pytest
 
+from pmemlab import guard
 from pmemlab import params as P
+from pmemlab.config.expand import command_line_problems
 
 
 def full(**kw):
@@ -174,6 +178,22 @@ def test_write_protection_and_backend_ops():
                          allow_overwrite=False)
     assert problems(user, op="copy") == set()
     assert problems(user, op="chase") == {("op", "invalid")}  # chase: latency mode only
+
+
+def test_overwrite_verdict_reads_as_the_targets_contents_not_a_range():
+    """The validator's overwrite refusal (EPERM) names what the target carries and the way past
+    it; an op list is not what is wrong, so no "(allowed: ...)" list follows it, and the
+    controller's guard recognises it among a sweep's skip reasons."""
+    facts = P.TargetFacts(target_size=1 << 30, extra={"fs_signature": "gpt", "target_kind": "fsdax"},
+                          allow_overwrite=False)
+    (prob,) = P.check_point(P.normalize({"op": "ntstore"})[0], facts)
+    assert prob.errno == errno.EPERM and prob.key == "op"
+    assert prob.reason.startswith(guard.OVERWRITE_VERDICT) and "gpt" in prob.reason
+    assert "(allowed:" not in prob.message() and "allow_overwrite=1" in prob.message()
+    err = command_line_problems([prob])
+    assert "allow_overwrite=1" in err.fix and "change the values" not in err.fix
+    (bad,) = P.check_point(P.normalize({"op": "store+clwb"})[0], P.TargetFacts(cpu_features=frozenset()))
+    assert "(allowed:" in bad.message()
 
 
 def test_normalize_with_facts_judges_values_in_table_order():

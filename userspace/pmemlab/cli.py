@@ -237,9 +237,11 @@ def cmd_run(args: argparse.Namespace) -> int:
         raise command_line_problems(problems)
     backend.require_loaded()
     bench = Bench.probe(backend, _online_cpus())
-    point = one_point(values, raw, bench.facts, bench.discovered)  # the interleave ndctl found, unless given
     backend.check_target(args.target)
+    # before the module's verdict on the values (which refuses the same run): blkid and lsblk
+    # name more of what is on the device, mounts included
     guard.check_overwrite(bench.info or {}, guard.writes(values))
+    point = one_point(values, raw, bench.facts, bench.discovered)  # the interleave ndctl found, unless given
     sweep, recorder = Sweep.one_point(point, bench, timeout_s=args.timeout)
     report = sweep.run()
     rows = recorder.rows
@@ -308,7 +310,10 @@ def _sweep_config(args: argparse.Namespace) -> tuple[int, dict[str, Any]]:
         return exitcodes.OK, _print_dry_run(cfg, points, output, loaded, args.json)
     backend.require_loaded()
     backend.check_target(args.target or cfg.target)
-    guard.check_overwrite(bench.info or {}, any(guard.writes(p.params) for p in points if not p.skip_reason))
+    # the write points the module's verdict skipped for what the target carries count too: the
+    # sweep is refused whole, with what blkid and lsblk find named
+    guard.check_overwrite(bench.info or {}, any(guard.writes(p.params) for p in points
+                                                if not p.skip_reason or guard.OVERWRITE_VERDICT in p.skip_reason))
     skipped = [p for p in points if p.skip_reason]
     if skipped:
         reasons = sorted({p.skip_reason for p in skipped})

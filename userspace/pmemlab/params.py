@@ -98,8 +98,14 @@ class Problem:
     kind: str = "invalid"  # or "unsupported"
     errno: int = _errno.EINVAL  # what the module would answer
 
+    @property
+    def allowed_note(self) -> str:
+        """` (allowed: ...)` after the reason, unless what refuses the value is the target's
+        contents (the overwrite guard's EPERM), not the value's range."""
+        return "" if self.errno == _errno.EPERM else f" (allowed: {self.allowed})"
+
     def message(self) -> str:
-        return f"{self.key} = {self.value!r}: {self.reason} (allowed: {self.allowed})"
+        return f"{self.key} = {self.value!r}: {self.reason}{self.allowed_note}"
 
 
 @dataclass

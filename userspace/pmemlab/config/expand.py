@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import itertools
 import json
@@ -88,10 +89,10 @@ def expand(cfg: SweepConfig, facts: P.TargetFacts | None = None,
                 continue
             at = f" (at {_fmt_varied(varied)})" if varied else ""
             if table == SET_ORIGIN:
-                probs.add(None, f"{prob.key} = {show(prob.value)}: {prob.reason}{at} (allowed: {prob.allowed})",
+                probs.add(None, f"{prob.key} = {show(prob.value)}: {prob.reason}{at}{prob.allowed_note}",
                           SET_ORIGIN)
             else:
-                probs.add(line, f"{table}.{prob.key} = {show(prob.value)}: {prob.reason}{at} (allowed: {prob.allowed})")
+                probs.add(line, f"{table}.{prob.key} = {show(prob.value)}: {prob.reason}{at}{prob.allowed_note}")
         if skip:
             unsupported.append(skip)
         points.append(Point(index=len(points), params=params, varied=varied, key=point_key(params), skip_reason=skip))
@@ -122,6 +123,8 @@ def command_line_problems(problems: Sequence[P.Problem]) -> ConfigError:
     unsupported = all(p.kind == "unsupported" for p in problems)
     head = "this target cannot run" if unsupported else "invalid parameters"
     fix = "change the values; nothing was sent to the module"
+    if any(p.errno == errno.EPERM for p in problems):
+        fix = "reload the module with allow_overwrite=1 if nothing on the target is needed; nothing was sent to it"
     if len(problems) == 1:
         return ConfigError(f"{head}: {problems[0].message()}", fix)
     return ConfigError(f"{head}: {len(problems)} problems, one per line above", fix,
