@@ -44,6 +44,9 @@ help:
 deps:
 	@$(TOP)/scripts/install-deps
 
+# Every target that runs the controller needs userspace too: pmemlab judges every run with
+# libplcore.so (the module's parameter table and validator) and the guest runs the user backend.
+
 # Out-of-tree build in build/<kernel release>/ so that trees for several kernels coexist and
 # the sources stay free of build products.
 module:
@@ -73,18 +76,18 @@ check:
 
 # The soak alone, long: 30 minutes show a leak of under 1 KiB per run (see test_back_to_back_runs_soak).
 SOAK_MINUTES ?= 30
-soak: deps
+soak: deps userspace
 	@$(TOP)/scripts/vm --timeout $$(( $(SOAK_MINUTES) * 60 + 1200 )) -- env PMEMLAB_SOAK_MINUTES=$(SOAK_MINUTES) \
 		$(PYTHON) -m pytest -q -s -p no:cacheprovider -m soak tests/guest
 
-test-host: deps
+test-host: deps userspace
 	@$(PYTHON) -m pytest -q $(TOP)/tests/host
 
-test-guest: deps
+test-guest: deps userspace
 	@$(TOP)/scripts/vm -- $(PYTHON) -m pytest -q tests/guest
 
 # Builds the debug kernel once (scripts/debug-kernel), then one guest boot of it.
-test-kasan: deps
+test-kasan: deps userspace
 	@$(TOP)/scripts/debug-kernel test
 
 # Without TARGET, demo runs in the emulated-NVDIMM guest; sweep and sweep-all run where the
@@ -97,18 +100,18 @@ DEMO_TARGETS ?= pmem,dram
 WHERE = $(if $(TARGET),--target $(TARGET),$(if $(VM),--vm)) $(if $(PMEM_DRAM),--pmem-dram $(PMEM_DRAM)) \
 	$(if $(TARGETS),--targets $(TARGETS))
 
-demo: deps
+demo: deps userspace
 	@$(TOP)/scripts/run-configs $(if $(TARGET),--target $(TARGET),--vm) --targets $(DEMO_TARGETS) \
 		--scale $(DEMO_SCALE) $(DEMO_CONFIGS)
 
-sweep: deps
+sweep: deps userspace
 	@test -n "$(CONFIG)" || { echo "make: give CONFIG=configs/<name>.toml" >&2; exit 1; }
 	@$(TOP)/scripts/run-configs $(WHERE) $(if $(SCALE),--scale $(SCALE)) $(CONFIG)
 
-sweep-all: deps
+sweep-all: deps userspace
 	@$(TOP)/scripts/run-configs $(WHERE) $(if $(SCALE),--scale $(SCALE)) $(filter-out $(TOP)/configs/default.toml,$(wildcard $(TOP)/configs/*.toml))
 
-plots: deps
+plots: deps userspace
 	@$(PYTHON) -m pmemlab plot-all $(TOP)/results -o $(TOP)/plots
 
 # The user backend side by side with likwid-bench on this machine's DRAM (scripts/bench --help).
