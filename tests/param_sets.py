@@ -10,6 +10,7 @@ ones the controller also takes ("2MiB", "load, store", `true`) are no input of t
 from __future__ import annotations
 
 import errno
+import functools
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,7 +37,7 @@ DRIFTED = [
 ]
 
 
-@dataclass
+@dataclass(frozen=True)
 class Machine:
     """What the values lean on: the target's size, the online CPUs, the TSC rate."""
 
@@ -90,6 +91,7 @@ def _weighted(*choices: tuple[int, st.SearchStrategy[str]]) -> st.SearchStrategy
     return st.integers(0, len(table) - 1).flatmap(lambda i: table[i])
 
 
+@functools.cache  # built once per parameter and machine: each build judges dozens of texts through libplcore
 def value_texts(name: str, m: Machine, user_ops: bool = True) -> st.SearchStrategy[str]:
     """Text for one parameter's file: mostly a valid value, often at the edge of its range,
     sometimes junk; with user_ops, the names of the user backend's own ops too."""
@@ -120,6 +122,9 @@ def value_texts(name: str, m: Machine, user_ops: bool = True) -> st.SearchStrate
                      (2, st.sampled_from(["1-0", "0-3", "2", "0-7:2/4", "8191", "8192", "0-", "a", "3"])))
 
 
+CHANGE = 51  # of 256: a parameter is changed in one set in five
+
+
 @st.composite
 def param_sets(draw: st.DrawFn, m: Machine | None = None, user_ops: bool = True) -> dict[str, str]:
     """A run's parameters as text, in table order; most are left at their defaults. Without
@@ -128,10 +133,13 @@ def param_sets(draw: st.DrawFn, m: Machine | None = None, user_ops: bool = True)
     chosen: dict[str, str] = {}
     if draw(st.integers(0, 3)) == 0:
         chosen.update(draw(st.sampled_from(DRIFTED)))
-    for name in P.PARAM_NAMES:
-        if draw(st.integers(0, 9)) < 2:
+    # one byte per parameter, drawn at once (a draw per parameter was most of the cost of a set):
+    # below CHANGE the parameter gets a value; for threads, the next band keeps it within the CPUs
+    dice = draw(st.binary(min_size=len(P.PARAM_NAMES), max_size=len(P.PARAM_NAMES)))
+    for name, die in zip(P.PARAM_NAMES, dice):
+        if die < CHANGE:
             chosen[name] = draw(value_texts(name, m, user_ops))
-        elif name == "threads" and draw(st.booleans()):
+        elif name == "threads" and die < CHANGE + (256 - CHANGE) // 2:
             chosen[name] = str(draw(st.integers(1, m.online)))
     # a window that fits most of the time, so the combination is reached
     if "working_set" not in chosen and draw(st.booleans()):

@@ -9,9 +9,7 @@ import math
 import os
 import sys
 from pathlib import Path
-from typing import Any, Callable, NoReturn, Sequence
-
-import pandas as pd
+from typing import TYPE_CHECKING, Any, Callable, NoReturn, Sequence
 
 from pmemlab import __version__, exitcodes, guard, ipmctl, machine, noise, oneliners
 from pmemlab import params as P
@@ -19,12 +17,15 @@ from pmemlab.backend import Backend, BackendSpec
 from pmemlab.config import Point, SweepConfig, command_line_problems, count_points, expand, load_config, one_point
 from pmemlab.config import target_loads
 from pmemlab.errors import ConfigError, PmemlabError, UsageError, user_message
-from pmemlab.output import add_json, examples, print_json
+from pmemlab.output import add_json, examples, print_json, text_table
 from pmemlab.sweep import Bench, Sweep, SweepFiles, SweepOptions, SweepReport, check_output, sidecar_path, summary_path
 from pmemlab.sweep import summarize_csv, write_summary
-from pmemlab.table import BASE_COLUMNS
+from pmemlab.table import BASE_COLUMNS, csv_text
 from pmemlab.targets_cli import add_target_options, check_target_option, chosen_loads, print_targets_dry_run
 from pmemlab.targets_cli import sweep_each, sweep_output, sweep_over_targets
+
+if TYPE_CHECKING:  # pandas is imported where tables are read or summarized: run, info, params never need it
+    import pandas as pd
 
 RUN_TABLE_COLUMNS: tuple[str, ...] = (
     "thread", "cpu", "thread_node", "thread_op", "ops", "bytes", "elapsed_ns", "bw_gbps", "irqoff_pct",
@@ -247,18 +248,17 @@ def cmd_run(args: argparse.Namespace) -> int:
     rows = recorder.rows
     status, error = str(rows[-1]["status"]), str(rows[-1].get("error") or "")
     cond = bench.conditions
-    df = pd.DataFrame(rows)
     if args.csv:
-        cols = [c for c in BASE_COLUMNS if c in df.columns] + [c for c in df.columns if c not in BASE_COLUMNS]
-        df[cols].to_csv(sys.stdout, index=False)
+        columns = list(dict.fromkeys(k for row in rows for k in row))
+        sys.stdout.write(csv_text([c for c in BASE_COLUMNS if c in columns] +
+                                  [c for c in columns if c not in BASE_COLUMNS], rows, header=True))
     elif args.json:
         print_json(rows)
     else:
         changed = " ".join(f"{k}={point.params[k]}" for k in raw)
         print(f"pmemlab run on {cond.get('target')} ({cond.get('target_kind')}): {changed or 'defaults'}")
         if status == "ok":
-            cols = [c for c in RUN_TABLE_COLUMNS if c in df.columns and df[c].notna().any()]
-            print(df[cols].to_string(index=False, float_format=lambda x: f"{x:.3f}"))
+            print("\n".join(run_table(rows)))
         else:
             print(f"status: {status}: {error}")
     code = exitcodes.for_run(report)
@@ -267,6 +267,23 @@ def cmd_run(args: argparse.Namespace) -> int:
                if status == "timeout" else backend.failure_fix(status))
         print(PmemlabError(f"run {status}: {error}", fix).one_line(), file=sys.stderr)
     return code
+
+
+def _missing(value: Any) -> bool:
+    return value is None or value == "" or (isinstance(value, float) and math.isnan(value))
+
+
+def run_table(rows: Sequence[dict[str, Any]]) -> list[str]:
+    """The lines `pmemlab run` prints: RUN_TABLE_COLUMNS that hold a value in some row, numbers
+    with three decimals, a missing value as NaN."""
+    cols = [c for c in RUN_TABLE_COLUMNS if any(not _missing(r.get(c)) for r in rows)]
+
+    def cell(value: Any) -> str:
+        if _missing(value):
+            return "NaN"
+        return f"{value:.3f}" if isinstance(value, float) else str(value)
+
+    return text_table(cols, [[cell(r.get(c)) for c in cols] for r in rows])
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:
@@ -354,6 +371,8 @@ def _noise_warning(summary: Path | None, output: Path) -> str:
     """The end-of-sweep warning about points that should not be trusted (pmemlab.noise)."""
     if summary is None or not summary.exists() or summary.stat().st_size == 0:
         return ""
+    import pandas as pd
+
     try:
         table = pd.read_csv(summary, usecols=lambda c: c in ("noisy", "cv_pct", "steal_pct_max"))
     except (ValueError, pd.errors.ParserError, pd.errors.EmptyDataError):
@@ -381,6 +400,8 @@ def _print_dry_run(cfg: SweepConfig, points: Sequence[Point], output: Path, load
         print(f"estimated run time: at least {est / 60:.1f} min")
     varied = [p.varied | ({"skip": p.skip_reason} if p.skip_reason else {}) for p in points]
     if varied and varied[0]:
+        import pandas as pd
+
         print(pd.DataFrame(varied).to_string(max_rows=40))
     print(f"output would go to {output}")
     return doc
@@ -437,6 +458,8 @@ def cmd_summarize(args: argparse.Namespace) -> int:
 def format_summary(table: pd.DataFrame) -> str:
     """The summary as a table: per point what varies (and the target, where several), repeats, the
     point's metric as mean ± 95 % CI, its CV and the noise judgement."""
+    import pandas as pd
+
     if table.empty:
         return "no ok runs to summarize"
     varies = [c for c in ("target", *P.PARAM_NAMES) if c in table and table[c].nunique(dropna=False) > 1]

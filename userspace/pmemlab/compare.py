@@ -17,17 +17,18 @@ import math
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Sequence
-
-import pandas as pd
+from typing import TYPE_CHECKING, Any, Sequence
 
 from pmemlab.errors import BadInput, ConfigError
 from pmemlab.output import check_writable, dumps, examples
 from pmemlab.noise import metric_of
 from pmemlab.params import PARAM_NAMES
-from pmemlab.plots.data import Results, find_experiments, is_sweep_csv, load_results, sweep_name
 from pmemlab.stats import summarize
 from pmemlab.table import is_pmemlab_csv, read_rows
+
+if TYPE_CHECKING:  # imported by the functions that use them: the command line is built without them
+    import pandas as pd
+    from pmemlab.plots.data import Results, find_experiments, is_sweep_csv, load_results, sweep_name
 
 DEFAULT_THRESHOLD = 0.05  # |B/A - 1| below this is "no difference" even where the CIs are apart
 # what tells the two sides apart, shown in the header
@@ -49,6 +50,8 @@ class Comparison:
     notes: list[str] = field(default_factory=list)
 
     def counts(self) -> dict[str, int]:
+        import pandas as pd
+
         verdicts = self.rows["verdict"].value_counts() if not self.rows.empty else pd.Series(dtype=int)
         return {v: int(verdicts.get(v, 0)) for v in ("faster", "slower", "no difference")}
 
@@ -56,6 +59,8 @@ class Comparison:
 # --------------------------------------------------------------------------
 def result_sets(path: Path) -> dict[str, list[Path]]:
     """Sweep name -> CSVs of one side: a sweep CSV, or every sweep CSV under a directory."""
+    from pmemlab.plots.data import find_experiments, is_sweep_csv, sweep_name
+
     if path.is_dir():
         found = find_experiments(path)
         if not found:
@@ -112,6 +117,8 @@ def _label_key(a: pd.DataFrame, b: pd.DataFrame, name: str, pa: Path, pb: Path) 
 
 def compare_experiment(name: str, a: Results, b: Results, metric: str | None, threshold: float,
                        pa: Path, pb: Path) -> tuple[pd.DataFrame, dict[str, list[str]], list[str], list[str]]:
+    import pandas as pd
+
     ra, rb = a.ok(), b.ok()
     if ra.empty or rb.empty:
         return pd.DataFrame(), {}, [], []
@@ -183,6 +190,9 @@ def one_target(results: Results, label: str | None, side: Path) -> Results:
 
 def compare(a: Path, b: Path, metric: str | None = None, threshold: float = DEFAULT_THRESHOLD,
             a_target: str | None = None, b_target: str | None = None) -> Comparison:
+    import pandas as pd
+    from pmemlab.plots.data import load_results
+
     if not 0 <= threshold < 1:
         raise ConfigError(f"--threshold {threshold}: not a fraction in [0, 1)", "e.g. --threshold 0.05 (5 %)")
     sets_a, sets_b = result_sets(a), result_sets(b)
@@ -220,6 +230,8 @@ def _fmt(v: Any, digits: int = 4) -> str:
 
 
 def format_table(c: Comparison) -> str:
+    import pandas as pd
+
     lines = [f"A: {c.a}", f"B: {c.b}"]
     for name, diff in c.sides.items():
         if diff:

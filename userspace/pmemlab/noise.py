@@ -16,12 +16,13 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Iterable, Sequence
-
-import pandas as pd
+from typing import TYPE_CHECKING, Iterable, Sequence
 
 from pmemlab.errors import ConfigError
 from pmemlab.stats import summarize
+
+if TYPE_CHECKING:  # pandas is imported by the functions that use it: `pmemlab run` never needs it
+    import pandas as pd
 
 CV_WARN = 0.05  # coefficient of variation over repeats above this: the point is noisy
 FEW_REPEATS = 3  # fewer repeats than this: the CI is too wide to tell much
@@ -33,6 +34,8 @@ LATENCY_METRIC = "lat_ns_p50"
 def metric_of(runs: pd.DataFrame, metric: str | None = None) -> pd.Series:
     """Per run, the metric its point is judged and compared by: `metric` when given, else bw_gbps
     for bandwidth runs and the run's median latency (lat_ns_p50) for latency runs."""
+    import pandas as pd
+
     if metric:
         if metric not in runs:
             raise ConfigError(f"no column {metric!r} in the results", "e.g. --metric bw_gbps or lat_ns_p99")
@@ -85,6 +88,8 @@ def judge(values: Sequence[float], steal: Sequence[float] = ()) -> PointNoise:
 
 def judge_runs(runs: pd.DataFrame, metric: str) -> PointNoise:
     """A point from its ok aggregate rows (one per repeat)."""
+    import pandas as pd
+
     values = pd.to_numeric(runs[metric], errors="coerce").dropna().tolist() if metric in runs else []
     steal: list[float] = []
     for column in steal_columns(runs.columns):
@@ -95,6 +100,8 @@ def judge_runs(runs: pd.DataFrame, metric: str) -> PointNoise:
 def sweep_warning(summary: pd.DataFrame, csv_name: str = "") -> str:
     """The line a sweep ends with when some points should not be trusted ('' when none):
     how many, why, and the worst."""
+    import pandas as pd
+
     if summary.empty or "noisy" not in summary:
         return ""
     noisy = summary[summary["noisy"].astype(bool)]

@@ -29,9 +29,7 @@ import math
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Sequence
-
-import pandas as pd
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from pmemlab import exitcodes, machine
 from pmemlab import params as P
@@ -39,7 +37,7 @@ from pmemlab.backend import Backend, BackendKind, BackendSpec
 from pmemlab.config import SweepConfig, expand, parse_config
 from pmemlab.errors import ConfigError, PmemlabError
 from pmemlab.stats import summarize
-from pmemlab.output import add_json, examples, print_json
+from pmemlab.output import add_json, examples, print_json, text_table
 from pmemlab.sweep import Bench, Executor, MemoryRecorder, Plan, Progress, Sweep, SweepFiles, SweepOptions, check_output
 from pmemlab.sweep import policy_for
 from pmemlab.sweep.core import SweepReport
@@ -48,6 +46,9 @@ from pmemlab.sweep.over_targets import TargetBench, TargetExecutor, expand_targe
 from pmemlab.table import HIST_CSV_COLUMNS, read_rows
 from pmemlab.target_axis import Loader, Substitutes, TargetLoad, UserLoader, choose_loads, derived_label
 from pmemlab import target_axis
+
+if TYPE_CHECKING:  # pandas is imported by the functions that use it: `pmemlab run` never needs it
+    import pandas as pd
 
 DEFAULT_WORKING_SET = 1 * P.GiB  # at most: MLC-sized buffers, well beyond the caches
 DEFAULT_COUNT = 100_000  # latency samples per run: 30-50 ms of single accesses on real memory
@@ -208,11 +209,7 @@ class Table:
 
     def text(self) -> str:
         cells = [[_cell(v) for v in row] for row in self.rows]
-        widths = [max([len(c)] + [len(r[i]) for r in cells]) for i, c in enumerate(self.columns)]
-        out = [self.title, self.statistic, ""]
-        out.append("  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(self.columns, widths))))
-        for r in cells:
-            out.append("  ".join(v.ljust(w) if i == 0 else v.rjust(w) for i, (v, w) in enumerate(zip(r, widths))))
+        out = [self.title, self.statistic, "", *text_table(self.columns, cells, left=1)]
         out += [""] + self.notes if self.notes else []
         return "\n".join(out)
 
@@ -239,6 +236,8 @@ def _ok(rows: pd.DataFrame) -> pd.DataFrame:
 def latency_of(rows: pd.DataFrame, hist: pd.DataFrame, keys: Sequence[str]) -> pd.DataFrame:
     """Per combination of keys: the median, p5 and p95 of every sample of the runs (repeats
     pooled, from the histograms; the figures' rule) and the exact mean, with the sample count."""
+    import pandas as pd
+
     from pmemlab.plots.data import Results, latency_stats
 
     runs = _ok(rows).assign(source_csv="")
@@ -255,6 +254,8 @@ def latency_of(rows: pd.DataFrame, hist: pd.DataFrame, keys: Sequence[str]) -> p
 
 def bandwidth_of(rows: pd.DataFrame, keys: Sequence[str]) -> dict[tuple[Any, ...], tuple[float, float, int]]:
     """Per combination of keys: mean GB/s over the runs, its Student-t 95 % CI half-width, runs."""
+    import pandas as pd
+
     out: dict[tuple[Any, ...], tuple[float, float, int]] = {}
     ok = _ok(rows)
     if ok.empty:
@@ -277,6 +278,8 @@ def not_run(rows: pd.DataFrame, match: dict[str, Any]) -> str:
 
 
 def headline(command: str, rows: pd.DataFrame, bed: Bed) -> str:
+    import pandas as pd
+
     agg = rows[rows["thread"].astype(str) == "all"]
     first = agg.iloc[0] if not agg.empty else pd.Series(dtype=object)
     where = f"{bed.kind} backend" + (f", {first.get('hostname')}" if first.get("hostname") else "")
@@ -284,6 +287,8 @@ def headline(command: str, rows: pd.DataFrame, bed: Bed) -> str:
 
 
 def emulation_note(rows: pd.DataFrame) -> list[str]:
+    import pandas as pd
+
     agg = rows[rows["thread"].astype(str) == "all"]
     hyper = {str(v) for v in agg.get("hypervisor", pd.Series(dtype=str)).dropna() if str(v) not in ("none", "")}
     emulated = {str(v) for v in agg.get("target_emulated", pd.Series(dtype=str)).dropna()
@@ -296,6 +301,8 @@ def emulation_note(rows: pd.DataFrame) -> list[str]:
 
 def target_names(rows: pd.DataFrame, bed: Bed) -> dict[str, str]:
     """target_label -> how a column or row names it: the label and what it is."""
+    import pandas as pd
+
     out: dict[str, str] = {}
     agg = rows[rows["thread"].astype(str) == "all"]
     for t in bed.targets or []:
@@ -460,6 +467,8 @@ def peak_table(args: argparse.Namespace, rows: pd.DataFrame, hist: pd.DataFrame,
 
 
 def _only_target(rows: pd.DataFrame) -> str:
+    import pandas as pd
+
     agg = rows[rows["thread"].astype(str) == "all"]
     if agg.empty:
         return "?"
@@ -667,6 +676,8 @@ def run_command(one: OneLiner, args: argparse.Namespace) -> int:
 
 def _run(cfg: SweepConfig, bed: Bed, args: argparse.Namespace) -> tuple[SweepReport, pd.DataFrame, pd.DataFrame]:
     """The sweep of the command's config: into memory, or with -o into its files."""
+    import pandas as pd
+
     progress = not args.json and Progress(0, cfg.name, enabled=False).interactive
     cfg.timeout_s = args.timeout
     if bed.targets is not None and bed.loader is not None:

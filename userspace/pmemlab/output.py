@@ -1,4 +1,4 @@
-"""What commands print besides tables: one JSON document on stdout (--json, on every command),
+"""What commands print: one JSON document on stdout (--json, on every command), plain text tables,
 and the examples at the end of each command's help."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import json
 import math
 import sys
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, Sequence, TextIO
 
 
 def jsonable(value: Any) -> Any:
@@ -31,12 +31,11 @@ def jsonable(value: Any) -> Any:
             return jsonable(value.item())
         except (ValueError, TypeError):
             pass
+    pd = sys.modules.get("pandas")  # a pandas NA exists only where pandas was imported
     try:
-        import pandas as pd
-
-        if pd.isna(value):
+        if pd is not None and pd.isna(value):
             return None
-    except (ImportError, TypeError, ValueError):
+    except (TypeError, ValueError):
         pass
     return str(value)
 
@@ -52,6 +51,17 @@ def print_json(doc: Any, stream: TextIO | None = None) -> None:
 
 def add_json(parser: argparse.ArgumentParser, what: str = "the same data") -> None:
     parser.add_argument("--json", action="store_true", help=f"print {what} as one JSON document on stdout")
+
+
+def text_table(columns: Sequence[str], cells: Sequence[Sequence[str]], left: int = 0) -> list[str]:
+    """The lines of a text table: a header, then a line per row of `cells`, each column as wide as
+    its widest cell, the first `left` columns flush left and the others flush right."""
+    widths = [max([len(c)] + [len(r[i]) for r in cells]) for i, c in enumerate(columns)]
+
+    def line(values: Sequence[str]) -> str:
+        return "  ".join(v.ljust(w) if i < left else v.rjust(w) for i, (v, w) in enumerate(zip(values, widths)))
+
+    return [line(columns)] + [line(r) for r in cells]
 
 
 def examples(*lines: str) -> str:

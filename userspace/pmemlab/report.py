@@ -20,18 +20,19 @@ import math
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Sequence
-
-import pandas as pd
+from typing import TYPE_CHECKING, Any, Sequence
 
 from pmemlab import __version__
 from pmemlab.compare import swept_parameters
 from pmemlab.errors import BadInput, ConfigError
 from pmemlab.noise import CV_WARN, FEW_REPEATS, STEAL_WARN_PCT, judge, metric_of, steal_columns
-from pmemlab.plots.data import Results, find_experiments, load_results, loop_bound_rows, size_label
 from pmemlab.output import add_json, check_writable, examples, print_json
-from pmemlab.plots.marks import emulation_notice
 from pmemlab.stats import summarize
+
+if TYPE_CHECKING:  # imported by the functions that use them: the command line is built without them
+    import pandas as pd
+    from pmemlab.plots.data import Results, find_experiments, load_results, loop_bound_rows, size_label
+    from pmemlab.plots.marks import emulation_notice
 
 CONDITION_FIELDS = (("target", "target"), ("kind", "target_kind"), ("emulated", "target_emulated"),
                     ("hypervisor", "hypervisor"), ("host", "hostname"), ("CPU", "cpu_model"), ("kernel", "kernel"),
@@ -59,6 +60,8 @@ class Section:
 # --------------------------------------------------------------------------
 def conditions_table(sections: Sequence[Section]) -> pd.DataFrame:
     """A row per CSV: the run conditions its rows carry (several values joined)."""
+    import pandas as pd
+
     rows = []
     for sec in sections:
         for source, grp in sec.results.rows.groupby("source_csv", sort=True):
@@ -76,6 +79,8 @@ def conditions_table(sections: Sequence[Section]) -> pd.DataFrame:
 
 
 def _condition(column: str, value: Any) -> str:
+    from pmemlab.plots.data import size_label
+
     if column == "target_page_size":
         return size_label(float(value))
     if isinstance(value, float) and value.is_integer():
@@ -93,6 +98,9 @@ def split_common(table: pd.DataFrame, keep: Sequence[str] = ("experiment", "CSV"
 def point_table(results: Results) -> pd.DataFrame:
     """Per point (the swept parameters, and the target where several): its metric, repeats, mean,
     median over repeats, the 95 % CI half-width, the coefficient of variation, loop-bound."""
+    import pandas as pd
+    from pmemlab.plots.data import loop_bound_rows
+
     ok = results.ok()
     if ok.empty:
         return pd.DataFrame()
@@ -113,6 +121,8 @@ def point_table(results: Results) -> pd.DataFrame:
 
 def noise_warnings(results: Results, table: pd.DataFrame) -> list[str]:
     """What says a figure should not be trusted as it stands (the rules in the module docstring)."""
+    import pandas as pd
+
     out = []
     if not table.empty:
         noisy = table[table["cv_pct"] > 100 * CV_WARN]
@@ -152,6 +162,9 @@ def _point_text(row: pd.Series) -> str:
 
 
 def build_sections(results_dir: Path, dpi: int = 110) -> list[Section]:
+    from pmemlab.plots.data import find_experiments, load_results
+    from pmemlab.plots.marks import emulation_notice
+
     from pmemlab.plots.recipes import RECIPES
     from pmemlab.plots.render import fallback_figure
     from pmemlab.plots.style import caption_of
@@ -234,6 +247,9 @@ def _shown(table: pd.DataFrame) -> pd.DataFrame:
 
 def _overall_notice(sections: Sequence[Section]) -> tuple[str, bool]:
     """The report's own mark: the figures' marks (whole-figure ones first)."""
+    import pandas as pd
+    from pmemlab.plots.marks import emulation_notice
+
     rows = pd.concat([s.results.rows for s in sections], ignore_index=True)
     notice = emulation_notice(rows)
     if notice is None:
@@ -242,6 +258,8 @@ def _overall_notice(sections: Sequence[Section]) -> tuple[str, bool]:
 
 
 def render_html(sections: Sequence[Section], results_dir: Path, generated: str) -> str:
+    import pandas as pd
+
     mark, whole = _overall_notice(sections)
     out = ["<!DOCTYPE html>", "<html lang=en><head><meta charset=utf-8>",
            f"<title>pmemlab report: {html.escape(str(results_dir))}</title>",
@@ -289,6 +307,8 @@ def render_html(sections: Sequence[Section], results_dir: Path, generated: str) 
 
 
 def render_markdown(sections: Sequence[Section], results_dir: Path, generated: str, figures: str) -> str:
+    import pandas as pd
+
     mark, _whole = _overall_notice(sections)
     out = []
     if mark:

@@ -10,15 +10,16 @@ import math
 import os
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Sequence
-
-import pandas as pd
+from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
 
 from pmemlab import ipmctl
 from pmemlab.errors import NotPmemlabFile
 from pmemlab.params import PARAM_NAMES, PARAMS
 from pmemlab.results import KNOWN_RESULT_COLUMNS, parse_result
 from pmemlab.backend import RunOutcome
+
+if TYPE_CHECKING:  # pandas is imported where a table is read: `pmemlab run` never needs it
+    import pandas as pd
 
 ID_COLUMNS: tuple[str, ...] = ("sweep", "target_label", "point", "point_key", "repeat", "thread", "status", "error")
 CONDITION_COLUMNS: tuple[str, ...] = (
@@ -159,6 +160,8 @@ def read_rows(path: Path, required: Sequence[str] = SWEEP_CSV_COLUMNS, what: str
     """A CSV pmemlab wrote, as pandas reads it with TEXT_DTYPES; NotPmemlabFile (exit code 2, one
     line) when it is unreadable, not UTF-8, empty, malformed, or lacks the `required` columns. A
     header without rows is an empty frame with its columns."""
+    import pandas as pd
+
     fix = f"give a {what} pmemlab wrote (NAME.csv of `pmemlab sweep`)"
     try:
         data = path.read_bytes()
@@ -225,6 +228,17 @@ def _cell(value: Any) -> str:
     return str(value)
 
 
+def csv_text(columns: Sequence[str], rows: Iterable[Mapping[str, Any]], header: bool = False) -> str:
+    """`rows` as CSV lines in `columns` (the header line first if asked), cells as a sweep CSV holds them."""
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    if header:
+        w.writerow(columns)
+    for row in rows:
+        w.writerow([_cell(row.get(c)) for c in columns])
+    return buf.getvalue()
+
+
 class CsvSink:
     """Append-only CSV; every append writes whole rows and flushes them to disk."""
 
@@ -262,11 +276,7 @@ class CsvSink:
             header, old = self.read_existing(self.path)
             self.columns = list(dict.fromkeys([*self.columns, *header, *new]))
             self.rewrite(old)
-        buf = io.StringIO()
-        w = csv.writer(buf, lineterminator="\n")
-        for row in rows:
-            w.writerow([_cell(row.get(c)) for c in self.columns])
-        data = buf.getvalue().encode("utf-8")
+        data = csv_text(self.columns, rows).encode("utf-8")
         fd = os.open(self.path, os.O_WRONLY | os.O_APPEND)
         try:
             os.write(fd, data)  # one write call: a row is in the file whole or not at all

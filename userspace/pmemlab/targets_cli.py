@@ -8,9 +8,7 @@ import argparse
 import sys
 import time
 from pathlib import Path
-from typing import Any, Callable, Mapping, Sequence
-
-import pandas as pd
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
 from pmemlab import exitcodes, ipmctl, machine, target_axis
 from pmemlab.backend_user import TARGET_KEYS
@@ -19,6 +17,9 @@ from pmemlab.errors import ConfigError, Interrupted, PmemlabError, user_message
 from pmemlab.sweep.core import Sweep, SweepOptions, SweepReport
 from pmemlab.sweep.over_targets import probe_targets
 from pmemlab.target_axis import LOADED, Loader, Substitutes, TargetLoad
+
+if TYPE_CHECKING:  # pandas is imported by the functions that use it: `pmemlab run` never needs it
+    import pandas as pd
 
 TARGETS_HELP = ("the targets to measure, into one CSV with a target_label column: comma-separated LABEL=LOAD "
                 "(pmem=/dev/pmem0, dram-2m=dram dram_pages=2m, dram1=dram:1), labels of the config's "
@@ -142,6 +143,8 @@ def sweep_over_targets(args: argparse.Namespace, cfg: SweepConfig, loads: list[T
 def print_targets_dry_run(cfg: SweepConfig, loads: list[TargetLoad], output: Path, as_json: bool) -> dict[str, Any]:
     """What a sweep over targets would run, as text (not with --json); returns the --json document.
     The points are checked against each target only when it is loaded."""
+    import pandas as pd
+
     points = expand(cfg)
     runs = len(points) * (cfg.adaptive.min_repeats if cfg.adaptive else cfg.repeats)
     doc = {"sweep": cfg.name, "combinations": count_points(cfg), "points": len(points), "runs_per_target": runs,

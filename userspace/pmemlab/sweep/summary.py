@@ -9,9 +9,7 @@ from __future__ import annotations
 import math
 import os
 from pathlib import Path
-from typing import Any
-
-import pandas as pd
+from typing import TYPE_CHECKING, Any
 
 from pmemlab import ipmctl
 from pmemlab.noise import judge_runs, metric_of
@@ -20,6 +18,9 @@ from pmemlab.results import KNOWN_RESULT_COLUMNS
 from pmemlab.stats import summarize
 from pmemlab.sweep.files import summary_path
 from pmemlab.table import BASE_COLUMNS, CONDITION_COLUMNS, NOISE_COLUMNS, RUN_STATE_COLUMNS, read_rows
+
+if TYPE_CHECKING:  # pandas is imported by the functions that use it: `pmemlab run` never needs it
+    import pandas as pd
 
 SUMMARY_SKIP = frozenset({"cpu", "thread_node", "thread_op"})
 # per point: what the repeats share (several values joined with "/": they changed between repeats)
@@ -42,6 +43,8 @@ EMPTY_COLUMNS: tuple[str, ...] = ("sweep", "point", "point_key", "n", *JUDGEMENT
 def summarize_frame(df: pd.DataFrame) -> pd.DataFrame:
     """Per point (the ok aggregate rows of a sweep CSV as read by table.read_rows); without any,
     a frame with the identifying columns and no rows (the file still says what it is)."""
+    import pandas as pd
+
     if df.empty:
         return pd.DataFrame(columns=list(EMPTY_COLUMNS))
     agg = df[(df["thread"].astype(str) == "all") & (df["status"] == "ok")]
