@@ -228,18 +228,23 @@ def wipe_holders_only(dev: str) -> None:
                                      ("swap", "mkswap $DEV"), ("ext4", "mkfs.ext4 -q -F $DEV")])
 def test_controller_guard_refuses_what_blkid_finds(ko: Path, scratch: str, sig: str, cmd: str) -> None:
     sh(cmd, env={**os.environ, "DEV": scratch})
+    # what lets a run through (a read run; allow_overwrite=1) does not look at the signature:
+    # checked on one of them (each `pmemlab run` is seconds under TCG)
+    lets_through = sig == "ext4"
     with Loaded(ko, f"target={scratch}"):
         res = pmemlab("run", "op=ntstore", "duration_ms=20", "working_set=1M")
         assert res.returncode == 1, res.stdout + res.stderr
         assert f"refusing write runs on {scratch}" in res.stderr and sig in res.stderr, res.stderr
         assert "allow_overwrite=1" in res.stderr
-        res = pmemlab("run", "op=load", "duration_ms=20", "working_set=1M")
-        assert res.returncode == 0, res.stdout + res.stderr
-    with Loaded(ko, f"target={scratch}", "allow_overwrite=1"):
-        res = pmemlab("run", "op=ntstore", "duration_ms=20", "working_set=1M")
-        assert res.returncode == 0, res.stdout + res.stderr
-    report(f"controller  {sig:12s} pmemlab run op=ntstore refused by blkid -p; op=load ran; "
-           f"allow_overwrite=1 ran")
+        if lets_through:
+            res = pmemlab("run", "op=load", "duration_ms=20", "working_set=1M")
+            assert res.returncode == 0, res.stdout + res.stderr
+    if lets_through:
+        with Loaded(ko, f"target={scratch}", "allow_overwrite=1"):
+            res = pmemlab("run", "op=ntstore", "duration_ms=20", "working_set=1M")
+            assert res.returncode == 0, res.stdout + res.stderr
+    report(f"controller  {sig:12s} pmemlab run op=ntstore refused by blkid -p"
+           + ("; op=load ran; allow_overwrite=1 ran" if lets_through else ""))
 
 
 def test_partitions_without_a_table_are_refused(ko: Path, scratch: str) -> None:
