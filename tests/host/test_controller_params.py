@@ -6,8 +6,8 @@ import errno
 
 import pytest
 
-from pmemlab import guard
 from pmemlab import params as P
+from pmemlab.config import expand, load_config
 from pmemlab.config.expand import command_line_problems
 
 
@@ -188,12 +188,25 @@ def test_overwrite_verdict_reads_as_the_targets_contents_not_a_range():
                           allow_overwrite=False)
     (prob,) = P.check_point(P.normalize({"op": "ntstore"})[0], facts)
     assert prob.errno == errno.EPERM and prob.key == "op"
-    assert prob.reason.startswith(guard.OVERWRITE_VERDICT) and "gpt" in prob.reason
+    assert prob.reason.startswith("refusing a write run") and "gpt" in prob.reason
     assert "(allowed:" not in prob.message() and "allow_overwrite=1" in prob.message()
     err = command_line_problems([prob])
     assert "allow_overwrite=1" in err.fix and "change the values" not in err.fix
     (bad,) = P.check_point(P.normalize({"op": "store+clwb"})[0], P.TargetFacts(cpu_features=frozenset()))
     assert "(allowed:" in bad.message()
+
+
+def test_sweep_points_skipped_by_the_overwrite_guard_say_eperm(tmp_path):
+    """A sweep's write points the module's verdict skips for what the target carries keep the
+    verdict's errno, which `pmemlab sweep` gives to the controller's own guard (no text match)."""
+    cfg_path = tmp_path / "w.toml"
+    cfg_path.write_text('[sweep]\nname = "w"\n[axes]\nop = ["load", "ntstore", "store+clwb"]\n')
+    facts = P.TargetFacts(target_size=1 << 30, cpu_features=frozenset({"sse2", "avx", "avx2"}),
+                          extra={"fs_signature": "gpt", "target_kind": "fsdax"}, allow_overwrite=False)
+    points = {p.params["op"]: p for p in expand(load_config(cfg_path), facts)}
+    assert not points["load"].skip_reason and points["load"].skip_errno == 0
+    assert points["ntstore"].skip_errno == errno.EPERM and "gpt" in points["ntstore"].skip_reason
+    assert points["store+clwb"].skip_reason and points["store+clwb"].skip_errno != errno.EPERM
 
 
 def test_normalize_with_facts_judges_values_in_table_order():

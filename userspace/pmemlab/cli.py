@@ -5,6 +5,7 @@ to do) and exits with a code from exitcodes.py; every command takes --json."""
 from __future__ import annotations
 
 import argparse
+import errno
 import math
 import os
 import sys
@@ -330,7 +331,7 @@ def _sweep_config(args: argparse.Namespace) -> tuple[int, dict[str, Any]]:
     # the write points the module's verdict skipped for what the target carries count too: the
     # sweep is refused whole, with what blkid and lsblk find named
     guard.check_overwrite(bench.info or {}, any(guard.writes(p.params) for p in points
-                                                if not p.skip_reason or guard.OVERWRITE_VERDICT in p.skip_reason))
+                                                if not p.skip_reason or p.skip_errno == errno.EPERM))
     skipped = [p for p in points if p.skip_reason]
     if skipped:
         reasons = sorted({p.skip_reason for p in skipped})

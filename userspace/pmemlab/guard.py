@@ -83,11 +83,6 @@ def probe_device(dev: str, runner: Callable[[list[str]], Any]) -> list[str]:
     return found
 
 
-# how the module's validator (kmod/core/check.c) begins its refusal of a write run on a target
-# that carries data
-OVERWRITE_VERDICT = "refusing a write run"
-
-
 def check_overwrite(info: Mapping[str, Any], will_write: bool,
                     runner: Callable[[list[str]], Any] | None = None) -> None:
     """Refuse (OverwriteRefused) a write run on a block-device target that carries data.

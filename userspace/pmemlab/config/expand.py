@@ -81,11 +81,12 @@ def expand(cfg: SweepConfig, facts: P.TargetFacts | None = None,
                 break
         if not keep:
             continue
-        skip = ""
+        skip, skip_errno = "", 0
         for prob in P.check_point(params, facts):
             table, line = _origin(cfg, lines, prob.key, prob.value)
             if prob.kind == "unsupported" and cfg.on_unsupported == "skip":
-                skip = skip or f"{prob.key}: {prob.reason}"
+                if not skip:
+                    skip, skip_errno = f"{prob.key}: {prob.reason}", prob.errno
                 continue
             at = f" (at {_fmt_varied(varied)})" if varied else ""
             if table == SET_ORIGIN:
@@ -95,7 +96,8 @@ def expand(cfg: SweepConfig, facts: P.TargetFacts | None = None,
                 probs.add(line, f"{table}.{prob.key} = {show(prob.value)}: {prob.reason}{at}{prob.allowed_note}")
         if skip:
             unsupported.append(skip)
-        points.append(Point(index=len(points), params=params, varied=varied, key=point_key(params), skip_reason=skip))
+        points.append(Point(index=len(points), params=params, varied=varied, key=point_key(params), skip_reason=skip,
+                            skip_errno=skip_errno))
     probs.raise_if_any()
     if not points:
         raise ConfigError("the filters leave no point to run", "loosen sweep.filters")

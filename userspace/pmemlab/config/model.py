@@ -37,6 +37,7 @@ class Point:
     key: str  # stable identity for resume: hash of the complete parameters
     skip_reason: str = ""  # non-empty: this machine cannot run it
     target: str = ""  # the label of its target on a target axis ('' : the backend as opened)
+    skip_errno: int = 0  # the module's errno for skip_reason (EPERM: the overwrite guard)
 
 
 @dataclass

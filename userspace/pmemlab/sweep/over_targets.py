@@ -90,7 +90,8 @@ def target_points(points: Sequence[Point], label: str, skip: str = "") -> list[P
     """The points of one target: its label, a key that includes it, and `skip` as the reason of
     every point when the target is unavailable."""
     return [Point(index=p.index, params=p.params, varied=p.varied, key=point_key({**p.params, "target_label": label}),
-                  skip_reason=skip or p.skip_reason, target=label) for p in points]
+                  skip_reason=skip or p.skip_reason, skip_errno=0 if skip else p.skip_errno, target=label)
+            for p in points]
 
 
 def open_targets(loads: Sequence[TargetLoad], loader: Loader, online_cpus: int,
