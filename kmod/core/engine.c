@@ -510,9 +510,12 @@ PL_LOOP void pl_bw_##k##_##form##_##fam(struct pl_eng *e, u64 until)		\
 	if (opf & PL_OPF_DATA)							\
 		pl_data_begin_##form(v);					\
 	/* own copies of the loop: per-DIMM random with one DIMM a thread,	\
-	 * and random accesses of one line (no shape compare per access) */	\
+	 * per-DIMM sequential as runs inside a chunk, and random accesses	\
+	 * of one line (no shape compare per access) */				\
 	if (FAM == PL_FAM_DIMM_RAND && g.dimm_fast)				\
 		PL_BW_BATCHES(k, form, PL_WALK_DIMM_RAND1, FAM, pl_acc);	\
+	else if (FAM == PL_FAM_DIMM_LINEAR)					\
+		PL_BW_BATCHES(k, form, PL_WALK_DIMM_RUNS, FAM, pl_acc);		\
 	else if (FAM == PL_FAM_RAND && n == PL_LINE)				\
 		PL_BW_BATCHES(k, form, FAM, FAM, pl_line);			\
 	else									\
@@ -529,14 +532,15 @@ PL_LOOP void pl_bw_##k##_##form##_##fam(struct pl_eng *e, u64 until)		\
 /*
  * The batches of a per-family loop: per access the next address of WALK
  * (a family of walk.h), the next store data, the access; the pass (of
- * family FAM) changes between runs of accesses, not per access, and the
- * part of the address that stays for the pass is added once per run.
+ * family FAM), and a per-DIMM walk's chunk, change between runs of
+ * accesses, not per access, and the part of the address that stays for
+ * the run is added once per run.
  */
 #define PL_BW_BATCHES(k, form, WALK, FAM, ACC) do {				\
 	while ((nb = pl_bw_batch(e, &left, until, done))) {			\
 		done += nb;							\
 		do {								\
-			u64 run = nb < g.left ? nb : g.left, cnt = run;		\
+			u64 run = pl_walk_run_len(&g, WALK, nb), cnt = run;	\
 			char *pb = base + pl_walk_pass_part(&g, WALK);		\
 										\
 			PL_OPAQUE(pb);						\
@@ -548,9 +552,7 @@ PL_LOOP void pl_bw_##k##_##form##_##fam(struct pl_eng *e, u64 until)		\
 						   p + delta : p, n, v, fla);	\
 			} while (--cnt);					\
 			nb -= run;						\
-			g.left -= run;						\
-			if (!g.left)						\
-				pl_gen_next_pass(&g, FAM);			\
+			pl_walk_run_end(&g, WALK, FAM, run);			\
 		} while (nb);							\
 	}									\
 } while (0)

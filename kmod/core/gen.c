@@ -169,6 +169,7 @@ void pl_gen_init(struct pl_gen *g, const struct pl_gen_cfg *c)
 	if (c->ways) {
 		g->round_bytes = c->ways * c->gran;
 		g->first_off = c->first_dimm * c->gran;
+		g->chunk_slots = c->gran / c->step;
 		pl_divc_init(&g->spc_div, c->gran / c->step);
 		g->spc_shift = -1;
 		if (!((c->gran / c->step) & (c->gran / c->step - 1))) {

@@ -244,6 +244,8 @@ struct pl_gen {
 	u64 doff;		/* DIMM of the current chunk x gran */
 	u64 rbase;		/* interleave round of the current chunk x ways x gran */
 	u64 chunk;		/* dimm_linear: chunk of the round, 0..dimms-1 */
+	u64 chunk_left;		/* dimm_linear: slots left in the current chunk */
+	u64 chunk_slots;	/* per-DIMM: slots a chunk holds, gran / step */
 	u64 round_bytes;	/* ways x gran */
 	u64 first_off;		/* first_dimm x gran */
 	u64 pass_q, pass_rem;	/* dimm_rand: pass_base = pass_q * step + pass_rem */

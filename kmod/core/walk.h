@@ -61,6 +61,7 @@ static __always_inline void pl_gen_start_pass(struct pl_gen *g, const int fam)
 		g->within = g->pass_base % g->c.gran;
 		g->rbase = round * g->round_bytes;
 		g->doff = (g->c.first_dimm + g->chunk) % g->c.ways * g->c.gran;
+		g->chunk_left = (g->c.gran - g->within + g->c.step - 1) / g->c.step;
 	} else if (fam == PL_FAM_DIMM_RAND) {
 		g->pass_q = g->pass_base / g->c.step;
 		g->pass_rem = g->pass_base % g->c.step;
@@ -97,30 +98,44 @@ static __always_inline u64 pl_walk_rand_rel(struct pl_gen *g)
 }
 
 /*
- * Per-DIMM, sequential: the virtual offset advances by step, and the
- * region offset rbase + doff + within with it; at the end of a chunk the
- * next chunk of the thread's DIMMs follows (the next DIMM, wrapping at
- * ways; after dimms chunks the next interleave round).  A new pass starts
- * over from its base (divisions once per pass, in pl_gen_start_pass()).
+ * Per-DIMM, sequential: the region offset rbase + doff + within advances
+ * by step inside a chunk; after its last slot the next chunk of the
+ * thread's DIMMs follows (the next DIMM, wrapping at ways; after dimms
+ * chunks the next interleave round).  A new pass starts over from its base
+ * (divisions once per pass, in pl_gen_start_pass()).
  */
+static __always_inline void pl_walk_next_chunk(struct pl_gen *g)
+{
+	g->within -= g->c.gran;	/* what the last step went past the chunk */
+	g->chunk_left = g->chunk_slots;
+	g->doff += g->c.gran;
+	if (g->doff == g->round_bytes)
+		g->doff = 0;
+	if (++g->chunk == g->c.dimms) {
+		g->chunk = 0;
+		g->rbase += g->round_bytes;
+		g->doff = g->first_off;
+	}
+}
+
 static __always_inline u64 pl_walk_dimm_linear(struct pl_gen *g)
 {
 	u64 v = g->rbase + g->doff + g->within;
 
 	g->within += g->c.step;
-	if (unlikely(g->within >= g->c.gran)) {
-		g->within -= g->c.gran;
-		g->doff += g->c.gran;
-		if (g->doff == g->round_bytes)
-			g->doff = 0;
-		if (++g->chunk == g->c.dimms) {
-			g->chunk = 0;
-			g->rbase += g->round_bytes;
-			g->doff = g->first_off;
-		}
-	}
+	if (unlikely(!--g->chunk_left))
+		pl_walk_next_chunk(g);
 	return v;
 }
+
+/*
+ * The per-family loops walk per-DIMM sequential accesses as runs inside a
+ * chunk (PL_WALK_DIMM_RUNS): the chunk's base rbase + doff is added once
+ * per run, and an access steps within as the linear family steps off (one
+ * add); the chunk changes between runs.  Same offsets as
+ * pl_walk_dimm_linear().
+ */
+#define PL_WALK_DIMM_RUNS	(PL_NFAM + 1)
 
 /*
  * Per-DIMM, random: slot s of the pass is virtual offset t * step + rem
@@ -181,6 +196,8 @@ static __always_inline u64 pl_walk_pass_part(const struct pl_gen *g, const int f
 		return g->pass_base;
 	case PL_WALK_DIMM_RAND1:
 		return g->pass_add;
+	case PL_WALK_DIMM_RUNS:
+		return g->rbase + g->doff;
 	default:
 		return 0;
 	}
@@ -203,9 +220,42 @@ static __always_inline u64 pl_walk_step_rel(struct pl_gen *g, const int fam)
 		return g->dimm_fast ? pl_walk_dimm_rand1_rel(g) + g->pass_add : pl_walk_dimm_rand(g);
 	case PL_WALK_DIMM_RAND1:
 		return pl_walk_dimm_rand1_rel(g);
+	case PL_WALK_DIMM_RUNS: {
+		u64 v = g->within;
+
+		g->within += g->c.step;
+		return v;
+	}
 	default:
 		return pl_walk_linear(g);
 	}
+}
+
+/*
+ * How many of nb accesses the per-family loops run before the part of the
+ * offset that pl_walk_pass_part() gives changes: the rest of the pass, and
+ * for PL_WALK_DIMM_RUNS the rest of the chunk.
+ */
+static __always_inline u64 pl_walk_run_len(const struct pl_gen *g, const int walk, u64 nb)
+{
+	u64 run = nb < g->left ? nb : g->left;
+
+	if (walk == PL_WALK_DIMM_RUNS && g->chunk_left < run)
+		run = g->chunk_left;
+	return run;
+}
+
+/* after a run of run accesses: count them, change the chunk and the pass */
+static __always_inline void pl_walk_run_end(struct pl_gen *g, const int walk, const int fam, u64 run)
+{
+	if (walk == PL_WALK_DIMM_RUNS) {
+		g->chunk_left -= run;
+		if (!g->chunk_left)
+			pl_walk_next_chunk(g);
+	}
+	g->left -= run;
+	if (!g->left)
+		pl_gen_next_pass(g, fam);
 }
 
 /* the next offset of family fam, without counting the slot */
