@@ -310,7 +310,7 @@ static void pl_worker_loop(struct pl_run *r, struct pl_worker *w, u64 go)
 	u64 end = pl_thread_begin(&w->t, &r->c, go, tsc_khz);
 	int id;
 
-	while (!READ_ONCE(*e->stop) && e->left && pl_rdtsc() < end) {
+	while (!READ_ONCE(*e->stop) && e->left && pl_thread_more(&w->t, pl_rdtsc())) {
 		id = pl_target_enter(&pl.t);
 		if (id < 0) {
 			WRITE_ONCE(r->dead, 1);

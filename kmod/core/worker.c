@@ -102,6 +102,11 @@ u64 pl_thread_until(const struct pl_thread *t, u64 now)
 	return now + t->seg_ticks < end ? now + t->seg_ticks : end;
 }
 
+bool pl_thread_more(const struct pl_thread *t, u64 now)
+{
+	return now < t->end || !t->segments;
+}
+
 /* the warm-up is over: what the timed run counts starts from zero */
 static void pl_thread_warm(struct pl_thread *t)
 {

@@ -192,6 +192,26 @@ void pl_test_hist(const u64 *v, u64 n, const u32 *q, unsigned int nq, u64 *out, 
 	out[nq + 1] = h.max;
 }
 
+/*
+ * A worker's time window (worker.c) from go = 0: segments [seg[2i], seg[2i+1])
+ * in turn; out[i] is pl_thread_more() at the end of segment i, then the
+ * timed segments and ticks.
+ */
+void pl_test_window(u64 warmup_ms, u64 duration_ms, u64 tsc_khz, const u64 *seg, unsigned int nseg, u64 *out)
+{
+	struct pl_params p = { .segment_ms = 5, .warmup_ms = warmup_ms, .duration_ms = duration_ms };
+	struct pl_thread t = { 0 };
+	unsigned int i;
+
+	pl_thread_begin(&t, &p, 0, tsc_khz);
+	for (i = 0; i < nseg; i++) {
+		pl_thread_segment(&t, seg[2 * i], seg[2 * i + 1]);
+		out[i] = pl_thread_more(&t, seg[2 * i + 1]);
+	}
+	out[nseg] = t.segments;
+	out[nseg + 1] = t.e.st.ticks;
+}
+
 /* fences the bandwidth loop issues over n accesses of access bytes, one per fi bytes */
 u64 pl_test_fences(u64 access, u64 fi, u64 n)
 {

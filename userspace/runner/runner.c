@@ -325,7 +325,7 @@ static void *worker_fn(void *arg)
 	struct worker *w = arg;
 	struct pl_eng *e = &w->t.e;
 	cpu_set_t set;
-	u64 go, end, t0, seg_end;
+	u64 go, t0, seg_end;
 	char *chase_p = NULL;
 
 	CPU_ZERO(&set);
@@ -355,8 +355,8 @@ static void *worker_fn(void *arg)
 	go = barrier();
 	if (!go)
 		goto out;
-	end = pl_thread_begin(&w->t, &R.c, go, R.tsc_khz);
-	while (!__atomic_load_n(e->stop, __ATOMIC_RELAXED) && e->left && pl_rdtsc() < end) {
+	pl_thread_begin(&w->t, &R.c, go, R.tsc_khz);
+	while (!__atomic_load_n(e->stop, __ATOMIC_RELAXED) && e->left && pl_thread_more(&w->t, pl_rdtsc())) {
 		t0 = pl_rdtsc();
 		seg_end = pl_thread_until(&w->t, t0);
 		if (w->chase)
