@@ -32,3 +32,6 @@ def pytest_configure(config) -> None:
                                        "every op and pattern, fuzz, teardown, kernel interfaces); the other guest "
                                        "tests check kernel-independent behaviour and run on the default kernel only")
     config.addinivalue_line("markers", "check: make check's guest tests (load, every op and pattern, unload)")
+    config.addinivalue_line("markers", "two_nodes: a guest test that needs two NUMA nodes with CPUs; make test runs "
+                                       "these with the kernel matrix in the last kernel's guest, booted with "
+                                       "scripts/vm --numa-nodes 2")

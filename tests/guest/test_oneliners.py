@@ -143,6 +143,7 @@ def test_one_liner_on_the_user_backend() -> None:
     assert all(float(r[0]) >= 0 for r in table(res.stdout).values())  # TCG: 0 is a real median (above)
 
 
+@pytest.mark.two_nodes
 @pytest.mark.parametrize("command", ["latency-matrix", "bw-matrix"])
 def test_matrices_across_two_nodes(tmp_path: Path, ko: Path, command: str) -> None:
     """Each cell ran on the CPUs of its row's node against the memory of its column: the runs'

@@ -6,7 +6,7 @@ import functools
 
 import pytest
 
-from testlib import load_vm_script
+from testlib import TOP, load_vm_script
 
 vm = load_vm_script()
 
@@ -182,6 +182,13 @@ def test_kernel_tree_option_errors_before_any_boot(tmp_path) -> None:
     assert "--kernel-tree DIR" in subprocess.run(run + ["--help"], capture_output=True, text=True).stdout
 
 
+def test_a_socket_per_numa_node() -> None:
+    assert vm.socket_per_node(1, 2) == []
+    assert vm.socket_per_node(2, 2) == ["-smp 2,sockets=2,cores=1,threads=1"]
+    assert vm.socket_per_node(2, 4) == ["-smp 4,sockets=2,cores=2,threads=1"]
+    assert vm.socket_per_node(2, 5) == []
+
+
 def test_numa_nodes_share_memory_and_vcpus() -> None:
     assert vm.numa_options(1, 2048, 2) == []
     assert vm.numa_options(2, 2048, 2) == ["--numa", "1024M,cpus=0", "--numa", "1024M,cpus=1"]
@@ -253,3 +260,17 @@ def test_make_check_is_load_every_op_and_pattern_unload() -> None:
     assert required <= check, sorted(required - check)
     slow = [t for t in check if {"slow", "soak"} & set(markers[t]) or t.startswith("test_controller.py")]
     assert not slow, slow
+
+
+def test_two_node_tests_run_in_make_test() -> None:
+    """The tests that need two NUMA nodes (latency-matrix and bw-matrix across nodes) would be
+    skipped in every guest of one node: make test boots the last kernel's guest with two and
+    selects them there beside the kernel matrix."""
+    markers = guest_test_markers()
+    two = {name for name, marks in markers.items() if "two_nodes" in marks}
+    assert {"test_oneliners.py::test_matrices_across_two_nodes[latency-matrix]",
+            "test_oneliners.py::test_matrices_across_two_nodes[bw-matrix]"} <= two
+    script = (TOP / "scripts" / "run-tests").read_text()
+    branch = script[script.index('[ "$kernel" = "$last" ]'):]
+    branch = branch[:branch.index("elif")]
+    assert 'select=(-m "kernel_matrix or two_nodes")' in branch and "node_args=(--numa-nodes 2)" in branch
