@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "fixtures"))
-from fake_pmemlab import make_fake  # noqa: E402
+from fake_pmemlab import _put as put_atomically, make_fake  # noqa: E402
 
 import pmemlab.cli as cli  # noqa: E402
 import pmemlab.machine as machine  # noqa: E402
@@ -120,7 +120,7 @@ def test_state_back_to_idle_ends_the_poll(fake):
         while (fake.root / "state").read_text().strip() != "running" and time.monotonic() < deadline:
             time.sleep(0.005)
         time.sleep(0.02)
-        (fake.root / "state").write_text("idle\n")
+        put_atomically(fake.root / "state", "idle\n")  # a plain write_text: the poll read it empty
 
     threading.Thread(target=back_to_idle, daemon=True).start()
     out = m.run(values(), timeout_s=3)
