@@ -1,5 +1,6 @@
-"""Helpers shared by pmemlab's tests: the repository root and the test bed (scripts/vm) loaded
-as a module, so tests use the bed's own kernel-log rules rather than a copy of them."""
+"""Helpers shared by pmemlab's tests: the repository root and the scripts (the test bed
+scripts/vm, scripts/bench) loaded as modules, so tests use the bed's own kernel-log rules and the
+bench's own statistics rather than a copy of them."""
 from __future__ import annotations
 
 import importlib.machinery
@@ -12,10 +13,15 @@ TOP = Path(__file__).resolve().parent.parent
 
 
 @cache
-def load_vm_script() -> ModuleType:
-    loader = importlib.machinery.SourceFileLoader("pmemlab_vm", str(TOP / "scripts" / "vm"))
-    spec = importlib.util.spec_from_loader("pmemlab_vm", loader)
+def load_script(name: str) -> ModuleType:
+    """scripts/NAME (a Python script without a .py suffix) as a module."""
+    loader = importlib.machinery.SourceFileLoader(f"pmemlab_{name.replace('-', '_')}", str(TOP / "scripts" / name))
+    spec = importlib.util.spec_from_loader(loader.name, loader)
     assert spec is not None
     module = importlib.util.module_from_spec(spec)
     loader.exec_module(module)
     return module
+
+
+def load_vm_script() -> ModuleType:
+    return load_script("vm")

@@ -3,25 +3,18 @@ interval, and the yes / parity / short rule. The bench itself prints numbers and
 what it concludes from them is checked here."""
 from __future__ import annotations
 
-import importlib.machinery
-import importlib.util
 import math
 import random
 from types import ModuleType
 
 import pytest
 
-from testlib import TOP
+from testlib import load_script
 
 
 @pytest.fixture(scope="module")
 def bench() -> ModuleType:
-    loader = importlib.machinery.SourceFileLoader("pmemlab_bench", str(TOP / "scripts" / "bench"))
-    spec = importlib.util.spec_from_loader("pmemlab_bench", loader)
-    assert spec is not None
-    module = importlib.util.module_from_spec(spec)
-    loader.exec_module(module)
-    return module
+    return load_script("bench")
 
 
 def coverage(n: int, k: int) -> float:
