@@ -114,6 +114,15 @@ typedef struct block_device *pl_bdev_t;
 #define rdmsrq_safe		rdmsrl_safe
 #endif
 
+/* ---- the size of the block device ---- */
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(5, 16, 0)
+/* 5.16+: bdev_nr_bytes() (6436bd90f76e, "block: add a bdev_nr_bytes helper") */
+#define pl_bdev_nr_bytes(bdev)	bdev_nr_bytes(bdev)
+#else
+/* <= 5.15: the size of the bdev's inode, which bdev_nr_bytes() reads */
+#define pl_bdev_nr_bytes(bdev)	i_size_read((bdev)->bd_inode)
+#endif
+
 /* ---- counting the partitions of a whole disk ---- */
 #if LINUX_VERSION_CODE >= KERNEL_VERSION(5, 12, 0)
 /* 5.12+: the partitions are the entries of disk->part_tbl above index 0 */

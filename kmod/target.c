@@ -142,7 +142,7 @@ static int pl_fsdax_open(struct pl_target *t, const char *path)
 		err = -EOPNOTSUPP;
 		goto err_close;
 	}
-	bytes = bdev_nr_bytes(bdev);
+	bytes = pl_bdev_nr_bytes(bdev);
 	pages = PHYS_PFN(bytes);
 	if (!pages) {
 		pr_err("%s is empty\n", path);
