@@ -61,7 +61,7 @@ module:
 	$(if $(FRESH),@rm -rf $(TOP)/build/$(KVER))
 	@mkdir -p $(TOP)/build/$(KVER)
 	@cp -a $(TOP)/Kbuild $(TOP)/kmod $(TOP)/build/$(KVER)/
-	$(KBUILD) M=$(TOP)/build/$(KVER) $(if $(W),W=$(W)) modules
+	+$(KBUILD) M=$(TOP)/build/$(KVER) $(if $(W),W=$(W)) modules
 	@echo "make: built $(TOP)/build/$(KVER)/pmemlab.ko"
 
 userspace:
