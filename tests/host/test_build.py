@@ -4,7 +4,6 @@ builds run on two workers side by side). Host-side: nothing is loaded."""
 from __future__ import annotations
 
 import os
-import re
 import subprocess
 from pathlib import Path
 
