@@ -195,10 +195,14 @@ static inline unsigned int pl_disk_partitions(struct block_device *bdev)
 /* ---- huge-page vmalloc ---- */
 #if LINUX_VERSION_CODE < KERNEL_VERSION(5, 18, 0)
 /*
- * <= 5.17 (5.10 in the matrix): no vmalloc_huge() (v5.18); plain vmalloc
- * gives 4 KiB pages (reported as such)
+ * <= 5.17 (5.10 in the matrix): no huge vmalloc (VM_ALLOW_HUGE_VMAP and
+ * vmalloc_huge(), v5.18): plain vmalloc and kvmalloc give 4 KiB pages,
+ * reported as such, and dram_pages=2m says why at load
  */
 #define vmalloc_huge(size, gfp)	__vmalloc(size, gfp)
+#define PL_HUGE_VMALLOC		0
+#else
+#define PL_HUGE_VMALLOC		1
 #endif
 
 #endif /* PMEMLAB_COMPAT_H */
