@@ -33,6 +33,11 @@ ifeq ($(origin KDIR),undefined)
 endif
 # The release the headers belong to (Debian's include/config/kernel.release is not it on 6.1).
 KVER = $(shell sed -n 's/^\#define UTS_RELEASE "\(.*\)"/\1/p' $(KDIR)/include/generated/utsrelease.h 2>/dev/null)
+# Headers in a build root (scripts/build-root: the matrix's 5.10 and 7.2) build inside that root,
+# with the compiler and C library their kernel was built with; the repository is bound into it at
+# its own path, so M= and every message read the same.
+BUILD_ROOT = $(shell $(TOP)/scripts/build-root of $(KDIR))
+KBUILD = $(if $(BUILD_ROOT),$(TOP)/scripts/build-root run $(BUILD_ROOT) -- make -C $(patsubst $(BUILD_ROOT)%,%,$(KDIR)),$(MAKE) -C $(KDIR))
 
 .PHONY: all module userspace deps docs check-build check test soak test-host test-guest test-kasan demo sweep sweep-all plots bench clean help dkms-install dkms-remove
 
@@ -56,7 +61,7 @@ module:
 	$(if $(FRESH),@rm -rf $(TOP)/build/$(KVER))
 	@mkdir -p $(TOP)/build/$(KVER)
 	@cp -a $(TOP)/Kbuild $(TOP)/kmod $(TOP)/build/$(KVER)/
-	$(MAKE) -C $(KDIR) M=$(TOP)/build/$(KVER) $(if $(W),W=$(W)) modules
+	+$(KBUILD) M=$(TOP)/build/$(KVER) $(if $(W),W=$(W)) modules
 	@echo "make: built $(TOP)/build/$(KVER)/pmemlab.ko"
 
 userspace:

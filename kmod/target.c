@@ -142,7 +142,7 @@ static int pl_fsdax_open(struct pl_target *t, const char *path)
 		err = -EOPNOTSUPP;
 		goto err_close;
 	}
-	bytes = bdev_nr_bytes(bdev);
+	bytes = pl_bdev_nr_bytes(bdev);
 	pages = PHYS_PFN(bytes);
 	if (!pages) {
 		pr_err("%s is empty\n", path);
@@ -321,6 +321,10 @@ static int pl_dram_open(struct pl_target *t, u64 size, int node, bool huge)
 	pl_dram_fill(t->kaddr, size);
 	t->phys = slow_virt_to_phys(t->kaddr);
 	t->page_size = pl_page_size(t->kaddr, t->size);
+	if (huge && t->page_size < PMD_SIZE)
+		pr_notice("dram_pages=2m: %s: the target has %llu-byte pages\n",
+			  PL_HUGE_VMALLOC ? "no 2 MiB mapping could be had" :
+			  "this kernel has no huge vmalloc (5.18+)", t->page_size);
 	pl_guard_probe(t);
 	return 0;
 }

@@ -25,3 +25,11 @@ def load_script(name: str) -> ModuleType:
 
 def load_vm_script() -> ModuleType:
     return load_script("vm")
+
+
+def headers_trees() -> list[Path]:
+    """Every kernel headers tree the module is built against: the host's under /lib/modules, and
+    the build roots' of scripts/kernels.list (5.10, 7.2)."""
+    kernels = load_script("kernels")
+    return sorted(Path("/lib/modules").glob("*/build")) + [
+        k.kdir(k.release) for k in kernels.load() if k.root and k.release]

@@ -57,12 +57,20 @@ typedef long long s64;
 #ifndef notrace
 #define notrace
 #endif
+#endif
+
+/*
+ * No stack canary in a function: the kernel defines __no_stack_protector
+ * from v6.4 ("start_kernel: add no_stack_protector fn attr", also in 6.1.y
+ * through stable), so it is keyed on the macro, not on the version; older
+ * kernels (5.10) and libc get it here, and with GCC < 11, which lacks the
+ * attribute, nothing, as in the kernel's own definition.
+ */
 #ifndef __no_stack_protector
 #if defined(__has_attribute) && __has_attribute(__no_stack_protector__)
 #define __no_stack_protector	__attribute__((__no_stack_protector__))
 #else
 #define __no_stack_protector
-#endif
 #endif
 #endif
 
