@@ -168,3 +168,23 @@ def test_sweep_takes_ways_and_granularity_from_the_cxl_region(tmp_path: Path, ho
     assert (df["interleave_ways"] == 2).all() and (df["interleave_gran"] == 4096).all()
     assert (df["target_devices"] == "mem0 mem1").all() and (df["adv_read_latency_ns"] == 17270).all()
     assert [(r["interleave_ways"], r["interleave_gran"]) for r in fake.runs] == [("2", "4096")]
+
+
+def test_report_holds_each_point_against_the_advertised_value() -> None:
+    from pmemlab.plots.data import Results
+    from pmemlab.report import point_table
+
+    base = {"thread": "all", "status": "ok", "source_csv": "x.csv", "target_label": "", "adv_read_latency_ns": 250,
+            "adv_write_latency_ns": 300, "adv_read_bw_mbps": 8000, "adv_write_bw_mbps": 2000, "read_pct": 0}
+    rows = pd.DataFrame([
+        {**base, "mode": "latency", "op": "load", "access_size": 64, "repeat": r, "lat_ns_p50": v}
+        for r, v in enumerate((500.0, 500.0, 500.0))] + [
+        {**base, "mode": "bandwidth", "op": "ntstore", "access_size": 256, "repeat": r, "bw_gbps": v}
+        for r, v in enumerate((1.0, 1.0, 1.0))])
+    table = point_table(Results("x", rows, None))
+    lat = table[table["metric"] == "lat_ns_p50"].iloc[0]
+    bw = table[table["metric"] == "bw_gbps"].iloc[0]
+    assert (lat["advertised"], lat["mean_over_adv"]) == (250, 2.0)
+    assert (bw["advertised"], bw["mean_over_adv"]) == (2.0, 0.5)
+    plain = point_table(Results("x", rows.drop(columns=[c for c in rows if c.startswith("adv_")]), None))
+    assert "advertised" not in plain and "mean_over_adv" not in plain

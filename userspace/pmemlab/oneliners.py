@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from pmemlab import exitcodes, machine
+from pmemlab.advertised import advertised_bandwidth, advertised_latency, advertised_of, ratio
 from pmemlab import params as P
 from pmemlab.backend import Backend, BackendKind, BackendSpec
 from pmemlab.config import SweepConfig, expand, parse_config
@@ -313,53 +314,6 @@ def target_names(rows: pd.DataFrame, bed: Bed) -> dict[str, str]:
         where = f", node {int(node.iloc[0])}" if not node.empty and not t.load.target.startswith("dram") else ""
         out[t.label] = t.label if t.label.startswith(("dram", "pmem")) and not where else f"{t.label} ({what}{where})"
     return out
-
-
-# --------------------------------------------------------------------------
-# what the firmware advertises (the rows' adv_* columns: access0 of the target's memory node)
-# --------------------------------------------------------------------------
-READ_OPS = frozenset({"load", "ntload"})
-
-
-def advertised_of(rows: pd.DataFrame, target: str) -> dict[str, float]:
-    """The advertised values recorded with a target's rows (NaN where the kernel had none):
-    latency ns, and bandwidth in GB/s (the kernel's MB/s read as 1e6 B/s, ACPI's unit)."""
-    import pandas as pd
-
-    agg = rows[rows["thread"].astype(str) == "all"]
-    if "target_label" in agg:
-        agg = agg[agg["target_label"] == target]
-
-    def first(col: str, scale: float = 1.0) -> float:
-        vals = pd.to_numeric(agg[col], errors="coerce").dropna() if col in agg else pd.Series(dtype=float)
-        return float(vals.iloc[0]) * scale if not vals.empty else math.nan
-
-    return {"read_ns": first("adv_read_latency_ns"), "write_ns": first("adv_write_latency_ns"),
-            "read_gbps": first("adv_read_bw_mbps", 1e-3), "write_gbps": first("adv_write_bw_mbps", 1e-3),
-            "node": first("adv_node")}
-
-
-def advertised_latency(adv: dict[str, float], op: str) -> float:
-    return adv["read_ns"] if op in READ_OPS else adv["write_ns"]
-
-
-def advertised_bandwidth(adv: dict[str, float], op: str, read_pct: int = 0) -> float:
-    """Reads: the read bandwidth; writes: the write bandwidth; a load:store mix: the two combined
-    as the time each share takes (1 / (p / read + (1 - p) / write)), docs/method.md."""
-    if op in READ_OPS or read_pct >= 100:
-        return adv["read_gbps"]
-    if not read_pct:
-        return adv["write_gbps"]
-    p = read_pct / 100
-    if not adv["read_gbps"] or not adv["write_gbps"] or math.isnan(adv["read_gbps"] + adv["write_gbps"]):
-        return math.nan
-    return 1 / (p / adv["read_gbps"] + (1 - p) / adv["write_gbps"])
-
-
-def ratio(measured: float, advertised: float) -> float:
-    if not advertised or math.isnan(advertised) or measured is None or math.isnan(measured):
-        return math.nan
-    return measured / advertised
 
 
 def advertised_note(rows: pd.DataFrame) -> list[str]:
