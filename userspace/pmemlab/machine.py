@@ -667,8 +667,8 @@ def format_info(info: dict[str, Any]) -> str:
         adv = t.get("advertised") or {}
         if any(adv.get(k) is not None for k in ("read_latency", "read_bandwidth")):
             add("advertised", f"read {adv.get('read_latency')} ns {adv.get('read_bandwidth')} MB/s, write "
-                f"{adv.get('write_latency')} ns {adv.get('write_bandwidth')} MB/s (access0, from node "
-                f"{adv.get('initiators')})")
+                f"{adv.get('write_latency')} ns {adv.get('write_bandwidth')} MB/s (access0, "
+                + (f"from node {adv['initiators']})" if adv.get("initiators") else "no initiator named)"))
         else:
             add("advertised", "- (the kernel has no access0 values for this node: no HMAT)")
         tier = t.get("memory_tier") or {}

@@ -556,7 +556,9 @@ def matrix_table(what: str) -> Callable[[argparse.Namespace, pd.DataFrame, pd.Da
             inits = _initiators(rows, target)
             row_of = {node: (str(cpus[0]) if what == "latency" else
                              P.fmt_cpulist(cpus[: args.threads] if args.threads else cpus)) for node, cpus in cpu_rows(size)}
-            from_node = next((n for n in inits if n in row_of), None)
+            # a CXL node's access0 names no initiator (the kernel computed it from the CPUs' side of
+            # the host bridge's generic port): held against the first node with CPUs then
+            from_node = next((n for n in inits if n in row_of), None) if inits else next(iter(row_of), None)
             m = value.get((target, row_of[from_node]), math.nan) if from_node is not None else math.nan
             adv_cells.append(a)
             ratio_cells.append(ratio(m, a))
@@ -574,7 +576,7 @@ def matrix_table(what: str) -> Callable[[argparse.Namespace, pd.DataFrame, pd.Da
                      columns=["CPUs \\ memory", *(f"{names.get(t, t)} {unit}" for t in targets)],
                      rows=out, notes=reasons_note(reasons) + advertised_note(rows) + [
                          "measured / advertised: the measurement from the first node access0 names as the "
-                         "memory's best initiator"] + emulation_note(rows), records=records,
+                         "memory's best initiator (none named, as for a CXL node: the first node with CPUs)"] + emulation_note(rows), records=records,
                      extra={"advertised": advertised})
     return table
 
