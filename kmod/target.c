@@ -182,8 +182,12 @@ module_param(dram_node_strict, bool, 0444);
 MODULE_PARM_DESC(dram_node_strict,
 		 "refuse to load when DRAM target pages are not all on dram_node (default 1; 0: load and log it)");
 
-/* filling and node checks go in chunks of this, with a cond_resched() between */
-#define PL_DRAM_CHUNK	(64UL << 20)
+/*
+ * filling and node checks go in chunks of this, with a cond_resched() between: 2 MiB, so that
+ * even memory filled at a few MB/s (a CXL node of the emulated bed, whose window QEMU emulates as
+ * MMIO) yields well inside the soft-lockup threshold; 64 MiB chunks held a CPU for 22 s there
+ */
+#define PL_DRAM_CHUNK	(2UL << 20)
 
 struct pl_dram_alloc {
 	u64 size;

@@ -35,3 +35,5 @@ def pytest_configure(config) -> None:
     config.addinivalue_line("markers", "two_nodes: a guest test that needs two NUMA nodes with CPUs; make test runs "
                                        "these with the kernel matrix in the last kernel's guest, booted with "
                                        "scripts/vm --numa-nodes 2")
+    config.addinivalue_line("markers", "cxl: a guest test of the CXL lanes (scripts/vm --cxl); make test runs these "
+                                       "in the guest of the kernel scripts/vm --list-kernels --cxl names")

@@ -44,6 +44,26 @@ def write_fill(dev_path: str, chunks: list[int], size: int) -> None:
         os.fsync(dev.fileno())
 
 
+@pytest.fixture(scope="module", params=["nvdimm"] + ([pytest.param("cxl", marks=pytest.mark.cxl)]
+                                                       if os.environ.get("PMEMLAB_CXL_PMEM") else []))
+def pmem_dev(request) -> str:
+    """The namespace under test: the emulated NVDIMM's, and in a guest with the CXL lanes
+    (scripts/vm --cxl) also the first fsdax namespace of the CXL pmem region, whose cases are
+    marked cxl (make test runs them in the CXL guest, with the kernel matrix)."""
+    if request.param == "cxl":
+        return os.environ["PMEMLAB_CXL_PMEM"].split()[0]
+    devs = os.environ.get("PMEMLAB_PMEM", "").split()
+    assert devs, "no fsdax namespace on the emulated NVDIMM"
+    return devs[0]
+
+
+def unit(size: int) -> int:
+    """The window of one case: 1 MiB, or 256 KiB on a namespace under 256 MiB (a CXL namespace:
+    the CXL window is emulated MMIO, a few MB/s under TCG, so it is kept small and so are the
+    windows). Every offset of the batches is a multiple of it."""
+    return MiB if size >= 256 * MiB else 256 * KiB
+
+
 @pytest.fixture(scope="module")
 def filled(pmem_dev: str) -> int:
     """Write the pattern once (the whole device, tail included); each test restores what it
@@ -137,7 +157,7 @@ BASE = dict(mode="bandwidth", read_pct=0, width=0, access_size=256, stride=0, pa
 COMBOS = [(pattern, placement) for pattern in ("seq", "rand", "stride", "hotspot")
           for placement in ("global", "per-thread", "per-dimm")
           if not (pattern == "hotspot" and placement == "per-dimm")]  # refused combination
-W = MiB
+W = MiB  # the window of one case on a namespace of 256 MiB or more (unit())
 WAYS, GRAN = 4, 4096
 
 
@@ -169,15 +189,16 @@ def cpu_features() -> set[str]:
 
 @pytest.fixture(scope="module")
 def every_write_op(module, pmem_dev: str, filled: int) -> tuple[dict[str, tuple[list[Case], Case]], list]:
-    """The windows of every write op the CPU runs in one batch, 32 MiB apart: one load and one
+    """The windows of every write op the CPU runs in one batch, 32 windows apart: one load and one
     scan of the namespace for all of them, not one per op. Returns each op's cases (pattern x
     placement, then one sequential pass) and the changes outside every window."""
     feats = cpu_features()
+    W = unit(filled)
     by_op: dict[str, tuple[list[Case], Case]] = {}
     for i, op in enumerate(WRITE_OPS):
         if NEEDS.get(op, "sse2") not in feats:
             continue
-        base = 8 * MiB + i * 32 * MiB
+        base = 8 * W + i * 32 * W
         cases = []
         for k, (pattern, placement) in enumerate(COMBOS):
             cases.append(Case(f"{pattern}/{placement}", base + k * 2 * W, W,
@@ -199,6 +220,7 @@ def test_writes_stay_inside_the_window(every_write_op, op: str) -> None:
     skip_unless_supported(cpu_features(), op)
     by_op, stray = every_write_op
     cases, exact = by_op[op]
+    W = cases[0].size
     assert not stray, f"writes outside every window of the batch (every write op): {stray[:5]}"
     for case in cases:
         assert case.changed, f"{op} {case.label}: the run wrote nothing"
@@ -230,6 +252,7 @@ def test_exact_shapes(module, pmem_dev: str, filled: int) -> None:
         target_size = int(Module(sysfs).read("target_size"))
     assert target_size <= filled
     one = dict(threads=1, duration_ms=1000)
+    W = unit(filled)
     halves = [(j, j + 128) for j in range(0, W, 256)]
     per_dimm = dict(placement="per-dimm", interleave_ways=WAYS, dimms_per_thread=2, threads=2,
                     pattern="seq", count=W * 2 // WAYS // 256, duration_ms=1000)
@@ -255,7 +278,7 @@ def test_exact_shapes(module, pmem_dev: str, filled: int) -> None:
         if width in widths:
             specs.append((f"width {width}", dict(op=op, width=width, access_size=width, count=W // width, **one),
                           [(0, W)]))
-    cases = [Case(label, 40 * MiB + k * 2 * W, W, params) for k, (label, params, _) in enumerate(specs)]
+    cases = [Case(label, 40 * W + k * 2 * W, W, params) for k, (label, params, _) in enumerate(specs)]
     end = Case("window ends at target_size", target_size - W, W, dict(op="store", count=W // 2 // 256,
                                                                       duration_ms=1000))
     cases.append(end)

@@ -72,7 +72,7 @@ def test_idle_latency_table_on_the_module(fake_bed, capsys):
     assert list(rows) == ["load, random, cold line", "load, sequential, cold line", "store+clwb, warm line",
                           "ntstore, warm line"]
     # the fake's histogram: thread 0 buckets at 600, 608, 1200 ticks (16, 16, 22 samples) at 2 GHz: the median is the 27th, in the 608 bucket
-    assert rows["ntstore, warm line"][0] == "306.0" and rows["ntstore, warm line"][-1] == "54"
+    assert rows["ntstore, warm line"][0] == "306.0" and rows["ntstore, warm line"][5] == "54" and rows["ntstore, warm line"][6:] == ["n/a", "n/a"]
     assert rows["store+clwb, warm line"][:5] == ["n/a"] * 5, "no clwb on this CPU"
     assert "n/a store+clwb, warm line: skipped: op: store+clwb at width 8 (mov+clwb) needs clwb" in out
     ran = [(r["op"], r["pattern"], r["cold"], r["warm"], r["count"], r["working_set"]) for r in fake.runs]
@@ -88,7 +88,7 @@ def test_idle_latency_json_and_two_targets(fake_bed, capsys):
     doc = json.loads(out)
     assert doc["command"] == "idle-latency" and len(doc["rows"]) == 8
     assert set(doc["rows"][0]) == {"target", "access", "op", "pattern", "median_ns", "p5_ns", "p95_ns", "mean_ns",
-                                   "max_ns", "samples"}
+                                   "max_ns", "samples", "advertised_ns", "median_over_advertised"}
     assert (doc["rows"][0]["target"], doc["rows"][0]["access"]) == ("pmem", "load, random, cold line")
     assert (doc["rows"][4]["target"], doc["rows"][4]["median_ns"]) == ("dram", 306.0)
     assert doc["rows"][2]["median_ns"] is None
@@ -144,8 +144,10 @@ def test_matrices_nodes_by_memories(fake_bed, capsys, monkeypatch, command):
         assert f"{column} {unit}" in header
     rows = table_rows(out)
     cpus = ("0", "1") if command == "latency-matrix" else ("0", "1")
-    assert list(rows) == [f"node 0 (CPU {cpus[0]})", f"node 1 (CPU {cpus[1]})"]
-    assert all(len(cells) == 3 and "n/a" not in cells for cells in rows.values())
+    assert list(rows) == [f"node 0 (CPU {cpus[0]})", f"node 1 (CPU {cpus[1]})", "advertised (access0)",
+                          "measured / advertised"]
+    assert all(len(cells) == 3 for cells in rows.values())
+    assert all("n/a" not in rows[f"node {n} (CPU {cpus[n]})"] for n in (0, 1))
     loads = [c for c in commands.calls if c.startswith("insmod")]
     assert loads[:3] == ["insmod target=/dev/pmem0", "insmod target=dram dram_node=1 dram_size=256M",
                          "insmod target=dram dram_node=0 dram_size=256M"]
@@ -210,3 +212,27 @@ def test_output_checked_before_anything_runs(fake_bed, capsys, tmp_path):
     assert cli.main(["loaded-latency", "--backend", "kernel", "--timeout", "0"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "give a number of seconds > 0" in err and not fake.runs
+
+
+def test_advertised_beside_measured() -> None:
+    """The advertised value a row is held against: reads by read latency and bandwidth, writes by
+    write, a load:store mix by the time each share takes; the ratio is measured / advertised."""
+    import math
+
+    import pandas as pd
+
+    from pmemlab import oneliners as ol
+
+    rows = pd.DataFrame([{"thread": "all", "target_label": "cxl", "adv_read_latency_ns": 250, "adv_write_latency_ns": 300,
+                          "adv_read_bw_mbps": 8000, "adv_write_bw_mbps": 2000, "adv_node": 2},
+                         {"thread": "all", "target_label": "dram", "adv_node": 0}])
+    adv = ol.advertised_of(rows, "cxl")
+    assert (adv["read_ns"], adv["write_ns"], adv["read_gbps"], adv["write_gbps"]) == (250, 300, 8.0, 2.0)
+    assert ol.advertised_latency(adv, "load") == 250 and ol.advertised_latency(adv, "ntstore") == 300
+    assert ol.advertised_bandwidth(adv, "ntload") == 8.0 and ol.advertised_bandwidth(adv, "store+clwb") == 2.0
+    assert ol.advertised_bandwidth(adv, "store", 50) == 1 / (0.5 / 8 + 0.5 / 2)
+    assert ol.ratio(500.0, 250.0) == 2.0 and math.isnan(ol.ratio(1.0, math.nan)) and math.isnan(ol.ratio(math.nan, 2))
+    none = ol.advertised_of(rows, "dram")
+    assert all(math.isnan(none[k]) for k in ("read_ns", "write_ns", "read_gbps", "write_gbps"))
+    assert math.isnan(ol.advertised_bandwidth(none, "store", 75))
+    assert "no HMAT" in ol.advertised_note(rows[rows["target_label"] == "dram"])[0]

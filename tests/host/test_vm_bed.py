@@ -279,3 +279,95 @@ def test_two_node_tests_run_in_make_test() -> None:
     branch = script[script.index('[ "$kernel" = "$last" ]'):]
     branch = branch[:branch.index("elif")]
     assert 'select=(-m "kernel_matrix or two_nodes")' in branch and "node_args=(--numa-nodes 2)" in branch
+
+
+def test_numa_options_for_an_hmat_and_a_generic_port() -> None:
+    # an HMAT names every node: the one node is given explicitly, nodes without CPUs name node 0
+    assert vm.numa_options(1, 2048, 2, explicit=True) == ["--numa", "2048M,cpus=0-1"]
+    assert vm.numa_options(1, 2560, 2, 512, explicit=True) == ["--numa", "2048M,cpus=0-1", "--numa",
+                                                               "512M,initiator=0"]
+    # the CXL host bridge's generic port: an empty node after the others
+    assert vm.numa_options(2, 2048, 2, generic_port=True) == ["--numa", "1024M,cpus=0", "--numa", "1024M,cpus=1",
+                                                              "--numa", "0,initiator=0"]
+
+
+def test_hmat_entries_give_every_memory_one_best_initiator() -> None:
+    entries = vm.hmat_entries(2, cpuless=True, generic_port=True)
+    by = {(i, t): (lat, bw) for i, t, lat, bw in entries}
+    assert sorted(by) == [(i, t) for i in range(2) for t in range(4)]
+    assert by[(0, 0)] == by[(1, 1)] == vm.HMAT_LOCAL and by[(0, 1)] == by[(1, 0)] == vm.HMAT_REMOTE
+    for target in range(4):  # the best latency and bandwidth come from the same single node
+        best_lat = min(by[(i, target)][0] for i in range(2))
+        best_bw = max(by[(i, target)][1] for i in range(2))
+        assert [i for i in range(2) if by[(i, target)] == (best_lat, best_bw)] != []
+        assert sum(by[(i, target)][0] == best_lat for i in range(2)) == 1
+    opts = vm.hmat_options([(0, 2, 100, 16384)])
+    assert opts == ["-numa hmat-lb,initiator=0,target=2,hierarchy=memory,data-type=access-latency,latency=100",
+                    "-numa hmat-lb,initiator=0,target=2,hierarchy=memory,data-type=access-bandwidth,bandwidth=16384M"]
+
+
+def test_cxl_devices_are_fresh_files_with_their_map(tmp_path) -> None:
+    import json
+
+    stale = tmp_path / "cxl0-pmem.raw"
+    stale.write_bytes(b"\x01" * 4096)
+    opts = vm.cxl_devices(tmp_path, 256 << 20, 512 << 20, 4096, (10, 0), gp_node=1)
+    assert opts[0] == "-device pxb-cxl,bus_nr=12,bus=pcie.0,id=cxl.1"
+    assert "-device cxl-type3,bus=rp1,lsa=cxl-lsa1,persistent-memdev=cxl-pmem1,volatile-memdev=cxl-ram1,id=cxl-dev1,sn=4097" in opts
+    assert "-M cxl-fmw.0.targets.0=cxl.1,cxl-fmw.0.size=4096M,cxl-fmw.0.interleave-granularity=4096" in opts
+    assert opts[-1] == "-object acpi-generic-port,id=gp0,pci-bus=cxl.1,node=1"
+    assert stale.stat().st_size == 256 << 20 and stale.read_bytes()[:4096] == bytes(4096)  # zeros again
+    doc = json.loads((tmp_path / "devices.json").read_text())
+    assert [(d["serial"], d["pmem_file"], d["ram_size"]) for d in doc["devices"]] == [
+        (0x1000, "cxl0-pmem.raw", 512 << 20), (0x1001, "cxl1-pmem.raw", 512 << 20)]
+    # QEMU 7.2: one persistent memdev=, no volatile memory, no generic port
+    (tmp_path / "old").mkdir()
+    old = vm.cxl_devices(tmp_path / "old", 256 << 20, 0, 4096, (7, 2), gp_node=None)
+    assert any("memdev=cxl-pmem0," in o and "persistent" not in o and "volatile" not in o for o in old)
+    assert not any("acpi-generic-port" in o or "cxl-ram" in o for o in old)
+
+
+# as QEMU 7.2 and Debian's 6.1 print them (a --cxl guest, scripts/vm --cxl with VM_CXL_QEMU=qemu 7.2)
+UID_BUG = ("[    0.884241] ACPI BIOS Error (bug): Failure creating named object [\\_SB.CL0C._UID], AE_ALREADY_EXISTS "
+           "(20220331/dswload2-326)")
+UID_BUG_NEXT = "[    0.884241] ACPI Error: AE_ALREADY_EXISTS, During name lookup/catalog (20220331/psobject-220)"
+
+
+@pytest.mark.parametrize("log,qemu,flagged", [
+    ([UID_BUG, UID_BUG_NEXT, "[ 1.2] ACPI: PCI Root Bridge [CL0C] (domain 0000 [bus 0c-0e])"], (7, 2), []),
+    ([UID_BUG, UID_BUG_NEXT], (10, 0), [UID_BUG, UID_BUG_NEXT]),  # a fixed QEMU: a new cause
+    ([UID_BUG_NEXT], (7, 2), [UID_BUG_NEXT]),  # ACPICA's line alone is not the known one
+    ([UID_BUG.replace("CL0C", "PCI0")], (7, 2), [UID_BUG.replace("CL0C", "PCI0")]),
+    (["[ 0.9] ACPI Error: AE_NOT_FOUND, While resolving a named reference package element"], (10, 0),
+     ["[ 0.9] ACPI Error: AE_NOT_FOUND, While resolving a named reference package element"]),
+    (["[ 0.9] ACPI: SRAT: Node 1 PXM 1 [mem 0x80000000-0x9fffffff]"], (10, 0), []),
+])
+def test_firmware_errors_fail_a_cxl_guest_but_qemu_7_2_s_duplicate_uid(log, qemu, flagged) -> None:
+    assert vm.firmware_errors("\n".join(log), qemu) == flagged
+    assert vm.scan_log("\n".join(log)) == []  # not a splat: the other guests do not judge firmware tables
+
+
+def test_cxl_kernels_are_those_with_every_option(tmp_path, monkeypatch) -> None:
+    cfg = tmp_path / ".config"
+    cfg.write_text("".join(f"CONFIG_{o}=m\n" for o in vm.CXL_PMEM_CONFIG + vm.CXL_RAM_CONFIG))
+    kernel = vm.Kernel("9.9.9-test", tmp_path / "bzImage", tmp_path)
+    assert vm.cxl_kernel_lacks(kernel) == ""
+    cfg.write_text(cfg.read_text().replace("CONFIG_DEV_DAX_CXL=m\n", "# CONFIG_DEV_DAX_CXL is not set\n"))
+    assert vm.cxl_kernel_lacks(kernel) == "CONFIG_DEV_DAX_CXL" and vm.cxl_kernel_lacks(kernel, ram=False) == ""
+
+
+def test_make_test_runs_the_cxl_lanes_and_checks_the_backing_files_after() -> None:
+    """The guest of the first kernel that can run the CXL lanes boots with --cxl, its devices'
+    backing files kept in the reports, selects the tests marked cxl beside its own, and the host
+    then checks the files (tests/host/test_cxl_backing.py)."""
+    markers = guest_test_markers()
+    cxl = {name for name, marks in markers.items() if "cxl" in marks}
+    assert {"test_cxl.py::test_pmem_lane_every_op_and_placement", "test_cxl.py::test_ram_lane_module_on_the_cxl_node",
+            "test_cxl.py::test_ram_lane_user_backend_on_devdax",
+            "test_cxl.py::test_per_device_writes_for_the_outside_check",
+            "test_cxl.py::test_advertised_is_what_qemu_was_told_and_what_the_kernel_exposes"} <= cxl
+    script = (TOP / "scripts" / "run-tests").read_text()
+    assert '--list-kernels --cxl' in script and 'cxl_args=(--cxl --cxl-dir "$reports/cxl")' in script
+    assert 'select=(-m "${select[1]} or cxl")' in script
+    after = script[script.index('if [ ${#cxl_args[@]} -gt 0 ]'):]
+    assert 'PMEMLAB_CXL_DIR="$reports/cxl"' in after and "tests/host/test_cxl_backing.py" in after

@@ -435,6 +435,8 @@ def gather_info(module: Backend | None, host: HostPaths | None = None,
         from pmemlab import ipmctl
 
         info["ipmctl"] = ipmctl.probe(runner)
+    if target["device"] is not None or target["kind"] is not None:
+        add_cxl_and_advertised(target, facts, host)
     info["target"] = target
 
     from pmemlab import runcond
@@ -452,6 +454,41 @@ def gather_info(module: Backend | None, host: HostPaths | None = None,
         "state": msr_state,
     }
     return info
+
+
+def _phys(facts: Mapping[str, Any]) -> int | None:
+    value = facts.get("target_phys")
+    try:
+        return int(str(value), 16) if value is not None else None
+    except ValueError:
+        return None
+
+
+def add_cxl_and_advertised(target: dict[str, Any], facts: Mapping[str, Any], host: HostPaths) -> None:
+    """The target's CXL region (ways, granularity, each memdev's position, serial, size, host
+    bridge, and which memdev is device i of per-device placement) and its memory node's advertised
+    performance and tier. Interleave geometry from a CXL region replaces ndctl's view of the
+    nvdimm region it became: the CXL region knows the granularity and the memdevs."""
+    from pmemlab import cxl
+
+    node = target.get("node") if isinstance(target.get("node"), int) else None
+    mem = cxl.mem_node(host.sys, target.get("device"), target.get("kind"), node)
+    found = cxl.target_cxl(host.sys, target.get("device"), target.get("kind"), _phys(facts), mem)
+    target["mem_node"] = mem
+    if found:
+        target["cxl"] = found
+        if len(found["regions"]) == 1 and "devices" in found:
+            region = found["regions"][0]
+            target["interleave_ways"] = region["interleave_ways"]
+            target["interleave_gran"] = region["interleave_gran"]
+            target["devices"] = found["devices"]
+            target["device_kind"] = "cxl"
+    elif target.get("mappings"):
+        ordered = sorted(target["mappings"], key=lambda m: (m.get("position") is None, m.get("position")))
+        target["devices"] = [m.get("dimm") for m in ordered]
+        target["device_kind"] = "nvdimm"
+    target["advertised"] = cxl.advertised(host.sys, mem)
+    target["memory_tier"] = cxl.memory_tier(host.sys, mem)
 
 
 def _flag(value: Any) -> int | None:
@@ -498,6 +535,7 @@ def conditions(info: dict[str, Any]) -> dict[str, Any]:
         "target_page_size": t.get("page_size"),
         "target_region": t.get("region"),
         "target_interleave_ways": t.get("interleave_ways"),
+        **advertised_conditions(t),
         "cpu_model": cpu.get("model"),
         "tsc_khz": cpu.get("tsc", {}).get("tsc_khz"),
         "freq_source": "tsc" + (" (invariant)" if cpu.get("tsc", {}).get("invariant") else ""),
@@ -513,6 +551,29 @@ def conditions(info: dict[str, Any]) -> dict[str, Any]:
         **emulation_conditions(info),
         "mitigations": info.get("mitigations", {}).get("summary"),
         "mitigations_cmdline": info.get("mitigations", {}).get("cmdline"),
+    }
+
+
+def advertised_conditions(t: Mapping[str, Any]) -> dict[str, Any]:
+    """The columns of a target's interleave devices, CXL region, and its memory node's advertised
+    performance and tier (table.COLUMN_DOC says what each holds)."""
+    adv = t.get("advertised") or {}
+    cxl = t.get("cxl") or {}
+    regions = cxl.get("regions") or []
+    tier = t.get("memory_tier") or {}
+    return {
+        "target_interleave_gran": t.get("interleave_gran"),
+        "target_devices": " ".join(str(d) for d in t.get("devices") or []) or None,
+        "target_device_kind": t.get("device_kind"),
+        "target_cxl_region": " ".join(r["region"] for r in regions) or None,
+        "adv_node": adv.get("node"),
+        "adv_initiators": adv.get("initiators"),
+        "adv_read_latency_ns": adv.get("read_latency"),
+        "adv_write_latency_ns": adv.get("write_latency"),
+        "adv_read_bw_mbps": adv.get("read_bandwidth"),
+        "adv_write_bw_mbps": adv.get("write_bandwidth"),
+        "memory_tier": tier.get("tier"),
+        "memory_tier_nodes": tier.get("nodes"),
     }
 
 
@@ -537,14 +598,17 @@ def target_facts(backend: Backend, online_cpus: int, host: HostPaths | None = No
 
 
 def discovered_defaults(info: dict[str, Any]) -> dict[str, Any]:
-    """Parameter defaults learnt from the machine (interleave geometry from ndctl)."""
-    ways = info.get("target", {}).get("interleave_ways")
+    """Parameter defaults learnt from the machine: interleave ways from ndctl (an NVDIMM interleave
+    set), ways and granularity from the CXL region a target lies in."""
+    target = info.get("target", {})
     out: dict[str, Any] = {}
-    if isinstance(ways, int) and not isinstance(ways, bool):
-        try:
-            out["interleave_ways"] = P.canonical("interleave_ways", ways)
-        except P.ConfigValueError:
-            pass  # a geometry the module cannot take: keep the parameter's default
+    for name in ("interleave_ways", "interleave_gran"):
+        value = target.get(name)
+        if isinstance(value, int) and not isinstance(value, bool):
+            try:
+                out[name] = P.canonical(name, value)
+            except P.ConfigValueError:
+                pass  # a geometry the module cannot take: keep the parameter's default
     return out
 
 
@@ -583,8 +647,32 @@ def format_info(info: dict[str, Any]) -> str:
             add("namespace", f"{ns.get('dev')} mode={ns.get('mode')} map={ns.get('map')} size={size(ns.get('size'))}")
         add("region", t.get("region"))
         add("interleave ways", t.get("interleave_ways"))
+        if t.get("interleave_gran"):
+            add("interleave gran", size(t.get("interleave_gran")))
         if t.get("mappings"):
             add("mappings", ", ".join(f"{m.get('dimm')}@{m.get('position')}" for m in t["mappings"]))
+        if t.get("devices"):
+            add("devices", ", ".join(f"{i}: {d}" for i, d in enumerate(t["devices"]))
+                + "  (device i of placement=per-dimm)")
+        for r in (t.get("cxl") or {}).get("regions", []):
+            add("cxl region", f"{r['region']} {r.get('mode')} {size(r.get('size'))} at {hex(r['resource'] or 0)}, "
+                f"ways={r.get('interleave_ways')} gran={r.get('interleave_gran')} node={r.get('node')} "
+                f"host bridge {','.join(r.get('host_bridges') or []) or '-'}")
+            for tg in r.get("targets", []):
+                serial = tg.get("serial")
+                add("", f"position {tg['position']}: {tg.get('memdev')} serial {hex(serial) if isinstance(serial, int) else '-'}"
+                    f" ram {size(tg.get('ram_size'))} pmem {size(tg.get('pmem_size'))}, {tg.get('decoder')} "
+                    f"{tg.get('mode')} dpa {hex(tg.get('dpa_resource') or 0)}+{size(tg.get('dpa_size'))} ({tg.get('pci')})")
+        add("memory node", t.get("mem_node"))
+        adv = t.get("advertised") or {}
+        if any(adv.get(k) is not None for k in ("read_latency", "read_bandwidth")):
+            add("advertised", f"read {adv.get('read_latency')} ns {adv.get('read_bandwidth')} MB/s, write "
+                f"{adv.get('write_latency')} ns {adv.get('write_bandwidth')} MB/s (access0, "
+                + (f"from node {adv['initiators']})" if adv.get("initiators") else "no initiator named)"))
+        else:
+            add("advertised", "- (the kernel has no access0 values for this node: no HMAT)")
+        tier = t.get("memory_tier") or {}
+        add("memory tier", f"{tier.get('tier')} (nodes {tier.get('nodes')})" if tier.get("tier") is not None else None)
     else:
         add("module", mod.get("note", "not loaded"))
     lines.append("module")

@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from pmemlab import exitcodes, machine
+from pmemlab.advertised import advertised_bandwidth, advertised_latency, advertised_of, ratio
 from pmemlab import params as P
 from pmemlab.backend import Backend, BackendKind, BackendSpec
 from pmemlab.config import SweepConfig, expand, parse_config
@@ -206,6 +207,7 @@ class Table:
     rows: list[list[Any]]
     notes: list[str] = field(default_factory=list)
     records: list[dict[str, Any]] = field(default_factory=list)  # the rows in JSON: tidy, names with units
+    extra: dict[str, Any] = field(default_factory=dict)  # more keys of the JSON document
 
     def text(self) -> str:
         cells = [[_cell(v) for v in row] for row in self.rows]
@@ -215,7 +217,7 @@ class Table:
 
     def document(self, command: str) -> dict[str, Any]:
         return {"command": command, "title": self.title, "statistic": self.statistic,
-                "rows": self.records, "notes": self.notes}  # output.jsonable makes NaN null
+                "rows": self.records, "notes": self.notes, **self.extra}  # output.jsonable makes NaN null
 
 
 def _cell(v: Any) -> str:
@@ -314,6 +316,17 @@ def target_names(rows: pd.DataFrame, bed: Bed) -> dict[str, str]:
     return out
 
 
+def advertised_note(rows: pd.DataFrame) -> list[str]:
+    import pandas as pd
+
+    agg = rows[rows["thread"].astype(str) == "all"]
+    if "adv_node" not in agg or pd.to_numeric(agg.get("adv_read_latency_ns"), errors="coerce").dropna().empty:
+        return ["advertised: n/a (the kernel has no access0 values for the target's node: no HMAT)"]
+    return ["advertised: the firmware's access0 values of the target's memory node (HMAT; for a CXL node the "
+            "kernel's sum of the devices' CDAT, links and host bridge), read as the kernel exposes them; "
+            "bandwidth MB/s read as 1e6 B/s"]
+
+
 def reasons_note(reasons: dict[str, str]) -> list[str]:
     return [f"n/a {key}: {why}" for key, why in reasons.items()]
 
@@ -362,9 +375,12 @@ def idle_table(args: argparse.Namespace, rows: pd.DataFrame, hist: pd.DataFrame,
             else:
                 h = hit.iloc[0]
                 values = [h["p50"], h["p5"], h["p95"], h["mean"], h["max"], int(h["samples"])]
+            adv = advertised_latency(advertised_of(rows, target), op)
+            values += [adv, ratio(values[0], adv)]
             out.append([*([names.get(target, target)] if multi else []), label, *values])
             records.append({**({"target": target} if target else {}), "access": label, "op": op, "pattern": pattern,
-                            **dict(zip(("median_ns", "p5_ns", "p95_ns", "mean_ns", "max_ns", "samples"), values))})
+                            **dict(zip(("median_ns", "p5_ns", "p95_ns", "mean_ns", "max_ns", "samples",
+                                        "advertised_ns", "median_over_advertised"), values))})
     first = rows[rows["thread"].astype(str) == "all"].head(1)
     ws = int(first["working_set"].iloc[0]) if not first.empty else 0
     return Table(
@@ -373,8 +389,8 @@ def idle_table(args: argparse.Namespace, rows: pd.DataFrame, hist: pd.DataFrame,
                    f"exact mean and max; {args.repeats} run(s) of {args.count} samples per row, 1 thread, "
                    f"{P.fmt_size(ws)} window; cold = the line flushed before each access, warm = loaded first"),
         columns=[*(["target"] if multi else []), "access", "median ns", "p5 ns", "p95 ns", "mean ns", "max ns",
-                 "samples"],
-        rows=out, notes=reasons_note(reasons) + emulation_note(rows), records=records)
+                 "samples", "advertised ns", "median/adv"],
+        rows=out, notes=reasons_note(reasons) + advertised_note(rows) + emulation_note(rows), records=records)
 
 
 def loaded_config(args: argparse.Namespace, size: Sizing) -> str:
@@ -443,9 +459,11 @@ def peak_table(args: argparse.Namespace, rows: pd.DataFrame, hist: pd.DataFrame,
         cells: list[Any] = [label]
         for target in targets:
             mean, ci, n = bw.get((target, op, pct), (math.nan, math.nan, 0))
-            cells += [mean, ci]
+            adv = advertised_bandwidth(advertised_of(rows, target), op, pct)
+            cells += [mean, ci, adv, ratio(mean, adv)]
             records.append({**({"target": target} if target else {}), "access": label, "op": op, "read_pct": pct,
-                            "bw_gbps_mean": mean, "bw_gbps_ci95": ci, "runs": n})
+                            "bw_gbps_mean": mean, "bw_gbps_ci95": ci, "runs": n, "advertised_gbps": adv,
+                            "mean_over_advertised": ratio(mean, adv)})
             why = not_run(rows, {"target_label": target, "op": op, "read_pct": pct})
             if why and n == 0:
                 reasons[f"{label}{' on ' + names.get(target, target) if multi else ''}"] = why
@@ -456,14 +474,15 @@ def peak_table(args: argparse.Namespace, rows: pd.DataFrame, hist: pd.DataFrame,
     columns = ["op"]
     for target in targets:
         name = names.get(target, target)
-        columns += [f"{name} GB/s" if multi else "GB/s", "+-95% CI"]
+        columns += [f"{name} GB/s" if multi else "GB/s", "+-95% CI", "adv GB/s", "GB/s / adv"]
     return Table(
         title=headline("peak-bw", rows, bed) + (f" on {_only_target(rows)}" if not multi else ""),
         statistic=(f"bandwidth GB/s (1e9 B/s), all {threads} threads together: mean over {args.repeats} run(s) of "
                    f"{args.duration_ms} ms and its 95 % CI; sequential {args.access_size} B accesses, each thread "
                    f"in its own part of a {P.fmt_size(ws)} window; a mix issues loads for that share of each "
                    f"thread's accesses and stores for the rest"),
-        columns=columns, rows=out, notes=reasons_note(reasons) + emulation_note(rows), records=records)
+        columns=columns, rows=out, notes=reasons_note(reasons) + advertised_note(rows) + emulation_note(rows),
+        records=records)
 
 
 def _only_target(rows: pd.DataFrame) -> str:
@@ -526,6 +545,27 @@ def matrix_table(what: str) -> Callable[[argparse.Namespace, pd.DataFrame, pd.Da
                     if why:
                         reasons[f"node {node} -> {names.get(target, target)}"] = why
             out.append(cells)
+        # the firmware's view of each memory: access0 (from its best initiators), and the
+        # measurement from the first of those nodes against it
+        adv_cells: list[Any] = ["advertised (access0)"]
+        ratio_cells: list[Any] = ["measured / advertised"]
+        advertised: list[dict[str, Any]] = []
+        for target in targets:
+            adv = advertised_of(rows, target)
+            a = adv["read_ns"] if what == "latency" else adv["read_gbps"]
+            inits = _initiators(rows, target)
+            row_of = {node: (str(cpus[0]) if what == "latency" else
+                             P.fmt_cpulist(cpus[: args.threads] if args.threads else cpus)) for node, cpus in cpu_rows(size)}
+            # a CXL node's access0 names no initiator (the kernel computed it from the CPUs' side of
+            # the host bridge's generic port): held against the first node with CPUs then
+            from_node = next((n for n in inits if n in row_of), None) if inits else next(iter(row_of), None)
+            m = value.get((target, row_of[from_node]), math.nan) if from_node is not None else math.nan
+            adv_cells.append(a)
+            ratio_cells.append(ratio(m, a))
+            advertised.append({"memory": target, "initiators": inits, "from_cpu_node": from_node,
+                               ("advertised_ns" if what == "latency" else "advertised_gbps"): a,
+                               "measured_over_advertised": ratio(m, a)})
+        out += [adv_cells, ratio_cells]
         unit = "median ns" if what == "latency" else "GB/s"
         stat = (f"idle latency, ns: median of {args.count} samples x {args.repeats} run(s) of single 8 B loads of cold "
                 f"lines at random in the window, one thread on the row's first CPU" if what == "latency" else
@@ -534,8 +574,23 @@ def matrix_table(what: str) -> Callable[[argparse.Namespace, pd.DataFrame, pd.Da
         return Table(title=headline(f"{what if what == 'latency' else 'bw'}-matrix", rows, bed),
                      statistic=stat + "; rows: the CPUs of each NUMA node; columns: the memory measured",
                      columns=["CPUs \\ memory", *(f"{names.get(t, t)} {unit}" for t in targets)],
-                     rows=out, notes=reasons_note(reasons) + emulation_note(rows), records=records)
+                     rows=out, notes=reasons_note(reasons) + advertised_note(rows) + [
+                         "measured / advertised: the measurement from the first node access0 names as the "
+                         "memory's best initiator (none named, as for a CXL node: the first node with CPUs)"] + emulation_note(rows), records=records,
+                     extra={"advertised": advertised})
     return table
+
+
+def _initiators(rows: pd.DataFrame, target: str) -> list[int]:
+    agg = rows[(rows["thread"].astype(str) == "all") & (rows["target_label"] == target)]
+    if "adv_initiators" not in agg:
+        return []
+    for text in agg["adv_initiators"].dropna().astype(str):
+        try:
+            return list(P.parse_cpulist(text))
+        except ValueError:
+            return []
+    return []
 
 
 def matrix_loads(args: argparse.Namespace, kind: BackendKind) -> list[TargetLoad]:

@@ -27,6 +27,7 @@ from pmemlab.compare import swept_parameters
 from pmemlab.errors import BadInput, ConfigError
 from pmemlab.noise import CV_WARN, FEW_REPEATS, STEAL_WARN_PCT, judge, metric_of, steal_columns
 from pmemlab.output import add_json, check_writable, examples, print_json
+from pmemlab.advertised import advertised_bandwidth, advertised_latency, advertised_of, ratio
 from pmemlab.stats import summarize
 
 if TYPE_CHECKING:  # imported by the functions that use them: the command line is built without them
@@ -37,7 +38,11 @@ if TYPE_CHECKING:  # imported by the functions that use them: the command line i
 CONDITION_FIELDS = (("target", "target"), ("kind", "target_kind"), ("emulated", "target_emulated"),
                     ("hypervisor", "hypervisor"), ("host", "hostname"), ("CPU", "cpu_model"), ("kernel", "kernel"),
                     ("pmemlab", "toolkit_version"), ("page size", "target_page_size"),
-                    ("interleave ways", "target_interleave_ways"), ("prefetchers", "prefetch_control"),
+                    ("interleave ways", "target_interleave_ways"), ("interleave gran", "target_interleave_gran"),
+                    ("devices", "target_devices"), ("CXL region", "target_cxl_region"), ("memory node", "adv_node"),
+                    ("adv. read ns", "adv_read_latency_ns"), ("adv. write ns", "adv_write_latency_ns"),
+                    ("adv. read MB/s", "adv_read_bw_mbps"), ("adv. write MB/s", "adv_write_bw_mbps"),
+                    ("memory tier", "memory_tier"), ("prefetchers", "prefetch_control"),
                     ("governor", "governor"), ("turbo", "turbo"), ("SMT", "smt_active"), ("THP", "thp_enabled"),
                     ("mitigations", "mitigations"), ("mitigations=", "mitigations_cmdline"))
 TABLE_LIMIT = 200  # rows per summary table shown (the CSV has all)
@@ -113,10 +118,29 @@ def point_table(results: Results) -> pd.DataFrame:
         values = pd.to_numeric(grp[metric], errors="coerce").dropna()
         s = summarize(values.tolist())
         cv = judge(values.tolist()).cv
+        adv = advertised_for(grp, metric)
         out.append({**dict(zip(keys, key[:-1])), "metric": metric, "repeats": s.n, "mean": s.mean,
                     "median": float(values.median()) if len(values) else math.nan,
-                    "ci95": s.ci95, "cv_pct": 100 * cv, "loop_bound": bool(grp["loop_bound"].any())})
-    return pd.DataFrame(out)
+                    "ci95": s.ci95, "cv_pct": 100 * cv, "advertised": adv,
+                    "mean_over_adv": ratio(s.mean, adv) if s.n else math.nan,
+                    "loop_bound": bool(grp["loop_bound"].any())})
+    table = pd.DataFrame(out)
+    if table["advertised"].isna().all():  # no HMAT: nothing to hold the points against
+        table = table.drop(columns=["advertised", "mean_over_adv"])
+    return table
+
+
+def advertised_for(grp: pd.DataFrame, metric: str) -> float:
+    """What the firmware advertises for a point's metric: its op's latency for a latency metric
+    (lat_ns_*), its op's bandwidth (a mix: by the time each share takes) for bw_gbps, else NaN."""
+    adv = advertised_of(grp)
+    op = str(grp["op"].iloc[0]) if "op" in grp and len(grp) else ""
+    if metric.startswith("lat_ns_"):
+        return advertised_latency(adv, op.split(",")[0])
+    if metric == "bw_gbps":
+        pct = grp["read_pct"].iloc[0] if "read_pct" in grp and len(grp) else 0
+        return advertised_bandwidth(adv, op.split(",")[0], int(pct) if pct == pct else 0)
+    return math.nan
 
 
 def noise_warnings(results: Results, table: pd.DataFrame) -> list[str]:
@@ -234,8 +258,8 @@ def _md_table(df: pd.DataFrame) -> str:
     return "\n".join(lines)
 
 
-NUMERIC = ("repeats", "mean", "median", "ci95", "cv_pct")
-TABLE_TITLES = {"ci95": "95 % CI ±", "cv_pct": "CV %", "loop_bound": "loop-bound"}
+NUMERIC = ("repeats", "mean", "median", "ci95", "cv_pct", "advertised", "mean_over_adv")
+TABLE_TITLES = {"ci95": "95 % CI ±", "cv_pct": "CV %", "loop_bound": "loop-bound", "mean_over_adv": "mean / adv."}
 
 
 def _shown(table: pd.DataFrame) -> pd.DataFrame:
@@ -299,7 +323,9 @@ def render_html(sections: Sequence[Section], results_dir: Path, generated: str) 
         if not s.table.empty:
             more = f" (first {TABLE_LIMIT} of {len(s.table)})" if len(s.table) > TABLE_LIMIT else ""
             out.append(f"<p class=muted>Per point{more}: the metric's mean and median over repeats, the half-width "
-                       "of its Student-t 95 % confidence interval and its coefficient of variation.</p>")
+                       "of its Student-t 95 % confidence interval and its coefficient of variation; where the "
+                       "firmware advertises the memory's latency or bandwidth (HMAT, CDAT), that value and "
+                       "mean / advertised.</p>")
             out.append(_html_table(_shown(s.table), numeric=[TABLE_TITLES.get(c, c) for c in NUMERIC]))
         out.append("</section>")
     out.append("</body></html>")

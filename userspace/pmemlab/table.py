@@ -28,7 +28,9 @@ CONDITION_COLUMNS: tuple[str, ...] = (
     "target_interleave_ways", "cpu_model", "tsc_khz", "freq_source", "tsc_invariant", "tsc_reliable", "clocksource",
     "prefetch_control", "prefetch_msr", "kernel",
     "hostname", "module_version", "toolkit_version", "hypervisor", "target_emulated", "mitigations",
-    "mitigations_cmdline",
+    "mitigations_cmdline", "target_interleave_gran", "target_devices", "target_device_kind", "target_cxl_region",
+    "adv_node", "adv_initiators", "adv_read_latency_ns", "adv_write_latency_ns", "adv_read_bw_mbps",
+    "adv_write_bw_mbps", "memory_tier", "memory_tier_nodes",
 )
 # the state of the machine when each run ended (runcond.py), then what was measured around it
 RUN_STATE_COLUMNS: tuple[str, ...] = ("governor", "cpufreq_driver", "turbo", "smt_active", "thp_enabled",
@@ -108,6 +110,27 @@ COLUMN_DOC: dict[str, str] = {
     "access_size": "bytes", "stride": "bytes", "working_set": "bytes", "window_offset": "bytes",
     "hotspot_size": "bytes", "pass_offset": "bytes", "fence_interval": "bytes", "interleave_gran": "bytes",
     "width": "bytes per instruction", "duration_ms": "ms", "delay_ticks": "TSC ticks",
+    "target_interleave_ways": "devices in the target's interleave set (ndctl's region, or the CXL region)",
+    "target_interleave_gran": "interleave granularity of the target's CXL region, bytes (empty: not known, "
+                              "an NVDIMM set)",
+    "target_devices": "the interleave set's devices in the order of placement=per-dimm: device i (a DIMM of an "
+                      "NVDIMM set, nmemN; a CXL memory device, memN) holds the chunks of target offset o with "
+                      "(o / interleave_gran) mod interleave_ways == i",
+    "target_device_kind": "nvdimm | cxl: what a device of target_devices is",
+    "target_cxl_region": "the CXL region(s) of the target: the region it lies in, or those onlined into a DRAM "
+                         "target's node",
+    "adv_node": "the node of the target's memory whose advertised values follow (a DRAM target's node; an fsdax "
+                "or devdax target's region target_node)",
+    "adv_initiators": "the nodes the advertised values are from (access0: the best initiators)",
+    "adv_read_latency_ns": "advertised read latency of adv_node, ns (/sys/devices/system/node/nodeN/access0/"
+                           "initiators/read_latency: the HMAT, or for a CXL node the kernel's sum of CDAT, links "
+                           "and generic port); empty: the kernel has none",
+    "adv_write_latency_ns": "advertised write latency, ns (access0 write_latency)",
+    "adv_read_bw_mbps": "advertised read bandwidth, MB/s as the kernel gives it (access0 read_bandwidth)",
+    "adv_write_bw_mbps": "advertised write bandwidth, MB/s (access0 write_bandwidth)",
+    "memory_tier": "the kernel's memory tier of adv_node (memory_tierN under /sys/devices/virtual/memory_tiering: "
+                   "lower is faster)",
+    "memory_tier_nodes": "the nodes of that tier",
 }
 
 
@@ -126,6 +149,7 @@ TEXT_COLUMNS: tuple[str, ...] = (
     "prefetch_msr", "kernel", "hostname", "module_version", "toolkit_version", "hypervisor", "target_emulated",
     "mitigations", "mitigations_cmdline", "governor", "cpufreq_driver", "turbo", "thp_enabled", "thp_defrag",
     "started_at", "run_id", "noise", "metric", "target_label", "source_csv",
+    "target_devices", "target_device_kind", "target_cxl_region", "adv_initiators", "memory_tier_nodes",
 )
 TEXT_DTYPES: dict[str, type] = {c: str for c in TEXT_COLUMNS}
 SWEEP_CSV_COLUMNS: tuple[str, ...] = ("sweep", "point_key", "repeat", "thread", "status")

@@ -1,0 +1,294 @@
+"""The CXL lanes of the guest booted with scripts/vm --cxl (QEMU cxl-type3 devices behind a CXL host
+bridge, regions made by the kernel's CXL stack, docs: README "On CXL memory"):
+
+- pmem lane: the module on an fsdax namespace of a 2-way CXL pmem region, every op, seq and rand,
+  per-thread and per-device placement, with the interleave geometry pmemlab reads from the region;
+- ram lane: the module's DRAM target on the CPU-less node a 2-way CXL ram region was onlined into,
+  and the user backend on the devdax device of a second ram region;
+- advertised against what the kernel exposes, and for the HMAT what QEMU was told (PMEMLAB_HMAT);
+- per-device writes on a second, untouched namespace, whose bytes tests/host/test_cxl_backing.py
+  finds in the devices' backing files on the host after the guest exits (per-device.json).
+
+Runs are tiny (200 accesses a thread, a few MiB mapped): the CXL window is emulated MMIO under TCG
+(a few MB/s)."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+import controller_cli
+from kmod_driver import OPS, Module
+
+pytestmark = pytest.mark.cxl
+
+KiB, MiB = 1 << 10, 1 << 20
+SERIALS = [0x1000, 0x1001]  # scripts/vm: CXL_SERIAL + i
+NODE = Path("/sys/devices/system/node")
+ADV = ("read_latency", "write_latency", "read_bandwidth", "write_bandwidth")
+COLUMN = {"read_latency": "adv_read_latency_ns", "write_latency": "adv_write_latency_ns",
+          "read_bandwidth": "adv_read_bw_mbps", "write_bandwidth": "adv_write_bw_mbps"}
+
+
+def cxl_env(name: str) -> str:
+    value = os.environ.get(name, "")
+    if not value:
+        pytest.skip(f"{name} unset: the guest was booted without scripts/vm --cxl (or without a CXL ram lane)")
+    return value
+
+
+@pytest.fixture(scope="module")
+def cxl_pmem() -> str:
+    return cxl_env("PMEMLAB_CXL_PMEM").split()[0]
+
+
+@pytest.fixture(scope="module")
+def proof_pmem() -> str:
+    devs = cxl_env("PMEMLAB_CXL_PMEM").split()
+    if len(devs) < 2:
+        pytest.skip("no second CXL fsdax namespace (scripts/vm --cxl-namespaces with two sizes)")
+    return devs[1]
+
+
+@pytest.fixture(scope="module")
+def cxl_node() -> int:
+    return int(cxl_env("PMEMLAB_CXL_NODE"))
+
+
+@pytest.fixture(scope="module")
+def cxl_dax() -> str:
+    return cxl_env("PMEMLAB_CXL_DAX")
+
+
+def pmemlab(*args: str, timeout: float = 600) -> subprocess.CompletedProcess:
+    return controller_cli.run(*args, timeout=timeout)
+
+
+def info_json() -> dict:
+    res = pmemlab("info", "--json")
+    assert res.returncode == 0, res.stderr
+    return json.loads(res.stdout)
+
+
+def cxl_list(*args: str):
+    """ndctl's `cxl list`: the region as the user's tool shows it, beside what pmemlab read."""
+    out = subprocess.run(["cxl", "list", *args], capture_output=True, text=True, check=True).stdout
+    return json.loads(out) if out.strip() else []
+
+
+def access0(node: int) -> dict[str, int | None]:
+    base = NODE / f"node{node}/access0/initiators"
+    return {k: int((base / k).read_text()) if (base / k).exists() else None for k in ADV}
+
+
+def tier_of(node: int) -> int | None:
+    from pmemlab.params import parse_cpulist  # a nodelist is a CPU-list-shaped list
+
+    for t in Path("/sys/devices/virtual/memory_tiering").glob("memory_tier*"):
+        if node in parse_cpulist((t / "nodelist").read_text().strip()):
+            return int(t.name[len("memory_tier"):])
+    return None
+
+
+def hmat_told() -> dict[tuple[int, int], tuple[int, int]]:
+    """(initiator, target) -> (latency ns, bandwidth MiB/s) as scripts/vm gave QEMU's hmat-lb."""
+    out = {}
+    for entry in cxl_env("PMEMLAB_HMAT").split():
+        i, t, lat, bw = map(int, entry.split(":"))
+        out[(i, t)] = (lat, bw)
+    return out
+
+
+def sweep(tmp_path: Path, text: str, *extra: str):
+    from pmemlab.table import read_rows
+
+    cfg = tmp_path / "cxl.toml"
+    cfg.write_text(text)
+    out = tmp_path / "cxl.csv"
+    res = pmemlab("sweep", str(cfg), "-o", str(out), "--no-progress", *extra)
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
+    rows = read_rows(out)
+    return rows[rows["thread"].astype(str) == "all"]
+
+
+def assert_advertised(rows, node: int) -> None:
+    want = access0(node)
+    assert (rows["adv_node"] == node).all(), rows["adv_node"].unique()
+    for attr, col in COLUMN.items():
+        got = set(rows[col].dropna().astype(int)) if col in rows else set()
+        assert got == ({want[attr]} if want[attr] is not None else set()), (col, got, want)
+    tier = tier_of(node)
+    assert set(rows["memory_tier"].dropna().astype(int)) == ({tier} if tier is not None else set())
+
+
+EVERY_OP = """
+[sweep]
+name = "cxl-pmem-ops"
+repeats = 1
+filters = ["mode == 'bandwidth' or placement == 'per-thread'"]
+
+[base]
+threads = 2
+access_size = 256
+working_set = "1M"
+count = 200
+
+[axes]
+mode = ["bandwidth", "latency"]
+op = [{ops}]
+pattern = ["seq", "rand"]
+placement = ["per-thread", "per-dimm"]
+"""
+
+
+# ---------------------------------------------------------------------------------------------
+# pmem lane
+# ---------------------------------------------------------------------------------------------
+def test_pmem_lane_info_names_the_region(module, cxl_pmem: str) -> None:
+    with module(target=cxl_pmem):
+        info = info_json()
+    t = info["target"]
+    (region,) = t["cxl"]["regions"]
+    (listed,) = [r for r in cxl_list("-R") if r["region"] == region["region"]]
+    assert region["mode"] == "pmem" and region["interleave_ways"] == listed["interleave_ways"] == 2
+    assert region["interleave_gran"] == listed["interleave_granularity"] == 4096
+    assert (region["resource"], region["size"]) == (listed["resource"], listed["size"])
+    memdevs = {m["memdev"]: m for m in cxl_list("-M")}
+    assert sorted(tg["serial"] for tg in region["targets"]) == SERIALS
+    for tg in region["targets"]:
+        m = memdevs[tg["memdev"]]
+        assert tg["serial"] == m["serial"] and tg["pmem_size"] == m["pmem_size"] and tg["ram_size"] == m["ram_size"]
+        assert tg["host_bridge"] == "pci0000:0c" and tg["mode"] == "pmem"  # scripts/vm: pxb-cxl bus 12
+    assert sorted(t["devices"]) == ["mem0", "mem1"] and t["device_kind"] == "cxl"
+    assert t["interleave_ways"] == 2 and t["interleave_gran"] == 4096
+    assert t["mem_node"] == region["node"] and region["node"] is not None
+
+
+def test_pmem_lane_every_op_and_placement(module, cxl_pmem: str, tmp_path: Path) -> None:
+    """Every op, seq and rand, per-thread and per-device (interleave geometry from the region, not
+    given), bandwidth and latency mode, on the fsdax namespace of the CXL pmem region."""
+    with module(target=cxl_pmem) as sysfs:
+        region = info_json()["target"]["cxl"]["regions"][0]
+        rows = sweep(tmp_path, EVERY_OP.format(ops=", ".join(f'"{op}"' for op in OPS)))
+        features = set(Module(sysfs).read("cpu_features").split())
+    ok = rows[rows["status"] == "ok"]
+    assert set(rows["status"]) <= {"ok", "skipped"}, rows[rows["status"] != "ok"][["op", "status", "error"]]
+    runnable = [op for op in OPS if {"store+clwb": "clwb", "store+clflushopt": "clflushopt"}.get(op, "sse2") in features]
+    assert sorted(ok["op"].unique()) == sorted(runnable)
+    assert len(ok) == len(runnable) * 6  # bandwidth: 2 patterns x 2 placements, latency: 2 patterns
+    assert (ok["bw_gbps"] > 0).all()
+    dimm = ok[ok["placement"] == "per-dimm"]
+    assert len(dimm) == len(runnable) * 2
+    assert (dimm["interleave_ways"] == 2).all() and (dimm["interleave_gran"] == 4096).all()
+    assert (ok["target_cxl_region"] == region["region"]).all() and (ok["target_device_kind"] == "cxl").all()
+    assert_advertised(ok, region["node"])
+
+
+# ---------------------------------------------------------------------------------------------
+# ram lane
+# ---------------------------------------------------------------------------------------------
+SMALL = """
+[sweep]
+name = "cxl-ram"
+repeats = 1
+
+[base]
+threads = 1
+access_size = 256
+working_set = "1M"
+count = 200
+
+[axes]
+mode = ["bandwidth", "latency"]
+op = ["load", "ntstore"]
+pattern = ["seq", "rand"]
+"""
+
+
+def test_ram_lane_module_on_the_cxl_node(module, cxl_node: int, tmp_path: Path) -> None:
+    with module(target="dram", dram_node=str(cxl_node), dram_size="4M"):
+        info = info_json()
+        rows = sweep(tmp_path, SMALL)
+    t = info["target"]
+    assert t["node"] == cxl_node and t["mem_node"] == cxl_node
+    (region,) = t["cxl"]["regions"]  # the ram region onlined into the node, not the devdax one
+    assert region["mode"] == "ram" and region["interleave_ways"] == 2 and region["interleave_gran"] == 4096
+    assert region["node"] == cxl_node and sorted(tg["serial"] for tg in region["targets"]) == SERIALS
+    assert not (NODE / f"node{cxl_node}/cpulist").read_text().strip(), "the CXL node has CPUs"
+    assert (rows["status"] == "ok").all(), rows[["status", "error"]]
+    assert len(rows) == 8 and (rows["bw_gbps"] > 0).all() and (rows["target_node"] == cxl_node).all()
+    assert (rows["target_cxl_region"] == region["region"]).all()
+    assert_advertised(rows, cxl_node)
+
+
+def test_ram_lane_user_backend_on_devdax(cxl_dax: str, tmp_path: Path) -> None:
+    # size=: the part of the device a run maps, and prefaults (all 512 MiB would take a minute of
+    # emulated MMIO per run)
+    rows = sweep(tmp_path, SMALL.replace('mode = ["bandwidth", "latency"]', 'mode = ["bandwidth"]'),
+                 "--backend", "user", "--target", cxl_dax, "--set", "size=4M")
+    assert (rows["status"] == "ok").all(), rows[["status", "error"]]
+    assert len(rows) == 4 and (rows["bw_gbps"] > 0).all()
+    name = os.path.basename(cxl_dax)
+    dax = Path("/sys/bus/dax/devices") / name
+    region = dax.resolve().parent.parent.name  # .../regionN/dax_regionN/daxN.M
+    assert (rows["target_cxl_region"] == region).all() and (rows["target_pages"] == "devdax").all()
+    assert_advertised(rows, int((dax / "target_node").read_text()))
+
+
+# ---------------------------------------------------------------------------------------------
+# advertised against told
+# ---------------------------------------------------------------------------------------------
+def test_advertised_is_what_qemu_was_told_and_what_the_kernel_exposes(module, cxl_node: int, tmp_path: Path) -> None:
+    """Node 0's HMAT values reach the CSV as QEMU's hmat-lb gave them; the CXL node's are the
+    kernel's combination of the devices' CDAT with the host bridge's generic port, recorded as
+    the kernel exposes them and as the region itself reports them."""
+    told = hmat_told()
+    lat, bw = told[(0, 0)]
+    assert access0(0) == {"read_latency": lat, "write_latency": lat, "read_bandwidth": bw, "write_bandwidth": bw}
+    with module(target="dram", dram_node="0", dram_size="4M"):
+        rows = sweep(tmp_path, SMALL.replace('mode = ["bandwidth", "latency"]', 'mode = ["bandwidth"]'))
+    assert (rows["status"] == "ok").all()
+    assert set(rows["adv_read_latency_ns"]) == set(rows["adv_write_latency_ns"]) == {lat}
+    assert set(rows["adv_read_bw_mbps"]) == set(rows["adv_write_bw_mbps"]) == {bw}
+    assert_advertised(rows, 0)
+    cxl = access0(cxl_node)
+    assert cxl["read_latency"] and cxl["read_bandwidth"], f"node {cxl_node}: no access0 (no generic port?)"
+    dax_regions = [p.parent.parent for p in Path("/sys/bus/cxl/devices").glob("region*/dax_region*/dax*.*")
+                   if (p / "driver").exists() and (p / "driver").resolve().name == "kmem"]
+    assert dax_regions
+    for region in dax_regions:  # the node's values are the region's own
+        assert {k: int((region / "access0" / k).read_text()) for k in ADV} == cxl
+
+
+# ---------------------------------------------------------------------------------------------
+# per-device writes, checked from outside (tests/host/test_cxl_backing.py)
+# ---------------------------------------------------------------------------------------------
+WINDOW = 64 * KiB
+
+
+def test_per_device_writes_for_the_outside_check(module, proof_pmem: str) -> None:
+    """On a namespace nothing else writes: thread 0 writes the chunks of device 0 in window A, then
+    thread 1 those of device 1 in window B (the other thread of each run only loads). What was
+    asked, the geometry pmemlab read and the module's target address go to per-device.json
+    beside the devices' backing files; the host test checks the files after the guest exits."""
+    out_dir = Path(cxl_env("PMEMLAB_CXL_DIR"))
+    runs = [(0, "ntstore,load", MiB), (1, "load,ntstore", 2 * MiB)]
+    with module(target=proof_pmem) as sysfs:
+        info = info_json()
+        mod = Module(sysfs)
+        t = info["target"]
+        assert t["fs_signature"] == "none", "the proof namespace was written before this test"
+        ways, gran = t["interleave_ways"], t["interleave_gran"]
+        for thread, op, offset in runs:
+            mod.run(mode="bandwidth", threads=2, op=op, access_size=256, pattern="seq", placement="per-dimm",
+                    interleave_ways=ways, interleave_gran=gran, dimms_per_thread=1, window_offset=offset,
+                    working_set=WINDOW, count=WINDOW // ways // 256, duration_ms=1000)
+        size = int(mod.read("target_size"))
+    (out_dir / "per-device.json").write_text(json.dumps({
+        "target": proof_pmem, "phys": t["cxl"]["phys"], "size": size, "region": t["cxl"]["regions"][0],
+        "devices": t["devices"], "interleave_ways": ways, "interleave_gran": gran,
+        "runs": [{"thread": th, "op": op, "window_offset": off, "working_set": WINDOW, "device_index": th}
+                 for th, op, off in runs]}, indent=1) + "\n")

@@ -1,0 +1,190 @@
+"""CXL regions, geometry and advertised performance from a fixture sysfs tree (pmemlab/cxl.py), and
+`pmemlab info`, the CSV's condition columns and per-device placement defaults built on them."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent / "fixtures"))
+from cxl_sysfs import MiB, PMEM, RAM0, RAM1, make_cxl_sysfs  # noqa: E402
+from fake_pmemlab import make_fake  # noqa: E402
+
+import pmemlab.cli as cli  # noqa: E402
+import pmemlab.machine as machine  # noqa: E402
+from pmemlab import cxl  # noqa: E402
+
+
+@pytest.fixture
+def sysd(tmp_path: Path) -> Path:
+    return make_cxl_sysfs(tmp_path / "sys")
+
+
+def test_region_at_reads_the_region_and_its_targets(sysd: Path) -> None:
+    r = cxl.region_at(sysd, PMEM + 5 * MiB)
+    assert r is not None and r["region"] == "region2" and r["mode"] == "pmem"
+    assert (r["resource"], r["size"], r["interleave_ways"], r["interleave_gran"]) == (PMEM, 512 * MiB, 2, 4096)
+    assert [(t["position"], t["memdev"], t["serial"], t["decoder"]) for t in r["targets"]] == [
+        (0, "mem0", 0x1001, "decoder3.2"), (1, "mem1", 0x1000, "decoder2.2")]
+    t0 = r["targets"][0]
+    assert (t0["dpa_resource"], t0["dpa_size"], t0["ram_size"], t0["pmem_size"]) == (512 * MiB, 256 * MiB,
+                                                                                      512 * MiB, 256 * MiB)
+    assert t0["host_bridge"] == "pci0000:0c" and t0["pci"] == "0000:0e:00.0" and r["host_bridges"] == ["pci0000:0c"]
+    assert r["node"] == 2  # the nvdimm region it became says where its memory is
+    assert r["access0"] == {"read_latency": 17270, "write_latency": 17370, "read_bandwidth": 16384,
+                            "write_bandwidth": 16384}
+    assert cxl.region_at(sysd, PMEM + 512 * MiB) is None and cxl.region_at(sysd, 0x1000) is None
+    assert cxl.region_at(sysd, None) is None
+    assert cxl.region_at(sysd / "absent", PMEM) is None
+
+
+def test_geometry_names_the_device_of_target_offset_zero(sysd: Path) -> None:
+    r = cxl.region_at(sysd, PMEM)
+    assert r is not None
+    assert cxl.geometry(r, PMEM + 2 * MiB) == {"offset_in_region": 2 * MiB, "shift": 0, "aligned": True,
+                                               "devices": ["mem0", "mem1"]}
+    # a target starting one chunk into a pair: its device 0 is the memdev at position 1
+    g = cxl.geometry(r, PMEM + 2 * MiB + 4096)
+    assert g["shift"] == 1 and g["aligned"] is False and g["devices"] == ["mem1", "mem0"]
+
+
+@pytest.mark.parametrize("offset,position,dpa", [
+    (0, 0, 512 * MiB), (4095, 0, 512 * MiB + 4095), (4096, 1, 512 * MiB), (8192, 0, 512 * MiB + 4096),
+    (3 * 4096 + 8, 1, 512 * MiB + 4096 + 8), (2 * MiB, 0, 512 * MiB + MiB),
+])
+def test_locate_decodes_modulo_interleave(sysd: Path, offset: int, position: int, dpa: int) -> None:
+    r = cxl.region_at(sysd, PMEM)
+    assert r is not None
+    got = cxl.locate(r, PMEM, offset)
+    assert (got["position"], got["dpa"]) == (position, dpa)
+    assert got["memdev"] == ("mem0", "mem1")[position] and got["serial"] == (0x1001, 0x1000)[position]
+
+
+def test_node_regions_are_those_onlined_by_kmem(sysd: Path) -> None:
+    assert [r["region"] for r in cxl.node_regions(sysd, 2)] == ["region0"]  # region1 is devdax
+    assert cxl.node_regions(sysd, 0) == [] and cxl.node_regions(sysd, None) == []
+
+
+def test_device_region_and_mem_node(sysd: Path) -> None:
+    r = cxl.device_region(sysd, "/dev/dax1.0", None)  # devdax: by the dax device's own address
+    assert r is not None and r["region"] == "region1" and r["resource"] == RAM1 and r["node"] == 2
+    assert cxl.device_region(sysd, "/dev/pmem9", None) is None
+    assert cxl.mem_node(sysd, "/dev/dax1.0", "user-devdax", None) == 2
+    assert cxl.mem_node(sysd, "/dev/pmem3", "fsdax", 0) == 2  # the region's target_node, not numa_node
+    assert cxl.mem_node(sysd, None, "dram", 2) == 2
+    assert cxl.mem_node(sysd, "/dev/pmem7", "fsdax", 0) == 0  # not found: the module's node stays
+
+
+def test_advertised_and_tier(sysd: Path) -> None:
+    assert cxl.advertised(sysd, 2) == {"node": 2, "initiators": "0", "read_latency": 17270, "write_latency": 17370,
+                                       "read_bandwidth": 16384, "write_bandwidth": 16384}
+    empty = cxl.advertised(sysd, 5)
+    assert empty["node"] == 5 and all(empty[k] is None for k in cxl.ADV_ATTRS) and empty["initiators"] is None
+    assert cxl.advertised(sysd, None)["read_latency"] is None
+    assert cxl.memory_tier(sysd, 2) == {"tier": 22, "nodes": "2"}
+    assert cxl.memory_tier(sysd, 0) == {"tier": 4, "nodes": "0"}
+    assert cxl.memory_tier(sysd, 7) == {"tier": None, "nodes": None}
+
+
+def test_target_cxl(sysd: Path) -> None:
+    assert cxl.target_cxl(sysd, "dram", "dram", None, 2)["regions"][0]["region"] == "region0"
+    assert cxl.target_cxl(sysd, "dram", "dram", None, 0) == {}
+    t = cxl.target_cxl(sysd, "/dev/pmem3", "fsdax", PMEM + 2 * MiB + 4096, 2)
+    assert t["devices"] == ["mem1", "mem0"] and t["phys"] == PMEM + 2 * MiB + 4096
+    assert cxl.target_cxl(sysd, "/dev/dax0.0", "user-devdax", None, 2)["phys"] == RAM0
+
+
+@pytest.fixture
+def host(tmp_path: Path) -> machine.HostPaths:
+    proc = tmp_path / "proc"
+    proc.mkdir()
+    (proc / "cpuinfo").write_text("processor\t: 0\nmodel name\t: QEMU TCG\nflags\t\t: sse2 clflush\n")
+    sysd = make_cxl_sysfs(tmp_path / "sys")
+    (sysd / "devices/system/cpu").mkdir(parents=True)
+    (sysd / "devices/system/cpu/online").write_text("0-1\n")
+    return machine.HostPaths(proc=proc, sys=sysd, dev=tmp_path / "dev")
+
+
+def no_tools(argv: list[str]) -> machine.ToolResult:
+    return machine.ToolResult(127, "", "not installed")
+
+
+def cxl_fake(tmp_path: Path, phys: int):
+    fake = make_fake(tmp_path, target="/dev/pmem3")
+    (fake.root / "target_phys").write_text(f"{phys:#x}\n")
+    return fake
+
+
+def test_info_shows_the_region_geometry_and_advertised_values(tmp_path: Path, host: machine.HostPaths) -> None:
+    fake = cxl_fake(tmp_path, PMEM + 2 * MiB + 4096)
+    info = machine.gather_info(fake.module(), host, runner=no_tools)
+    t = info["target"]
+    assert t["interleave_ways"] == 2 and t["interleave_gran"] == 4096
+    assert t["devices"] == ["mem1", "mem0"] and t["device_kind"] == "cxl" and t["mem_node"] == 2
+    assert t["cxl"]["regions"][0]["region"] == "region2" and t["cxl"]["shift"] == 1
+    assert t["advertised"]["read_latency"] == 17270 and t["memory_tier"]["tier"] == 22
+    text = machine.format_info(info)
+    for want in ("cxl region", "region2 pmem", "ways=2 gran=4096 node=2 host bridge pci0000:0c",
+                 "position 0: mem0 serial 0x1001", "position 1: mem1 serial 0x1000", "0: mem1, 1: mem0",
+                 "read 17270 ns 16384 MB/s, write 17370 ns 16384 MB/s (access0, from node 0)", "memory tier",
+                 "22 (nodes 2)"):
+        assert want in text, want
+    cond = machine.conditions(info)
+    assert cond["target_interleave_ways"] == 2 and cond["target_interleave_gran"] == 4096
+    assert cond["target_devices"] == "mem1 mem0" and cond["target_device_kind"] == "cxl"
+    assert cond["target_cxl_region"] == "region2" and cond["adv_node"] == 2 and cond["adv_initiators"] == "0"
+    assert (cond["adv_read_latency_ns"], cond["adv_write_latency_ns"], cond["adv_read_bw_mbps"],
+            cond["adv_write_bw_mbps"]) == (17270, 17370, 16384, 16384)
+    assert (cond["memory_tier"], cond["memory_tier_nodes"]) == (22, "2")
+    assert machine.discovered_defaults(info) == {"interleave_ways": 2, "interleave_gran": 4096}
+
+
+def test_info_without_advertised_values_leaves_them_empty(tmp_path: Path) -> None:
+    proc = tmp_path / "proc"
+    proc.mkdir()
+    (proc / "cpuinfo").write_text("processor\t: 0\nflags\t\t: sse2\n")
+    host = machine.HostPaths(proc=proc, sys=make_cxl_sysfs(tmp_path / "sys", advertised=False), dev=tmp_path / "dev")
+    info = machine.gather_info(cxl_fake(tmp_path, PMEM).module(), host, runner=no_tools)
+    cond = machine.conditions(info)
+    assert cond["adv_node"] == 2 and all(cond[k] is None for k in ("adv_read_latency_ns", "adv_write_latency_ns",
+                                                                     "adv_read_bw_mbps", "adv_write_bw_mbps"))
+    assert "no HMAT" in machine.format_info(info)
+
+
+def test_sweep_takes_ways_and_granularity_from_the_cxl_region(tmp_path: Path, host: machine.HostPaths,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    fake = cxl_fake(tmp_path, PMEM)
+    monkeypatch.setattr(cli, "_module", lambda args: fake.module())
+    monkeypatch.setattr(cli, "_online_cpus", lambda: 2)
+    monkeypatch.setattr(machine, "run_tool", no_tools)
+    monkeypatch.setattr(machine, "HostPaths", lambda: host)
+    cfg = tmp_path / "c.toml"
+    cfg.write_text('[base]\nduration_ms = 1\nthreads = 2\nplacement = "per-dimm"\n')
+    out = tmp_path / "c.csv"
+    assert cli.main(["sweep", str(cfg), "-o", str(out), "--no-progress"]) == 0
+    df = pd.read_csv(out)
+    assert (df["interleave_ways"] == 2).all() and (df["interleave_gran"] == 4096).all()
+    assert (df["target_devices"] == "mem0 mem1").all() and (df["adv_read_latency_ns"] == 17270).all()
+    assert [(r["interleave_ways"], r["interleave_gran"]) for r in fake.runs] == [("2", "4096")]
+
+
+def test_report_holds_each_point_against_the_advertised_value() -> None:
+    from pmemlab.plots.data import Results
+    from pmemlab.report import point_table
+
+    base = {"thread": "all", "status": "ok", "source_csv": "x.csv", "target_label": "", "adv_read_latency_ns": 250,
+            "adv_write_latency_ns": 300, "adv_read_bw_mbps": 8000, "adv_write_bw_mbps": 2000, "read_pct": 0}
+    rows = pd.DataFrame([
+        {**base, "mode": "latency", "op": "load", "access_size": 64, "repeat": r, "lat_ns_p50": v}
+        for r, v in enumerate((500.0, 500.0, 500.0))] + [
+        {**base, "mode": "bandwidth", "op": "ntstore", "access_size": 256, "repeat": r, "bw_gbps": v}
+        for r, v in enumerate((1.0, 1.0, 1.0))])
+    table = point_table(Results("x", rows, None))
+    lat = table[table["metric"] == "lat_ns_p50"].iloc[0]
+    bw = table[table["metric"] == "bw_gbps"].iloc[0]
+    assert (lat["advertised"], lat["mean_over_adv"]) == (250, 2.0)
+    assert (bw["advertised"], bw["mean_over_adv"]) == (2.0, 0.5)
+    plain = point_table(Results("x", rows.drop(columns=[c for c in rows if c.startswith("adv_")]), None))
+    assert "advertised" not in plain and "mean_over_adv" not in plain

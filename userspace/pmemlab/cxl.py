@@ -1,0 +1,266 @@
+"""CXL memory as the kernel's CXL stack describes it, and what the firmware advertises for a node.
+
+- `region_at(sys, phys)`: the CXL region holding a physical address (an fsdax namespace or devdax
+  device on a CXL region, the first page of a DRAM target): its mode, address range, interleave
+  ways and granularity, and each target (endpoint decoder) with its position, memdev, serial,
+  capacity, device addresses (DPA) and host bridge, from /sys/bus/cxl/devices (the kernel's ABI,
+  Documentation/ABI/testing/sysfs-bus-cxl). Nothing is asked of the `cxl` tool.
+- `geometry(region, phys)`: the region seen from a target that starts at `phys`: which memdev is
+  device i of pmemlab's per-device placement (`placement=per-dimm`: device i of target offset o
+  is (o / interleave_gran) mod interleave_ways), and where target offset o lands (`locate`).
+- `node_regions(sys, node)`: the CXL ram regions onlined as system RAM into a node.
+- `advertised(sys, node)`: the node's access0 performance (HMAT, or for a CXL node the CDAT of
+  its devices as the kernel combined it) and `memory_tier(sys, node)`.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+CXL = "bus/cxl/devices"
+ADV_ATTRS = ("read_latency", "write_latency", "read_bandwidth", "write_bandwidth")
+
+
+def _text(path: Path) -> str | None:
+    try:
+        return path.read_text(encoding="utf-8", errors="replace").strip()
+    except OSError:
+        return None
+
+
+def _int(path: Path) -> int | None:
+    text = _text(path)
+    if not text:
+        return None
+    try:
+        return int(text, 0)
+    except ValueError:
+        return None
+
+
+def _region_dirs(sys: Path) -> list[Path]:
+    base = sys / CXL
+    try:
+        found = [p for p in base.iterdir() if p.name.startswith("region") and p.name[6:].isdigit()]
+    except OSError:
+        return []
+    return sorted(found, key=lambda p: int(p.name[6:]))
+
+
+def _host_bridge(real: Path) -> str | None:
+    """The PCI host bridge a device sits under: the pciDDDD:BB component of its sysfs path (a CXL
+    host bridge is an ACPI0016 device with its own PCI root)."""
+    for part in real.parts:
+        if part.startswith("pci") and ":" in part:
+            return part
+    return None
+
+
+def _target(sys: Path, region: Path, position: int) -> dict[str, Any] | None:
+    """Position `position` of a region: its endpoint decoder and that decoder's memdev."""
+    decoder = _text(region / f"target{position}")
+    if not decoder:
+        return None
+    dec = sys / CXL / decoder
+    out: dict[str, Any] = {"position": position, "decoder": decoder,
+                           "dpa_resource": _int(dec / "dpa_resource"), "dpa_size": _int(dec / "dpa_size"),
+                           "mode": _text(dec / "mode")}
+    try:
+        port = dec.resolve(strict=True).parent  # endpointN
+        memdev = (port / "uport").resolve(strict=True)
+    except OSError:
+        return out
+    out.update({"memdev": memdev.name, "serial": _int(memdev / "serial"),
+                "ram_size": _int(memdev / "ram" / "size"), "pmem_size": _int(memdev / "pmem" / "size"),
+                "pci": memdev.parent.name, "host_bridge": _host_bridge(memdev)})
+    return out
+
+
+def _region_node(sys: Path, region: Path, mode: str | None, resource: int | None) -> int | None:
+    """The NUMA node of a region's memory: its dax device's target_node (ram), or the target_node
+    of the nvdimm region it became (pmem)."""
+    for dax in sorted(region.glob("dax_region*/dax*.*")):
+        node = _int(dax / "target_node")
+        if node is not None and node >= 0:
+            return node
+    if resource is not None:
+        for nd in sorted(sys.glob(f"{CXL}/nvdimm-bridge*/ndbus*/region*")):
+            if _int(nd / "resource") == resource:
+                node = _int(nd / "target_node")
+                if node is not None and node >= 0:
+                    return node
+    return None
+
+
+def region_info(sys: Path, region: Path) -> dict[str, Any]:
+    ways = _int(region / "interleave_ways")
+    resource = _int(region / "resource")
+    mode = _text(region / "mode")
+    targets = [t for t in (_target(sys, region, i) for i in range(ways or 0)) if t is not None]
+    access = {k: _int(region / "access0" / k) for k in ADV_ATTRS}
+    return {
+        "region": region.name, "mode": mode, "resource": resource, "size": _int(region / "size"),
+        "interleave_ways": ways, "interleave_gran": _int(region / "interleave_granularity"),
+        "targets": targets, "host_bridges": sorted({t["host_bridge"] for t in targets if t.get("host_bridge")}),
+        "node": _region_node(sys, region, mode, resource),
+        "access0": access if any(v is not None for v in access.values()) else None,
+    }
+
+
+def regions(sys: Path) -> list[dict[str, Any]]:
+    return [region_info(sys, r) for r in _region_dirs(sys)]
+
+
+def region_at(sys: Path, phys: int | None) -> dict[str, Any] | None:
+    """The CXL region whose address range holds `phys`."""
+    if phys is None:
+        return None
+    for r in _region_dirs(sys):
+        start, size = _int(r / "resource"), _int(r / "size")
+        if start is not None and size and start <= phys < start + size:
+            return region_info(sys, r)
+    return None
+
+
+def geometry(region: dict[str, Any], phys: int) -> dict[str, Any]:
+    """The region as a target starting at `phys` sees it: `devices` lists the memdevs in the order
+    of pmemlab's per-device placement (device i holds the chunks of target offset o with
+    (o / gran) mod ways == i), `shift` is the position of device 0 (the chunk of target offset 0)."""
+    ways, gran, start = region["interleave_ways"], region["interleave_gran"], region["resource"]
+    shift = ((phys - start) // gran) % ways if ways and gran and start is not None else 0
+    by_pos = {t["position"]: t for t in region["targets"]}
+    devices = [by_pos.get((shift + i) % ways, {}).get("memdev") for i in range(ways or 0)]
+    return {"offset_in_region": phys - start if start is not None else None, "shift": shift,
+            "aligned": (phys - start) % (gran * ways) == 0 if ways and gran and start is not None else None,
+            "devices": devices}
+
+
+def locate(region: dict[str, Any], phys: int, offset: int) -> dict[str, Any]:
+    """Where target offset `offset` of a target starting at `phys` lands: the region position
+    (modulo interleave, as the x86 CXL fixed memory windows decode), its memdev and serial, and
+    the device address (DPA) within the endpoint decoder's range."""
+    ways, gran = region["interleave_ways"], region["interleave_gran"]
+    rel = phys + offset - region["resource"]
+    chunk, within = divmod(rel, gran)
+    position = chunk % ways
+    target = next(t for t in region["targets"] if t["position"] == position)
+    dpa = (target["dpa_resource"] or 0) + (chunk // ways) * gran + within
+    return {"position": position, "memdev": target.get("memdev"), "serial": target.get("serial"), "dpa": dpa}
+
+
+def node_regions(sys: Path, node: int | None) -> list[dict[str, Any]]:
+    """The CXL ram regions whose memory is onlined as system RAM into `node` (a dax device of the
+    region bound to kmem, with that target node)."""
+    if node is None:
+        return []
+    out = []
+    for r in _region_dirs(sys):
+        for dax in sorted(r.glob("dax_region*/dax*.*")):
+            driver = (dax / "driver").resolve().name if (dax / "driver").exists() else ""
+            if driver == "kmem" and _int(dax / "target_node") == node:
+                out.append(region_info(sys, r))
+                break
+    return out
+
+
+def device_region(sys: Path, device: str | None, phys: int | None) -> dict[str, Any] | None:
+    """The CXL region of a target: by its physical address, else (a devdax device without one)
+    by the dax device's own address range."""
+    found = region_at(sys, phys)
+    if found is not None or not device:
+        return found
+    name = os.path.basename(device)
+    if name.startswith("dax"):
+        return region_at(sys, _int(sys / "bus/dax/devices" / name / "resource"))
+    return None
+
+
+def mem_node(sys: Path, device: str | None, kind: str | None, node: int | None) -> int | None:
+    """The NUMA node of a target's memory itself (its proximity domain): a DRAM target's node, a
+    devdax device's or an fsdax namespace's region's target_node (a pmem device's numa_node is the
+    nearest node with CPUs, not where the memory is)."""
+    if kind in ("dram", "user-dram"):
+        return node
+    if device and device.startswith("/"):
+        name = os.path.basename(device)
+        if name.startswith("dax"):
+            found = _int(sys / "bus/dax/devices" / name / "target_node")
+            if found is not None and found >= 0:
+                return found
+        block = sys / "class/block" / name / "device"
+        if not block.exists() and not device.startswith("/dev/"):
+            try:
+                st = os.stat(device)
+                block = sys / f"dev/block/{os.major(st.st_dev)}:{os.minor(st.st_dev)}" / "device"
+            except OSError:
+                pass
+        try:
+            path = block.resolve(strict=True)
+        except OSError:
+            path = None
+        for parent in (path, *(path.parents if path else ())):
+            if parent is not None and parent.name.startswith("region") and (parent / "target_node").exists():
+                found = _int(parent / "target_node")
+                if found is not None and found >= 0:
+                    return found
+                break
+    return node
+
+
+def advertised(sys: Path, node: int | None) -> dict[str, Any]:
+    """access0 of a node: the latency (ns) and bandwidth (MB/s) the firmware advertises from its
+    best initiator (HMAT; for a CXL node the kernel's combination of the devices' CDAT, the links
+    and the host bridge's generic port), and those initiators. Empty values where the kernel
+    has none (no HMAT)."""
+    out: dict[str, Any] = {"node": node, "initiators": None, **{k: None for k in ADV_ATTRS}}
+    if node is None or node < 0:
+        return out
+    base = sys / f"devices/system/node/node{node}/access0/initiators"
+    for k in ADV_ATTRS:
+        out[k] = _int(base / k)
+    try:
+        inits = sorted(int(p.name[4:]) for p in base.iterdir() if p.name.startswith("node") and p.name[4:].isdigit())
+    except OSError:
+        inits = []
+    out["initiators"] = ",".join(map(str, inits)) or None
+    return out
+
+
+def memory_tier(sys: Path, node: int | None) -> dict[str, Any]:
+    """The memory tier of a node (/sys/devices/virtual/memory_tiering/memory_tierN/nodelist): the
+    tier's number (lower: faster, the kernel's abstract distance) and its nodes."""
+    from pmemlab.params import parse_cpulist
+
+    if node is None or node < 0:
+        return {"tier": None, "nodes": None}
+    base = sys / "devices/virtual/memory_tiering"
+    try:
+        tiers = sorted((p for p in base.iterdir() if p.name.startswith("memory_tier") and p.name[11:].isdigit()),
+                       key=lambda p: int(p.name[11:]))
+    except OSError:
+        tiers = []
+    for t in tiers:
+        text = _text(t / "nodelist") or ""
+        try:
+            nodes = parse_cpulist(text) if text else []
+        except ValueError:
+            continue
+        if node in nodes:
+            return {"tier": int(t.name[11:]), "nodes": text}
+    return {"tier": None, "nodes": None}
+
+
+def target_cxl(sys: Path, device: str | None, kind: str | None, phys: int | None, node: int | None) -> dict[str, Any]:
+    """Everything `pmemlab info` shows about a target on CXL memory: its region (a contiguous
+    target: fsdax, devdax) with the per-device geometry, or for a DRAM target the CXL ram regions
+    of its node. Empty when the target is not on CXL memory."""
+    if kind in ("dram", "user-dram"):
+        found = node_regions(sys, node)
+        return {"regions": found} if found else {}
+    region = device_region(sys, device, phys)
+    if region is None:
+        return {}
+    start = phys if phys is not None else region["resource"]
+    return {"regions": [region], **geometry(region, start), "phys": start}
