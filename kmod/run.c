@@ -21,6 +21,7 @@
 #include <linux/sched.h>
 #include <linux/slab.h>
 #include <linux/mm.h>
+#include <linux/vmalloc.h>
 #include <linux/topology.h>
 #include <linux/irqflags.h>
 #include <linux/overflow.h>
@@ -171,8 +172,17 @@ static int pl_setup_worker(struct pl_run *r, struct pl_worker *w, const struct p
 			}
 		}
 	} else {
-		/* the engine's ceiling runs on a buffer of the worker's node (method.md) */
-		ec->ceil_buf = kvmalloc_node(pl_eng_ceiling_len(ec), GFP_KERNEL, w->t.node);
+		/*
+		 * The engine's ceiling runs on a buffer of the worker's node
+		 * (method.md), from vmalloc and ending at its last page: the
+		 * engine's accesses are inline asm, which KASAN does not see, and
+		 * vmalloc's unmapped guard page makes an overrun fault at once.
+		 */
+		ec->ceil_len = pl_eng_ceiling_len(ec);
+		w->ceil_alloc = vmalloc_node(PAGE_ALIGN(ec->ceil_len), w->t.node);
+		if (w->ceil_alloc)
+			ec->ceil_buf = w->ceil_alloc + ((PAGE_ALIGN(ec->ceil_len) - ec->ceil_len) &
+							~(PL_LINE - 1));
 		if (!ec->ceil_buf) {
 			snprintf(why, PL_ERR_LEN, "run: out of memory for thread %u's ceiling buffer", idx);
 			goto out;
@@ -188,7 +198,8 @@ out:
 
 static void pl_free_ceiling(struct pl_worker *w)
 {
-	kvfree(w->t.ec.ceil_buf);
+	vfree(w->ceil_alloc);
+	w->ceil_alloc = NULL;
 	w->t.ec.ceil_buf = NULL;
 	w->t.e.ceil_buf = NULL;
 }

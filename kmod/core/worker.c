@@ -56,6 +56,7 @@ int pl_thread_setup(struct pl_thread *t, const struct pl_setup *s, unsigned int 
 		return err;
 	*ec = (struct pl_eng_cfg) {
 		.base = s->target + reg.base,
+		.base_len = s->target_size - reg.base,
 		.gen = reg.g,
 		.copy_delta = reg.copy_delta,
 		/* chase runs the runner's own loop on the set-up of an 8-byte load */

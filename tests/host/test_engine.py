@@ -40,12 +40,12 @@ class Eng(ctypes.Structure):
     _fields_ = [(n, ctypes.c_uint64) for n in (
         "op", "width", "features", "mode", "pattern", "access", "step", "span", "passes", "pass_offset",
         "ways", "gran", "dimms", "first_dimm", "seed", "stream", "copy_delta", "fence", "fence_interval",
-        "flush", "read_pct", "delay_ticks", "prep", "count", "data_seed")]
+        "flush", "read_pct", "delay_ticks", "prep", "count", "data_seed", "base_len", "ceil_len")]
 
 
 class Res(ctypes.Structure):
     _fields_ = [(n, ctypes.c_uint64) for n in ("ops", "reads", "writes", "bytes", "data", "lat_n", "ceil_bytes",
-                                                "ceil_ticks")] + \
+                                                "ceil_ticks", "ceil_ops")] + \
                [(n, ctypes.c_char * 64) for n in ("loop", "insn", "ceil_loop")]
 
 
@@ -73,7 +73,9 @@ def aligned(nbytes: int, align: int = 4096) -> np.ndarray:
 
 
 def run(lib: ctypes.CDLL, buf: np.ndarray, off: int = 0, ceil: np.ndarray | None = None, **kw: int) -> Res:
-    e = Eng(**{"features": CPU, "passes": 1, "seed": 1, "data_seed": 0x1234, **kw})
+    """The engine on buf[off:] (all of it its buffer: base_len), the ceiling on all of ceil."""
+    e = Eng(**{"features": CPU, "passes": 1, "seed": 1, "data_seed": 0x1234, "base_len": buf.nbytes - off,
+               "ceil_len": 0 if ceil is None else ceil.nbytes, **kw})
     if not e.step:
         e.step = e.access
     res = Res()

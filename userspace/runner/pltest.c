@@ -25,17 +25,19 @@ struct pl_test_eng {
 	u64 ways, gran, dimms, first_dimm, seed, stream;
 	u64 copy_delta, fence, fence_interval, flush, read_pct, delay_ticks, prep;
 	u64 count, data_seed;
+	u64 base_len, ceil_len;		/* bytes of the buffer at base, of ceil_buf */
 };
 
 struct pl_test_res {
-	u64 ops, reads, writes, bytes, data, lat_n, ceil_bytes, ceil_ticks;
+	u64 ops, reads, writes, bytes, data, lat_n, ceil_bytes, ceil_ticks, ceil_ops;
 	char loop[64], insn[64], ceil_loop[64];
 };
 
 /*
  * Run the real engine (pl_eng_init, the selected generated loop through
- * pl_eng_run) for t->count accesses over base[0, t->span): 0, or -errno and
- * why.  ceil_buf (may be NULL): also measure the ceiling on it for 1e6 ticks.
+ * pl_eng_run) for t->count accesses over base[0, t->span) of a buffer of
+ * t->base_len bytes: 0, or -errno and why.  ceil_buf (may be NULL): also
+ * measure the ceiling on its t->ceil_len bytes for 1e6 ticks.
  */
 int pl_test_engine(char *base, const struct pl_test_eng *t, struct pl_test_res *res,
 		   char *ceil_buf, char *why, size_t len)
@@ -45,6 +47,7 @@ int pl_test_engine(char *base, const struct pl_test_eng *t, struct pl_test_res *
 	struct pl_eng e;
 	struct pl_eng_cfg c = {
 		.base = base,
+		.base_len = t->base_len,
 		.gen = { .pattern = t->pattern, .access = t->access, .step = t->step,
 			 .span = t->span, .passes = t->passes, .pass_offset = t->pass_offset,
 			 .ways = t->ways, .gran = t->gran, .dimms = t->dimms,
@@ -66,6 +69,7 @@ int pl_test_engine(char *base, const struct pl_test_eng *t, struct pl_test_res *
 		.hist_buckets = hist,
 		.data_seed = t->data_seed,
 		.ceil_buf = ceil_buf,
+		.ceil_len = t->ceil_len,
 	};
 	int err;
 
@@ -88,6 +92,7 @@ int pl_test_engine(char *base, const struct pl_test_eng *t, struct pl_test_res *
 	res->lat_n = e.hist.n;
 	res->ceil_bytes = e.ceil_bytes;
 	res->ceil_ticks = e.ceil_ticks;
+	res->ceil_ops = e.ceil_ops;
 	snprintf(res->loop, sizeof(res->loop), "%s", e.loop_name);
 	snprintf(res->insn, sizeof(res->insn), "%s", e.insn);
 	snprintf(res->ceil_loop, sizeof(res->ceil_loop), "%s", e.ceil_loop ? e.ceil_loop : "");
@@ -104,6 +109,8 @@ u64 pl_test_ceiling_len(const struct pl_test_eng *t)
 			 .first_dimm = t->first_dimm },
 		.op = t->op,
 		.access = t->access,
+		.fence = t->fence,
+		.fence_interval = t->fence_interval,
 	};
 
 	return pl_eng_ceiling_len(&c);

@@ -237,7 +237,6 @@ static u64 read_tsc_khz(void)
 struct worker {
 	struct pl_thread t;
 	bool chase;
-	u64 ceil_len;			/* bytes of t.ec.ceil_buf */
 	int pin_err;			/* errno of a failed pinning, or -1: ran elsewhere */
 	int ran_on;			/* sched_getcpu() after pinning */
 	pthread_t th;
@@ -276,19 +275,20 @@ static void setup_worker(struct worker *w, const struct pl_setup *s, unsigned in
 		refuse(-err, "%s", why);
 	w->t.node = numa_available() < 0 ? 0 : numa_node_of_cpu(cpu);
 	w->chase = w->t.op == PL_OP_CHASE;
+	/* every buffer the engine writes lies between guard pages (target.c) */
 	if (ec->mode == PL_MODE_LAT) {
-		ec->hist_buckets = calloc(PL_HIST_NB, sizeof(u64));
+		ec->hist_buckets = plu_guarded_alloc(PL_HIST_NB * sizeof(u64));
 		if (!ec->hist_buckets)
 			refuse(ENOMEM, "no memory for the histogram");
 		if (ec->nsamples_max) {
-			ec->samples = calloc(ec->nsamples_max, sizeof(u64));
+			ec->samples = plu_guarded_alloc(ec->nsamples_max * sizeof(u64));
 			if (!ec->samples)
 				refuse(ENOMEM, "no memory for %llu samples", ec->nsamples_max);
 		}
 	} else {
 		/* the engine's ceiling buffer, first touched by the pinned thread (worker_fn) */
-		w->ceil_len = (pl_eng_ceiling_len(ec) + 4095) & ~4095ULL;
-		ec->ceil_buf = aligned_alloc(4096, w->ceil_len);
+		ec->ceil_len = pl_eng_ceiling_len(ec);
+		ec->ceil_buf = plu_guarded_alloc(ec->ceil_len);
 		if (!ec->ceil_buf)
 			refuse(ENOMEM, "no memory for the ceiling buffer");
 	}
@@ -344,9 +344,9 @@ static void *worker_fn(void *arg)
 		pl_eng_calibrate(e);
 	} else {
 		/* the loop on a cache-resident buffer: the engine's own ceiling */
-		memset(e->ceil_buf, 0x5a, w->ceil_len);
+		memset(e->ceil_buf, 0x5a, w->t.ec.ceil_len);
 		pl_eng_ceiling(e, PL_CEILING_MS * R.tsc_khz);
-		free(e->ceil_buf);
+		plu_guarded_free(e->ceil_buf, w->t.ec.ceil_len);
 		e->ceil_buf = NULL;
 		w->t.ec.ceil_buf = NULL;
 	}
