@@ -294,7 +294,7 @@ static bool pl_segment(struct pl_worker *w)
 {
 	struct pl_eng *e = &w->t.e;
 	unsigned long flags;
-	u64 t0, t1;
+	u64 until, t0, t1;
 
 	local_irq_save(flags);
 	/*
@@ -306,8 +306,10 @@ static bool pl_segment(struct pl_worker *w)
 		return false;
 	}
 	kernel_fpu_begin();
+	/* its end first: at the warm-up's end that resets the counts, outside [t0, t1) */
+	until = pl_thread_until(&w->t, pl_rdtsc());
 	t0 = pl_rdtsc();
-	pl_eng_run(e, pl_thread_until(&w->t, t0));
+	pl_eng_run(e, until);
 	t1 = pl_rdtsc();
 	kernel_fpu_end();
 	local_irq_restore(flags);

@@ -53,11 +53,13 @@ int pl_thread_engine(struct pl_thread *t, char *why, size_t len);
 /*
  * The time window of a worker that starts at go (the common start of all
  * workers): returns when its run ends (never, for a count run).  Its loop
- * then runs segments from now to pl_thread_until(t, now) while
- * pl_thread_more(t, now); those of the warm-up (warmup_ms) count for nothing.
+ * then runs segments while pl_thread_more(t, now): until =
+ * pl_thread_until(t, now) (which resets the counts when the warm-up is
+ * over), then t0, the loop up to until, t1 and pl_thread_segment(t, t0,
+ * t1); those of the warm-up (warmup_ms) count for nothing.
  */
 u64 pl_thread_begin(struct pl_thread *t, const struct pl_params *p, u64 go, u64 tsc_khz);
-u64 pl_thread_until(const struct pl_thread *t, u64 now);
+u64 pl_thread_until(struct pl_thread *t, u64 now);
 /*
  * Whether the loop runs another segment: before the end, and after it
  * until the timed run has one segment (a worker that got no CPU for the
@@ -65,7 +67,7 @@ u64 pl_thread_until(const struct pl_thread *t, u64 now);
  * batch late instead of reporting 0 accesses as a rate of 0).
  */
 bool pl_thread_more(const struct pl_thread *t, u64 now);
-/* a timed segment [t0, t1): its ticks, and the gap since the one before (excluded from them) */
+/* a segment [t0, t1): a timed one's ticks, and the gap since the one before (excluded from them) */
 void pl_thread_segment(struct pl_thread *t, u64 t0, u64 t1);
 
 /* ---- report.c: the `result` and `histogram` text ---- */

@@ -6,6 +6,7 @@
  */
 #include "pl_core.h"
 #include "runner.h"
+#include "pl_run.h"
 
 int pl_test_nops(void)
 {
@@ -200,23 +201,109 @@ void pl_test_hist(const u64 *v, u64 n, const u32 *q, unsigned int nq, u64 *out, 
 }
 
 /*
- * A worker's time window (worker.c) from go = 0: segments [seg[2i], seg[2i+1])
- * in turn; out[i] is pl_thread_more() at the end of segment i, then the
- * timed segments and ticks.
+ * A worker's time window (worker.c) from go = 0, as the loops run it: for
+ * segment i, its end pl_thread_until(seg[3i]), then the segment [seg[3i+1],
+ * seg[3i+2]), which "runs" one access (st.ops + 1; e.left - 1 unless
+ * unlimited); out[i] is pl_thread_more() at its end, then the timed
+ * segments, their ticks, the accesses counted and e.left.
  */
-void pl_test_window(u64 warmup_ms, u64 duration_ms, u64 tsc_khz, const u64 *seg, unsigned int nseg, u64 *out)
+void pl_test_window(u64 warmup_ms, u64 duration_ms, u64 count, u64 tsc_khz, const u64 *seg,
+		    unsigned int nseg, u64 *out)
 {
-	struct pl_params p = { .segment_ms = 5, .warmup_ms = warmup_ms, .duration_ms = duration_ms };
+	struct pl_params p = { .segment_ms = 5, .warmup_ms = warmup_ms, .duration_ms = duration_ms,
+			       .count = count };
 	struct pl_thread t = { 0 };
 	unsigned int i;
 
+	t.e.left = count ? count : ~0ULL;
 	pl_thread_begin(&t, &p, 0, tsc_khz);
 	for (i = 0; i < nseg; i++) {
-		pl_thread_segment(&t, seg[2 * i], seg[2 * i + 1]);
-		out[i] = pl_thread_more(&t, seg[2 * i + 1]);
+		pl_thread_until(&t, seg[3 * i]);
+		t.e.st.ops++;
+		if (t.e.left != ~0ULL)
+			t.e.left--;
+		pl_thread_segment(&t, seg[3 * i + 1], seg[3 * i + 2]);
+		out[i] = pl_thread_more(&t, seg[3 * i + 2]);
 	}
 	out[nseg] = t.segments;
 	out[nseg + 1] = t.e.st.ticks;
+	out[nseg + 2] = t.e.st.ops;
+	out[nseg + 3] = t.e.left;
+}
+
+static void pl_test_spin(u64 until, bool *stall, bool *stalled)
+{
+	while (pl_rdtsc() < until)
+		;
+	*stall = false;
+	*stalled = true;
+}
+
+/*
+ * A worker's loop as the runner's (worker_fn) and the module's
+ * (pl_worker_loop) run it, with the real engine (8-byte loads, op load, seq
+ * over buf[0, span)) and the real clock, whose thread is "descheduled"
+ * after its first segment: when that segment ends before the warm-up does,
+ * it spins until one millisecond after the warm-up's end (stall), between
+ * the two segments (stall_at 0) or between the next segment's
+ * pl_thread_until() and its t0 (stall_at 1).  mode: 0 bandwidth, 1 latency;
+ * count 0: duration_ms.  A deadline 2 s after the run's end stops a run
+ * that would not end.  out: stalled, ended (by itself, not the deadline),
+ * ops, bytes, ticks, segments, lat_n, nsamples.  Returns 0, or -errno and why.
+ */
+int pl_test_warmup(char *buf, u64 span, int mode, u64 count, u64 nsamples, u64 delay_ticks,
+		   u64 warmup_ms, u64 segment_ms, u64 duration_ms, u64 tsc_khz, int stall_at, u64 *out,
+		   char *why, size_t len)
+{
+	static u64 hist[PL_HIST_NB], samples[4096];
+	static int stop;
+	struct pl_params p = { .warmup_ms = warmup_ms, .segment_ms = segment_ms,
+			       .duration_ms = duration_ms, .count = count };
+	struct pl_thread t = { 0 };
+	struct pl_eng *e = &t.e;
+	u64 go, t0, t1, until, deadline;
+	bool stalled = false, late = false, stall = false;
+	int err;
+
+	t.ec = (struct pl_eng_cfg) {
+		.base = buf, .base_len = span,
+		.gen = { .pattern = PL_PAT_SEQ, .access = 8, .step = 8, .span = span, .passes = 1 },
+		.op = PL_OP_LOAD, .width = 8, .mode = mode, .access = 8, .count = count,
+		.delay_ticks = delay_ticks, .stop = &stop, .hist_buckets = hist,
+		.samples = samples, .nsamples_max = nsamples < 4096 ? nsamples : 4096,
+	};
+	err = pl_thread_engine(&t, why, len);
+	if (err)
+		return err;
+	go = pl_rdtsc();
+	deadline = go + (warmup_ms + duration_ms + 2000) * tsc_khz;
+	pl_thread_begin(&t, &p, go, tsc_khz);
+	while (e->left && pl_thread_more(&t, pl_rdtsc())) {
+		if (pl_rdtsc() > deadline) {
+			late = true;
+			break;
+		}
+		if (stall && !stall_at)
+			pl_test_spin(go + warmup_ms * tsc_khz + tsc_khz, &stall, &stalled);
+		until = pl_thread_until(&t, pl_rdtsc());
+		if (stall)
+			pl_test_spin(go + warmup_ms * tsc_khz + tsc_khz, &stall, &stalled);
+		t0 = pl_rdtsc();
+		pl_eng_run(e, until);
+		t1 = pl_rdtsc();
+		pl_thread_segment(&t, t0, t1);
+		/* the first segment ended inside the warm-up: off the CPU across its end */
+		stall = !stalled && t.warm_until && t1 < t.warm_until;
+	}
+	out[0] = stalled;
+	out[1] = !late;
+	out[2] = e->st.ops;
+	out[3] = e->st.bytes;
+	out[4] = e->st.ticks;
+	out[5] = t.segments;
+	out[6] = e->hist.n;
+	out[7] = e->nsamples;
+	return 0;
 }
 
 /* fences the bandwidth loop issues over n accesses of access bytes, one per fi bytes */

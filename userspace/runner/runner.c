@@ -357,8 +357,9 @@ static void *worker_fn(void *arg)
 		goto out;
 	pl_thread_begin(&w->t, &R.c, go, R.tsc_khz);
 	while (!__atomic_load_n(e->stop, __ATOMIC_RELAXED) && e->left && pl_thread_more(&w->t, pl_rdtsc())) {
+		/* its end first: at the warm-up's end that resets the counts, outside [t0, t1) */
+		seg_end = pl_thread_until(&w->t, pl_rdtsc());
 		t0 = pl_rdtsc();
-		seg_end = pl_thread_until(&w->t, t0);
 		if (w->chase)
 			chase_p = plu_chase_loop(e, chase_p, seg_end);
 		else
