@@ -1,6 +1,10 @@
 """Interface fuzzing: thousands of random and adversarial writes across every sysfs attribute,
 from several processes at once and during runs, then a normal measurement that must come out
-right. The kernel log is checked after the test by conftest.clean_kernel_log."""
+right; and the engine under valid runs drawn from the parameter table (tests/param_sets.py, as the
+host's test_engine_fuzz.py draws them for the runner), each judged by `check`, run, and checked
+for its accounting, on a DRAM target whose every engine buffer ends at vmalloc's guard page. The
+kernel log is checked after each test by conftest.clean_kernel_log (KASAN does not see the
+engine's inline asm; a guard page faults for it)."""
 from __future__ import annotations
 
 import errno
@@ -13,12 +17,19 @@ from pathlib import Path
 
 import pytest
 
-from kmod_driver import SYSFS, Module
+from hypothesis import HealthCheck, Phase, assume, given, settings
+
+from kmod_driver import SYSFS, Module, WriteRefused
+from param_sets import Machine, check_accounting, runnable_sets
 from test_module import check_consistent
 
 pytestmark = pytest.mark.kernel_matrix  # every kernel survives the fuzz
 
 MiB = 1 << 20
+# valid runs through sysfs: a share in make test's guests, a few hundred in the debug-kernel lane
+# (make test-kasan); PMEMLAB_GUEST_FUZZ_RUNS for more
+GUEST_RUNS = int(os.environ.get("PMEMLAB_GUEST_FUZZ_RUNS", "300" if os.environ.get("PMEMLAB_DEBUG_KERNEL") else "40"))
+GUEST_WORK_NS = 2_000_000  # a count run's work (TCG runs the loops tens of times slower)
 WRITES_PER_PROCESS = 2600
 PROCESSES = 4  # 10,400 writes in all
 
@@ -160,6 +171,43 @@ def test_an_op_list_longer_than_a_page_is_refused_whole(module, pmem_dev: str) -
             mod.write_raw("op", longest.encode() + b",load\n")
         assert mod.read("op") == longest
         mod.write("op", "load")
+
+
+def test_fuzz_valid_runs_through_sysfs(module) -> None:
+    """GUEST_RUNS valid sets drawn from the table, each judged by the module (`check`), run to its
+    end and checked: state done, and the accounting of its `result` and `raw_samples`
+    (param_sets.check_accounting). The 4 KiB DRAM target is vmalloc_node's, so the engine's
+    ceiling buffer and the target both end at an unmapped guard page."""
+    with module(target="dram", dram_size="16M", dram_pages="4k") as sysfs:
+        mod = Module(sysfs)
+        m = Machine(target_size=int(mod.read("target_size")), online=len(os.sched_getaffinity(0)),
+                    tsc_khz=int(mod.read("tsc_khz")))
+        widths = tuple(int(w) for w in mod.read("widths").split())
+        done = []
+
+        @settings(max_examples=GUEST_RUNS, deadline=None, database=None,
+                  phases=[Phase.explicit, Phase.reuse, Phase.generate],
+                  suppress_health_check=[HealthCheck.filter_too_much, HealthCheck.too_slow,
+                                         HealthCheck.data_too_large])
+        @given(values=runnable_sets(m, user_ops=False, widths=widths, work_ns=GUEST_WORK_NS))
+        def one(values: dict[str, str]) -> None:
+            try:
+                mod.set(**values)
+                mod.write("check", 1)
+            except WriteRefused:
+                assume(False)
+            mod.start()
+            state = mod.wait(timeout=300)
+            what = " ".join(f"{k}={v}" for k, v in values.items())
+            assert state == "done", f"{what}: state {state}, last_error {mod.last_error()!r}"
+            try:
+                check_accounting(values, mod.read("result"), (sysfs / "raw_samples").read_bytes())
+            except AssertionError as exc:
+                raise AssertionError(f"{what}\n{exc}") from None
+            done.append(values)
+
+        one()
+        assert len(done) >= GUEST_RUNS // 2, f"only {len(done)} of {GUEST_RUNS} sets ran"
 
 
 if __name__ == "__main__":
