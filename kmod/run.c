@@ -271,9 +271,10 @@ static void pl_stop_all(struct pl_run *r)
 	WRITE_ONCE(r->probe_stop, 1);
 }
 
-/* all workers arrive, the last one sets a start time 1 ms ahead */
-static u64 pl_barrier(struct pl_run *r)
+/* all workers arrive, the last one sets a start time 1 ms ahead; latency threads calibrate again */
+static u64 pl_barrier(struct pl_run *r, struct pl_worker *w)
 {
+	unsigned long flags;
 	u64 go;
 
 	if (atomic_inc_return(&r->arrived) == r->n)
@@ -283,6 +284,13 @@ static u64 pl_barrier(struct pl_run *r)
 			return 0;
 		cond_resched();
 		cpu_relax();
+	}
+	if (w->t.e.mode == PL_MODE_LAT) {
+		while (pl_rdtsc() < pl_thread_recal_at(&w->t, go))
+			cpu_relax();
+		local_irq_save(flags);
+		pl_thread_calibrate(&w->t);
+		local_irq_restore(flags);
 	}
 	while (pl_rdtsc() < go)
 		cpu_relax();
@@ -362,7 +370,7 @@ static int pl_worker_fn(void *arg)
 
 	local_irq_save(flags);
 	if (w->t.e.mode == PL_MODE_LAT) {
-		pl_eng_calibrate(&w->t.e);
+		pl_thread_calibrate(&w->t);
 	} else {
 		/* the loop on a cache-resident buffer: the engine's own ceiling */
 		kernel_fpu_begin();
@@ -371,7 +379,7 @@ static int pl_worker_fn(void *arg)
 	}
 	local_irq_restore(flags);
 	pl_free_ceiling(w);
-	go = pl_barrier(r);
+	go = pl_barrier(r, w);
 	if (go)
 		pl_worker_loop(r, w, go);
 	if (!w->t.probe && atomic_dec_and_test(&r->loaders))

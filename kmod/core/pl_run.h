@@ -23,6 +23,7 @@ struct pl_thread {
 	u64 segments, gap_ticks, first_tsc, last_tsc;
 	u64 seg_ticks, end;		/* the time window: pl_thread_begin() */
 	u64 warm_until, left;		/* warm-up: its end, the count of the timed run */
+	u64 cal_ticks, cal_end;		/* latency: the last calibration's length and end (TSC) */
 };
 
 /* what setting up a worker needs besides its index and CPU */
@@ -49,6 +50,19 @@ int pl_thread_setup(struct pl_thread *t, const struct pl_setup *s, unsigned int 
 		    char *why, size_t len);
 /* the engine of t from t->ec (pl_eng_init: selects the loop, allocates nothing) */
 int pl_thread_engine(struct pl_thread *t, char *why, size_t len);
+
+/*
+ * A latency thread calibrates its bracket (pl_eng_calibrate, timed) twice:
+ * before the start barrier, and again in the barrier's spin from
+ * pl_thread_recal_at(t, go), twice its own length before the common start:
+ * the spin has brought the core's clock up by then.  Calibrated cold, after
+ * an idle wait, a core below its top clock (a governor other than
+ * performance) takes longer per bracket, and the overhead subtracted from
+ * every sample would be too large (method.md, Latency mode).  The caller
+ * keeps interrupts off around each calibration in the module.
+ */
+void pl_thread_calibrate(struct pl_thread *t);
+u64 pl_thread_recal_at(const struct pl_thread *t, u64 go);
 
 /*
  * The time window of a worker that starts at go (the common start of all

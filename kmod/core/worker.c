@@ -84,6 +84,20 @@ int pl_thread_engine(struct pl_thread *t, char *why, size_t len)
 	return pl_eng_init(&t->e, &t->ec, why, len);
 }
 
+void pl_thread_calibrate(struct pl_thread *t)
+{
+	u64 t0 = pl_rdtsc();
+
+	pl_eng_calibrate(&t->e);
+	t->cal_end = pl_rdtsc();
+	t->cal_ticks = t->cal_end - t0;
+}
+
+u64 pl_thread_recal_at(const struct pl_thread *t, u64 go)
+{
+	return go > 2 * t->cal_ticks ? go - 2 * t->cal_ticks : 0;
+}
+
 u64 pl_thread_begin(struct pl_thread *t, const struct pl_params *p, u64 go, u64 tsc_khz)
 {
 	t->seg_ticks = p->segment_ms * tsc_khz;

@@ -358,6 +358,19 @@ def test_a_timed_run_descheduled_across_the_warm_up_end_excludes_the_warm_up(lib
     assert res["ops"] * delay <= res["ticks"], res
 
 
+def test_latency_threads_calibrate_again_twice_their_calibration_before_the_start(lib: ctypes.CDLL) -> None:
+    """The barrier calibrates a latency thread again from go - 2 x its calibration's length, after
+    the spin has brought the core's clock up (calibrated cold, a slower core overestimates the
+    overhead). The calibration times itself: 101 brackets, each at least the overhead it finds."""
+    out = (ctypes.c_uint64 * 4)()
+    why = ctypes.create_string_buffer(256)
+    assert lib.pl_test_calibration(ctypes.c_uint64(10**6), out, why, ctypes.c_size_t(256)) == 0, why.value
+    cal_ticks, cal_end, overhead, recal_before_go = out
+    assert overhead > 0 and cal_end > 0
+    assert cal_ticks >= 101 * overhead, (cal_ticks, overhead)
+    assert recal_before_go == 2 * cal_ticks
+
+
 def test_division_by_multiplication_is_exact(lib: ctypes.CDLL) -> None:
     rng = random.Random(5)
     ds = [1, 2, 3, 5, 7, 48, 64, 96, 1000, 4095, 4096, 4097, (1 << 27) + 3, (1 << 32) - 1, (1 << 40) + 7,

@@ -231,6 +231,38 @@ void pl_test_window(u64 warmup_ms, u64 duration_ms, u64 count, u64 tsc_khz, cons
 	out[nseg + 3] = t.e.left;
 }
 
+/*
+ * A latency thread's calibration (worker.c), timed: out = its length, its
+ * end, the overhead it found, and when the barrier would calibrate again for
+ * a start go ticks from now.
+ */
+int pl_test_calibration(u64 go_in, u64 *out, char *why, size_t len)
+{
+	static u64 hist[PL_HIST_NB];
+	static char buf[4096] __attribute__((aligned(64)));
+	static int stop;
+	struct pl_thread t = { 0 };
+	u64 go;
+	int err;
+
+	t.ec = (struct pl_eng_cfg) {
+		.base = buf, .base_len = sizeof(buf),
+		.gen = { .pattern = PL_PAT_SEQ, .access = 8, .step = 8, .span = sizeof(buf), .passes = 1 },
+		.op = PL_OP_LOAD, .width = 8, .mode = PL_MODE_LAT, .access = 8, .count = 1,
+		.stop = &stop, .hist_buckets = hist,
+	};
+	err = pl_thread_engine(&t, why, len);
+	if (err)
+		return err;
+	pl_thread_calibrate(&t);
+	go = pl_rdtsc() + go_in;
+	out[0] = t.cal_ticks;
+	out[1] = t.cal_end;
+	out[2] = t.e.overhead;
+	out[3] = go - pl_thread_recal_at(&t, go);
+	return 0;
+}
+
 static void pl_test_spin(u64 until, bool *stall, bool *stalled)
 {
 	while (pl_rdtsc() < until)

@@ -304,7 +304,8 @@ static void setup_worker(struct worker *w, const struct pl_setup *s, unsigned in
 	}
 }
 
-static u64 barrier(void)
+/* all workers arrive, the last one sets a start time 1 ms ahead; latency threads calibrate again */
+static u64 barrier(struct worker *w)
 {
 	u64 go;
 
@@ -314,6 +315,11 @@ static u64 barrier(void)
 		if (__atomic_load_n(&R.stop, __ATOMIC_RELAXED))
 			return 0;
 		asm volatile("pause");
+	}
+	if (w->t.e.mode == PL_MODE_LAT) {
+		while (pl_rdtsc() < pl_thread_recal_at(&w->t, go))
+			asm volatile("pause");
+		pl_thread_calibrate(&w->t);
 	}
 	while (pl_rdtsc() < go)
 		asm volatile("pause");
@@ -341,7 +347,7 @@ static void *worker_fn(void *arg)
 		goto out;
 	}
 	if (e->mode == PL_MODE_LAT) {
-		pl_eng_calibrate(e);
+		pl_thread_calibrate(&w->t);
 	} else {
 		/* the loop on a cache-resident buffer: the engine's own ceiling */
 		memset(e->ceil_buf, 0x5a, w->t.ec.ceil_len);
@@ -352,7 +358,7 @@ static void *worker_fn(void *arg)
 	}
 	if (w->chase)
 		chase_p = e->base + pl_gen_next(&e->gen);
-	go = barrier();
+	go = barrier(w);
 	if (!go)
 		goto out;
 	pl_thread_begin(&w->t, &R.c, go, R.tsc_khz);
