@@ -506,13 +506,14 @@ int pl_run_start(void)
 	err = pl_run_build(&r);
 	if (err)
 		return err;
-	pl_reap_locked();
-	pl_results_free();
 	ctl = kthread_create(pl_ctl_fn, r, "pmemlab-ctl");
 	if (IS_ERR(ctl)) {
 		pl_run_free(r);
 		return pl_fail(PTR_ERR(ctl), "run: cannot create the controller thread");
 	}
+	/* the new run starts: only now do the last run's controller and results go */
+	pl_reap_locked();
+	pl_results_free();
 	pl.run = r;
 	pl.ctl = ctl;
 	pl.run_id++;

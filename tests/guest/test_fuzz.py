@@ -210,5 +210,64 @@ def test_fuzz_valid_runs_through_sysfs(module) -> None:
         assert len(done) >= GUEST_RUNS // 2, f"only {len(done)} of {GUEST_RUNS} sets ran"
 
 
+FAIL_NTH = Path("/proc/thread-self/fail-nth")
+FAILSLAB = Path("/sys/kernel/debug/failslab")
+
+
+def test_fuzz_every_failed_start_keeps_the_last_results(module) -> None:
+    """Each slab allocation a run's start makes, made to fail in turn (the kernel's fail-nth with
+    failslab, GFP_KERNEL allocations included: the debug kernel of make test-kasan has them): a
+    start that fails leaves the last run's state, result and raw samples as they were (the results
+    were freed before the controller thread was created: a failed kthread_create lost them), and
+    the lane's kmemleak scan finds nothing left behind; after the last allocation the start
+    succeeds and its run is right."""
+    if not FAIL_NTH.exists() or not (FAILSLAB / "ignore-gfp-wait").exists():
+        pytest.skip("kernel without fault injection (fail-nth, failslab): make test-kasan's debug kernel has it")
+    saved = {name: (FAILSLAB / name).read_text().strip() for name in ("ignore-gfp-wait", "verbose")}
+    (FAILSLAB / "ignore-gfp-wait").write_text("N")
+    (FAILSLAB / "verbose").write_text("0")
+    try:
+        with module(target="dram", dram_size="16M", dram_pages="4k") as sysfs:
+            mod = Module(sysfs)
+            params = dict(mode="latency", op="load", threads=1, count=2000, samples=500, duration_ms=10)
+            mod.run(**params)
+            last = (mod.read("result"), (sysfs / "raw_samples").read_bytes())
+            nth = os.open(FAIL_NTH, os.O_RDWR)
+            run = os.open(sysfs / "run", os.O_WRONLY)
+            failed = injected_ok = 0
+            try:
+                for n in range(1, 2000):
+                    os.pwrite(nth, str(n).encode(), 0)
+                    try:
+                        os.write(run, b"1\n")
+                        started = True
+                    except OSError as exc:
+                        started, err = False, exc.errno
+                    fired = int(os.pread(nth, 32, 0)) == 0
+                    os.pwrite(nth, b"0", 0)  # disarm before anything else allocates
+                    if not started:
+                        assert fired and err in (errno.ENOMEM, errno.EAGAIN, errno.EINTR), (n, err)
+                        failed += 1
+                        assert mod.state() == "done", (n, mod.state(), mod.last_error())
+                        now = (mod.read("result"), (sysfs / "raw_samples").read_bytes())
+                        assert now == last, f"a start that failed at allocation {n} changed the last results"
+                        continue
+                    assert mod.wait(timeout=120) == "done", mod.last_error()
+                    check_consistent(mod.result(), "latency", 64, 1)
+                    last = (mod.read("result"), (sysfs / "raw_samples").read_bytes())
+                    if not fired:
+                        break  # past the last allocation of a start
+                    injected_ok += 1  # a failed allocation it could do without
+                else:
+                    pytest.fail("the start never got past its allocations")
+            finally:
+                os.close(run)
+                os.close(nth)
+            assert failed >= 5, f"only {failed} allocations of a start failed it"
+    finally:
+        for name, value in saved.items():
+            (FAILSLAB / name).write_text(value)
+
+
 if __name__ == "__main__":
     print(json.dumps(fuzz_worker(int(sys.argv[1]), sys.argv[3:], int(sys.argv[2]))))
