@@ -266,8 +266,8 @@ def runnable_sets(draw: st.DrawFn, m: Machine, user_ops: bool = True, widths: tu
                                               _table_int(draw, "hotspot_size", max(region, 8), lo=access)]))
     passes = _table_int(draw, "passes", RUN_CAPS["passes"])
     v["passes"] = passes
-    v["pass_offset"] = 0 if passes == 1 or draw(st.booleans()) else \
-        draw(st.sampled_from([align, 8 * align, _table_int(draw, "pass_offset", max(region // passes, 8))])) // align * align
+    offsets = [align, 8 * align, _table_int(draw, "pass_offset", max(region // passes, 8))]
+    v["pass_offset"] = 0 if passes == 1 or draw(st.booleans()) else draw(st.sampled_from(offsets)) // align * align
     # fences: a whole number of pieces most of the time (the ceiling's cap is not a multiple of them)
     pieces = [access // k for k in (1, 2, 3, 4, 16, 48, 1024) if access // k and access % k == 0
               and (access // k) % 64 == 0]
