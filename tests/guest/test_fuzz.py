@@ -17,10 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from hypothesis import HealthCheck, Phase, assume, given, settings
-
 from kmod_driver import SYSFS, Module, WriteRefused
-from param_sets import Machine, check_accounting, runnable_sets
 from test_module import check_consistent
 
 pytestmark = pytest.mark.kernel_matrix  # every kernel survives the fuzz
@@ -178,6 +175,11 @@ def test_fuzz_valid_runs_through_sysfs(module) -> None:
     end and checked: state done, and the accounting of its `result` and `raw_samples`
     (param_sets.check_accounting). The 4 KiB DRAM target is vmalloc_node's, so the engine's
     ceiling buffer and the target both end at an unmapped guard page."""
+    # here, not at the top: the file also runs as a script (the fuzz workers), without tests/ on its path
+    from hypothesis import HealthCheck, Phase, assume, given, settings
+
+    from param_sets import Machine, check_accounting, runnable_sets
+
     with module(target="dram", dram_size="16M", dram_pages="4k") as sysfs:
         mod = Module(sysfs)
         m = Machine(target_size=int(mod.read("target_size")), online=len(os.sched_getaffinity(0)),
