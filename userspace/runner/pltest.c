@@ -184,6 +184,45 @@ int pl_test_place(const struct pl_place *in, u64 *base, u64 *copy_delta, u64 *sp
 	return 0;
 }
 
+/*
+ * The pointer chase (chase.c) over worker in->idx's region of target (in->
+ * target_size bytes), as the runner builds and starts it: the target
+ * offsets of its first n loads; 0, or -errno and why.
+ */
+int pl_test_chase(char *target, const struct pl_place *in, u64 seed, u64 *out, u64 n, char *why,
+		  size_t len)
+{
+	static u64 hist[PL_HIST_NB];
+	static int stop;
+	struct pl_region reg;
+	struct pl_eng e;
+	struct pl_eng_cfg c;
+	char *p;
+	u64 i;
+	int err = pl_place_worker(in, &reg, why, len);
+
+	if (err)
+		return err;
+	c = (struct pl_eng_cfg) {
+		.base = target + reg.base, .base_len = in->target_size - reg.base, .gen = reg.g,
+		.op = PL_OP_LOAD, .width = 8, .mode = PL_MODE_LAT, .access = in->access, .count = 1,
+		.stop = &stop, .hist_buckets = hist,
+	};
+	err = pl_eng_init(&e, &c, why, len);
+	if (err)
+		return err;
+	if (plu_chase_build(&e, seed, in->idx)) {
+		snprintf(why, len, "chase: no memory");
+		return -ENOMEM;
+	}
+	p = e.base + pl_gen_next(&e.gen);
+	for (i = 0; i < n; i++) {
+		out[i] = p - target;
+		p = *(char **)p;
+	}
+	return 0;
+}
+
 /* percentiles (q in ppm) of n samples through the histogram, plus min, max */
 void pl_test_hist(const u64 *v, u64 n, const u32 *q, unsigned int nq, u64 *out, u64 *buckets)
 {
