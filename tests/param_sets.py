@@ -197,10 +197,10 @@ class RunnerJudge:
 # often than chance would (a fence_interval that divides access_size, a stride above it, per-dimm
 # geometry), so that most sets are valid; the validator then judges each (RunnerJudge, or the
 # module's `check`) and only valid sets run.
-RUN_CAPS = {"duration_ms": 15, "warmup_ms": 15, "segment_ms": 12, "samples": 4096, "passes": 9,
+RUN_CAPS = {"duration_ms": 10, "warmup_ms": 10, "segment_ms": 8, "samples": 4096, "passes": 9,
             "interleave_ways": 8, "dimms_per_thread": 8}
 # what a count run may cost: its bytes as if at 1 byte per ns, plus its delays
-RUN_WORK_NS = 20_000_000
+RUN_WORK_NS = 10_000_000
 # access sizes around the engine's own limits: units, a line, four lines, the batch (16 KiB), its
 # ceiling's buffer (32 KiB .. 2 MiB, a capped access), pieces that do not divide 2 MiB
 ACCESS_AROUND = [8, 16, 32, 64, 128, 192, 256, 320, 4096, 4160, 16384, 16448, 32768, 65536, 1 << 20,

@@ -45,13 +45,16 @@ RUNNER = Path(os.environ.get("PMEMLAB_FUZZ_RUNNER", RUNNER_DIR / "pmemlab-run"))
 UBSAN_RUNNER = RUNNER.with_name(RUNNER.name + "-ubsan")
 EXAMPLES = int(os.environ.get("PMEMLAB_FUZZ_EXAMPLES", "1000"))
 MiB = 1 << 20
-# how each run executes: the guarded runner, its UBSan build, valgrind memcheck (weights)
-HOW = ["plain"] * 30 + ["ubsan"] * 19 + ["valgrind"]
+# how each run executes, by its number: every VALGRIND_EVERY-th under valgrind memcheck, of the
+# others two in five with the UBSan build, the rest the guarded runner (a drawn choice would not
+# keep these shares: hypothesis leans towards the first choices)
+VALGRIND_EVERY = 50
+_examples = [0]
 VALGRIND = ["valgrind", "-q", "--error-exitcode=99"]
 VALGRIND_ENV = {"PMEMLAB_RUN_HIDE_FEATURES": "avx512f"}
 # a run's bound: its own time (warm-up, duration, a count's work) plus the runner's set-up, with
 # room for a machine busy with other work (valgrind: about 50x slower)
-# (the sets cost at most 15 ms of warm-up, 15 ms of run or 20 ms of a count's work: runs take
+# (the sets cost at most 10 ms of warm-up, 10 ms of run or 10 ms of a count's work: runs take
 # 20-100 ms; a count run whose count never came back ran until this)
 BOUND_S = {"plain": 15.0, "ubsan": 15.0, "valgrind": 300.0}
 ONLINE = len(os.sched_getaffinity(0))
@@ -87,13 +90,17 @@ def judge(how: str, target: tuple[str, ...]) -> RunnerJudge:
     return _judges[key]
 
 
+def next_how() -> str:
+    _examples[0] += 1
+    k = _examples[0]
+    return "valgrind" if k % VALGRIND_EVERY == 0 else "ubsan" if k % 5 in (1, 3) else "plain"
+
+
 @st.composite
-def runs(draw: st.DrawFn) -> tuple[str, tuple[str, str], dict[str, str]]:
-    how = draw(st.sampled_from(HOW))
-    size, pages = TARGETS[0] if how == "valgrind" else draw(st.sampled_from(TARGETS))  # valgrind: the quickest
+def runs(draw: st.DrawFn) -> tuple[tuple[str, str], dict[str, str]]:
+    size, pages = draw(st.sampled_from(TARGETS))
     m = Machine(target_size=int(size[:-1]) * MiB, online=ONLINE, tsc_khz=TSC_KHZ)
-    widths = tuple(w for w in WIDTHS if w < 64) if how == "valgrind" else WIDTHS
-    return how, (size, pages), draw(runnable_sets(m, widths=widths))
+    return (size, pages), draw(runnable_sets(m, widths=WIDTHS))
 
 
 def run_one(how: str, target: tuple[str, str], values: dict[str, str]) -> None:
@@ -135,4 +142,8 @@ PHASES = [Phase.explicit, Phase.reuse, Phase.generate] + ([Phase.shrink] if os.e
           suppress_health_check=[HealthCheck.filter_too_much, HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(case=runs())
 def test_valid_runs_are_clean_end_and_account_for_themselves(built: None, case: tuple) -> None:
-    run_one(*case)
+    how = next_how()
+    target, values = case
+    if how == "valgrind" and values["width"] == "64":
+        values = {**values, "width": "0"}  # valgrind 3.19 cannot run AVX-512 (hidden from the runner there)
+    run_one(how, target, values)
