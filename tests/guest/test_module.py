@@ -94,22 +94,19 @@ def check_consistent(res: Result, mode: str, access_size: int, threads: int, cou
         assert int(total["lat_min"]) == min(int(r["lat_min"]) for r in rows)
 
 
-def check_duration(mod: Module, res: Result, duration_ms: int, slack: float = 0.25, upper: bool = True) -> None:
+def check_duration(mod: Module, res: Result, duration_ms: int, slack: float = 0.25) -> None:
     """Each thread ran from the common start for about duration_ms of wall time (timed ticks
-    plus the excluded gaps), and so did the aggregate (the common window). Without upper, only
-    at least that long: a vCPU the busy host takes away inside the last segment stretches it by
-    as long as the host likes (seen: 102 ms for 50 ms under TCG at load 11 on two cores)."""
+    plus the excluded gaps), and so did the aggregate (the common window)."""
     tsc_khz = int(mod.read("tsc_khz"))
     want = duration_ms * tsc_khz
-    most = (1 + slack) * want if upper else float("inf")
     walls = []
     for row in res.threads:
         wall = int(row["ticks"]) + int(row["gap_ticks"])
         walls.append(wall)
-        assert (1 - slack) * want <= wall <= most, \
+        assert (1 - slack) * want <= wall <= (1 + slack) * want, \
             f"thread {row['thread']} ran {wall / tsc_khz:.1f} ms for {duration_ms} ms"
-    assert (1 - slack) * want <= max(walls) <= most
-    assert int(res.total["ticks"]) <= most
+    assert (1 - slack) * want <= max(walls) <= (1 + slack) * want
+    assert int(res.total["ticks"]) <= (1 + slack) * want
 
 
 @pytest.mark.kernel_matrix
@@ -127,9 +124,9 @@ def test_every_op_is_consistent(target, mode: str, pattern: str) -> None:
         else:
             params.update(count=0, duration_ms=50)
         res = mod.run(**params)
+        # (the run's length is test_run_length_close_to_the_request's: under a busy host a vCPU
+        # can miss a 50 ms window or stretch it, seen both ways under TCG at load 8 to 11)
         check_consistent(res, mode, access, threads=2, count=params["count"])
-        if mode == "bandwidth":  # the run's length is test_run_length_close_to_the_request's
-            check_duration(mod, res, 50, slack=0.5, upper=False)
 
 
 @pytest.mark.kernel_matrix
