@@ -44,6 +44,7 @@ struct pl_worker {
 	struct pl_thread t;		/* op, region, loop state, counts (core) */
 	struct pl_run *run;
 	struct task_struct *task;
+	char *ceil_alloc;		/* the vmalloc area t.ec.ceil_buf lies at the end of */
 	bool complete;			/* ran to its count or duration */
 };
 

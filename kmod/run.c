@@ -21,6 +21,7 @@
 #include <linux/sched.h>
 #include <linux/slab.h>
 #include <linux/mm.h>
+#include <linux/vmalloc.h>
 #include <linux/topology.h>
 #include <linux/irqflags.h>
 #include <linux/overflow.h>
@@ -171,8 +172,17 @@ static int pl_setup_worker(struct pl_run *r, struct pl_worker *w, const struct p
 			}
 		}
 	} else {
-		/* the engine's ceiling runs on a buffer of the worker's node (method.md) */
-		ec->ceil_buf = kvmalloc_node(pl_eng_ceiling_len(ec), GFP_KERNEL, w->t.node);
+		/*
+		 * The engine's ceiling runs on a buffer of the worker's node
+		 * (method.md), from vmalloc and ending at its last page: the
+		 * engine's accesses are inline asm, which KASAN does not see, and
+		 * vmalloc's unmapped guard page makes an overrun fault at once.
+		 */
+		ec->ceil_len = pl_eng_ceiling_len(ec);
+		w->ceil_alloc = vmalloc_node(PAGE_ALIGN(ec->ceil_len), w->t.node);
+		if (w->ceil_alloc)
+			ec->ceil_buf = w->ceil_alloc + ((PAGE_ALIGN(ec->ceil_len) - ec->ceil_len) &
+							~(PL_LINE - 1));
 		if (!ec->ceil_buf) {
 			snprintf(why, PL_ERR_LEN, "run: out of memory for thread %u's ceiling buffer", idx);
 			goto out;
@@ -188,7 +198,8 @@ out:
 
 static void pl_free_ceiling(struct pl_worker *w)
 {
-	kvfree(w->t.ec.ceil_buf);
+	vfree(w->ceil_alloc);
+	w->ceil_alloc = NULL;
 	w->t.ec.ceil_buf = NULL;
 	w->t.e.ceil_buf = NULL;
 }
@@ -260,9 +271,10 @@ static void pl_stop_all(struct pl_run *r)
 	WRITE_ONCE(r->probe_stop, 1);
 }
 
-/* all workers arrive, the last one sets a start time 1 ms ahead */
-static u64 pl_barrier(struct pl_run *r)
+/* all workers arrive, the last one sets a start time 1 ms ahead; latency threads calibrate again */
+static u64 pl_barrier(struct pl_run *r, struct pl_worker *w)
 {
+	unsigned long flags;
 	u64 go;
 
 	if (atomic_inc_return(&r->arrived) == r->n)
@@ -272,6 +284,13 @@ static u64 pl_barrier(struct pl_run *r)
 			return 0;
 		cond_resched();
 		cpu_relax();
+	}
+	if (w->t.e.mode == PL_MODE_LAT) {
+		while (pl_rdtsc() < pl_thread_recal_at(&w->t, go))
+			cpu_relax();
+		local_irq_save(flags);
+		pl_thread_calibrate(&w->t);
+		local_irq_restore(flags);
 	}
 	while (pl_rdtsc() < go)
 		cpu_relax();
@@ -283,7 +302,7 @@ static bool pl_segment(struct pl_worker *w)
 {
 	struct pl_eng *e = &w->t.e;
 	unsigned long flags;
-	u64 t0, t1;
+	u64 until, t0, t1;
 
 	local_irq_save(flags);
 	/*
@@ -295,8 +314,10 @@ static bool pl_segment(struct pl_worker *w)
 		return false;
 	}
 	kernel_fpu_begin();
+	/* its end first: at the warm-up's end that resets the counts, outside [t0, t1) */
+	until = pl_thread_until(&w->t, pl_rdtsc());
 	t0 = pl_rdtsc();
-	pl_eng_run(e, pl_thread_until(&w->t, t0));
+	pl_eng_run(e, until);
 	t1 = pl_rdtsc();
 	kernel_fpu_end();
 	local_irq_restore(flags);
@@ -349,7 +370,7 @@ static int pl_worker_fn(void *arg)
 
 	local_irq_save(flags);
 	if (w->t.e.mode == PL_MODE_LAT) {
-		pl_eng_calibrate(&w->t.e);
+		pl_thread_calibrate(&w->t);
 	} else {
 		/* the loop on a cache-resident buffer: the engine's own ceiling */
 		kernel_fpu_begin();
@@ -358,7 +379,7 @@ static int pl_worker_fn(void *arg)
 	}
 	local_irq_restore(flags);
 	pl_free_ceiling(w);
-	go = pl_barrier(r);
+	go = pl_barrier(r, w);
 	if (go)
 		pl_worker_loop(r, w, go);
 	if (!w->t.probe && atomic_dec_and_test(&r->loaders))
@@ -485,13 +506,14 @@ int pl_run_start(void)
 	err = pl_run_build(&r);
 	if (err)
 		return err;
-	pl_reap_locked();
-	pl_results_free();
 	ctl = kthread_create(pl_ctl_fn, r, "pmemlab-ctl");
 	if (IS_ERR(ctl)) {
 		pl_run_free(r);
 		return pl_fail(PTR_ERR(ctl), "run: cannot create the controller thread");
 	}
+	/* the new run starts: only now do the last run's controller and results go */
+	pl_reap_locked();
+	pl_results_free();
 	pl.run = r;
 	pl.ctl = ctl;
 	pl.run_id++;

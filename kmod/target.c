@@ -12,6 +12,7 @@
 #include <linux/slab.h>
 #include <linux/moduleparam.h>
 #include <linux/kthread.h>
+#include <linux/sched/signal.h>
 #include <linux/completion.h>
 #include <linux/uaccess.h>
 #include <linux/string.h>
@@ -195,12 +196,24 @@ struct pl_dram_alloc {
 	struct completion done;
 };
 
-/* runs on a CPU of the wanted node: huge vmalloc follows the local policy */
+/*
+ * The allocations of a DRAM target fail rather than call the OOM killer on
+ * other processes (__GFP_RETRY_MAYFAIL; pl_dram_open first refuses a size
+ * above the memory available), and say nothing of it (the module does).
+ */
+#define PL_DRAM_GFP	(GFP_KERNEL | __GFP_NOWARN | __GFP_RETRY_MAYFAIL)
+
+/*
+ * Runs on a CPU of the wanted node: huge vmalloc follows the local policy.
+ * A kill of the loading process is passed on as SIGKILL, at which vmalloc
+ * stops allocating.
+ */
 static int pl_dram_alloc_fn(void *arg)
 {
 	struct pl_dram_alloc *a = arg;
 
-	a->p = vmalloc_huge(a->size, GFP_KERNEL | __GFP_NOWARN);
+	allow_signal(SIGKILL);
+	a->p = vmalloc_huge(a->size, PL_DRAM_GFP);
 	complete(&a->done);
 	/* wait for kthread_stop(), so that no module code runs after rmmod */
 	while (!kthread_should_stop()) {
@@ -230,7 +243,12 @@ static void *pl_dram_alloc_on_cpu(u64 size, int node)
 		return NULL;
 	kthread_bind(k, cpu);
 	wake_up_process(k);
-	wait_for_completion(&a.done);
+	if (wait_for_completion_killable(&a.done)) {
+		send_sig(SIGKILL, k, 1);
+		wait_for_completion(&a.done);
+		vfree(a.p);
+		a.p = NULL;
+	}
 	kthread_stop(k);
 	return a.p;
 }
@@ -250,7 +268,7 @@ static void *pl_dram_alloc_huge(u64 size, int node)
 	u64 len = max_t(u64, size, KMALLOC_MAX_SIZE + PAGE_SIZE);
 
 	if (len <= INT_MAX)
-		return kvmalloc_node(len, GFP_KERNEL | __GFP_THISNODE | __GFP_NOWARN, node);
+		return kvmalloc_node(len, PL_DRAM_GFP | __GFP_THISNODE, node);
 	return pl_dram_alloc_on_cpu(size, node);
 }
 
@@ -302,6 +320,12 @@ static int pl_dram_open(struct pl_target *t, u64 size, int node, bool huge)
 	if (size < PAGE_SIZE || size > (1ULL << 46) || size % PAGE_SIZE) {
 		pr_err("dram_size %llu: need a multiple of 4096 between 4K and 64T\n", size);
 		return -EINVAL;
+	}
+	/* vmalloc_node() takes no flags: above what is available it would call the OOM killer */
+	if (size > ((u64)si_mem_available() << PAGE_SHIFT)) {
+		pr_err("dram_size %llu exceeds the %llu bytes of memory available (MemAvailable): refused rather than taken from other processes\n",
+		       size, (u64)si_mem_available() << PAGE_SHIFT);
+		return -ENOMEM;
 	}
 	t->kaddr = huge ? pl_dram_alloc_huge(size, node) : vmalloc_node(size, node);
 	if (!t->kaddr) {

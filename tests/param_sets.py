@@ -12,12 +12,14 @@ from __future__ import annotations
 import errno
 import functools
 import subprocess
+from array import array
 from dataclasses import dataclass
 from pathlib import Path
 
 from hypothesis import strategies as st
 
 from pmemlab import params as P
+from pmemlab.results import parse_result_text
 
 RUNNER = Path(__file__).resolve().parents[1] / "userspace" / "runner" / "pmemlab-run"
 Verdict = tuple[str, str]  # ("ok", "-") or (errno name, parameter at fault)
@@ -165,9 +167,11 @@ def controller_verdict(raw: dict[str, str], facts: P.TargetFacts | None) -> Verd
 class RunnerJudge:
     """One `pmemlab-run --check-batch` process: a set per line in, a verdict per line out."""
 
-    def __init__(self, *target_args: str) -> None:
-        self.proc = subprocess.Popen([str(RUNNER), "--check-batch", *target_args], stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE, text=True, bufsize=1)
+    def __init__(self, *target_args: str, runner: Path = RUNNER, prefix: tuple[str, ...] = (),
+                 env: dict[str, str] | None = None) -> None:
+        """prefix: a command the runner runs under (valgrind, which shows it another CPU)."""
+        self.proc = subprocess.Popen([*prefix, str(runner), "--check-batch", *target_args], stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, text=True, bufsize=1, env=env)
 
     def __call__(self, raw: dict[str, str]) -> Verdict:
         assert self.proc.stdin and self.proc.stdout
@@ -182,3 +186,181 @@ class RunnerJudge:
         if self.proc.stdin:
             self.proc.stdin.close()
         self.proc.wait(timeout=30)
+
+
+# ---- runnable sets: valid runs to execute, for the fuzz of the engine -------------------------------
+# (tests/host/test_engine_fuzz.py through the guarded runner, tests/guest/test_fuzz.py through sysfs)
+#
+# Every parameter comes from the table (its range, multiple and names, libplcore.so): a value the
+# table gains is drawn too. Three kinds of bound are the fuzz's own: what a run may cost
+# (RUN_CAPS, and a count's work), sizes that must fit the target, and a few relations drawn more
+# often than chance would (a fence_interval that divides access_size, a stride above it, per-dimm
+# geometry), so that most sets are valid; the validator then judges each (RunnerJudge, or the
+# module's `check`) and only valid sets run.
+RUN_CAPS = {"duration_ms": 10, "warmup_ms": 10, "segment_ms": 8, "samples": 4096, "passes": 9,
+            "interleave_ways": 8, "dimms_per_thread": 8}
+# what a count run may cost: its bytes as if at 1 byte per ns, plus its delays
+RUN_WORK_NS = 10_000_000
+# access sizes around the engine's own limits: units, a line, four lines, the batch (16 KiB), its
+# ceiling's buffer (32 KiB .. 2 MiB, a capped access), pieces that do not divide 2 MiB
+ACCESS_AROUND = [8, 16, 32, 64, 128, 192, 256, 320, 4096, 4160, 16384, 16448, 32768, 65536, 1 << 20,
+                 2 * MiB - 64, 2 * MiB, 2 * MiB + 64, 2112 * 1024, 3 * MiB, 4 * MiB, 6 * MiB]
+
+
+def _table_int(draw: st.DrawFn, name: str, cap: int | None = None, lo: int | None = None) -> int:
+    """A number the table allows for name, at most cap: its edges, powers of two around the range,
+    or anywhere in it, rounded down to its multiple."""
+    p = P.PARAMS[name]
+    mult = p.multiple_of or 1
+    low = max(p.lo or 0, lo or 0)
+    high = p.hi if cap is None else min(p.hi or cap, cap)
+    high = max(high // mult * mult, -(-low // mult) * mult)
+    edges = [low, high] + [(1 << k) + d for k in range(3, 64) for d in (-mult, 0, mult) if low <= (1 << k) + d <= high]
+    v = draw(st.one_of(st.sampled_from(edges), st.integers(low, high)))
+    return max(-(-low // mult) * mult, min(high, v // mult * mult))
+
+
+def _pick(draw: st.DrawFn, name: str) -> str:
+    """An enum's name or a bool, from the table, its default more often than not."""
+    p = P.PARAMS[name]
+    choices = [str(c) for c in p.choices] if p.kind == "enum" else ["0", "1"]
+    return str(p.default) if draw(st.integers(0, 2)) == 0 else draw(st.sampled_from(choices))
+
+
+@st.composite
+def runnable_sets(draw: st.DrawFn, m: Machine, user_ops: bool = True, widths: tuple[int, ...] = (8, 16, 32),
+                  work_ns: int = RUN_WORK_NS) -> dict[str, str]:
+    """A run's parameters as text (table order), meant to be valid and quick on a target of
+    m.target_size bytes (a count run: work_ns of work, RUN_WORK_NS): judge it before running it."""
+    v: dict[str, object] = {name: _pick(draw, name) for name in P.PARAM_NAMES
+                            if P.PARAMS[name].kind in ("enum", "bool") and name != "width"}
+    size = m.target_size
+    lat = v["mode"] == "latency"
+    ops = [o["name"] for o in P.plcore.schema()["ops"] if user_ops or not o["user_only"]]
+    plain = [o for o in ops if o != "chase"]
+    threads = draw(st.integers(1, min(m.online, P.PARAMS["threads"].hi or 1)))
+    v["threads"] = threads
+    if user_ops and lat and draw(st.integers(0, 7)) == 0:
+        v["op"] = "chase"
+    else:
+        v["op"] = ",".join(draw(st.lists(st.sampled_from(plain), min_size=1, max_size=3)))
+    access = draw(st.one_of(st.sampled_from(ACCESS_AROUND), st.integers(1, 64).map(lambda k: 64 * k),
+                            st.just(64 * MiB)))
+    access = min(access, (P.PARAMS["access_size"].hi or access), size // 2)
+    v["access_size"] = access
+    v["width"] = draw(st.sampled_from([0] + [w for w in widths if w <= access]))
+    v["read_pct"] = draw(st.sampled_from([0, 0, _table_int(draw, "read_pct"), 100]))
+    pattern = str(v["pattern"])
+    step = access if pattern in ("seq", "hotspot") else draw(st.sampled_from(
+        [0, access, 2 * access, -(-access // 64) * 64 + 64, _table_int(draw, "stride", size // 4, lo=access)]))
+    v["stride"] = step
+    step = step or (access if pattern != "stride" else -(-access // 64) * 64)
+    align = min(access, 64)
+    # the window: most of the target, or a part of it
+    v["window_offset"] = draw(st.sampled_from([0, 0, 4096, _table_int(draw, "window_offset", size // 2)]))
+    room = size - int(v["window_offset"])
+    v["working_set"] = draw(st.sampled_from([0, room, _table_int(draw, "working_set", room,
+                                                                 lo=min(room, 2 * threads * (step + access)))]))
+    region = (int(v["working_set"]) or room) // (threads if v["placement"] == "per-thread" else 1)
+    v["hotspot_size"] = draw(st.sampled_from([P.PARAMS["hotspot_size"].default,
+                                              _table_int(draw, "hotspot_size", max(region, 8), lo=access)]))
+    passes = _table_int(draw, "passes", RUN_CAPS["passes"])
+    v["passes"] = passes
+    offsets = [align, 8 * align, _table_int(draw, "pass_offset", max(region // passes, 8))]
+    v["pass_offset"] = 0 if passes == 1 or draw(st.booleans()) else draw(st.sampled_from(offsets)) // align * align
+    # fences: a whole number of pieces most of the time (the ceiling's cap is not a multiple of them)
+    pieces = [access // k for k in (1, 2, 3, 4, 16, 48, 1024) if access // k and access % k == 0
+              and (access // k) % 64 == 0]
+    v["fence_interval"] = draw(st.sampled_from([0, _table_int(draw, "fence_interval", 4 * access + 64)]
+                                               + pieces + [2 * access]))
+    # per-dimm: a granule the step divides, ways that fit the window
+    ways = _table_int(draw, "interleave_ways", RUN_CAPS["interleave_ways"])
+    gran = step * draw(st.integers(1, 4)) if step % 64 == 0 else 4096 // step * step if step <= 4096 else step
+    gran = max(gran, P.PARAMS["interleave_gran"].lo or 64) // 64 * 64
+    v["interleave_ways"], v["interleave_gran"] = ways, gran
+    v["dimms_per_thread"] = draw(st.integers(1, ways))
+    if v["placement"] == "per-dimm":
+        v["window_offset"] = int(v["window_offset"]) // (ways * gran) * (ways * gran)
+        v["pass_offset"] = int(v["pass_offset"]) // step * step
+        if pattern == "hotspot":
+            v["pattern"] = "seq"
+        if "copy" in str(v["op"]) and draw(st.integers(0, 3)):
+            v["placement"] = "global"
+    if v["op"] == "chase":
+        v["read_pct"], v["probe"], v["cold"], v["warm"] = 0, "0", "0", "0"
+    v["cpus"] = draw(st.sampled_from(["", "", ",".join(str(c) for c in range(threads))]))
+    # what the run costs: a short window, or a count whose work is bounded
+    v["segment_ms"] = _table_int(draw, "segment_ms", RUN_CAPS["segment_ms"])
+    v["duration_ms"] = _table_int(draw, "duration_ms", RUN_CAPS["duration_ms"])
+    v["warmup_ms"] = draw(st.sampled_from([0, _table_int(draw, "warmup_ms", RUN_CAPS["warmup_ms"])]))
+    half_segment = int(v["segment_ms"]) * m.tsc_khz // 2
+    delay = draw(st.sampled_from([0, 0, 0, 1, 100, 10_000, _table_int(draw, "delay_ticks", half_segment - 1)]))
+    if v["op"] == "chase":
+        delay = 0
+    v["delay_ticks"] = delay
+    per_access_ns = access + delay * 1_000_000 // m.tsc_khz + (access if v["cold"] == "1" else 0) + 100
+    most = max(1, work_ns // per_access_ns)
+    v["count"] = 0 if draw(st.booleans()) else _table_int(draw, "count", most, lo=1)
+    v["samples"] = _table_int(draw, "samples", RUN_CAPS["samples"])
+    v["seed"] = _table_int(draw, "seed")
+    if v["cold"] == "1" and v["warm"] == "1":
+        v[draw(st.sampled_from(["cold", "warm"]))] = "0"
+    if v["probe"] == "1" and (lat or threads < 2):
+        v["probe"] = "0"
+    if v["prefetch"] != P.PARAMS["prefetch"].default and draw(st.integers(0, 7)):
+        v["prefetch"] = str(P.PARAMS["prefetch"].default)
+    return {name: str(v[name]) for name in P.PARAM_NAMES if name in v}
+
+
+SAMPLE_NONE = (1 << 64) - 1  # a raw_samples slot its thread did not fill (kmod/core/pl_run.h)
+CHASE = 256  # loads per chase sample (userspace/runner/chase.c)
+
+
+def check_accounting(values: dict[str, str], out: str, samples: bytes) -> None:
+    """The accounting of one run (the runner's output or the module's `result`, and its
+    raw_samples): bytes = ops x access_size and reads + writes = ops on every line, a timed
+    segment on every loader, a count run's exact count, one histogram entry per timed access (a
+    chase sample per CHASE loads) and min(samples, entries) raw samples first in each latency
+    thread's slice, the read_pct share of loads, ops x delay_ticks <= ticks (each timed access
+    waits its delay inside the timed ticks: a warm-up access counted in breaks it), and the `all`
+    line as the loaders' sums."""
+    rows = parse_result_text(out)
+    assert rows and rows[-1]["thread"] == "all", out
+    threads, all_row = rows[:-1], rows[-1]
+    assert len(threads) == int(values["threads"])
+    access, count, delay = int(values["access_size"]), int(values["count"]), int(values["delay_ticks"])
+    lat_threads = [r for r in threads if r["mode"] == "latency"]
+    for r in rows:
+        assert r["bytes"] == r["ops"] * access, r
+        assert r["reads"] + r["writes"] == r["ops"], r
+        # (a probe stops with its loaders, before its first timed segment if they are quicker)
+        assert r["segments"] >= 1 or r["role"] == "probe", f"a timed run without a timed segment: {r}"
+    for r in threads:
+        loader = r["role"] != "probe"
+        # a chase sample is the mean of CHASE loads (docs/userspace.md): its count is whole samples
+        per_sample = CHASE if r["op"] == "chase" else 1
+        if count and loader:
+            want = -(-count // per_sample) * per_sample
+            assert r["ops"] == want, f"thread {r['thread']}: {r['ops']} accesses of a count of {count}"
+        if delay and loader:
+            # each access waits delay ticks inside the segment: the timed ones fit in the timed ticks
+            assert r["ops"] * delay <= r["ticks"], f"more accesses than the timed ticks hold: {r}"
+        writes = r["op"] not in ("load", "ntload", "chase")
+        pct = int(values["read_pct"]) if writes else 100
+        want = r["ops"] * pct / 100
+        assert abs(r["reads"] - want) <= 1, f"read_pct {pct}: {r['reads']} reads of {r['ops']}"
+        if r["mode"] == "latency":
+            assert r["lat_n"] * per_sample == r["ops"], f"histogram {r['lat_n']} != timed accesses {r['ops']}"
+    loaders = [r for r in threads if r["role"] != "probe"]
+    for key in ("ops", "bytes", "reads", "writes"):
+        assert all_row[key] == sum(r[key] for r in loaders), (key, all_row)
+    per = int(values["samples"])
+    if per and lat_threads:
+        got = array("Q")
+        got.frombytes(samples)
+        assert len(got) == per * len(lat_threads), (len(got), per, len(lat_threads))
+        for i, r in enumerate(lat_threads):
+            mine = got[i * per:(i + 1) * per]
+            filled = sum(1 for x in mine if x != SAMPLE_NONE)
+            assert filled == min(per, r["lat_n"]), f"thread {r['thread']}: {filled} raw samples of {r['lat_n']}"
+            assert all(x != SAMPLE_NONE for x in mine[:filled])

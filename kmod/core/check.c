@@ -288,9 +288,11 @@ static int pl_resolve_width(const struct pl_params *p, const struct pl_facts *f,
 static int pl_check_xops(const struct pl_params *p, const bool *used, struct pl_verdict *v)
 {
 	if (used[PL_OP_CHASE]) {
-		if (p->nops > 1 || p->mode != PL_MODE_LAT || p->read_pct || p->probe)
+		/* its loop (userspace/runner/chase.c) has no mix, delay or prep to honour */
+		if (p->nops > 1 || p->mode != PL_MODE_LAT || p->read_pct || p->probe ||
+		    p->delay_ticks || p->cold || p->warm)
 			return pl_refuse(v, -EINVAL, PL_P_op, false,
-					 "chase: one op for every thread, mode latency, no read_pct or probe");
+					 "chase: one op for every thread, mode latency, no read_pct, probe, delay_ticks, cold or warm");
 		if (p->access_size % PL_LINE)
 			return pl_refuse(v, -EINVAL, PL_P_access_size, false,
 					 "op chase: access_size (the slot) must be a multiple of 64");

@@ -464,6 +464,12 @@ static __always_inline bool pl_mix_read(u32 *acc, u32 pct)
  * bytes, each with its flushes and a fence.  One call site of the access:
  * the pieces are a loop around it.
  */
+/* bytes of one piece of an n-byte access: fence_interval below n cuts it (PL_FENCED) */
+static __always_inline u64 pl_piece(int fence, u64 fi, u64 n)
+{
+	return fence != PL_FENCE_NONE && fi && fi < n ? fi : n;
+}
+
 #define PL_FENCED(ACC, p, q, v, fla) do {					\
 	u64 o_ = 0;								\
 										\
@@ -575,7 +581,7 @@ PL_LOOP void pl_bwf_##k##_##form(struct pl_eng *e, u64 until)			\
 	const int fence = e->fence;						\
 	const u64 fi = e->fence_interval, delay = e->delay_ticks;		\
 	const bool fence_each = fence == PL_FENCE_NONE || !fi || fi < n;	\
-	const u64 piece = fence != PL_FENCE_NONE && fi && fi < n ? fi : n;	\
+	const u64 piece = pl_piece(fence, fi, n);				\
 	const u32 pct = e->read_pct;						\
 	u64 left = e->left, done = 0, reads = 0, v = e->data, nb;		\
 	u64 fence_acc = e->fence_acc;						\
@@ -781,13 +787,142 @@ static unsigned int pl_form_width(int form)
 	return form == PL_FORM_8 ? 8 : form == PL_FORM_32 ? 32 : form == PL_FORM_64 ? 64 : 16;
 }
 
+/* u64 is unsigned long in userspace, unsigned long long in the kernel */
+#define PL_ULL(x)	((unsigned long long)(x))
+
+/*
+ * Does a loop stay inside its buffer [buf, buf + len)?  The generator's
+ * extent (pl_gen_check: its largest offset + 1), a copy's source delta
+ * bytes above it, the pieces of a fenced access (PL_FENCED: they must
+ * divide it) and the lines a latency prep touches (whole lines).  The
+ * callers' own checks (check.c, place.c) say the same of a judged run:
+ * this one keeps an engine that is handed anything else from writing
+ * outside its buffer, with interrupts off (the module and the runner call
+ * it alike, through pl_eng_init).  0, or -EINVAL and why.
+ */
+static int pl_eng_fits(const char *what, const char *buf, u64 len, const struct pl_gen_cfg *g,
+		       u64 access, int fence, u64 fi, u64 delta, int prep, char *why, size_t wlen)
+{
+	u64 extent, piece = pl_piece(fence, fi, access);
+	const char *gwhy;
+
+	if (g->access != access) {
+		snprintf(why, wlen, "engine: %s: the generator's access (%llu) is not the loop's (%llu)",
+			 what, PL_ULL(g->access), PL_ULL(access));
+		return -EINVAL;
+	}
+	if (pl_gen_check(g, &extent, &gwhy)) {
+		snprintf(why, wlen, "engine: %s: %s", what, gwhy);
+		return -EINVAL;
+	}
+	if (access % piece) {
+		snprintf(why, wlen, "engine: %s: pieces of %llu bytes (fence_interval) do not divide the %llu-byte access",
+			 what, PL_ULL(piece), PL_ULL(access));
+		return -EINVAL;
+	}
+	if (prep != PL_PREP_NONE) {
+		if ((unsigned long)buf % PL_LINE) {
+			snprintf(why, wlen, "engine: %s: cold/warm prep needs a line-aligned buffer", what);
+			return -EINVAL;
+		}
+		extent = (extent + PL_LINE - 1) / PL_LINE * PL_LINE;
+	}
+	if (!buf || extent > len || delta > len - extent) {
+		snprintf(why, wlen, "engine: %s: accesses reach byte %llu of a %llu-byte buffer",
+			 what, PL_ULL(extent + delta), PL_ULL(len));
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/* ---- the engine's ceiling: its generator ---- */
+#define PL_CEIL_MIN	(32ULL << 10)
+#define PL_CEIL_MAX	(2ULL << 20)
+
+/*
+ * The ceiling's access: the run's, at most PL_CEIL_MAX.  Capped, it keeps
+ * the run's pieces whole (fence_interval below access_size: PL_FENCED
+ * issues pieces until it reaches the access): a multiple of the piece, or,
+ * where one piece is above PL_CEIL_MAX, PL_CEIL_MAX with the fence every
+ * fence_interval bytes across accesses, the same fences per byte.
+ */
+static u64 pl_ceil_access(u64 access, int fence, u64 fi)
+{
+	u64 piece = pl_piece(fence, fi, access);
+
+	if (access <= PL_CEIL_MAX)
+		return access;
+	if (piece < access && piece <= PL_CEIL_MAX)
+		return PL_CEIL_MAX / piece * piece;
+	return PL_CEIL_MAX;
+}
+
+/*
+ * The generator of the ceiling run: the same pattern, access a (at most
+ * 2 MiB, pl_ceil_access) and (where it fits) step over a cache-resident
+ * region of r bytes, one pass; per-DIMM keeps its family with as many ways
+ * as fit.  An access above 2 MiB runs at 2 MiB or less there: the same
+ * four-line loop, whose per-access cost is negligible at either size (and
+ * no thread holds a buffer of 64 MiB).  Returns r.
+ */
+static u64 pl_ceil_gen(const struct pl_gen_cfg *in, u64 a, struct pl_gen_cfg *out)
+{
+	u64 r = 2 * a < PL_CEIL_MIN ? PL_CEIL_MIN : 2 * a;
+
+	if (r > PL_CEIL_MAX)
+		r = PL_CEIL_MAX;
+	*out = *in;
+	out->access = a;
+	out->passes = 1;
+	out->pass_offset = 0;
+	out->span = r;
+	if (2 * in->step > r)
+		out->step = a;
+	if (in->ways) {
+		u64 ways = in->ways, gran;
+
+		if (ways * out->step > r)
+			ways = r / out->step ? r / out->step : 1;
+		gran = r / ways / out->step * out->step;
+		if (gran > in->gran)
+			gran = in->gran / out->step * out->step;
+		if (!gran)
+			gran = out->step;
+		out->ways = ways;
+		out->gran = gran;
+		out->dimms = in->dimms < ways ? in->dimms : ways;
+		out->first_dimm = in->first_dimm % ways;
+		if (ways * gran > r)
+			r = ways * gran;
+		out->span = r;
+	}
+	return r;
+}
+
+/* the ceiling's access, generator and op for a run of op with these inputs; returns its region */
+static u64 pl_ceil_setup(int op, u64 access, int fence, u64 fi, const struct pl_gen_cfg *gen,
+			 struct pl_gen_cfg *g, u64 *a, int *cop)
+{
+	*cop = pl_ops[op].ceil_op;
+	*a = pl_ceil_access(access, fence, fi);
+	return pl_ceil_gen(gen, *a, g);
+}
+
+u64 pl_eng_ceiling_len(const struct pl_eng_cfg *c)
+{
+	struct pl_gen_cfg g;
+	int cop;
+	u64 a, r = pl_ceil_setup(c->op, c->access, c->fence, c->fence_interval, &c->gen, &g, &a, &cop);
+
+	return pl_is_copy(pl_ops[cop].flags) ? 2 * r : r;
+}
+
 int pl_eng_init(struct pl_eng *e, const struct pl_eng_cfg *c, char *why, size_t len)
 {
 	const struct pl_loop_ent *ent;
 	const char *insn;
-	u64 extent;
-	const char *gwhy;
 	bool mix;
+	int err;
 
 	memset(e, 0, sizeof(*e));
 	if (c->op < 0 || c->op >= PL_OP_ALL) {
@@ -811,12 +946,30 @@ int pl_eng_init(struct pl_eng *e, const struct pl_eng_cfg *c, char *why, size_t 
 		snprintf(why, len, "engine: fence_interval must divide access_size");
 		return -EINVAL;
 	}
-	if (pl_gen_check(&c->gen, &extent, &gwhy)) {
-		snprintf(why, len, "engine: %s", gwhy);
-		return -EINVAL;
+	/* the region, and the ceiling's buffer: nothing outside them, whatever the caller judged */
+	err = pl_eng_fits("region", c->base, c->base_len, &c->gen, c->access, c->fence,
+			  c->fence_interval, pl_is_copy(pl_ops[c->op].flags) ? c->copy_delta : 0,
+			  c->mode == PL_MODE_LAT ? c->prep : PL_PREP_NONE, why, len);
+	if (err)
+		return err;
+	if (c->mode == PL_MODE_BW && c->ceil_buf) {
+		struct pl_gen_cfg g;
+		int cop;
+		u64 a, r = pl_ceil_setup(c->op, c->access, c->fence, c->fence_interval, &c->gen,
+					 &g, &a, &cop);
+
+		err = pl_eng_fits("ceiling", c->ceil_buf, c->ceil_len, &g, a, c->fence,
+				  c->fence_interval, pl_is_copy(pl_ops[cop].flags) ? r : 0,
+				  PL_PREP_NONE, why, len);
+		if (err)
+			return err;
 	}
 	if (c->mode == PL_MODE_LAT && !c->hist_buckets) {
 		snprintf(why, len, "engine: a latency thread needs a histogram");
+		return -EINVAL;
+	}
+	if (c->mode == PL_MODE_LAT && c->nsamples_max && !c->samples) {
+		snprintf(why, len, "engine: %llu samples need a buffer", PL_ULL(c->nsamples_max));
 		return -EINVAL;
 	}
 	e->op = c->op;
@@ -906,65 +1059,17 @@ void pl_eng_calibrate(struct pl_eng *e)
 	e->overhead = v[PL_CAL_N / 2];
 }
 
-/* ---- the engine's ceiling ---- */
-#define PL_CEIL_MIN	(32ULL << 10)
-#define PL_CEIL_MAX	(2ULL << 20)
+/* ---- the engine's ceiling: the run ---- */
 
 /*
- * The generator of the ceiling run: the same pattern, access and (where
- * it fits) step over a cache-resident region of r bytes, one pass; per-DIMM
- * keeps its family with as many ways as fit.  An access above 2 MiB runs at
- * 2 MiB there: the same four-line loop, whose per-access cost is negligible
- * at either size (and no thread holds a buffer of 64 MiB).  Returns r.
- */
-static u64 pl_ceil_gen(const struct pl_gen_cfg *in, struct pl_gen_cfg *out)
-{
-	u64 a = in->access < PL_CEIL_MAX ? in->access : PL_CEIL_MAX;
-	u64 r = 2 * a < PL_CEIL_MIN ? PL_CEIL_MIN : 2 * a;
-
-	if (r > PL_CEIL_MAX)
-		r = PL_CEIL_MAX;
-	*out = *in;
-	out->access = a;
-	out->passes = 1;
-	out->pass_offset = 0;
-	out->span = r;
-	if (2 * in->step > r)
-		out->step = a;
-	if (in->ways) {
-		u64 ways = in->ways, gran;
-
-		if (ways * out->step > r)
-			ways = r / out->step ? r / out->step : 1;
-		gran = r / ways / out->step * out->step;
-		if (gran > in->gran)
-			gran = in->gran / out->step * out->step;
-		if (!gran)
-			gran = out->step;
-		out->ways = ways;
-		out->gran = gran;
-		out->dimms = in->dimms < ways ? in->dimms : ways;
-		out->first_dimm = in->first_dimm % ways;
-		if (ways * gran > r)
-			r = ways * gran;
-		out->span = r;
-	}
-	return r;
-}
-
-u64 pl_eng_ceiling_len(const struct pl_eng_cfg *c)
-{
-	struct pl_gen_cfg g;
-	u64 r = pl_ceil_gen(&c->gen, &g);
-
-	return pl_is_copy(pl_ops[pl_ops[c->op].ceil_op].flags) ? 2 * r : r;
-}
-
-/*
- * The ceiling is the best of PL_CEIL_WINDOWS windows of ticks / windows
- * each, after one window that brings the buffer into the cache: a window
- * that lost the CPU (userspace: preemption, interrupts) is slower, never
- * faster, so the best one is the loop's own rate.
+ * The ceiling is the best of up to PL_CEIL_WINDOWS windows of ticks /
+ * windows each, after one window that brings the buffer into the cache: a
+ * window that lost the CPU (userspace: preemption, interrupts) is slower,
+ * never faster, so the best one is the loop's own rate.  Every window runs
+ * at least one batch (a delay's batch is one access and its delay), so the
+ * windows stop once ticks have passed, after the first measured one, and
+ * at the run's stop flag: with interrupts off the ceiling lasts at most
+ * ticks + one window + two batches (method.md), whatever the delay.
  */
 #define PL_CEIL_WINDOWS	8
 
@@ -973,43 +1078,50 @@ void pl_eng_ceiling(struct pl_eng *e, u64 ticks)
 	struct pl_eng c = *e;
 	struct pl_gen_cfg g;
 	const struct pl_loop_ent *ent;
-	int cop = pl_ops[e->op].ceil_op, stop = 0, k;
-	u64 r, t0, t1, win = ticks / PL_CEIL_WINDOWS;
+	int cop, k;
+	u64 a, r, start, t0, t1, win = ticks / PL_CEIL_WINDOWS;
 
+	e->ceil_bytes = 0;
+	e->ceil_ticks = 0;
+	e->ceil_ops = 0;
 	if (e->mode != PL_MODE_BW || !e->ceil_buf)
 		return;
+	r = pl_ceil_setup(e->op, e->access, e->fence, e->fence_interval, &e->gen.c, &g, &a, &cop);
 	ent = pl_bw_ent(cop, e->form, e->fam, e->plain);
 	if (!ent->fn)
 		return;
-	r = pl_ceil_gen(&e->gen.c, &g);
 	pl_gen_init(&c.gen, &g);
-	c.access = g.access;	/* fences keep their rate per byte at the smaller access */
+	c.access = a;	/* fences keep their rate per byte at the smaller access */
 	c.op = cop;
 	c.base = e->ceil_buf;
 	c.copy_delta = pl_is_copy(pl_ops[cop].flags) ? r : 0;
 	c.loop = ent->fn;
 	c.left = ~0ULL;
-	c.stop = &stop;
 	c.fence_acc = 0;
 	c.rw_acc = 0;
-	e->ceil_bytes = 0;
-	e->ceil_ticks = 0;
+	memset(&c.st, 0, sizeof(c.st));
 	e->ceil_loop = ent->name;
 	if (e->avx)
 		asm volatile("vzeroupper" ::: "memory");
-	for (k = 0; k <= PL_CEIL_WINDOWS; k++) {
-		c.st.bytes = 0;
+	start = pl_rdtsc();
+	for (k = 0; k <= PL_CEIL_WINDOWS && !READ_ONCE(*e->stop); k++) {
+		u64 bytes = c.st.bytes;
+
 		t0 = pl_rdtsc();
 		c.loop(&c, t0 + win);
 		t1 = pl_rdtsc();
+		bytes = c.st.bytes - bytes;
 		/* window 0 warms the cache; then keep the fastest (bytes/ticks) */
 		if (k && t1 > t0 && (!e->ceil_ticks ||
-				     (pl_u128)c.st.bytes * e->ceil_ticks >
+				     (pl_u128)bytes * e->ceil_ticks >
 				     (pl_u128)e->ceil_bytes * (t1 - t0))) {
-			e->ceil_bytes = c.st.bytes;
+			e->ceil_bytes = bytes;
 			e->ceil_ticks = t1 - t0;
 		}
+		if (k && t1 - start >= ticks)
+			break;
 	}
+	e->ceil_ops = c.st.ops;
 	if (e->avx)
 		asm volatile("vzeroupper" ::: "memory");
 }

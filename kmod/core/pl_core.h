@@ -356,6 +356,7 @@ struct pl_stats {
 /* What a caller fills to set a worker's engine up (pl_eng_init). */
 struct pl_eng_cfg {
 	char *base;		/* first byte of the worker's region */
+	u64 base_len;		/* bytes from base on that it may touch (pl_eng_init checks) */
 	struct pl_gen_cfg gen;	/* its generator (pl_place_worker) */
 	u64 copy_delta;		/* copy ops: source = destination + copy_delta */
 	int op;			/* enum pl_op */
@@ -376,6 +377,7 @@ struct pl_eng_cfg {
 	u64 nsamples_max;
 	u64 data_seed;		/* store data starts here (made odd, so never zero) */
 	char *ceil_buf;		/* bandwidth mode: pl_eng_ceiling_len() bytes, 64-B aligned */
+	u64 ceil_len;		/* its bytes (pl_eng_init checks the ceiling against them) */
 };
 
 struct pl_eng;
@@ -416,6 +418,7 @@ struct pl_eng {
 	/* the engine's ceiling: bytes and ticks of the loop on a cache-resident buffer */
 	u64 ceil_bytes, ceil_ticks;
 	const char *ceil_loop;	/* the loop that measured it */
+	u64 ceil_ops;		/* accesses the ceiling ran, its windows together */
 };
 
 /* store data advances by this every access: even, so odd data stays odd (never zero) */
@@ -423,7 +426,9 @@ struct pl_eng {
 
 /*
  * Set e up from c: validates what the loops rely on (-EINVAL/-EOPNOTSUPP
- * and a reason in why), selects the loop.  Nothing is allocated.
+ * and a reason in why): among it, that every access of the run stays in
+ * [base, base + base_len) and every access of the ceiling in [ceil_buf,
+ * ceil_buf + ceil_len); selects the loop.  Nothing is allocated.
  */
 int pl_eng_init(struct pl_eng *e, const struct pl_eng_cfg *c, char *why, size_t len);
 /* run until pl_rdtsc() >= until, e->left == 0 or *e->stop; IRQs may be off */
@@ -432,7 +437,10 @@ void pl_eng_run(struct pl_eng *e, u64 until);
 void pl_eng_calibrate(struct pl_eng *e);
 /* bytes of the cache-resident buffer the ceiling of a bandwidth thread runs on */
 u64 pl_eng_ceiling_len(const struct pl_eng_cfg *c);
-/* bandwidth threads: run the loop on e->ceil_buf for about ticks (SIMD allowed, IRQs may be off) */
+/*
+ * bandwidth threads: run the loop on e->ceil_buf for about ticks (SIMD allowed, IRQs may be
+ * off; at most ticks + ticks / 8 + two batches, less at *e->stop)
+ */
 void pl_eng_ceiling(struct pl_eng *e, u64 ticks);
 /* loop table lookups (tests, docs) */
 const char *pl_eng_bw_name(int op, int form, int fam, bool plain);

@@ -23,6 +23,7 @@ struct pl_thread {
 	u64 segments, gap_ticks, first_tsc, last_tsc;
 	u64 seg_ticks, end;		/* the time window: pl_thread_begin() */
 	u64 warm_until, left;		/* warm-up: its end, the count of the timed run */
+	u64 cal_ticks, cal_end;		/* latency: the last calibration's length and end (TSC) */
 };
 
 /* what setting up a worker needs besides its index and CPU */
@@ -51,13 +52,28 @@ int pl_thread_setup(struct pl_thread *t, const struct pl_setup *s, unsigned int 
 int pl_thread_engine(struct pl_thread *t, char *why, size_t len);
 
 /*
+ * A latency thread calibrates its bracket (pl_eng_calibrate, timed) twice:
+ * before the start barrier, and again in the barrier's spin from
+ * pl_thread_recal_at(t, go), twice its own length before the common start:
+ * the spin has brought the core's clock up by then.  Calibrated cold, after
+ * an idle wait, a core below its top clock (a governor other than
+ * performance) takes longer per bracket, and the overhead subtracted from
+ * every sample would be too large (method.md, Latency mode).  The caller
+ * keeps interrupts off around each calibration in the module.
+ */
+void pl_thread_calibrate(struct pl_thread *t);
+u64 pl_thread_recal_at(const struct pl_thread *t, u64 go);
+
+/*
  * The time window of a worker that starts at go (the common start of all
  * workers): returns when its run ends (never, for a count run).  Its loop
- * then runs segments from now to pl_thread_until(t, now) while
- * pl_thread_more(t, now); those of the warm-up (warmup_ms) count for nothing.
+ * then runs segments while pl_thread_more(t, now): until =
+ * pl_thread_until(t, now) (which resets the counts when the warm-up is
+ * over), then t0, the loop up to until, t1 and pl_thread_segment(t, t0,
+ * t1); those of the warm-up (warmup_ms) count for nothing.
  */
 u64 pl_thread_begin(struct pl_thread *t, const struct pl_params *p, u64 go, u64 tsc_khz);
-u64 pl_thread_until(const struct pl_thread *t, u64 now);
+u64 pl_thread_until(struct pl_thread *t, u64 now);
 /*
  * Whether the loop runs another segment: before the end, and after it
  * until the timed run has one segment (a worker that got no CPU for the
@@ -65,7 +81,7 @@ u64 pl_thread_until(const struct pl_thread *t, u64 now);
  * batch late instead of reporting 0 accesses as a rate of 0).
  */
 bool pl_thread_more(const struct pl_thread *t, u64 now);
-/* a timed segment [t0, t1): its ticks, and the gap since the one before (excluded from them) */
+/* a segment [t0, t1): a timed one's ticks, and the gap since the one before (excluded from them) */
 void pl_thread_segment(struct pl_thread *t, u64 t0, u64 t1);
 
 /* ---- report.c: the `result` and `histogram` text ---- */

@@ -56,6 +56,7 @@ int pl_thread_setup(struct pl_thread *t, const struct pl_setup *s, unsigned int 
 		return err;
 	*ec = (struct pl_eng_cfg) {
 		.base = s->target + reg.base,
+		.base_len = s->target_size - reg.base,
 		.gen = reg.g,
 		.copy_delta = reg.copy_delta,
 		/* chase runs the runner's own loop on the set-up of an 8-byte load */
@@ -83,6 +84,20 @@ int pl_thread_engine(struct pl_thread *t, char *why, size_t len)
 	return pl_eng_init(&t->e, &t->ec, why, len);
 }
 
+void pl_thread_calibrate(struct pl_thread *t)
+{
+	u64 t0 = pl_rdtsc();
+
+	pl_eng_calibrate(&t->e);
+	t->cal_end = pl_rdtsc();
+	t->cal_ticks = t->cal_end - t0;
+}
+
+u64 pl_thread_recal_at(const struct pl_thread *t, u64 go)
+{
+	return go > 2 * t->cal_ticks ? go - 2 * t->cal_ticks : 0;
+}
+
 u64 pl_thread_begin(struct pl_thread *t, const struct pl_params *p, u64 go, u64 tsc_khz)
 {
 	t->seg_ticks = p->segment_ms * tsc_khz;
@@ -93,18 +108,6 @@ u64 pl_thread_begin(struct pl_thread *t, const struct pl_params *p, u64 go, u64 
 	if (t->warm_until)
 		t->e.left = ~0ULL;
 	return t->end;
-}
-
-u64 pl_thread_until(const struct pl_thread *t, u64 now)
-{
-	u64 end = now < t->warm_until ? t->warm_until : t->end;
-
-	return now + t->seg_ticks < end ? now + t->seg_ticks : end;
-}
-
-bool pl_thread_more(const struct pl_thread *t, u64 now)
-{
-	return now < t->end || !t->segments;
 }
 
 /* the warm-up is over: what the timed run counts starts from zero */
@@ -119,9 +122,38 @@ static void pl_thread_warm(struct pl_thread *t)
 	t->warm_until = 0;
 }
 
+/*
+ * The end of the segment that starts now.  A segment that starts after the
+ * warm-up's end while its reset has not happened (the worker was off its
+ * CPU across that end, between two segments) resets first: it is the timed
+ * run's first segment.
+ */
+u64 pl_thread_until(struct pl_thread *t, u64 now)
+{
+	u64 end;
+
+	if (t->warm_until && now >= t->warm_until)
+		pl_thread_warm(t);
+	end = now < t->warm_until ? t->warm_until : t->end;
+	return now + t->seg_ticks < end ? now + t->seg_ticks : end;
+}
+
+bool pl_thread_more(const struct pl_thread *t, u64 now)
+{
+	return now < t->end || !t->segments;
+}
+
+/*
+ * A segment whose end was set before the warm-up's reset (pl_thread_until)
+ * is a warm-up segment and counts for nothing, wherever t0 lies: the one
+ * that reaches warm_until resets the counts.  One that started after
+ * warm_until without the reset (a worker off its CPU between computing its
+ * end and starting it) ran as the warm-up does (no count limit, the
+ * warm-up's accesses in its counters): it resets too, and is not timed.
+ */
 void pl_thread_segment(struct pl_thread *t, u64 t0, u64 t1)
 {
-	if (t0 < t->warm_until) {
+	if (t->warm_until) {
 		if (t1 >= t->warm_until)
 			pl_thread_warm(t);
 		return;

@@ -1,6 +1,10 @@
 """Interface fuzzing: thousands of random and adversarial writes across every sysfs attribute,
 from several processes at once and during runs, then a normal measurement that must come out
-right. The kernel log is checked after the test by conftest.clean_kernel_log."""
+right; and the engine under valid runs drawn from the parameter table (tests/param_sets.py, as the
+host's test_engine_fuzz.py draws them for the runner), each judged by `check`, run, and checked
+for its accounting, on a DRAM target whose every engine buffer ends at vmalloc's guard page. The
+kernel log is checked after each test by conftest.clean_kernel_log (KASAN does not see the
+engine's inline asm; a guard page faults for it)."""
 from __future__ import annotations
 
 import errno
@@ -13,12 +17,16 @@ from pathlib import Path
 
 import pytest
 
-from kmod_driver import SYSFS, Module
+from kmod_driver import SYSFS, Module, WriteRefused
 from test_module import check_consistent
 
 pytestmark = pytest.mark.kernel_matrix  # every kernel survives the fuzz
 
 MiB = 1 << 20
+# valid runs through sysfs: a share in make test's guests, a few hundred in the debug-kernel lane
+# (make test-kasan); PMEMLAB_GUEST_FUZZ_RUNS for more
+GUEST_RUNS = int(os.environ.get("PMEMLAB_GUEST_FUZZ_RUNS", "300" if os.environ.get("PMEMLAB_DEBUG_KERNEL") else "40"))
+GUEST_WORK_NS = 2_000_000  # a count run's work (TCG runs the loops tens of times slower)
 WRITES_PER_PROCESS = 2600
 PROCESSES = 4  # 10,400 writes in all
 
@@ -160,6 +168,107 @@ def test_an_op_list_longer_than_a_page_is_refused_whole(module, pmem_dev: str) -
             mod.write_raw("op", longest.encode() + b",load\n")
         assert mod.read("op") == longest
         mod.write("op", "load")
+
+
+def test_fuzz_valid_runs_through_sysfs(module) -> None:
+    """GUEST_RUNS valid sets drawn from the table, each judged by the module (`check`), run to its
+    end and checked: state done, and the accounting of its `result` and `raw_samples`
+    (param_sets.check_accounting). The 4 KiB DRAM target is vmalloc_node's, so the engine's
+    ceiling buffer and the target both end at an unmapped guard page."""
+    # here, not at the top: the file also runs as a script (the fuzz workers), without tests/ on its path
+    from hypothesis import HealthCheck, Phase, assume, given, settings
+
+    from param_sets import Machine, check_accounting, runnable_sets
+
+    with module(target="dram", dram_size="16M", dram_pages="4k") as sysfs:
+        mod = Module(sysfs)
+        m = Machine(target_size=int(mod.read("target_size")), online=len(os.sched_getaffinity(0)),
+                    tsc_khz=int(mod.read("tsc_khz")))
+        widths = tuple(int(w) for w in mod.read("widths").split())
+        done = []
+
+        @settings(max_examples=GUEST_RUNS, deadline=None, database=None,
+                  phases=[Phase.explicit, Phase.reuse, Phase.generate],
+                  suppress_health_check=[HealthCheck.filter_too_much, HealthCheck.too_slow,
+                                         HealthCheck.data_too_large])
+        @given(values=runnable_sets(m, user_ops=False, widths=widths, work_ns=GUEST_WORK_NS))
+        def one(values: dict[str, str]) -> None:
+            try:
+                mod.set(**values)
+                mod.write("check", 1)
+            except WriteRefused:
+                assume(False)
+            mod.start()
+            state = mod.wait(timeout=300)
+            what = " ".join(f"{k}={v}" for k, v in values.items())
+            assert state == "done", f"{what}: state {state}, last_error {mod.last_error()!r}"
+            try:
+                check_accounting(values, mod.read("result"), (sysfs / "raw_samples").read_bytes())
+            except AssertionError as exc:
+                raise AssertionError(f"{what}\n{exc}") from None
+            done.append(values)
+
+        one()
+        assert len(done) >= GUEST_RUNS // 2, f"only {len(done)} of {GUEST_RUNS} sets ran"
+
+
+FAIL_NTH = Path("/proc/thread-self/fail-nth")
+FAILSLAB = Path("/sys/kernel/debug/failslab")
+
+
+def test_fuzz_every_failed_start_keeps_the_last_results(module) -> None:
+    """Each slab allocation a run's start makes, made to fail in turn (the kernel's fail-nth with
+    failslab, GFP_KERNEL allocations included: the debug kernel of make test-kasan has them): a
+    start that fails leaves the last run's state, result and raw samples as they were (the results
+    were freed before the controller thread was created: a failed kthread_create lost them), and
+    the lane's kmemleak scan finds nothing left behind; after the last allocation the start
+    succeeds and its run is right."""
+    if not FAIL_NTH.exists() or not (FAILSLAB / "ignore-gfp-wait").exists():
+        pytest.skip("kernel without fault injection (fail-nth, failslab): make test-kasan's debug kernel has it")
+    saved = {name: (FAILSLAB / name).read_text().strip() for name in ("ignore-gfp-wait", "verbose")}
+    (FAILSLAB / "ignore-gfp-wait").write_text("N")
+    (FAILSLAB / "verbose").write_text("0")
+    try:
+        with module(target="dram", dram_size="16M", dram_pages="4k") as sysfs:
+            mod = Module(sysfs)
+            params = dict(mode="latency", op="load", threads=1, count=2000, samples=500, duration_ms=10)
+            mod.run(**params)
+            last = (mod.read("result"), (sysfs / "raw_samples").read_bytes())
+            nth = os.open(FAIL_NTH, os.O_RDWR)
+            run = os.open(sysfs / "run", os.O_WRONLY)
+            failed = injected_ok = 0
+            try:
+                for n in range(1, 2000):
+                    os.pwrite(nth, str(n).encode(), 0)
+                    try:
+                        os.write(run, b"1\n")
+                        started = True
+                    except OSError as exc:
+                        started, err = False, exc.errno
+                    fired = int(os.pread(nth, 32, 0)) == 0
+                    os.pwrite(nth, b"0", 0)  # disarm before anything else allocates
+                    if not started:
+                        assert fired and err in (errno.ENOMEM, errno.EAGAIN, errno.EINTR), (n, err)
+                        failed += 1
+                        assert mod.state() == "done", (n, mod.state(), mod.last_error())
+                        now = (mod.read("result"), (sysfs / "raw_samples").read_bytes())
+                        assert now == last, f"a start that failed at allocation {n} changed the last results"
+                        continue
+                    assert mod.wait(timeout=120) == "done", mod.last_error()
+                    check_consistent(mod.result(), "latency", 64, 1)
+                    last = (mod.read("result"), (sysfs / "raw_samples").read_bytes())
+                    if not fired:
+                        break  # past the last allocation of a start
+                    injected_ok += 1  # a failed allocation it could do without
+                else:
+                    pytest.fail("the start never got past its allocations")
+            finally:
+                os.close(run)
+                os.close(nth)
+            assert failed >= 5, f"only {failed} allocations of a start failed it"
+    finally:
+        for name, value in saved.items():
+            (FAILSLAB / name).write_text(value)
 
 
 if __name__ == "__main__":

@@ -128,9 +128,9 @@ def test_every_op_is_consistent(target, mode: str, pattern: str) -> None:
         else:
             params.update(count=0, duration_ms=50)
         res = mod.run(**params)
+        # (the run's length is test_run_length_close_to_the_request's: under a busy host a vCPU
+        # can miss a 50 ms window or stretch it, seen both ways under TCG at load 8 to 11)
         check_consistent(res, mode, access, threads=2, count=params["count"])
-        if mode == "bandwidth":  # wall time, gaps included: the host may deschedule a vCPU
-            check_duration(mod, res, 50, slack=0.5)
 
 
 @pytest.mark.kernel_matrix

@@ -513,6 +513,28 @@ def test_large_dram_fill_yields(ko: Path) -> None:
         thresh.write_text(old + "\n")
 
 
+def meminfo(key: str) -> int:
+    return int(re.search(rf"^{key}:\s+(\d+) kB", Path("/proc/meminfo").read_text(), re.M).group(1)) * 1024
+
+
+@pytest.mark.parametrize("pages", ["4k", "2m"])
+def test_a_dram_target_above_the_available_memory_is_refused_not_taken_from_others(ko: Path, pages: str) -> None:
+    """dram_size between what is available and all of the guest's memory: vmalloc_node (4 KiB
+    pages) takes no allocation flags and would reclaim and call the OOM killer on the guest's
+    processes to get it. The load is refused at once with the reason, nothing is killed."""
+    avail, total = meminfo("MemAvailable"), meminfo("MemTotal")
+    size = (avail + (total - avail) // 2) & ~(2 * MiB - 1)
+    assert avail < size < total, (avail, size, total)
+    before = len(subprocess.run(["dmesg"], capture_output=True, text=True).stdout.splitlines())
+    res = insmod(ko, "target=dram", f"dram_size={size}", f"dram_pages={pages}")
+    log = subprocess.run(["dmesg"], capture_output=True, text=True).stdout.splitlines()[before:]
+    assert res.returncode != 0 and "Cannot allocate memory" in res.stderr, res
+    assert any("exceeds" in ln and "memory available" in ln for ln in log), log[-20:]
+    assert not [ln for ln in log if re.search(r"Out of memory|oom-kill|invoked oom-killer", ln)], log[-40:]
+    report(f"dram_size {size >> 20} MiB (MemAvailable {avail >> 20} MiB, MemTotal {total >> 20} MiB) "
+           f"dram_pages={pages}: refused at load, no OOM kill")
+
+
 # ---------------------------------------------------------------------------
 # CPU-less NUMA node
 # ---------------------------------------------------------------------------

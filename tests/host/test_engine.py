@@ -40,12 +40,12 @@ class Eng(ctypes.Structure):
     _fields_ = [(n, ctypes.c_uint64) for n in (
         "op", "width", "features", "mode", "pattern", "access", "step", "span", "passes", "pass_offset",
         "ways", "gran", "dimms", "first_dimm", "seed", "stream", "copy_delta", "fence", "fence_interval",
-        "flush", "read_pct", "delay_ticks", "prep", "count", "data_seed")]
+        "flush", "read_pct", "delay_ticks", "prep", "count", "data_seed", "base_len", "ceil_len")]
 
 
 class Res(ctypes.Structure):
     _fields_ = [(n, ctypes.c_uint64) for n in ("ops", "reads", "writes", "bytes", "data", "lat_n", "ceil_bytes",
-                                                "ceil_ticks")] + \
+                                                "ceil_ticks", "ceil_ops")] + \
                [(n, ctypes.c_char * 64) for n in ("loop", "insn", "ceil_loop")]
 
 
@@ -73,7 +73,9 @@ def aligned(nbytes: int, align: int = 4096) -> np.ndarray:
 
 
 def run(lib: ctypes.CDLL, buf: np.ndarray, off: int = 0, ceil: np.ndarray | None = None, **kw: int) -> Res:
-    e = Eng(**{"features": CPU, "passes": 1, "seed": 1, "data_seed": 0x1234, **kw})
+    """The engine on buf[off:] (all of it its buffer: base_len), the ceiling on all of ceil."""
+    e = Eng(**{"features": CPU, "passes": 1, "seed": 1, "data_seed": 0x1234, "base_len": buf.nbytes - off,
+               "ceil_len": 0 if ceil is None else ceil.nbytes, **kw})
     if not e.step:
         e.step = e.access
     res = Res()
@@ -257,15 +259,22 @@ def test_read_pct_reads_exactly_the_picked_accesses(lib: ctypes.CDLL, mode: int)
         assert np.all(got[k * 8:(k + 1) * 8] == (0 if reads[k] else data(k))), k
 
 
-def window(lib: ctypes.CDLL, warmup_ms: int, duration_ms: int, segments: list[tuple[int, int]]
+def window(lib: ctypes.CDLL, warmup_ms: int, duration_ms: int, segments: list[tuple[int, ...]], count: int = 0
            ) -> tuple[list[bool], int, int]:
-    """pl_test_window at 1000 ticks per ms: whether the loop goes on after each segment, the timed
-    segments and their ticks."""
-    seg = (ctypes.c_uint64 * (2 * len(segments)))(*[x for pair in segments for x in pair])
-    out = (ctypes.c_uint64 * (len(segments) + 2))()
-    lib.pl_test_window(ctypes.c_uint64(warmup_ms), ctypes.c_uint64(duration_ms), ctypes.c_uint64(1000), seg,
-                       ctypes.c_uint(len(segments)), out)
-    return [bool(x) for x in out[:len(segments)]], out[len(segments)], out[len(segments) + 1]
+    """pl_test_window at 1000 ticks per ms, each segment (t0, t1), or (now, t0, t1) when its end
+    was computed at now: whether the loop goes on after each segment, the timed segments and their
+    ticks. Every segment runs one access; the counted ones are the timed segments', and a count
+    run's limit is back after the warm-up (both checked here)."""
+    triples = [seg if len(seg) == 3 else (seg[0], *seg) for seg in segments]
+    seg = (ctypes.c_uint64 * (3 * len(triples)))(*[x for t in triples for x in t])
+    n = len(triples)
+    out = (ctypes.c_uint64 * (n + 4))()
+    lib.pl_test_window(ctypes.c_uint64(warmup_ms), ctypes.c_uint64(duration_ms), ctypes.c_uint64(count),
+                       ctypes.c_uint64(1000), seg, ctypes.c_uint(n), out)
+    timed, ops, left = out[n], out[n + 2], out[n + 3]
+    assert ops == timed, f"{ops} accesses counted in {timed} timed segments"
+    assert left == (count - timed if count else MASK64), left
+    return [bool(x) for x in out[:n]], timed, out[n + 1]
 
 
 def test_a_run_has_a_timed_segment_even_when_its_window_passed_without_it(lib: ctypes.CDLL) -> None:
@@ -280,6 +289,86 @@ def test_a_run_has_a_timed_segment_even_when_its_window_passed_without_it(lib: c
     assert window(lib, 5, 10, [(21000, 21040)]) == ([False], 1, 40)
     # without a warm-up
     assert window(lib, 0, 10, [(0, 4000), (4000, 10000)]) == ([True, False], 2, 10000)
+
+
+@pytest.mark.parametrize("count", [0, 10])
+def test_a_worker_off_its_cpu_across_the_warm_up_end_resets_before_it_counts(lib: ctypes.CDLL, count: int) -> None:
+    """Warm-up 5 ms: the worker is off its CPU from 3 ms to 6 ms, so no segment reaches the
+    warm-up's end. Before, the segment that started at 6 ms was timed without the reset: the
+    warm-up's accesses stayed counted and a count run's limit never came back (a count run ran
+    until abort). Now the segment's end, computed at 6 ms, resets first, and the segment is timed;
+    one whose end was computed before the warm-up's end but that started after it (off the CPU in
+    between) ran as the warm-up does, and resets instead of being timed."""
+    def more(*m: bool) -> list[bool]:
+        return [True] * len(m) if count else list(m)  # a count run has no end in time
+
+    assert window(lib, 5, 10, [(0, 3000), (6000, 9000), (9000, 15000)], count) == (more(True, True, False), 2, 9000)
+    assert window(lib, 5, 10, [(0, 3000), (2990, 6000, 9000), (9000, 15000)], count) == \
+        (more(True, True, False), 1, 6000)
+    # the late segment reaches past the run's end: one more, timed, follows
+    assert window(lib, 5, 10, [(0, 3000), (2990, 6000, 16000), (16000, 16100)], count) == \
+        (more(True, True, False), 1, 100)
+
+
+def warmup_run(lib: ctypes.CDLL, mode: int, stall_at: int, count: int = 0, samples: int = 0, delay: int = 0,
+               warm_ms: int = 40, seg_ms: int = 5, duration_ms: int = 30) -> dict[str, int]:
+    """pl_test_warmup: the worker loop with the real engine and clock, descheduled from the end of
+    its first segment to 1 ms past the warm-up's end, before computing the next segment's end
+    (stall_at 0) or after (1); retried until the first segment did end inside the warm-up."""
+    buf = aligned(1 << 16)
+    out = (ctypes.c_uint64 * 8)()
+    why = ctypes.create_string_buffer(256)
+    khz = 2_000_000  # ticks per ms, near enough: only the order of the segments matters
+    names = ("stalled", "ended", "ops", "bytes", "ticks", "segments", "lat_n", "nsamples")
+    for _ in range(20):
+        rc = lib.pl_test_warmup(ctypes.c_void_p(buf.ctypes.data), ctypes.c_uint64(buf.nbytes), ctypes.c_int(mode),
+                                *(ctypes.c_uint64(x) for x in (count, samples, delay, warm_ms, seg_ms, duration_ms,
+                                                               khz)), ctypes.c_int(stall_at), out, why,
+                                ctypes.c_size_t(256))
+        assert rc == 0, why.value
+        res = dict(zip(names, out))
+        if res["stalled"]:
+            return res
+    pytest.fail("the worker never ended a warm-up segment before the warm-up's end (20 tries)")
+
+
+@pytest.mark.parametrize("stall_at", [0, 1], ids=["between-segments", "after-its-end-was-set"])
+@pytest.mark.parametrize("mode", [0, 1], ids=["bandwidth", "latency"])
+def test_a_count_run_descheduled_across_the_warm_up_end_counts_only_its_own_accesses(lib: ctypes.CDLL, mode: int,
+                                                                                     stall_at: int) -> None:
+    """Before the fix the late segment was timed without the reset: the warm-up's accesses stayed
+    in the counters, the histogram and the samples, and the count (no limit during the warm-up)
+    never came back, so the count run ran until abort (here: the harness's deadline)."""
+    count = 300 if mode else 20000
+    res = warmup_run(lib, mode, stall_at, count=count, samples=count)
+    assert res["ended"], "the count run did not end by itself"
+    assert res["ops"] == count and res["bytes"] == 8 * count, res
+    if mode:
+        assert res["lat_n"] == count and res["nsamples"] == count, res
+
+
+@pytest.mark.parametrize("stall_at", [0, 1], ids=["between-segments", "after-its-end-was-set"])
+def test_a_timed_run_descheduled_across_the_warm_up_end_excludes_the_warm_up(lib: ctypes.CDLL, stall_at: int) -> None:
+    """Each access busy-waits delay_ticks after itself, so the timed accesses fit in the timed
+    ticks: ops x delay <= ticks, whatever the machine's speed. The warm-up's 30 ms segment counted
+    in (before the fix) breaks it: its accesses against a timed run of 20 ms."""
+    delay = 20_000
+    res = warmup_run(lib, 0, stall_at, delay=delay, seg_ms=30, duration_ms=20)
+    assert res["ended"] and res["ops"] > 0, res
+    assert res["ops"] * delay <= res["ticks"], res
+
+
+def test_latency_threads_calibrate_again_twice_their_calibration_before_the_start(lib: ctypes.CDLL) -> None:
+    """The barrier calibrates a latency thread again from go - 2 x its calibration's length, after
+    the spin has brought the core's clock up (calibrated cold, a slower core overestimates the
+    overhead). The calibration times itself: 101 brackets, each at least the overhead it finds."""
+    out = (ctypes.c_uint64 * 4)()
+    why = ctypes.create_string_buffer(256)
+    assert lib.pl_test_calibration(ctypes.c_uint64(10**6), out, why, ctypes.c_size_t(256)) == 0, why.value
+    cal_ticks, cal_end, overhead, recal_before_go = out
+    assert overhead > 0 and cal_end > 0
+    assert cal_ticks >= 101 * overhead, (cal_ticks, overhead)
+    assert recal_before_go == 2 * cal_ticks
 
 
 def test_division_by_multiplication_is_exact(lib: ctypes.CDLL) -> None:

@@ -218,6 +218,34 @@ def test_place_per_dimm_chunks_only_on_the_threads_dimms(lib: ctypes.CDLL) -> No
     assert list(offs[:17]) == [wo + 2 * gran + 256 * j for j in range(16)] + [wo + (4 + 2) * gran]
 
 
+@pytest.mark.parametrize("pattern", [PAT_SEQ, PAT_RAND])
+@pytest.mark.parametrize("ways,dimms,idx", [(0, 0, 0), (4, 1, 1), (4, 2, 1), (3, 2, 2)])
+def test_the_chase_visits_the_threads_own_slots_once_per_cycle(lib: ctypes.CDLL, pattern: int, ways: int, dimms: int,
+                                                              idx: int) -> None:
+    """op=chase: one cycle over the slots the thread's generator visits in a pass, in the target
+    where place.c puts them (per-dimm: on the thread's DIMMs). Before, the cycle was laid at the
+    slots' virtual offsets: off the thread's DIMMs, and a start slot the generator mapped elsewhere
+    held no pointer (SIGSEGV: found by the engine fuzz)."""
+    size, wo, access, step = 1 << 20, 3 * 4096 * 4, 256, 512
+    kw = dict(target_size=size, window_offset=wo, working_set=size - wo, pattern=pattern, access=access,
+              stride=step, hotspot_size=4096, passes=1, seed=5, ways=ways, gran=4096, dimms=dimms, idx=idx,
+              n=max(idx + 1, 2))
+    if not ways:
+        kw.update(per_thread=1)
+    _, _, _, slots = place(lib, 20_000, **kw)
+    mine = set(slots.tolist())
+    target = np.zeros(size, dtype=np.uint8)
+    out = np.zeros(2 * len(mine) + 1, dtype=np.uint64)
+    why = ctypes.create_string_buffer(256)
+    lib.pl_test_chase.argtypes = [ctypes.c_void_p, ctypes.POINTER(Place), ctypes.c_uint64, ctypes.c_void_p,
+                                  ctypes.c_uint64, ctypes.c_char_p, ctypes.c_size_t]
+    rc = lib.pl_test_chase(target.ctypes.data, ctypes.byref(Place(**kw)), 7, out.ctypes.data, len(out), why, 256)
+    assert rc == 0, why.value
+    cycle = out[:len(mine)].tolist()
+    assert set(cycle) == mine, f"the chase visits {len(set(cycle) - mine)} slots not the thread's"
+    assert out[len(mine)] == out[0] and out.tolist()[len(mine):2 * len(mine)] == cycle  # one cycle, then again
+
+
 @pytest.mark.parametrize("pattern", [PAT_SEQ, PAT_RAND, PAT_STRIDE, PAT_HOTSPOT])
 @pytest.mark.parametrize("placement", ["global", "per-thread", "per-dimm"])
 @pytest.mark.parametrize("access,split", [(8, 0), (64, 0), (192, 0), (4096, 0), (64, 1), (4096, 1)])

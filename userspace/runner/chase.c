@@ -31,9 +31,10 @@ int plu_chase_build(struct pl_eng *e, u64 seed, unsigned int idx)
 		perm[i] = perm[j];
 		perm[j] = t;
 	}
+	/* slot s of the first pass, where the thread's generator puts it (per-dimm: its DIMMs) */
 	for (i = 0; i < n; i++) {
-		char *from = e->base + perm[i] * g->c.step;
-		char *to = e->base + perm[(i + 1) % n] * g->c.step;
+		char *from = e->base + pl_gen_map(&g->c, perm[i] * g->c.step);
+		char *to = e->base + pl_gen_map(&g->c, perm[(i + 1) % n] * g->c.step);
 
 		*(char **)from = to;
 	}

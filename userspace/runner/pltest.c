@@ -6,6 +6,7 @@
  */
 #include "pl_core.h"
 #include "runner.h"
+#include "pl_run.h"
 
 int pl_test_nops(void)
 {
@@ -25,17 +26,19 @@ struct pl_test_eng {
 	u64 ways, gran, dimms, first_dimm, seed, stream;
 	u64 copy_delta, fence, fence_interval, flush, read_pct, delay_ticks, prep;
 	u64 count, data_seed;
+	u64 base_len, ceil_len;		/* bytes of the buffer at base, of ceil_buf */
 };
 
 struct pl_test_res {
-	u64 ops, reads, writes, bytes, data, lat_n, ceil_bytes, ceil_ticks;
+	u64 ops, reads, writes, bytes, data, lat_n, ceil_bytes, ceil_ticks, ceil_ops;
 	char loop[64], insn[64], ceil_loop[64];
 };
 
 /*
  * Run the real engine (pl_eng_init, the selected generated loop through
- * pl_eng_run) for t->count accesses over base[0, t->span): 0, or -errno and
- * why.  ceil_buf (may be NULL): also measure the ceiling on it for 1e6 ticks.
+ * pl_eng_run) for t->count accesses over base[0, t->span) of a buffer of
+ * t->base_len bytes: 0, or -errno and why.  ceil_buf (may be NULL): also
+ * measure the ceiling on its t->ceil_len bytes for 1e6 ticks.
  */
 int pl_test_engine(char *base, const struct pl_test_eng *t, struct pl_test_res *res,
 		   char *ceil_buf, char *why, size_t len)
@@ -45,6 +48,7 @@ int pl_test_engine(char *base, const struct pl_test_eng *t, struct pl_test_res *
 	struct pl_eng e;
 	struct pl_eng_cfg c = {
 		.base = base,
+		.base_len = t->base_len,
 		.gen = { .pattern = t->pattern, .access = t->access, .step = t->step,
 			 .span = t->span, .passes = t->passes, .pass_offset = t->pass_offset,
 			 .ways = t->ways, .gran = t->gran, .dimms = t->dimms,
@@ -66,6 +70,7 @@ int pl_test_engine(char *base, const struct pl_test_eng *t, struct pl_test_res *
 		.hist_buckets = hist,
 		.data_seed = t->data_seed,
 		.ceil_buf = ceil_buf,
+		.ceil_len = t->ceil_len,
 	};
 	int err;
 
@@ -88,6 +93,7 @@ int pl_test_engine(char *base, const struct pl_test_eng *t, struct pl_test_res *
 	res->lat_n = e.hist.n;
 	res->ceil_bytes = e.ceil_bytes;
 	res->ceil_ticks = e.ceil_ticks;
+	res->ceil_ops = e.ceil_ops;
 	snprintf(res->loop, sizeof(res->loop), "%s", e.loop_name);
 	snprintf(res->insn, sizeof(res->insn), "%s", e.insn);
 	snprintf(res->ceil_loop, sizeof(res->ceil_loop), "%s", e.ceil_loop ? e.ceil_loop : "");
@@ -104,6 +110,8 @@ u64 pl_test_ceiling_len(const struct pl_test_eng *t)
 			 .first_dimm = t->first_dimm },
 		.op = t->op,
 		.access = t->access,
+		.fence = t->fence,
+		.fence_interval = t->fence_interval,
 	};
 
 	return pl_eng_ceiling_len(&c);
@@ -176,6 +184,45 @@ int pl_test_place(const struct pl_place *in, u64 *base, u64 *copy_delta, u64 *sp
 	return 0;
 }
 
+/*
+ * The pointer chase (chase.c) over worker in->idx's region of target (in->
+ * target_size bytes), as the runner builds and starts it: the target
+ * offsets of its first n loads; 0, or -errno and why.
+ */
+int pl_test_chase(char *target, const struct pl_place *in, u64 seed, u64 *out, u64 n, char *why,
+		  size_t len)
+{
+	static u64 hist[PL_HIST_NB];
+	static int stop;
+	struct pl_region reg;
+	struct pl_eng e;
+	struct pl_eng_cfg c;
+	char *p;
+	u64 i;
+	int err = pl_place_worker(in, &reg, why, len);
+
+	if (err)
+		return err;
+	c = (struct pl_eng_cfg) {
+		.base = target + reg.base, .base_len = in->target_size - reg.base, .gen = reg.g,
+		.op = PL_OP_LOAD, .width = 8, .mode = PL_MODE_LAT, .access = in->access, .count = 1,
+		.stop = &stop, .hist_buckets = hist,
+	};
+	err = pl_eng_init(&e, &c, why, len);
+	if (err)
+		return err;
+	if (plu_chase_build(&e, seed, in->idx)) {
+		snprintf(why, len, "chase: no memory");
+		return -ENOMEM;
+	}
+	p = e.base + pl_gen_next(&e.gen);
+	for (i = 0; i < n; i++) {
+		out[i] = p - target;
+		p = *(char **)p;
+	}
+	return 0;
+}
+
 /* percentiles (q in ppm) of n samples through the histogram, plus min, max */
 void pl_test_hist(const u64 *v, u64 n, const u32 *q, unsigned int nq, u64 *out, u64 *buckets)
 {
@@ -193,23 +240,141 @@ void pl_test_hist(const u64 *v, u64 n, const u32 *q, unsigned int nq, u64 *out, 
 }
 
 /*
- * A worker's time window (worker.c) from go = 0: segments [seg[2i], seg[2i+1])
- * in turn; out[i] is pl_thread_more() at the end of segment i, then the
- * timed segments and ticks.
+ * A worker's time window (worker.c) from go = 0, as the loops run it: for
+ * segment i, its end pl_thread_until(seg[3i]), then the segment [seg[3i+1],
+ * seg[3i+2]), which "runs" one access (st.ops + 1; e.left - 1 unless
+ * unlimited); out[i] is pl_thread_more() at its end, then the timed
+ * segments, their ticks, the accesses counted and e.left.
  */
-void pl_test_window(u64 warmup_ms, u64 duration_ms, u64 tsc_khz, const u64 *seg, unsigned int nseg, u64 *out)
+void pl_test_window(u64 warmup_ms, u64 duration_ms, u64 count, u64 tsc_khz, const u64 *seg,
+		    unsigned int nseg, u64 *out)
 {
-	struct pl_params p = { .segment_ms = 5, .warmup_ms = warmup_ms, .duration_ms = duration_ms };
+	struct pl_params p = { .segment_ms = 5, .warmup_ms = warmup_ms, .duration_ms = duration_ms,
+			       .count = count };
 	struct pl_thread t = { 0 };
 	unsigned int i;
 
+	t.e.left = count ? count : ~0ULL;
 	pl_thread_begin(&t, &p, 0, tsc_khz);
 	for (i = 0; i < nseg; i++) {
-		pl_thread_segment(&t, seg[2 * i], seg[2 * i + 1]);
-		out[i] = pl_thread_more(&t, seg[2 * i + 1]);
+		pl_thread_until(&t, seg[3 * i]);
+		t.e.st.ops++;
+		if (t.e.left != ~0ULL)
+			t.e.left--;
+		pl_thread_segment(&t, seg[3 * i + 1], seg[3 * i + 2]);
+		out[i] = pl_thread_more(&t, seg[3 * i + 2]);
 	}
 	out[nseg] = t.segments;
 	out[nseg + 1] = t.e.st.ticks;
+	out[nseg + 2] = t.e.st.ops;
+	out[nseg + 3] = t.e.left;
+}
+
+/*
+ * A latency thread's calibration (worker.c), timed: out = its length, its
+ * end, the overhead it found, and when the barrier would calibrate again for
+ * a start go ticks from now.
+ */
+int pl_test_calibration(u64 go_in, u64 *out, char *why, size_t len)
+{
+	static u64 hist[PL_HIST_NB];
+	static char buf[4096] __attribute__((aligned(64)));
+	static int stop;
+	struct pl_thread t = { 0 };
+	u64 go;
+	int err;
+
+	t.ec = (struct pl_eng_cfg) {
+		.base = buf, .base_len = sizeof(buf),
+		.gen = { .pattern = PL_PAT_SEQ, .access = 8, .step = 8, .span = sizeof(buf), .passes = 1 },
+		.op = PL_OP_LOAD, .width = 8, .mode = PL_MODE_LAT, .access = 8, .count = 1,
+		.stop = &stop, .hist_buckets = hist,
+	};
+	err = pl_thread_engine(&t, why, len);
+	if (err)
+		return err;
+	pl_thread_calibrate(&t);
+	go = pl_rdtsc() + go_in;
+	out[0] = t.cal_ticks;
+	out[1] = t.cal_end;
+	out[2] = t.e.overhead;
+	out[3] = go - pl_thread_recal_at(&t, go);
+	return 0;
+}
+
+static void pl_test_spin(u64 until, bool *stall, bool *stalled)
+{
+	while (pl_rdtsc() < until)
+		;
+	*stall = false;
+	*stalled = true;
+}
+
+/*
+ * A worker's loop as the runner's (worker_fn) and the module's
+ * (pl_worker_loop) run it, with the real engine (8-byte loads, op load, seq
+ * over buf[0, span)) and the real clock, whose thread is "descheduled"
+ * after its first segment: when that segment ends before the warm-up does,
+ * it spins until one millisecond after the warm-up's end (stall), between
+ * the two segments (stall_at 0) or between the next segment's
+ * pl_thread_until() and its t0 (stall_at 1).  mode: 0 bandwidth, 1 latency;
+ * count 0: duration_ms.  A deadline 2 s after the run's end stops a run
+ * that would not end.  out: stalled, ended (by itself, not the deadline),
+ * ops, bytes, ticks, segments, lat_n, nsamples.  Returns 0, or -errno and why.
+ */
+int pl_test_warmup(char *buf, u64 span, int mode, u64 count, u64 nsamples, u64 delay_ticks,
+		   u64 warmup_ms, u64 segment_ms, u64 duration_ms, u64 tsc_khz, int stall_at, u64 *out,
+		   char *why, size_t len)
+{
+	static u64 hist[PL_HIST_NB], samples[4096];
+	static int stop;
+	struct pl_params p = { .warmup_ms = warmup_ms, .segment_ms = segment_ms,
+			       .duration_ms = duration_ms, .count = count };
+	struct pl_thread t = { 0 };
+	struct pl_eng *e = &t.e;
+	u64 go, t0, t1, until, deadline;
+	bool stalled = false, late = false, stall = false;
+	int err;
+
+	t.ec = (struct pl_eng_cfg) {
+		.base = buf, .base_len = span,
+		.gen = { .pattern = PL_PAT_SEQ, .access = 8, .step = 8, .span = span, .passes = 1 },
+		.op = PL_OP_LOAD, .width = 8, .mode = mode, .access = 8, .count = count,
+		.delay_ticks = delay_ticks, .stop = &stop, .hist_buckets = hist,
+		.samples = samples, .nsamples_max = nsamples < 4096 ? nsamples : 4096,
+	};
+	err = pl_thread_engine(&t, why, len);
+	if (err)
+		return err;
+	go = pl_rdtsc();
+	deadline = go + (warmup_ms + duration_ms + 2000) * tsc_khz;
+	pl_thread_begin(&t, &p, go, tsc_khz);
+	while (e->left && pl_thread_more(&t, pl_rdtsc())) {
+		if (pl_rdtsc() > deadline) {
+			late = true;
+			break;
+		}
+		if (stall && !stall_at)
+			pl_test_spin(go + warmup_ms * tsc_khz + tsc_khz, &stall, &stalled);
+		until = pl_thread_until(&t, pl_rdtsc());
+		if (stall)
+			pl_test_spin(go + warmup_ms * tsc_khz + tsc_khz, &stall, &stalled);
+		t0 = pl_rdtsc();
+		pl_eng_run(e, until);
+		t1 = pl_rdtsc();
+		pl_thread_segment(&t, t0, t1);
+		/* the first segment ended inside the warm-up: off the CPU across its end */
+		stall = !stalled && t.warm_until && t1 < t.warm_until;
+	}
+	out[0] = stalled;
+	out[1] = !late;
+	out[2] = e->st.ops;
+	out[3] = e->st.bytes;
+	out[4] = e->st.ticks;
+	out[5] = t.segments;
+	out[6] = e->hist.n;
+	out[7] = e->nsamples;
+	return 0;
 }
 
 /* fences the bandwidth loop issues over n accesses of access bytes, one per fi bytes */

@@ -237,7 +237,6 @@ static u64 read_tsc_khz(void)
 struct worker {
 	struct pl_thread t;
 	bool chase;
-	u64 ceil_len;			/* bytes of t.ec.ceil_buf */
 	int pin_err;			/* errno of a failed pinning, or -1: ran elsewhere */
 	int ran_on;			/* sched_getcpu() after pinning */
 	pthread_t th;
@@ -276,19 +275,20 @@ static void setup_worker(struct worker *w, const struct pl_setup *s, unsigned in
 		refuse(-err, "%s", why);
 	w->t.node = numa_available() < 0 ? 0 : numa_node_of_cpu(cpu);
 	w->chase = w->t.op == PL_OP_CHASE;
+	/* every buffer the engine writes lies between guard pages (target.c) */
 	if (ec->mode == PL_MODE_LAT) {
-		ec->hist_buckets = calloc(PL_HIST_NB, sizeof(u64));
+		ec->hist_buckets = plu_guarded_alloc(PL_HIST_NB * sizeof(u64));
 		if (!ec->hist_buckets)
 			refuse(ENOMEM, "no memory for the histogram");
 		if (ec->nsamples_max) {
-			ec->samples = calloc(ec->nsamples_max, sizeof(u64));
+			ec->samples = plu_guarded_alloc(ec->nsamples_max * sizeof(u64));
 			if (!ec->samples)
 				refuse(ENOMEM, "no memory for %llu samples", ec->nsamples_max);
 		}
 	} else {
 		/* the engine's ceiling buffer, first touched by the pinned thread (worker_fn) */
-		w->ceil_len = (pl_eng_ceiling_len(ec) + 4095) & ~4095ULL;
-		ec->ceil_buf = aligned_alloc(4096, w->ceil_len);
+		ec->ceil_len = pl_eng_ceiling_len(ec);
+		ec->ceil_buf = plu_guarded_alloc(ec->ceil_len);
 		if (!ec->ceil_buf)
 			refuse(ENOMEM, "no memory for the ceiling buffer");
 	}
@@ -304,7 +304,8 @@ static void setup_worker(struct worker *w, const struct pl_setup *s, unsigned in
 	}
 }
 
-static u64 barrier(void)
+/* all workers arrive, the last one sets a start time 1 ms ahead; latency threads calibrate again */
+static u64 barrier(struct worker *w)
 {
 	u64 go;
 
@@ -314,6 +315,11 @@ static u64 barrier(void)
 		if (__atomic_load_n(&R.stop, __ATOMIC_RELAXED))
 			return 0;
 		asm volatile("pause");
+	}
+	if (w->t.e.mode == PL_MODE_LAT) {
+		while (pl_rdtsc() < pl_thread_recal_at(&w->t, go))
+			asm volatile("pause");
+		pl_thread_calibrate(&w->t);
 	}
 	while (pl_rdtsc() < go)
 		asm volatile("pause");
@@ -341,24 +347,25 @@ static void *worker_fn(void *arg)
 		goto out;
 	}
 	if (e->mode == PL_MODE_LAT) {
-		pl_eng_calibrate(e);
+		pl_thread_calibrate(&w->t);
 	} else {
 		/* the loop on a cache-resident buffer: the engine's own ceiling */
-		memset(e->ceil_buf, 0x5a, w->ceil_len);
+		memset(e->ceil_buf, 0x5a, w->t.ec.ceil_len);
 		pl_eng_ceiling(e, PL_CEILING_MS * R.tsc_khz);
-		free(e->ceil_buf);
+		plu_guarded_free(e->ceil_buf, w->t.ec.ceil_len);
 		e->ceil_buf = NULL;
 		w->t.ec.ceil_buf = NULL;
 	}
 	if (w->chase)
 		chase_p = e->base + pl_gen_next(&e->gen);
-	go = barrier();
+	go = barrier(w);
 	if (!go)
 		goto out;
 	pl_thread_begin(&w->t, &R.c, go, R.tsc_khz);
 	while (!__atomic_load_n(e->stop, __ATOMIC_RELAXED) && e->left && pl_thread_more(&w->t, pl_rdtsc())) {
+		/* its end first: at the warm-up's end that resets the counts, outside [t0, t1) */
+		seg_end = pl_thread_until(&w->t, pl_rdtsc());
 		t0 = pl_rdtsc();
-		seg_end = pl_thread_until(&w->t, t0);
 		if (w->chase)
 			chase_p = plu_chase_loop(e, chase_p, seg_end);
 		else

@@ -60,6 +60,17 @@ void plu_map(struct plu_target *t, const char *path, bool writes);
 /* touch what the run uses before anything is timed (write runs and DRAM: non-zero data) */
 void plu_prefault(struct plu_target *t, bool writes, u64 bytes);
 
+/*
+ * Buffers the engine is handed, between PROT_NONE guard pages (target.c):
+ * address space for len bytes at an align-aligned address with a guard page
+ * on each side (map over it with MAP_FIXED), and zeroed memory of len bytes
+ * that ends at its upper guard page, 64-byte aligned (NULL on failure).
+ */
+#define PLU_GUARD	4096ULL
+char *plu_reserve(u64 len, u64 align);
+void *plu_guarded_alloc(u64 len);
+void plu_guarded_free(void *buf, u64 len);
+
 /* chase.c: the pointer chase (its loop, and the cycle over a thread's slots) */
 int plu_chase_build(struct pl_eng *e, u64 seed, unsigned int idx);
 char *plu_chase_loop(struct pl_eng *e, char *p, u64 until);

@@ -148,8 +148,8 @@ static void touch_read(const char *p, u64 n)
 
 void plu_open_dram(struct plu_target *t, u64 len, unsigned int pages, long node)
 {
-	u64 align = 2ULL << 20, mlen;
-	int flags = MAP_PRIVATE | MAP_ANONYMOUS;
+	u64 align = 2ULL << 20;
+	int flags = MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED;
 	char *p;
 
 	snprintf(t->kind, sizeof(t->kind), "dram");
@@ -159,20 +159,19 @@ void plu_open_dram(struct plu_target *t, u64 len, unsigned int pages, long node)
 		    !numa_bitmask_isbitset(numa_all_nodes_ptr, node))
 			refuse(EINVAL, "dram_node %ld: no such NUMA node with memory", node);
 	}
+	if (pages == 2 && len % align)
+		refuse(EINVAL, "dram_pages=hugetlb: dram_size must be a multiple of 2M");
+	/* on a 2 MiB boundary, between guard pages */
+	p = plu_reserve(len, align);
+	if (!p)
+		refuse(ENOMEM, "cannot map %llu bytes", len);
 	if (pages == 2) {	/* hugetlbfs */
-		if (len % align)
-			refuse(EINVAL, "dram_pages=hugetlb: dram_size must be a multiple of 2M");
-		p = mmap(NULL, len, PROT_READ | PROT_WRITE, flags | MAP_HUGETLB | MAP_HUGE_2MB, -1, 0);
-		if (p == MAP_FAILED)
+		if (mmap(p, len, PROT_READ | PROT_WRITE, flags | MAP_HUGETLB | MAP_HUGE_2MB, -1, 0) ==
+		    MAP_FAILED)
 			refuse(ENOMEM, "dram_pages=hugetlb: no %llu bytes of 2 MiB huge pages (vm.nr_hugepages)", len);
-		mlen = len;
 	} else {
-		/* over-allocate to place the buffer on a 2 MiB boundary */
-		mlen = len + align;
-		p = mmap(NULL, mlen, PROT_READ | PROT_WRITE, flags, -1, 0);
-		if (p == MAP_FAILED)
+		if (mmap(p, len, PROT_READ | PROT_WRITE, flags, -1, 0) == MAP_FAILED)
 			refuse(ENOMEM, "cannot map %llu bytes", len);
-		p = (char *)(((unsigned long)p + align - 1) & ~(align - 1));
 		/*
 		 * EINVAL: a kernel built without THP (Debian's PREEMPT_RT ones):
 		 * 4 KiB pages, reported as such, as the module's dram_pages=2m does
@@ -194,7 +193,7 @@ void plu_open_dram(struct plu_target *t, u64 len, unsigned int pages, long node)
 	}
 	t->addr = p;
 	t->size = t->run_size = len;
-	t->map_len = mlen;
+	t->map_len = len;
 	t->fs_sig = "none";
 	t->node = -1;
 	t->fd = -1;
@@ -232,6 +231,23 @@ static int file_dax(int fd, u64 len)
 		return 0;
 	munmap(p, 4096);
 	return 1;
+}
+
+/*
+ * Map len bytes of fd between guard pages at an align-aligned address
+ * (devdax needs its own alignment, a DAX file's 2 MiB pages want 2 MiB):
+ * MAP_SYNC where the kernel allows it (*sync), else a plain shared mapping.
+ */
+static char *plu_map_guarded(int fd, u64 len, int prot, u64 align, int *sync)
+{
+	char *p = plu_reserve(len, align < PLU_GUARD ? PLU_GUARD : align);
+
+	if (!p)
+		return NULL;
+	*sync = mmap(p, len, prot, MAP_SHARED_VALIDATE | MAP_SYNC | MAP_FIXED, fd, 0) != MAP_FAILED;
+	if (!*sync && mmap(p, len, prot, MAP_SHARED | MAP_FIXED, fd, 0) == MAP_FAILED)
+		return NULL;
+	return p;
 }
 
 /* a regular file: judged here, mapped by plu_map once the run is judged too */
@@ -325,11 +341,8 @@ void plu_open_path(struct plu_target *t, const char *path, const struct plu_path
 	len &= ~4095ULL;
 	if (!len)
 		refuse(EINVAL, "target %s is empty", path);
-	p = mmap(NULL, len, prot, MAP_SHARED_VALIDATE | MAP_SYNC, fd, 0);
-	t->map_sync = p != MAP_FAILED;
-	if (p == MAP_FAILED)
-		p = mmap(NULL, len, prot, MAP_SHARED, fd, 0);
-	if (p == MAP_FAILED)
+	p = plu_map_guarded(fd, len, prot, align, &t->map_sync);
+	if (!p)
 		refuse(EINVAL, "mmap %s: %s", path, strerror(errno));
 	close(fd);
 	t->addr = p;
@@ -364,11 +377,8 @@ void plu_map(struct plu_target *t, const char *path, bool writes)
 	if (!len)
 		return;			/* a probe of a file a run would create or extend */
 	/* MAP_SYNC where the file system (DAX) allows it, for reads too */
-	p = mmap(NULL, len, prot, MAP_SHARED_VALIDATE | MAP_SYNC, t->fd, 0);
-	t->map_sync = p != MAP_FAILED;
-	if (p == MAP_FAILED)
-		p = mmap(NULL, len, prot, MAP_SHARED, t->fd, 0);
-	if (p == MAP_FAILED)
+	p = plu_map_guarded(t->fd, len, prot, 2ULL << 20, &t->map_sync);
+	if (!p)
 		refuse(EINVAL, "mmap %s: %s", path, strerror(errno));
 	t->addr = p;
 }
