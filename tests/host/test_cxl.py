@@ -78,7 +78,7 @@ def test_device_region_and_mem_node(sysd: Path) -> None:
 
 
 def test_advertised_and_tier(sysd: Path) -> None:
-    assert cxl.advertised(sysd, 2) == {"node": 2, "initiators": "0", "read_latency": 17270, "write_latency": 17370,
+    assert cxl.advertised(sysd, 2) == {"node": 2, "initiators": "0", "source": "node2 access0", "read_latency": 17270, "write_latency": 17370,
                                        "read_bandwidth": 16384, "write_bandwidth": 16384}
     empty = cxl.advertised(sysd, 5)
     assert empty["node"] == 5 and all(empty[k] is None for k in cxl.ADV_ATTRS) and empty["initiators"] is None
@@ -128,7 +128,7 @@ def test_info_shows_the_region_geometry_and_advertised_values(tmp_path: Path, ho
     text = machine.format_info(info)
     for want in ("cxl region", "region2 pmem", "ways=2 gran=4096 node=2 host bridge pci0000:0c",
                  "position 0: mem0 serial 0x1001", "position 1: mem1 serial 0x1000", "0: mem1, 1: mem0",
-                 "read 17270 ns 16384 MB/s, write 17370 ns 16384 MB/s (access0, from node 0)", "memory tier",
+                 "read 17270 ns 16384 MB/s, write 17370 ns 16384 MB/s (node2 access0, from node 0)", "memory tier",
                  "22 (nodes 2)"):
         assert want in text, want
     cond = machine.conditions(info)
@@ -145,12 +145,34 @@ def test_info_without_advertised_values_leaves_them_empty(tmp_path: Path) -> Non
     proc = tmp_path / "proc"
     proc.mkdir()
     (proc / "cpuinfo").write_text("processor\t: 0\nflags\t\t: sse2\n")
-    host = machine.HostPaths(proc=proc, sys=make_cxl_sysfs(tmp_path / "sys", advertised=False), dev=tmp_path / "dev")
+    host = machine.HostPaths(proc=proc, sys=make_cxl_sysfs(tmp_path / "sys", advertised="none"), dev=tmp_path / "dev")
     info = machine.gather_info(cxl_fake(tmp_path, PMEM).module(), host, runner=no_tools)
     cond = machine.conditions(info)
     assert cond["adv_node"] == 2 and all(cond[k] is None for k in ("adv_read_latency_ns", "adv_write_latency_ns",
                                                                      "adv_read_bw_mbps", "adv_write_bw_mbps"))
     assert "no HMAT" in machine.format_info(info)
+
+
+def test_a_cxl_node_without_access0_takes_its_regions(tmp_path: Path) -> None:
+    """7.2 leaves the CXL node without access0 while the region keeps its own: the target's region
+    (an fsdax namespace on it) or the ram region onlined into the node (a DRAM target there) gives
+    the values, with the source said and no initiator named; node 0 (no CXL region) stays empty."""
+    proc = tmp_path / "proc"
+    proc.mkdir()
+    (proc / "cpuinfo").write_text("processor\t: 0\nflags\t\t: sse2\n")
+    sysd = make_cxl_sysfs(tmp_path / "sys", advertised="region")
+    host = machine.HostPaths(proc=proc, sys=sysd, dev=tmp_path / "dev")
+    info = machine.gather_info(cxl_fake(tmp_path, PMEM).module(), host, runner=no_tools)
+    cond = machine.conditions(info)
+    assert (cond["adv_read_latency_ns"], cond["adv_write_latency_ns"], cond["adv_read_bw_mbps"],
+            cond["adv_write_bw_mbps"]) == (17270, 17370, 16384, 16384)
+    assert cond["adv_source"] == "region2 access0 (node2 has none)" and cond["adv_initiators"] is None
+    assert "region2 access0 (node2 has none), no initiator named" in machine.format_info(info)
+    node2 = cxl.advertised(sysd, 2)
+    assert node2["source"] == "region0 access0 (node2 has none)" and node2["read_latency"] == 17270
+    assert cxl.advertised(sysd, 0)["source"] is None and cxl.advertised(sysd, 0)["read_latency"] is None
+    full = cxl.advertised(make_cxl_sysfs(tmp_path / "sys2"), 2)
+    assert full["source"] == "node2 access0" and full["initiators"] == "0"
 
 
 def test_sweep_takes_ways_and_granularity_from_the_cxl_region(tmp_path: Path, host: machine.HostPaths,

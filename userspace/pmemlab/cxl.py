@@ -209,22 +209,35 @@ def mem_node(sys: Path, device: str | None, kind: str | None, node: int | None) 
     return node
 
 
-def advertised(sys: Path, node: int | None) -> dict[str, Any]:
+def advertised(sys: Path, node: int | None, regions: list[str] | None = None) -> dict[str, Any]:
     """access0 of a node: the latency (ns) and bandwidth (MB/s) the firmware advertises from its
     best initiator (HMAT; for a CXL node the kernel's combination of the devices' CDAT, the links
-    and the host bridge's generic port), and those initiators. Empty values where the kernel
-    has none (no HMAT)."""
-    out: dict[str, Any] = {"node": node, "initiators": None, **{k: None for k in ADV_ATTRS}}
+    and the host bridge's generic port), and those initiators; `source` says where they were read.
+    A CXL node the kernel gave no access0 (7.2 leaves the node without it while the region has its
+    own: docs/method.md) takes the access0 of the CXL region it lies in (`regions`, the target's
+    own, else the ram regions onlined into the node), with no initiator named. Empty values where
+    the kernel has none (no HMAT)."""
+    out: dict[str, Any] = {"node": node, "initiators": None, "source": None, **{k: None for k in ADV_ATTRS}}
     if node is None or node < 0:
         return out
     base = sys / f"devices/system/node/node{node}/access0/initiators"
     for k in ADV_ATTRS:
         out[k] = _int(base / k)
-    try:
-        inits = sorted(int(p.name[4:]) for p in base.iterdir() if p.name.startswith("node") and p.name[4:].isdigit())
-    except OSError:
-        inits = []
-    out["initiators"] = ",".join(map(str, inits)) or None
+    if any(out[k] is not None for k in ADV_ATTRS):
+        try:
+            inits = sorted(int(p.name[4:]) for p in base.iterdir() if p.name.startswith("node") and p.name[4:].isdigit())
+        except OSError:
+            inits = []
+        out["initiators"] = ",".join(map(str, inits)) or None
+        out["source"] = f"node{node} access0"
+        return out
+    names = list(regions or []) or [r["region"] for r in node_regions(sys, node)]
+    for name in names:
+        vals = {k: _int(sys / CXL / name / "access0" / k) for k in ADV_ATTRS}
+        if any(v is not None for v in vals.values()):
+            out.update(vals)
+            out["source"] = f"{name} access0 (node{node} has none)"
+            break
     return out
 
 

@@ -487,7 +487,8 @@ def add_cxl_and_advertised(target: dict[str, Any], facts: Mapping[str, Any], hos
         ordered = sorted(target["mappings"], key=lambda m: (m.get("position") is None, m.get("position")))
         target["devices"] = [m.get("dimm") for m in ordered]
         target["device_kind"] = "nvdimm"
-    target["advertised"] = cxl.advertised(host.sys, mem)
+    own = [r["region"] for r in found["regions"]] if found else None
+    target["advertised"] = cxl.advertised(host.sys, mem, own)
     target["memory_tier"] = cxl.memory_tier(host.sys, mem)
 
 
@@ -568,6 +569,7 @@ def advertised_conditions(t: Mapping[str, Any]) -> dict[str, Any]:
         "target_cxl_region": " ".join(r["region"] for r in regions) or None,
         "adv_node": adv.get("node"),
         "adv_initiators": adv.get("initiators"),
+        "adv_source": adv.get("source"),
         "adv_read_latency_ns": adv.get("read_latency"),
         "adv_write_latency_ns": adv.get("write_latency"),
         "adv_read_bw_mbps": adv.get("read_bandwidth"),
@@ -667,7 +669,7 @@ def format_info(info: dict[str, Any]) -> str:
         adv = t.get("advertised") or {}
         if any(adv.get(k) is not None for k in ("read_latency", "read_bandwidth")):
             add("advertised", f"read {adv.get('read_latency')} ns {adv.get('read_bandwidth')} MB/s, write "
-                f"{adv.get('write_latency')} ns {adv.get('write_bandwidth')} MB/s (access0, "
+                f"{adv.get('write_latency')} ns {adv.get('write_bandwidth')} MB/s ({adv.get('source') or 'access0'}, "
                 + (f"from node {adv['initiators']})" if adv.get("initiators") else "no initiator named)"))
         else:
             add("advertised", "- (the kernel has no access0 values for this node: no HMAT)")

@@ -29,7 +29,7 @@ CONDITION_COLUMNS: tuple[str, ...] = (
     "prefetch_control", "prefetch_msr", "kernel",
     "hostname", "module_version", "toolkit_version", "hypervisor", "target_emulated", "mitigations",
     "mitigations_cmdline", "target_interleave_gran", "target_devices", "target_device_kind", "target_cxl_region",
-    "adv_node", "adv_initiators", "adv_read_latency_ns", "adv_write_latency_ns", "adv_read_bw_mbps",
+    "adv_node", "adv_initiators", "adv_source", "adv_read_latency_ns", "adv_write_latency_ns", "adv_read_bw_mbps",
     "adv_write_bw_mbps", "memory_tier", "memory_tier_nodes",
 )
 # the state of the machine when each run ended (runcond.py), then what was measured around it
@@ -122,6 +122,8 @@ COLUMN_DOC: dict[str, str] = {
     "adv_node": "the node of the target's memory whose advertised values follow (a DRAM target's node; an fsdax "
                 "or devdax target's region target_node)",
     "adv_initiators": "the nodes the advertised values are from (access0: the best initiators)",
+    "adv_source": "where the advertised values were read: nodeN access0 (/sys/devices/system/node), or, for a "
+                  "CXL node the kernel left without access0 (7.2), regionN access0 of its CXL region",
     "adv_read_latency_ns": "advertised read latency of adv_node, ns (/sys/devices/system/node/nodeN/access0/"
                            "initiators/read_latency: the HMAT, or for a CXL node the kernel's sum of CDAT, links "
                            "and generic port); empty: the kernel has none",
@@ -149,7 +151,7 @@ TEXT_COLUMNS: tuple[str, ...] = (
     "prefetch_msr", "kernel", "hostname", "module_version", "toolkit_version", "hypervisor", "target_emulated",
     "mitigations", "mitigations_cmdline", "governor", "cpufreq_driver", "turbo", "thp_enabled", "thp_defrag",
     "started_at", "run_id", "noise", "metric", "target_label", "source_csv",
-    "target_devices", "target_device_kind", "target_cxl_region", "adv_initiators", "memory_tier_nodes",
+    "target_devices", "target_device_kind", "target_cxl_region", "adv_initiators", "adv_source", "memory_tier_nodes",
 )
 TEXT_DTYPES: dict[str, type] = {c: str for c in TEXT_COLUMNS}
 SWEEP_CSV_COLUMNS: tuple[str, ...] = ("sweep", "point_key", "repeat", "thread", "status")
