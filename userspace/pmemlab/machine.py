@@ -23,7 +23,7 @@ from pmemlab import __version__, guard
 from pmemlab import params as P
 from pmemlab.backend import Backend
 from pmemlab.params import parse_cpulist
-from pmemlab.sysfs import load_hint
+from pmemlab.sysfs import PLACEMENT_FACTS, load_hint
 
 CPU_FEATURES_OF_INTEREST: tuple[str, ...] = (
     "clflush", "clflushopt", "clwb", "sse2", "avx", "avx2", "avx512f", "rdtscp", "constant_tsc", "nonstop_tsc",
@@ -412,6 +412,7 @@ def gather_info(module: Backend | None, host: HostPaths | None = None,
         "size": facts.get("target_size"),
         "node": facts.get("target_node"),
         "page_size": facts.get("target_page_size"),
+        **{k.removeprefix("target_"): facts.get(k) for k in PLACEMENT_FACTS},
         "fs_signature": facts.get("fs_signature"),
         "nd_provider": nd_provider(facts.get("target"), host),
         "partitions": facts.get("target_partitions"),
@@ -496,6 +497,7 @@ def conditions(info: dict[str, Any]) -> dict[str, Any]:
         "target_size": t.get("size"),
         "target_node": t.get("node"),
         "target_page_size": t.get("page_size"),
+        **{k: t.get(k.removeprefix("target_")) for k in PLACEMENT_FACTS},
         "target_region": t.get("region"),
         "target_interleave_ways": t.get("interleave_ways"),
         "cpu_model": cpu.get("model"),
