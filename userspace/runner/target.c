@@ -351,7 +351,7 @@ static void check_placement(struct plu_target *t, u64 n)
 	enum { BATCH = 4096 };
 	void *addr[BATCH];
 	int status[BATCH];
-	char why[PL_WHY_LEN + 64];
+	char why[PL_WHY_LEN + 192];
 	u64 off, k, cnt;
 
 	pl_tally_init(&t->found, &t->tier, t->unit);
@@ -366,6 +366,10 @@ static void check_placement(struct plu_target *t, u64 n)
 	}
 	if (!pl_tally_judge(&t->found, why, PL_WHY_LEN))
 		return;
+	if (t->page_size && t->page_size < t->unit)	/* the kernel's interleave goes page by page */
+		snprintf(why + strlen(why), sizeof(why) - strlen(why),
+			 "; the kernel mapped %llu-byte pages where %llu-byte ones were placed (THP off, or "
+			 "no free huge page; dram_pages=4k places 4 KiB pages)", t->page_size, t->unit);
 	if (t->strict)
 		refuse(ENOMEM, "dram target (%s): %s (give dram_node_strict=0 to run anyway)",
 		       t->placement, why);
