@@ -73,6 +73,14 @@ def pair() -> tuple[int, int]:
     return dram, others[0][1]
 
 
+def report(line: str) -> None:
+    """What was measured, for the record: build/tiers-report.txt (TCG: placement, not performance)."""
+    path = TOP / "build" / "tiers-report.txt"
+    path.parent.mkdir(exist_ok=True)
+    with open(path, "a") as fh:
+        fh.write(f"[{os.environ.get('PMEMLAB_KVER', '?')}] {line}\n")
+
+
 def free(node: int) -> int:
     """The node's free memory: its zones' free pages and those parked on the per-CPU lists (which
     MemFree does not count, and which a target's 4 KiB pages come from first)."""
@@ -163,6 +171,9 @@ def test_module_places_the_pages(ko: Path, pair: tuple[int, int], pages: str, un
         heavy = pair[weights.index(max(weights))]
         assert 0.95 * found[light] <= used[light] <= found[light] + 16 * MiB, (used, found)
         assert used[heavy] >= 0.95 * found[heavy], (used, found)
+        report(f"module {weights[0]}:{weights[1]} dram_pages={pages} over nodes {pair}: bytes per node "
+               f"{facts['target_node_bytes']} (round robin: exact); free memory taken per node "
+               f"{ {n: round(u / MiB, 1) for n, u in used.items()} } MiB")
         # and it runs: a bandwidth run over the whole target from CPU 0
         for name, value in (("threads", "1"), ("cpus", "0"), ("duration_ms", "20"), ("op", "load")):
             (SYSFS / name).write_text(value + "\n")
@@ -188,6 +199,8 @@ def test_module_refuses_a_placement_it_cannot_make(ko: Path, pair: tuple[int, in
     res = insmod(ko, *args)
     assert res.returncode != 0, "a placement the CXL node has no room for loaded with dram_node_strict=1"
     said = [ln for ln in log_since(start) if "pmemlab: dram target: " in ln]
+    report(f"module refused {size >> 20} MiB at 1:3 over nodes {pair} ({free(cxl) >> 20} MiB free on {cxl}): "
+           f"{said[-1].split('pmemlab: ', 1)[-1] if said else 'no reason logged'}")
     assert said and re.search(r"\d+ of \d+ stripes of 4 pages do not hold 1,3 pages of nodes "
                               rf"{dram},{cxl} \(the first at byte \d+\); bytes per node {dram}:\d+,{cxl}:\d+ "
                               r"\(load with dram_node_strict=0 to accept that\)", said[-1]), said
@@ -245,6 +258,8 @@ def test_user_backend_places_the_pages(pair: tuple[int, int], pages: str, unit: 
     assert found == expected(pair, weights, size, unit), facts
     within_a_page_per_stripe(found, pair, weights, size, unit)
     assert seen and {n: seen.get(n, 0) for n in pair} == found, (seen, found)
+    report(f"user backend {weights[0]}:{weights[1]} dram_pages={pages} over nodes {pair} "
+           f"({facts['target_placement']}): bytes per node {facts['target_node_bytes']}, numa_maps {seen}")
     assert facts["target_placement"] == ("weighted-interleave" if WI.exists() else "first-touch"), facts
     assert int(facts["target_page_size"]) == unit
     # the system's weighted interleave weights are back as they were
@@ -259,6 +274,7 @@ def test_user_backend_refuses_a_placement_it_cannot_make(pair: tuple[int, int]) 
     args = ["target=dram", f"dram_size={size >> 20}M", f"dram_nodes={dram},{cxl}", "dram_weights=1,3",
             "threads=1", "cpus=0", "op=load", "duration_ms=10", "working_set=16M"]
     res = runner(*args)
+    report(f"user backend refused {size >> 20} MiB at 1:3 over nodes {pair}: {res.stderr.strip()}")
     assert res.returncode == 2
     how = "weighted-interleave" if WI.exists() else "first-touch"
     assert re.fullmatch(rf"pmemlab-run: ENOMEM: dram target \({how}\): \d+ of \d+ stripes of 4 pages do not hold "
@@ -283,6 +299,9 @@ def test_tier_bw(ko: Path, pair: tuple[int, int], backend: str, tmp_path: Path) 
                   "--repeats", "2", "--threads", "1", "--json", "-o", str(out))
     assert res.returncode == 0, res.stderr
     doc = json.loads(res.stdout)
+    report(f"tier-bw --backend {backend}: best {doc['best']}; " + "; ".join(
+        f"{r['ratio']} {r['mix']}: {r['bw_gbps_mean']:.3g} GB/s, {r['dram_pct_placed']:g} % on DRAM"
+        for r in doc["rows"]))
     rows = {(r["ratio"], r["mix"]): r for r in doc["rows"]}
     assert len(rows) == 4 and all(r["runs"] == 2 and r["bw_gbps_mean"] > 0 for r in rows.values()), doc
     for ratio, share in (("1:0", 100.0), ("1:3", 25.0)):

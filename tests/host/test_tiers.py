@@ -285,6 +285,11 @@ def test_labels_and_nodes_of_a_weighted_load() -> None:
     assert subs.resolve(ok).unavailable == ""
     gone = subs.resolve(TargetLoad("t", (("target", "dram"), ("dram_nodes", "0,2"), ("dram_weights", "1,1"))))
     assert gone.unavailable == "no NUMA node 2 with memory on this machine (dram_nodes=0,2)"
+    # the CPU-less node as configs/README writes it
+    cxl = TargetLoad("t", (("target", "dram"), ("dram_nodes", "0,@CPULESS_NODE@"), ("dram_weights", "3,1")))
+    assert Substitutes(cpuless_node="2", memory_nodes=frozenset({0, 2})).resolve(cxl).text() == \
+        "target=dram dram_nodes=0,2 dram_weights=3,1"
+    assert Substitutes(memory_nodes=frozenset({0})).resolve(cxl).unavailable.startswith("no CPU-less NUMA node")
 
 
 def test_weights_option() -> None:
