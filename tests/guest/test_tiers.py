@@ -266,6 +266,26 @@ def test_user_backend_places_the_pages(pair: tuple[int, int], pages: str, unit: 
     assert {p.name: p.read_text().strip() for p in WI.glob("node*")} == weights_before
 
 
+@pytest.mark.two_nodes
+def test_user_backend_without_the_right_to_set_weights(pair: tuple[int, int]) -> None:
+    """MPOL_WEIGHTED_INTERLEAVE's weights are the system's: a user who may not write them gets the
+    pages placed by first touch, and the facts say why; the weights stay as they were."""
+    if not WI.exists():
+        pytest.skip("this kernel has no MPOL_WEIGHTED_INTERLEAVE (Linux 6.9+)")
+    before = {p.name: p.read_text().strip() for p in WI.glob("node*")}
+    weights = (3, 1) if before.get(f"node{pair[0]}") != "3" else (5, 1)
+    res = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", str(RUNNER), "target=dram",
+                          "dram_size=16M", f"dram_nodes={pair[0]},{pair[1]}", f"dram_weights={weights[0]},{weights[1]}",
+                          "threads=1", "cpus=0", "op=load", "count=1000"], capture_output=True, text=True, timeout=300)
+    assert res.returncode == 0, res.stderr
+    facts = facts_of(res.stdout)
+    assert facts["target_placement"] == "first-touch"
+    assert facts["target_placement_note"].startswith(f"cannot set {WI}/node") and "Permission denied" in \
+        facts["target_placement_note"], facts
+    assert node_bytes(facts["target_node_bytes"]) == expected(pair, weights, 16 * MiB, 2 * MiB)
+    assert {p.name: p.read_text().strip() for p in WI.glob("node*")} == before
+
+
 def test_user_backend_refuses_a_placement_it_cannot_make(pair: tuple[int, int]) -> None:
     dram, cxl = pair
     size = ((free(cxl) + 64 * MiB) * 4 // 3) & ~(8 * MiB - 1)

@@ -12,6 +12,7 @@
 #include <fcntl.h>
 #include <numa.h>
 #include <numaif.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -155,12 +156,15 @@ static void touch_read(const char *p, u64 n)
 /*
  * The weights of MPOL_WEIGHTED_INTERLEAVE are the system's, one file per
  * node: those of the target's nodes are set while its pages are faulted
- * in, and put back at once after (and at exit, however the runner ends).
+ * in, and put back at once after (and at exit, however the runner ends:
+ * SIGINT, SIGTERM and SIGHUP wait until they are back).
  */
 static struct {
 	int n, node[PL_TIER_MAX];
 	char old[PL_TIER_MAX][8];
 	char old_auto[8];		/* 6.16+: "true" when the weights were the kernel's own */
+	bool blocked;			/* the signals above, until wi_restore */
+	sigset_t mask;			/* as it was before */
 } wi_saved;
 
 static int write_text(const char *path, const char *text)
@@ -182,6 +186,7 @@ static int read_text(const char *path, char *buf, size_t len)
 	FILE *f = fopen(path, "r");
 	int ok;
 
+	buf[0] = '\0';
 	if (!f)
 		return errno;
 	ok = fgets(buf, len, f) != NULL;
@@ -203,11 +208,16 @@ static void wi_restore(void)
 		write_text(WI_DIR "/auto", "true");
 	wi_saved.n = 0;
 	wi_saved.old_auto[0] = '\0';
+	if (wi_saved.blocked) {
+		wi_saved.blocked = false;
+		sigprocmask(SIG_SETMASK, &wi_saved.mask, NULL);
+	}
 }
 
 /*
- * The tier's weights in the kernel's table: 0, or why not (the note says
- * it, and nothing stays changed).
+ * The tier's weights in the kernel's table, for the time the pages are
+ * faulted in (wi_restore puts them back): 0, or why not (the note says it,
+ * and nothing stays changed).
  */
 static int wi_set(struct plu_target *t)
 {
@@ -216,13 +226,17 @@ static int wi_set(struct plu_target *t)
 	unsigned int i;
 	int err;
 
-	if (access(WI_DIR, F_OK)) {
-		snprintf(t->placement_note, sizeof(t->placement_note),
-			 "this kernel has no MPOL_WEIGHTED_INTERLEAVE (Linux 6.9+)");
-		return ENOSYS;
-	}
 	if (read_text(WI_DIR "/auto", wi_saved.old_auto, sizeof(wi_saved.old_auto)))
 		wi_saved.old_auto[0] = '\0';
+	if (!wi_saved.blocked) {
+		sigset_t stop;
+
+		sigemptyset(&stop);
+		sigaddset(&stop, SIGINT);
+		sigaddset(&stop, SIGTERM);
+		sigaddset(&stop, SIGHUP);
+		wi_saved.blocked = !sigprocmask(SIG_BLOCK, &stop, &wi_saved.mask);
+	}
 	for (i = 0; i < tier->n; i++) {
 		if (!tier->weight[i])
 			continue;
@@ -319,14 +333,16 @@ void plu_open_dram(struct plu_target *t, u64 len, unsigned int pages, const stru
 			refuse(EINVAL, "mbind to node %ld: %s", node, strerror(errno));
 		numa_free_nodemask(bm);
 	} else if (t->placed) {
+		/* the policy now; the weights are set while plu_prefault faults the pages in */
 		struct bitmask *bm = tier_mask(tier);
 
-		atexit(wi_restore);
-		if (wi_set(t) || mbind(p, len, MPOL_WEIGHTED_INTERLEAVE, bm->maskp, bm->size + 1, 0)) {
-			if (!t->placement_note[0])
-				snprintf(t->placement_note, sizeof(t->placement_note),
-					 "mbind(MPOL_WEIGHTED_INTERLEAVE): %s", strerror(errno));
-			wi_restore();
+		if (access(WI_DIR, F_OK)) {
+			snprintf(t->placement_note, sizeof(t->placement_note),
+				 "this kernel has no MPOL_WEIGHTED_INTERLEAVE (Linux 6.9+)");
+			t->placement = "first-touch";
+		} else if (mbind(p, len, MPOL_WEIGHTED_INTERLEAVE, bm->maskp, bm->size + 1, 0)) {
+			snprintf(t->placement_note, sizeof(t->placement_note),
+				 "mbind(MPOL_WEIGHTED_INTERLEAVE): %s", strerror(errno));
 			t->placement = "first-touch";
 		}
 		numa_free_nodemask(bm);
@@ -595,14 +611,22 @@ void plu_prefault(struct plu_target *t, bool writes, u64 bytes)
 		return;
 	}
 
+	if (!strcmp(t->placement, "weighted-interleave")) {
+		atexit(wi_restore);
+		if (wi_set(t)) {
+			/* weights it may not set: the policy goes, each node's pages are touched in */
+			if (mbind(t->addr, t->size, MPOL_DEFAULT, NULL, 0, 0))
+				refuse(EINVAL, "mbind(MPOL_DEFAULT): %s", strerror(errno));
+			t->placement = "first-touch";
+		}
+	}
 	if (t->placed && !strcmp(t->placement, "first-touch"))
 		first_touch(t, n);
 	else if (writes || !strcmp(t->kind, "dram"))
 		fill(t->addr, n);
 	else
 		touch_read(t->addr, n);
-	if (!strcmp(t->placement, "weighted-interleave"))
-		wi_restore();	/* every page of the run is in: the weights go back */
+	wi_restore();	/* every page of the run is in: the weights go back (if set) */
 	t->page_size = mapping_page_size(t->addr, t->fallback_page, n, &t->huge_pct);
 	if (t->node < 0)
 		t->node = mapping_node(t->addr, n);
