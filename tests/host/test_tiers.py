@@ -292,6 +292,28 @@ def test_labels_and_nodes_of_a_weighted_load() -> None:
     assert Substitutes(memory_nodes=frozenset({0})).resolve(cxl).unavailable.startswith("no CPU-less NUMA node")
 
 
+def test_info_of_a_target_over_two_nodes(tmp_path, monkeypatch) -> None:
+    """`pmemlab info` (and so every row's conditions) reads the placement the module reports."""
+    monkeypatch.setattr(machine, "run_tool", lambda argv: machine.ToolResult(127, "", "not installed"))
+    fake = make_fake(tmp_path)
+    fake.reload({"target": "dram", "dram_nodes": "0,1", "dram_weights": "3,1", "dram_size": "64M"})
+    info = machine.gather_info(fake.module())
+    t = info["target"]
+    assert (t["nodes"], t["weights"], t["placement"]) == ("0,1", "3,1", "module")
+    assert t["node_bytes"] == f"0:{48 * MiB},1:{16 * MiB}"
+    cond = machine.conditions(info)
+    assert {k: cond[k] for k in ("target_nodes", "target_weights", "target_node_bytes", "target_placement")} == {
+        "target_nodes": "0,1", "target_weights": "3,1", "target_node_bytes": f"0:{48 * MiB},1:{16 * MiB}",
+        "target_placement": "module"}
+    text = machine.format_info(info)
+    assert re.search(r"^  nodes \(weights\) +0,1 \(3,1\), placed by module$", text, re.M), text
+    assert re.search(rf"^  bytes per node +0:{48 * MiB},1:{16 * MiB}$", text, re.M)
+    # and each run's rows, read after the run: the load it ran on
+    out = fake.module().run({"op": "load", "duration_ms": 2})
+    assert out.conditions == {"target_nodes": "0,1", "target_weights": "3,1",
+                              "target_node_bytes": f"0:{48 * MiB},1:{16 * MiB}", "target_placement": "module"}
+
+
 def test_weights_option() -> None:
     assert [r.text for r in tiers.parse_weights(tiers.DEFAULT_WEIGHTS)] == ["1:0", "9:1", "4:1", "3:1", "2:1",
                                                                              "1:1", "0:1"]

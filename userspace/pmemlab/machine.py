@@ -574,6 +574,9 @@ def format_info(info: dict[str, Any]) -> str:
         add("kind", t.get("kind"))
         add("size", size(t.get("size")))
         add("numa node", t.get("node"))
+        if t.get("nodes") and "," in str(t.get("nodes")):  # a DRAM target over several nodes
+            add("nodes (weights)", f"{t.get('nodes')} ({t.get('weights')}), placed by {t.get('placement')}")
+            add("bytes per node", t.get("node_bytes"))
         add("mapping page size", size(t.get("page_size")))
         add("fs signature", t.get("fs_signature"))
         if t.get("partitions"):
