@@ -205,4 +205,18 @@ static inline unsigned int pl_disk_partitions(struct block_device *bdev)
 #define PL_HUGE_VMALLOC		1
 #endif
 
+/* ---- a kernel-wide TLB flush ---- */
+#if LINUX_VERSION_CODE < KERNEL_VERSION(6, 19, 0)
+/*
+ * __flush_tlb_all() is exported to any GPL module up to 6.18; 6.19 keeps
+ * it for KVM's modules only (6276c67f2bc4, "x86: Restrict KVM-induced
+ * symbol exports to KVM").  Without it the module cannot rewrite its own
+ * page tables safely, so dram_nodes over several nodes is refused there
+ * (the user backend places such a target with MPOL_WEIGHTED_INTERLEAVE).
+ */
+#define PL_KERNEL_TLB_FLUSH	1
+#else
+#define PL_KERNEL_TLB_FLUSH	0
+#endif
+
 #endif /* PMEMLAB_COMPAT_H */

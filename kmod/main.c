@@ -4,6 +4,7 @@
  *
  * insmod pmemlab.ko target=/dev/pmemN [allow_overwrite=1]
  * insmod pmemlab.ko target=dram [dram_size=256M] [dram_node=N] [dram_pages=4k|2m]
+ * insmod pmemlab.ko target=dram dram_nodes=0,1 dram_weights=3,1 [dram_size=...] [dram_pages=...]
  *
  * Then drive it through /sys/kernel/pmemlab (docs/interface.md); the
  * method is in docs/method.md.
@@ -35,6 +36,14 @@ MODULE_PARM_DESC(dram_size, "size of the DRAM target (K/M/G suffixes; default 25
 static int dram_node = -1;
 module_param(dram_node, int, 0444);
 MODULE_PARM_DESC(dram_node, "NUMA node of the DRAM target (-1: node of the loading CPU)");
+
+static char *dram_nodes = "";
+module_param(dram_nodes, charp, 0444);
+MODULE_PARM_DESC(dram_nodes, "NUMA nodes of the DRAM target, e.g. 0,1 (instead of dram_node): its pages go to them in weighted round robin (dram_weights)");
+
+static char *dram_weights = "";
+module_param(dram_weights, charp, 0444);
+MODULE_PARM_DESC(dram_weights, "pages of each stripe on each node of dram_nodes, 0..255 each, e.g. 3,1 (default 1 each)");
 
 static char *dram_pages = "2m";
 module_param(dram_pages, charp, 0444);
@@ -77,6 +86,8 @@ static int pl_parse_dram_size(u64 *out)
 
 static int __init pl_init(void)
 {
+	struct pl_tier tier;
+	char why[PL_WHY_LEN];
 	bool huge;
 	u64 size;
 	int err;
@@ -105,8 +116,14 @@ static int __init pl_init(void)
 	err = pl_parse_dram_size(&size);
 	if (err)
 		return err;
+	err = pl_tier_parse(&tier, dram_nodes, dram_weights, dram_node, why, sizeof(why));
+	if (err) {
+		pl_printable(why);
+		pr_err("%s\n", why);
+		return err;
+	}
 	pl.prefetch_ok = pl_prefetch_probe();
-	err = pl_target_open(&pl.t, target, size, dram_node, huge);
+	err = pl_target_open(&pl.t, target, size, &tier, huge);
 	if (err)
 		return err;
 	err = pl_prefetch_init();

@@ -13,6 +13,7 @@
 #include <linux/kobject.h>
 #include "compat.h"
 #include "pl_run.h"
+#include "pl_tier.h"
 
 #define PL_VERSION		"0.1.0"
 #define PL_ERR_LEN		PL_WHY_LEN
@@ -36,6 +37,14 @@ struct pl_target {
 	u64 origin;			/* byte of the disk at target byte 0 */
 	/* dram */
 	bool allocated;			/* kaddr is ours to kvfree() */
+	struct pl_dram_place {
+		struct pl_tier tier;	/* the nodes and weights asked for */
+		u64 unit;		/* bytes of the pages placed: 4 KiB or 2 MiB */
+		struct pl_tier_tally found;	/* where the pages are (bytes per node) */
+		const char *how;	/* "node": one node, as the allocator gave; "module": placed here */
+		struct page **moved;	/* pages put in place of the allocator's (freed after it) */
+		unsigned long nmoved;
+	} dram;
 };
 
 struct pl_run;
@@ -95,7 +104,7 @@ extern char *target;		/* module parameter */
 
 /* target.c */
 int pl_target_open(struct pl_target *t, const char *spec, u64 dram_size,
-		   int dram_node, bool dram_huge);
+		   const struct pl_tier *dram_nodes, bool dram_huge);
 void pl_target_close(struct pl_target *t);
 int pl_target_enter(struct pl_target *t);	/* -ENXIO when gone */
 void pl_target_leave(struct pl_target *t, int id);

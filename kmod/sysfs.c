@@ -104,6 +104,47 @@ static ssize_t target_page_size_show(struct kobject *k, struct kobj_attribute *a
 	return sysfs_emit(b, "%llu\n", pl.t.page_size);
 }
 
+/*
+ * A DRAM target's placement: its nodes and weights as loaded, the bytes
+ * found on each node, and how the pages got there; empty lines for fsdax.
+ */
+enum pl_place_fact { PL_PF_NODES, PL_PF_WEIGHTS, PL_PF_BYTES };
+
+static ssize_t pl_place_show(char *b, enum pl_place_fact what)
+{
+	struct pl_buf t = { .p = b, .cap = PAGE_SIZE - 1 };
+
+	if (pl.t.kind == PL_TARGET_DRAM) {
+		if (what == PL_PF_NODES)
+			pl_tier_out_nodes(&t, &pl.t.dram.tier);
+		else if (what == PL_PF_WEIGHTS)
+			pl_tier_out_weights(&t, &pl.t.dram.tier);
+		else
+			pl_tally_out(&t, &pl.t.dram.found);
+	}
+	return t.len + sysfs_emit_at(b, t.len, "\n");
+}
+
+static ssize_t target_nodes_show(struct kobject *k, struct kobj_attribute *a, char *b)
+{
+	return pl_place_show(b, PL_PF_NODES);
+}
+
+static ssize_t target_weights_show(struct kobject *k, struct kobj_attribute *a, char *b)
+{
+	return pl_place_show(b, PL_PF_WEIGHTS);
+}
+
+static ssize_t target_node_bytes_show(struct kobject *k, struct kobj_attribute *a, char *b)
+{
+	return pl_place_show(b, PL_PF_BYTES);
+}
+
+static ssize_t target_placement_show(struct kobject *k, struct kobj_attribute *a, char *b)
+{
+	return sysfs_emit(b, "%s\n", pl.t.kind == PL_TARGET_DRAM ? pl.t.dram.how : "");
+}
+
 static ssize_t tsc_khz_show(struct kobject *k, struct kobj_attribute *a, char *b)
 {
 	return sysfs_emit(b, "%u\n", tsc_khz);
@@ -176,6 +217,10 @@ RO(target_size, 0444);
 RO(target_node, 0444);
 RO(target_phys, 0400);
 RO(target_page_size, 0444);
+RO(target_nodes, 0444);
+RO(target_weights, 0444);
+RO(target_node_bytes, 0444);
+RO(target_placement, 0444);
 RO(tsc_khz, 0444);
 RO(cpu_features, 0444);
 RO(widths, 0444);
@@ -422,6 +467,8 @@ static struct attribute_group pl_results_group = {
 static struct kobj_attribute *pl_fixed_attrs[] = {
 	&pl_attr_version, &pl_attr_target, &pl_attr_target_kind, &pl_attr_target_size,
 	&pl_attr_target_node, &pl_attr_target_phys, &pl_attr_target_page_size,
+	&pl_attr_target_nodes, &pl_attr_target_weights, &pl_attr_target_node_bytes,
+	&pl_attr_target_placement,
 	&pl_attr_tsc_khz, &pl_attr_cpu_features, &pl_attr_widths, &pl_attr_op_table,
 	&pl_attr_prefetch_control, &pl_attr_fs_signature,
 	&pl_attr_run, &pl_attr_check, &pl_attr_abort, &pl_attr_state, &pl_attr_last_error, &pl_attr_run_id,

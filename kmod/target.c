@@ -19,6 +19,8 @@
 #include <linux/mm.h>
 #include <asm/pgtable_types.h>
 #include <asm/pgtable.h>
+#include <asm/tlbflush.h>
+#include <asm/io.h>
 #include "pmemlab.h"
 
 #if PL_HAVE_HOLDER_OPS
@@ -181,7 +183,7 @@ err_close:
 static bool dram_node_strict = true;
 module_param(dram_node_strict, bool, 0444);
 MODULE_PARM_DESC(dram_node_strict,
-		 "refuse to load when DRAM target pages are not all on dram_node (default 1; 0: load and log it)");
+		 "refuse to load when the DRAM target's pages are not where dram_node or dram_nodes/dram_weights say (default 1; 0: load and log it)");
 
 /*
  * filling and node checks go in chunks of this, with a cond_resched() between: 2 MiB, so that
@@ -272,22 +274,124 @@ static void *pl_dram_alloc_huge(u64 size, int node)
 	return pl_dram_alloc_on_cpu(size, node);
 }
 
-/* pages of the buffer not on node (every page looked at) */
-static unsigned long pl_dram_pages_off_node(const char *p, u64 size, int node, int *first)
+/*
+ * The leaf of the kernel page tables that maps addr: its entry, the page it
+ * maps, and its size (4 KiB or 2 MiB: what vmalloc maps with).  NULL for
+ * anything else, which no DRAM target has.
+ */
+static pte_t *pl_leaf(unsigned long addr, struct page **pg, u64 *bytes)
 {
-	unsigned long off, elsewhere = 0;
-	struct page *pg;
+	unsigned int level;
+	pte_t *pte = lookup_address(addr, &level);
 
-	for (off = 0; off < size; off += PAGE_SIZE) {
-		pg = is_vmalloc_addr(p + off) ? vmalloc_to_page(p + off) : virt_to_page(p + off);
-		if (!off)
+	if (!pte || !pte_present(*pte) || (level != PG_LEVEL_4K && level != PG_LEVEL_2M))
+		return NULL;
+	*bytes = level == PG_LEVEL_2M ? PMD_SIZE : PAGE_SIZE;
+	*pg = vmalloc_to_page((void *)(addr & ~(*bytes - 1)));
+	return *pg ? pte : NULL;
+}
+
+/*
+ * Where the pages of the target are, taken from the pages themselves (every
+ * leaf of the mapping, in order), into t->dram.found.  The first page's
+ * node in *first.
+ */
+static void pl_dram_tally(struct pl_target *t, int *first)
+{
+	struct pl_dram_place *d = &t->dram;
+	unsigned long a = (unsigned long)t->kaddr, end = a + t->size, next;
+	struct page *pg;
+	u64 bytes;
+
+	pl_tally_init(&d->found, &d->tier, d->unit);
+	*first = NUMA_NO_NODE;
+	while (a < end) {
+		if (!pl_leaf(a, &pg, &bytes)) {
+			pl_tally_add(&d->found, PAGE_SIZE, -1);
+			a += PAGE_SIZE;
+			continue;
+		}
+		next = min((a & ~(unsigned long)(bytes - 1)) + (unsigned long)bytes, end);
+		if (*first == NUMA_NO_NODE)
 			*first = page_to_nid(pg);
-		if (page_to_nid(pg) != node)
-			elsewhere++;
-		if (!((off + PAGE_SIZE) % PL_DRAM_CHUNK))
-			cond_resched();
+		pl_tally_add(&d->found, next - a, page_to_nid(pg));
+		a = next;
+		cond_resched();
 	}
-	return elsewhere;
+}
+
+/* the leaf's entry mapping pg instead, every other bit kept */
+static void pl_leaf_set(pte_t *pte, u64 bytes, struct page *pg)
+{
+	pmd_t *pmd = (pmd_t *)pte;
+	u64 phys = page_to_phys(pg);
+
+	if (bytes == PMD_SIZE)
+		set_pmd(pmd, __pmd((pmd_val(*pmd) & ~pmd_pfn_mask(*pmd)) | (phys & pmd_pfn_mask(*pmd))));
+	else
+		set_pte(pte, __pte((pte_val(*pte) & ~PTE_PFN_MASK) | (phys & PTE_PFN_MASK)));
+}
+
+static void pl_flush_tlb_one_cpu(void *unused)
+{
+#if PL_KERNEL_TLB_FLUSH
+	__flush_tlb_all();
+#endif
+}
+
+/*
+ * Weighted round robin: each leaf of the mapping whose page is not on the
+ * node its unit belongs to gets a page of that node (__GFP_THISNODE: a node
+ * without a free page of that size keeps the allocator's, which the check
+ * after counts), copied into the page tables in its place; then every CPU
+ * drops what its TLB held of the area.  The allocator's pages stay the
+ * area's (kvfree() frees them); the module's are freed after it.
+ */
+static int pl_dram_place(struct pl_target *t)
+{
+	struct pl_dram_place *d = &t->dram;
+	unsigned long a, end = (unsigned long)t->kaddr + t->size, n = 0, pass;
+	struct page *pg, *mine;
+	gfp_t gfp = GFP_KERNEL | __GFP_THISNODE | __GFP_NOWARN | __GFP_NORETRY;
+	u64 bytes;
+	pte_t *pte;
+	int node;
+
+	/* pass 0 counts the leaves to move, pass 1 moves them */
+	for (pass = 0; pass < 2; pass++) {
+		for (a = (unsigned long)t->kaddr; a < end; a += bytes) {
+			pte = pl_leaf(a, &pg, &bytes);
+			if (!pte) {
+				bytes = PAGE_SIZE;
+				continue;
+			}
+			a &= ~(unsigned long)(bytes - 1);
+			node = d->tier.node[pl_tier_index(&d->tier, (a - (unsigned long)t->kaddr) / d->unit)];
+			if (bytes > d->unit || page_to_nid(pg) == node)
+				continue;
+			if (!pass) {
+				n++;
+				continue;
+			}
+			mine = alloc_pages_node(node, gfp | (bytes > PAGE_SIZE ? __GFP_COMP : 0),
+						get_order(bytes));
+			if (!mine)
+				continue;	/* stays where it is: the check says so */
+			pl_leaf_set(pte, bytes, mine);
+			d->moved[d->nmoved++] = mine;
+			if (!(d->nmoved % 256))
+				cond_resched();
+		}
+		if (!pass && !n)
+			return 0;
+		if (!pass) {
+			d->moved = kvmalloc_array(n, sizeof(*d->moved), GFP_KERNEL | __GFP_ZERO);
+			if (!d->moved)
+				return -ENOMEM;
+		}
+	}
+	on_each_cpu(pl_flush_tlb_one_cpu, NULL, 1);
+	return 0;
 }
 
 /* non-zero contents, so loads never meet a special zero pattern; yields between chunks */
@@ -302,21 +406,46 @@ static void pl_dram_fill(char *p, u64 size)
 	}
 }
 
-static int pl_dram_open(struct pl_target *t, u64 size, int node, bool huge)
+/* every node of the target online and with memory; -1 (one node, unset): this CPU's */
+static int pl_dram_nodes(struct pl_tier *tier)
 {
-	unsigned long elsewhere;
-	int first = NUMA_NO_NODE;
+	unsigned int i;
+	int node;
 
-	if (node < -1) {
-		pr_err("dram_node %d: want -1 (the loading CPU's node) or an online node\n", node);
-		return -EINVAL;
+	for (i = 0; i < tier->n; i++) {
+		node = tier->node[i];
+		if (node == -1 && !tier->listed)
+			node = tier->node[i] = numa_node_id();
+		if (node < 0 || node >= MAX_NUMNODES || !node_online(node)) {
+			pr_err("%s %d is not an online node\n", tier->listed ? "dram_nodes: node" : "dram_node", node);
+			return -EINVAL;
+		}
+		if (tier->weight[i] && !node_state(node, N_MEMORY)) {
+			pr_err("%s %d has no memory\n", tier->listed ? "dram_nodes: node" : "dram_node", node);
+			return -EINVAL;
+		}
 	}
-	if (node == -1)
-		node = numa_node_id();
-	if (node >= MAX_NUMNODES || !node_online(node)) {
-		pr_err("dram_node %d is not an online node\n", node);
-		return -EINVAL;
-	}
+	return 0;
+}
+
+/*
+ * The DRAM target: one node's pages as the allocator gives them (checked
+ * to be there), or several nodes' in weighted round robin, placed by the
+ * module page by page (pl_dram_place) and checked the same way.  The
+ * allocation is made on the heaviest node; for several nodes without
+ * __GFP_THISNODE (a page elsewhere is moved like any other).
+ */
+static int pl_dram_open(struct pl_target *t, u64 size, const struct pl_tier *tier, bool huge)
+{
+	struct pl_dram_place *d = &t->dram;
+	char why[PL_WHY_LEN];
+	int node, first, err;
+	bool one;
+
+	d->tier = *tier;
+	err = pl_dram_nodes(&d->tier);
+	if (err)
+		return err;
 	if (size < PAGE_SIZE || size > (1ULL << 46) || size % PAGE_SIZE) {
 		pr_err("dram_size %llu: need a multiple of 4096 between 4K and 64T\n", size);
 		return -EINVAL;
@@ -327,7 +456,24 @@ static int pl_dram_open(struct pl_target *t, u64 size, int node, bool huge)
 		       size, (u64)si_mem_available() << PAGE_SHIFT);
 		return -ENOMEM;
 	}
-	t->kaddr = huge ? pl_dram_alloc_huge(size, node) : vmalloc_node(size, node);
+	one = pl_tier_used(&d->tier) == 1;
+	if (!one && !PL_KERNEL_TLB_FLUSH) {
+		pr_err("dram_nodes over several nodes: this kernel (6.19 and later) lets no module flush the kernel's TLB after moving pages; use the user backend (pmemlab-run dram_nodes=..., MPOL_WEIGHTED_INTERLEAVE)\n");
+		return -EOPNOTSUPP;
+	}
+	node = d->tier.node[pl_tier_heaviest(&d->tier)];
+	/* before 5.18 a vmalloc area has 4 KiB leaves whatever was asked (compat.h) */
+	d->unit = huge && PL_HUGE_VMALLOC ? PMD_SIZE : PAGE_SIZE;
+	d->how = one ? "node" : "module";
+	if (one)
+		t->kaddr = huge ? pl_dram_alloc_huge(size, node) : vmalloc_node(size, node);
+	else if (!huge)
+		t->kaddr = vmalloc_node(size, node);
+	else if (max_t(u64, size, KMALLOC_MAX_SIZE + PAGE_SIZE) <= INT_MAX)
+		t->kaddr = kvmalloc_node(max_t(u64, size, KMALLOC_MAX_SIZE + PAGE_SIZE),
+					 PL_DRAM_GFP, node);
+	else
+		t->kaddr = vmalloc_huge(size, PL_DRAM_GFP);
 	if (!t->kaddr) {
 		pr_err("cannot allocate %llu bytes of DRAM on node %d\n", size, node);
 		return -ENOMEM;
@@ -335,17 +481,26 @@ static int pl_dram_open(struct pl_target *t, u64 size, int node, bool huge)
 	t->allocated = true;
 	t->kind = PL_TARGET_DRAM;
 	t->size = size;
-	elsewhere = pl_dram_pages_off_node(t->kaddr, size, node, &first);
-	t->node = elsewhere ? first : node;
-	if (elsewhere && dram_node_strict) {
-		pr_err("dram target: %lu of %llu pages are not on node %d (load with dram_node_strict=0 to accept that)\n",
-		       elsewhere, size >> PAGE_SHIFT, node);
-		pl_target_close(t);
-		return -ENOMEM;
+	if (!one) {
+		err = pl_dram_place(t);
+		if (err) {
+			pr_err("dram target: no memory to keep the pages placed\n");
+			pl_target_close(t);
+			return err;
+		}
 	}
-	if (elsewhere)
-		pr_warn("dram target: wanted node %d; %lu of %llu pages are elsewhere (the first on node %d)\n",
-			node, elsewhere, size >> PAGE_SHIFT, first);
+	pl_dram_tally(t, &first);
+	t->node = d->tier.node[pl_tier_first(&d->tier)];
+	if (pl_tally_judge(&d->found, why, sizeof(why))) {
+		if (dram_node_strict) {
+			pr_err("dram target: %s (load with dram_node_strict=0 to accept that)\n", why);
+			pl_target_close(t);
+			return -ENOMEM;
+		}
+		pr_warn("dram target: %s (the first page on node %d)\n", why, first);
+		if (one)
+			t->node = first;
+	}
 	pl_dram_fill(t->kaddr, size);
 	t->phys = slow_virt_to_phys(t->kaddr);
 	t->page_size = pl_page_size(t->kaddr, t->size);
@@ -358,16 +513,20 @@ static int pl_dram_open(struct pl_target *t, u64 size, int node, bool huge)
 }
 
 int pl_target_open(struct pl_target *t, const char *spec, u64 dram_size,
-		   int dram_node, bool dram_huge)
+		   const struct pl_tier *dram_nodes, bool dram_huge)
 {
 	if (!spec || !*spec) {
 		pr_err("no target: load with target=/dev/pmemN or target=dram\n");
 		return -EINVAL;
 	}
 	if (!strcmp(spec, "dram"))
-		return pl_dram_open(t, dram_size, dram_node, dram_huge);
+		return pl_dram_open(t, dram_size, dram_nodes, dram_huge);
 	if (strncmp(spec, "/dev/", 5)) {
 		pr_err("target '%s': want /dev/pmemN or dram\n", spec);
+		return -EINVAL;
+	}
+	if (dram_nodes->listed) {
+		pr_err("dram_nodes: only for target=dram, not %s\n", spec);
 		return -EINVAL;
 	}
 	return pl_fsdax_open(t, spec);
@@ -375,6 +534,8 @@ int pl_target_open(struct pl_target *t, const char *spec, u64 dram_size,
 
 void pl_target_close(struct pl_target *t)
 {
+	unsigned long i;
+
 	if (t->dax) {
 		pl_dax_put(t->dax, t);
 		t->dax = NULL;
@@ -384,9 +545,15 @@ void pl_target_close(struct pl_target *t)
 		t->bdev = NULL;
 	}
 	if (t->allocated) {
+		/* unmaps the area and frees the allocator's pages; then the module's go */
 		kvfree(t->kaddr);
 		t->allocated = false;
 	}
+	for (i = 0; i < t->dram.nmoved; i++)
+		__free_pages(t->dram.moved[i], compound_order(t->dram.moved[i]));
+	kvfree(t->dram.moved);
+	t->dram.moved = NULL;
+	t->dram.nmoved = 0;
 	t->kaddr = NULL;
 }
 

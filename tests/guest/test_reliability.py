@@ -166,7 +166,13 @@ def test_non_dax_device_is_refused(ko: Path, tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("args,word", [(["dram_node=-2"], "dram_node"), (["dram_node=4096"], "dram_node"),
-                                       (["dram_size=1Q"], "dram_size"), (["dram_pages=1g"], "dram_pages")])
+                                       (["dram_size=1Q"], "dram_size"), (["dram_pages=1g"], "dram_pages"),
+                                       (["dram_nodes=0,0"], "dram_nodes: node 0 is listed twice"),
+                                       (["dram_nodes=0,1023"], "dram_nodes: node 1023 is not an online node"),
+                                       (["dram_nodes=0", "dram_weights=1,1"], "dram_weights: 2 weights for 1 node"),
+                                       (["dram_nodes=0", "dram_weights=0"], "dram_weights: every weight is 0"),
+                                       (["dram_weights=3"], "dram_weights: needs dram_nodes"),
+                                       (["dram_nodes=0", "dram_node=0"], "give dram_nodes or dram_node")])
 def test_bad_dram_parameters_are_refused(ko: Path, args: list[str], word: str) -> None:
     # a marker, not a line count: once the ring buffer is full (after the safety tests' many
     # loads) a count taken before no longer points at the new lines

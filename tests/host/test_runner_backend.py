@@ -103,7 +103,13 @@ def test_run_conditions_override_the_facts_probe() -> None:
     out = b.run({"op": "load", "count": 10})
     assert isinstance(out, UserRunOutcome) and out.ok
     assert out.conditions == {"target_kind": "user-dram", "target_size": 8 << 20, "target_node": 0,
-                              "target_page_size": 4096, "target_pages": "4k", "map_sync": 0}
+                              "target_page_size": 4096, "target_pages": "4k", "map_sync": 0,
+                              "target_placement": "any"}  # no node asked: no nodes, weights or bytes
+    out = UserBackend("dram", {"dram_size": "8M", "dram_pages": "4k", "dram_nodes": "0", "dram_weights": "2"}).run(
+        {"op": "load", "count": 10})
+    assert {k: v for k, v in out.conditions.items() if k.startswith("target_n") or k.endswith(("weights", "placement"))} \
+        == {"target_node": 0, "target_nodes": "0", "target_weights": "2", "target_node_bytes": "0:8388608",
+            "target_placement": "node"}
     rows = rows_for_outcome({"sweep": "s", "point": 0, "point_key": "", "repeat": 0}, {}, out, "ok", "", 1e6,
                             {"target_page_size": 123, "target_pages": None, "cpu_model": "x"})
     assert all(r["target_page_size"] == 4096 and r["target_pages"] == "4k" and r["cpu_model"] == "x" for r in rows)

@@ -7,8 +7,9 @@ RunOutcome with the module's `result` and `histogram` text), so `pmemlab run` an
 Targets: `dram` / `dram:NODE` (anonymous memory bound to NODE with libnuma), a file on a
 DAX file system (mapped with MAP_SYNC where the kernel allows it), or a devdax device.
 Target options (the module's load-time parameters, given as KEY=VALUE next to the run
-parameters): `dram_size`, `dram_pages` (4k | 2m = THP | hugetlb = hugetlbfs), `dram_node`,
-`size` (bytes of a file to use, created/extended for write runs), `allow_overwrite`, `allow_file`
+parameters): `dram_size`, `dram_pages` (4k | 2m = THP | hugetlb = hugetlbfs), `dram_node`, or
+`dram_nodes` with `dram_weights` (pages over several nodes in weighted round robin; `dram_node_strict=0`
+runs a placement that is off instead of refusing it), `size` (bytes of a file to use, created/extended for write runs), `allow_overwrite`, `allow_file`
 (a file that is not on a DAX file system: page cache, refused without it), `tsc_khz`.
 Every run maps the target afresh and pre-faults it before anything is timed, and prints the
 facts of that mapping (`#fact` lines: page size obtained, THP/hugetlbfs/4k, MAP_SYNC); `run()`
@@ -29,13 +30,14 @@ from typing import Any, Callable, Mapping
 from pmemlab import params as P
 from pmemlab.errors import BadInput, Interrupted, ModuleNotLoaded, ParamRefused, PmemlabError, WrongTarget
 from pmemlab.backend import BACKENDS, BackendKind, RunOutcome, load_identity
-from pmemlab.sysfs import INT_FACTS
+from pmemlab.sysfs import INT_FACTS, PLACEMENT_FACTS
 
 # facts of a run's own mapping that go into its CSV rows (condition columns)
-RUN_CONDITIONS = ("target_kind", "target_size", "target_node", "target_page_size", "target_pages", "map_sync")
+RUN_CONDITIONS = ("target_kind", "target_size", "target_node", "target_page_size", "target_pages", "map_sync",
+                  *PLACEMENT_FACTS)
 # KEY=VALUE arguments that configure the user backend's target, not a run
-TARGET_KEYS = ("backend", "target", "dram_size", "dram_pages", "dram_node", "size", "allow_overwrite", "allow_file",
-               "tsc_khz")
+TARGET_KEYS = ("backend", "target", "dram_size", "dram_pages", "dram_node", "dram_nodes", "dram_weights",
+               "dram_node_strict", "size", "allow_overwrite", "allow_file", "tsc_khz")
 
 
 class UserRunOutcome(RunOutcome):

@@ -23,7 +23,7 @@ from pmemlab import __version__, guard
 from pmemlab import params as P
 from pmemlab.backend import Backend
 from pmemlab.params import parse_cpulist
-from pmemlab.sysfs import load_hint
+from pmemlab.sysfs import PLACEMENT_FACTS, load_hint
 
 CPU_FEATURES_OF_INTEREST: tuple[str, ...] = (
     "clflush", "clflushopt", "clwb", "sse2", "avx", "avx2", "avx512f", "rdtscp", "constant_tsc", "nonstop_tsc",
@@ -412,6 +412,7 @@ def gather_info(module: Backend | None, host: HostPaths | None = None,
         "size": facts.get("target_size"),
         "node": facts.get("target_node"),
         "page_size": facts.get("target_page_size"),
+        **{k.removeprefix("target_"): facts.get(k) for k in PLACEMENT_FACTS},
         "fs_signature": facts.get("fs_signature"),
         "nd_provider": nd_provider(facts.get("target"), host),
         "partitions": facts.get("target_partitions"),
@@ -534,6 +535,7 @@ def conditions(info: dict[str, Any]) -> dict[str, Any]:
         "target_size": t.get("size"),
         "target_node": t.get("node"),
         "target_page_size": t.get("page_size"),
+        **{k: t.get(k.removeprefix("target_")) for k in PLACEMENT_FACTS},
         "target_region": t.get("region"),
         "target_interleave_ways": t.get("interleave_ways"),
         **advertised_conditions(t),
@@ -638,6 +640,9 @@ def format_info(info: dict[str, Any]) -> str:
         add("kind", t.get("kind"))
         add("size", size(t.get("size")))
         add("numa node", t.get("node"))
+        if t.get("nodes") and "," in str(t.get("nodes")):  # a DRAM target over several nodes
+            add("nodes (weights)", f"{t.get('nodes')} ({t.get('weights')}), placed by {t.get('placement')}")
+            add("bytes per node", t.get("node_bytes"))
         add("mapping page size", size(t.get("page_size")))
         add("fs signature", t.get("fs_signature"))
         if t.get("partitions"):

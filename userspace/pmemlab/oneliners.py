@@ -10,6 +10,9 @@
   latency-matrix   idle latency from a CPU of each NUMA node to the DRAM of each node and to each
                    pmem namespace (mlc --latency_matrix)
   bw-matrix        read bandwidth of each node's CPUs to the same memories (mlc --bandwidth_matrix)
+  tier-bw          bandwidth of a node's threads on one DRAM target spread over the DRAM node and a
+                   CXL node at a set of DRAM:CXL page weights, for loads and a 2:1 load:store mix:
+                   which ratio gives the most, and how much more than DRAM alone
 
 Each writes a sweep config in memory, sized by the facts of its targets (working set, threads
 per node), and runs it with the sweep machinery: a Sweep into memory, or with -o into a CSV with
@@ -17,7 +20,8 @@ its sidecar and summary as `pmemlab sweep` writes them. The backend is the modul
 kernel; the default when it is loaded) or the user backend (--backend user, pmemlab-run; the
 default otherwise, on DRAM unless --target says otherwise). --targets measures several targets
 into one table with a target column; the matrices have their own: the DRAM of each node with
-memory (dram_node=N) and every fsdax namespace (the module only).
+memory (dram_node=N) and every fsdax namespace (the module only); tier-bw has a target per ratio
+(dram_nodes=D,C dram_weights=d,c, pmemlab.tiers).
 """
 
 from __future__ import annotations
@@ -31,7 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
-from pmemlab import exitcodes, machine
+from pmemlab import exitcodes, machine, tiers
 from pmemlab.advertised import advertised_bandwidth, advertised_latency, advertised_of, ratio
 from pmemlab import params as P
 from pmemlab.backend import Backend, BackendKind, BackendSpec
@@ -207,7 +211,7 @@ class Table:
     rows: list[list[Any]]
     notes: list[str] = field(default_factory=list)
     records: list[dict[str, Any]] = field(default_factory=list)  # the rows in JSON: tidy, names with units
-    extra: dict[str, Any] = field(default_factory=dict)  # more keys of the JSON document
+    extra: dict[str, Any] = field(default_factory=dict)  # more of the JSON document (tier-bw: the best ratios)
 
     def text(self) -> str:
         cells = [[_cell(v) for v in row] for row in self.rows]
@@ -345,6 +349,9 @@ class OneLiner:
     repeats: int = 1
     duration_ms: int = 500
     matrix: bool = False
+    # its own target axis (the matrices: a target per memory; tier-bw: one per ratio), else the
+    # backend as it is or --targets
+    axis: Callable[[argparse.Namespace, BackendKind], list[TargetLoad]] | None = None
 
 
 def idle_config(args: argparse.Namespace, size: Sizing) -> str:
@@ -617,6 +624,80 @@ def fsdax_namespaces(host: machine.HostPaths) -> list[str]:
             out.append(str(host.dev / dev.name))
     return out
 
+def tier_nodes(args: argparse.Namespace) -> tuple[int, int]:
+    """--dram-node and --cxl-node, else the first node with CPUs and the first without (tiers.node_pair)."""
+    return tiers.node_pair(machine.numa_info(machine.HostPaths())["nodes"], args.dram_node, args.cxl_node)
+
+
+def tier_loads(args: argparse.Namespace, kind: BackendKind) -> list[TargetLoad]:
+    """A DRAM target per ratio of --weights over the DRAM node and the CXL node."""
+    dram, cxl = tier_nodes(args)
+    return tiers.ratio_loads(args.weights, dram, cxl, args.dram_size, args.dram_pages)
+
+
+def tier_cpus(args: argparse.Namespace, size: Sizing) -> tuple[int, int, tuple[int, ...]]:
+    """The DRAM node, the CXL node and the CPUs of the run: --threads of the DRAM node's (all of them)."""
+    dram, cxl = tier_nodes(args)
+    cpus = size.node_cpus.get(dram, ())
+    if not cpus:
+        raise ConfigError(f"node {dram} (the DRAM side) has no online CPU to run on", "give --dram-node N")
+    if args.threads and args.threads > len(cpus):
+        raise ConfigError(f"--threads {args.threads}: node {dram} has {len(cpus)} CPU(s)",
+                          f"give --threads {len(cpus)} or fewer")
+    return dram, cxl, cpus[: args.threads] if args.threads else cpus
+
+
+def tier_config(args: argparse.Namespace, size: Sizing) -> str:
+    _, _, cpus = tier_cpus(args, size)
+    return config_text("tier-bw", "pmemlab tier-bw: bandwidth per DRAM:CXL page ratio", args.repeats,
+                       {"mode": "bandwidth", "pattern": "seq", "access_size": args.access_size,
+                        "placement": "per-thread", "threads": len(cpus), "cpus": P.fmt_cpulist(cpus),
+                        "working_set": size.working_set(args.working_set), "duration_ms": args.duration_ms},
+                       zips=[{"op": [m[1] for m in tiers.MIXES], "read_pct": [m[2] for m in tiers.MIXES]}])
+
+
+def _gain(v: float) -> str:
+    return "n/a" if math.isnan(v) else f"{v:+.1f} %"
+
+
+def tier_table(args: argparse.Namespace, rows: pd.DataFrame, hist: pd.DataFrame, bed: Bed) -> Table:
+    dram, cxl, cpus = tier_cpus(args, bed.sizing())
+    stats = tiers.summarize(rows, args.weights)
+    cells = {(s.ratio, s.mix): s for s in stats}
+    out, reasons = [], {}
+    for ratio in args.weights:
+        first = cells[(ratio, tiers.MIXES[0][0])]
+        row: list[Any] = [ratio.text, first.dram_pct_placed]
+        for mix, op, pct in tiers.MIXES:
+            s = cells[(ratio, mix)]
+            row += [f"{_cell(s.mean)}{' *' if s.best else ''}", s.ci95,
+                    "ref" if ratio.cxl == 0 and s.runs else _gain(s.gain_pct)]
+            why = not_run(rows, {"target_label": ratio.label, "op": op, "read_pct": pct}) if not rows.empty else ""
+            if why and not s.runs:
+                reasons[f"{ratio.text} {mix}"] = why
+        out.append(row)
+    best = tiers.best_text(stats)
+    agg = rows[rows["thread"].astype(str) == "all"] if not rows.empty else rows
+    ws = int(agg["working_set"].iloc[0]) if not agg.empty else 0
+    sizes = sorted({int(float(v)) for v in agg["target_page_size"].dropna()}) if "target_page_size" in agg else []
+    page = f"{P.fmt_size(sizes[0])} " if len(sizes) == 1 else ""
+    columns = ["DRAM:CXL", "DRAM % placed"]
+    for mix, _, _ in tiers.MIXES:
+        columns += [f"{mix} GB/s", "+-95% CI", "vs DRAM alone"]
+    return Table(
+        title=headline("tier-bw", rows, bed) + f": DRAM node {dram}, CXL node {cxl}",
+        statistic=(f"bandwidth GB/s (1e9 B/s), all {len(cpus)} thread(s) on node {dram} (CPUs {P.fmt_cpulist(cpus)}) "
+                   f"together: mean over {args.repeats} run(s) of {args.duration_ms} ms and its 95 % CI; "
+                   f"sequential {args.access_size} B accesses, each thread in its own part of a "
+                   f"{P.fmt_size(ws)} window of a {args.dram_size} DRAM target whose {page}pages go to node "
+                   f"{dram} and node {cxl} in weighted round robin at the ratio (DRAM % placed: of its bytes, "
+                   f"found on node {dram} after placement); 2:1 load:store: two loads for every store in each "
+                   f"thread; vs DRAM alone: the gain over 1:0; * the best ratio of the column"),
+        columns=columns, rows=out, records=[s.record() for s in stats],
+        notes=[f"best for {mix}: {text}" for mix, text in best.items()] + reasons_note(reasons) + emulation_note(rows),
+        extra={"dram_node": dram, "cxl_node": cxl,
+               "best": {s.mix: s.ratio.text for s in stats if s.best}})
+
 
 COMMANDS: tuple[OneLiner, ...] = (
     OneLiner("idle-latency", "idle latency of single accesses (mlc --idle_latency)",
@@ -632,10 +713,14 @@ COMMANDS: tuple[OneLiner, ...] = (
              repeats=3),
     OneLiner("latency-matrix", "idle latency: CPUs of each NUMA node x each node's memory and pmem (mlc --latency_matrix)",
              ("pmemlab latency-matrix", "pmemlab latency-matrix --count 100000 --json"), latency_matrix_config, matrix_table("latency"), "latency",
-             matrix=True),
+             matrix=True, axis=lambda args, kind: matrix_loads(args, kind)),
     OneLiner("bw-matrix", "read bandwidth: CPUs of each NUMA node x each node's memory and pmem (mlc --bandwidth_matrix)",
              ("pmemlab bw-matrix", "pmemlab bw-matrix --duration-ms 500 --threads 2"), bw_matrix_config, matrix_table("bw"), "bandwidth", repeats=3,
-             matrix=True),
+             matrix=True, axis=lambda args, kind: matrix_loads(args, kind)),
+    OneLiner("tier-bw", "bandwidth per DRAM:CXL page ratio of one target, loads and a 2:1 load:store mix, a node's threads",
+             ("pmemlab tier-bw", "pmemlab tier-bw --weights 1:0,3:1,1:1,0:1 --duration-ms 200 --json",
+              "pmemlab tier-bw --backend user --dram-node 0 --cxl-node 1 -o results/tier-bw.csv"), tier_config, tier_table,
+             "bandwidth", repeats=3, axis=lambda args, kind: tier_loads(args, kind)),
 )
 
 
@@ -647,6 +732,13 @@ def _size(text: str) -> int:
         return P.canonical("working_set", text)  # type: ignore[no-any-return]
     except P.ConfigValueError as exc:
         raise argparse.ArgumentTypeError(exc.problem.reason) from None
+
+
+def _weights(text: str) -> tuple[tiers.Ratio, ...]:
+    try:
+        return tiers.parse_weights(text)
+    except ConfigError as exc:
+        raise argparse.ArgumentTypeError(exc.cause) from None
 
 
 def _delays(text: str) -> tuple[int, ...]:
@@ -665,10 +757,14 @@ def add_parsers(sub: Any) -> None:
                            epilog=examples(*one.examples), formatter_class=argparse.RawDescriptionHelpFormatter)
         p.add_argument("--backend", choices=("kernel", "user"),
                        help="kernel (pmemlab.ko; the default when it is loaded) or user (pmemlab-run)")
-        p.add_argument("--target", help="user backend: the target (dram, dram:NODE, a DAX file; default dram); "
-                                        "kernel: refuse unless the module runs on it")
-        add_target_options(p, "the backend as it is" if not one.matrix else
-                           "the DRAM of each node with memory and, on the module, each fsdax namespace")
+        if one.axis is None or one.matrix:
+            p.add_argument("--target", help="user backend: the target (dram, dram:NODE, a DAX file; default dram); "
+                                            "kernel: refuse unless the module runs on it")
+            add_target_options(p, "the backend as it is" if not one.matrix else
+                               "the DRAM of each node with memory and, on the module, each fsdax namespace")
+        else:
+            p.add_argument("--ko", metavar="PATH", help="the pmemlab.ko loaded on each target (default: $PMEMLAB_KO, "
+                                                        "else build/$(uname -r)/pmemlab.ko)")
         p.add_argument("--repeats", type=int, default=one.repeats, metavar="N", help=f"runs per row ({one.repeats})")
         p.add_argument("--working-set", type=_size, metavar="SIZE",
                        help="window of the accesses (default: 1 GiB or the smallest target)")
@@ -679,10 +775,23 @@ def add_parsers(sub: Any) -> None:
             p.add_argument("--duration-ms", type=int, default=one.duration_ms, metavar="MS",
                            help=f"length of each run ({one.duration_ms})")
             p.add_argument("--threads", type=int, metavar="N",
-                           help="threads (default: the CPUs of the target's node" +
-                                (", at least 2" if one.name == "loaded-latency" else "") + ")")
-        if one.name == "peak-bw":
+                           help="threads (default: " + ("every CPU of the DRAM node)" if one.name == "tier-bw" else
+                                                         "the CPUs of the target's node" +
+                                                         (", at least 2" if one.name == "loaded-latency" else "") + ")"))
+        if one.name in ("peak-bw", "tier-bw"):
             p.add_argument("--access-size", type=_size, default=256, metavar="BYTES", help="bytes per access (256)")
+        if one.name == "tier-bw":
+            p.add_argument("--weights", type=_weights, default=tiers.parse_weights(tiers.DEFAULT_WEIGHTS),
+                           metavar="D:C,...", help=f"DRAM:CXL page weights, one target each ({tiers.DEFAULT_WEIGHTS}; "
+                                                   f"0..{tiers.WEIGHT_MAX}; 1:0 is DRAM alone, 0:1 CXL alone)")
+            p.add_argument("--dram-node", type=int, metavar="N",
+                           help="the DRAM node, whose CPUs run the threads (default: the first node with CPUs)")
+            p.add_argument("--cxl-node", type=int, metavar="N",
+                           help="the CXL node (default: the first node with memory and no CPUs)")
+            p.add_argument("--dram-size", default=DEFAULT_DRAM_SIZE, metavar="SIZE",
+                           help=f"size of each ratio's DRAM target ({DEFAULT_DRAM_SIZE})")
+            p.add_argument("--dram-pages", choices=("4k", "2m"),
+                           help="pages placed on the nodes (default: the backend's, 2m: 2 MiB)")
         if one.name == "loaded-latency":
             p.add_argument("--op", choices=("load", "ntload", "ntstore", "store+clwb"), default="load",
                            help="what the probe and the injectors issue (load)")
@@ -706,11 +815,11 @@ def run_command(one: OneLiner, args: argparse.Namespace) -> int:
         check_output(args.output)  # before anything is opened or run
         SweepFiles(args.output).check_ours()  # -o replaces only what a sweep wrote
     kind = pick_backend(args)
-    subs = Substitutes.probe(args.pmem, args.pmem_dram)
-    if args.targets is not None:
+    subs = Substitutes.probe(getattr(args, "pmem", None), getattr(args, "pmem_dram", None))
+    if getattr(args, "targets", None) is not None:
         loads = choose_loads(None, args.targets, subs)
-    elif one.matrix:
-        loads = [subs.resolve(t) for t in matrix_loads(args, kind)]
+    elif one.axis is not None:
+        loads = [subs.resolve(t) for t in one.axis(args, kind)]
     else:
         loads = None
     bed = open_bed(args, loads, online_cpus())

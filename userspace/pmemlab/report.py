@@ -189,7 +189,7 @@ def build_sections(results_dir: Path, dpi: int = 110) -> list[Section]:
     from pmemlab.plots.data import find_experiments, load_results
     from pmemlab.plots.marks import emulation_notice
 
-    from pmemlab.plots.recipes import RECIPES
+    from pmemlab.plots.recipes import ALL_RECIPES
     from pmemlab.plots.render import fallback_figure
     from pmemlab.plots.style import caption_of
 
@@ -200,7 +200,7 @@ def build_sections(results_dir: Path, dpi: int = 110) -> list[Section]:
     sections = []
     for name, paths in sorted(groups.items()):
         results = load_results(paths)
-        fig = RECIPES[name](results) if name in RECIPES else fallback_figure(results)
+        fig = ALL_RECIPES[name](results) if name in ALL_RECIPES else fallback_figure(results)
         buf = io.BytesIO()
         fig.savefig(buf, format="png", dpi=dpi)
         notice = emulation_notice(results.rows)

@@ -28,6 +28,9 @@ from pmemlab.errors import (
 DEFAULT_SYSFS = Path("/sys/kernel/pmemlab")
 DEFAULT_MODPARAMS = Path("/sys/module/pmemlab/parameters")
 
+# a DRAM target's placement (docs/interface.md): its nodes and weights, the bytes found on each node
+# ("0:201326592,1:67108864"), how the pages got there; condition columns of every row
+PLACEMENT_FACTS: tuple[str, ...] = ("target_nodes", "target_weights", "target_node_bytes", "target_placement")
 FACT_FILES: tuple[str, ...] = (
     "version",
     "target",
@@ -35,6 +38,7 @@ FACT_FILES: tuple[str, ...] = (
     "target_size",
     "target_node",
     "target_page_size",
+    *PLACEMENT_FACTS,
     "tsc_khz",
     "cpu_features",
     "widths",
@@ -221,6 +225,16 @@ class Module:
             out["target_phys"] = phys
         return out
 
+    def placement(self) -> dict[str, str]:
+        """The target's placement as the module holds it now (the rows of each run carry the
+        load's own: a target reloaded between the probe and the run is placed again)."""
+        out = {}
+        for name in PLACEMENT_FACTS:
+            text = self.read_opt(name)
+            if text is not None:
+                out[name] = text
+        return out
+
     def target_facts(self, online_cpus: int | None = None) -> P.TargetFacts:
         f = self.facts()
         widths: tuple[int, ...] | None = None
@@ -346,7 +360,7 @@ class Module:
         if state == "done":
             return RunOutcome("done", result=self.read("result"), started=started, elapsed_s=elapsed,
                               params=dict(values), histogram=self.read_opt("histogram") or "",
-                              run_id=self.read_opt("run_id"),
+                              run_id=self.read_opt("run_id"), conditions=self.placement(),
                               raw_samples=self._raw_samples() if values.get("samples") else b"")
         if state == "idle":
             state = "error:stopped without a result (aborted from elsewhere?)"

@@ -17,6 +17,7 @@ from pmemlab.errors import NotPmemlabFile
 from pmemlab.params import PARAM_NAMES, PARAMS
 from pmemlab.results import KNOWN_RESULT_COLUMNS, parse_result
 from pmemlab.backend import RunOutcome
+from pmemlab.sysfs import PLACEMENT_FACTS
 
 if TYPE_CHECKING:  # pandas is imported where a table is read: `pmemlab run` never needs it
     import pandas as pd
@@ -24,7 +25,7 @@ if TYPE_CHECKING:  # pandas is imported where a table is read: `pmemlab run` nev
 ID_COLUMNS: tuple[str, ...] = ("sweep", "target_label", "point", "point_key", "repeat", "thread", "status", "error")
 CONDITION_COLUMNS: tuple[str, ...] = (
     "target", "target_kind", "target_size", "target_node", "target_page_size", "target_pages", "map_sync",
-    "target_region",
+    *PLACEMENT_FACTS, "target_region",
     "target_interleave_ways", "cpu_model", "tsc_khz", "freq_source", "tsc_invariant", "tsc_reliable", "clocksource",
     "prefetch_control", "prefetch_msr", "kernel",
     "hostname", "module_version", "toolkit_version", "hypervisor", "target_emulated", "mitigations",
@@ -80,6 +81,14 @@ COLUMN_DOC: dict[str, str] = {
     "target_size": "bytes", "target_page_size": "bytes of the kernel mapping's pages",
     "target_pages": "user backend: how the target was mapped (4k, thp, hugetlbfs, file, devdax)",
     "map_sync": "user backend: 1 if the file/devdax mapping has MAP_SYNC",
+    "target_nodes": "DRAM target: its NUMA nodes as loaded (dram_nodes, or the one dram_node), e.g. 0,1",
+    "target_weights": "DRAM target: pages of each stripe on each node of target_nodes (dram_weights; 1 for one node)",
+    "target_node_bytes": "DRAM target: bytes of the target found on each node after placement, NODE:BYTES comma-separated "
+                         "(module: from its pages; user backend: move_pages; other:BYTES = on no node of the target)",
+    "target_placement": "DRAM target: how the pages got to their nodes: node (one node, as the allocator gave), module "
+                        "(the module's weighted round robin), weighted-interleave (MPOL_WEIGHTED_INTERLEAVE), "
+                        "first-touch (each page faulted in under its node's policy, then mbind MPOL_BIND), any "
+                        "(user backend, no node asked)",
     "tsc_khz": "TSC rate used for ticks -> ns",
     "tsc_invariant": "1 if the TSC is invariant (constant_tsc and nonstop_tsc), 0 if not: ticks -> ns is then suspect",
     "tsc_reliable": "1 if the kernel has not marked the TSC unstable (module), or keeps time with it (user backend); "
@@ -147,7 +156,7 @@ def _text_params() -> tuple[str, ...]:
 TEXT_COLUMNS: tuple[str, ...] = (
     "sweep", "point_key", "thread", "status", "error", *_text_params(),
     "thread_role", "thread_op", "thread_mode",
-    "target", "target_kind", "target_region", "target_pages", "cpu_model", "freq_source", "prefetch_control",
+    "target", "target_kind", "target_region", "target_pages", *PLACEMENT_FACTS, "cpu_model", "freq_source", "prefetch_control",
     "prefetch_msr", "kernel", "hostname", "module_version", "toolkit_version", "hypervisor", "target_emulated",
     "mitigations", "mitigations_cmdline", "governor", "cpufreq_driver", "turbo", "thp_enabled", "thp_defrag",
     "started_at", "run_id", "noise", "metric", "target_label", "source_csv",

@@ -35,8 +35,8 @@ LOADED = "loaded"  # --targets loaded: the module as it is loaded now, no target
 WELL_KNOWN = {"pmem": f"target={PMEM_PLACEHOLDER}", "emulated": f"target={PMEM_DRAM_PLACEHOLDER}"}
 LABEL_RE = re.compile(r"[A-Za-z0-9_.\-]+")
 # keys of a load that are load parameters, never labels (`--targets target=dram` has no label)
-LOAD_KEYS = frozenset({"target", "dram_size", "dram_node", "dram_pages", "allow_overwrite", "dram_node_strict",
-                       "size", "allow_file", "tsc_khz"})
+LOAD_KEYS = frozenset({"target", "dram_size", "dram_node", "dram_nodes", "dram_weights", "dram_pages",
+                       "allow_overwrite", "dram_node_strict", "size", "allow_file", "tsc_khz"})
 
 
 @dataclass(frozen=True)
@@ -98,6 +98,10 @@ def derived_label(params: Sequence[tuple[str, str]]) -> str:
         label = "dram"
         if "dram_node" in p:
             label += f"-node{p['dram_node']}"
+        if "dram_nodes" in p:  # dram-nodes0.1-w3.1: a label has no commas
+            label += f"-nodes{p['dram_nodes'].replace(',', '.')}"
+        if "dram_weights" in p:
+            label += f"-w{p['dram_weights'].replace(',', '.')}"
         if "dram_pages" in p:
             label += f"-{p['dram_pages']}"
         return label
@@ -186,11 +190,13 @@ class Substitutes:
                         return replace(load, unavailable=why)
                     value = value.replace(mark, fill)
             params.append((key, value))
-        node = dict(params).get("dram_node")
-        if (dict(params).get("target") == "dram" and node is not None and node.lstrip("-").isdigit()
-                and int(node) >= 0 and self.memory_nodes is not None and int(node) not in self.memory_nodes):
-            return replace(load, params=tuple(params),
-                           unavailable=f"no NUMA node {node} with memory on this machine (dram_node={node})")
+        p = dict(params)
+        for key in ("dram_node", "dram_nodes"):
+            for node in (p.get(key) or "").split(","):
+                if (p.get("target") == "dram" and node.isdigit() and self.memory_nodes is not None
+                        and int(node) not in self.memory_nodes):
+                    return replace(load, params=tuple(params),
+                                   unavailable=f"no NUMA node {node} with memory on this machine ({key}={p[key]})")
         return replace(load, params=tuple(params))
 
 

@@ -7,6 +7,7 @@
 #include "pl_core.h"
 #include "runner.h"
 #include "pl_run.h"
+#include "pl_tier.h"
 
 int pl_test_nops(void)
 {
@@ -385,4 +386,66 @@ u64 pl_test_fences(u64 access, u64 fi, u64 n)
 	for (k = 0; k < n; k++)
 		fences += pl_fence_due(&acc, access, fi);
 	return fences;
+}
+
+/* ---- DRAM over several nodes (tier.c) ---- */
+
+/*
+ * The load parameters judged: 0 and "NODES WEIGHTS STRIPE" in out, or
+ * -errno and the reason.
+ */
+int pl_test_tier_parse(const char *nodes, const char *weights, long node, char *out, size_t len)
+{
+	struct pl_tier t;
+	struct pl_buf b = { .p = out, .cap = len };
+	int err = pl_tier_parse(&t, nodes, weights, node, out, len);
+
+	if (err)
+		return err;
+	pl_tier_out_nodes(&b, &t);
+	pl_out(&b, " ");
+	pl_tier_out_weights(&b, &t);
+	pl_out(&b, " %u", t.stripe);
+	return 0;
+}
+
+/* the node of each of units units (their index in the list) and the units of each node */
+int pl_test_tier_layout(const char *nodes, const char *weights, u64 units, unsigned int *idx, u64 *per_node)
+{
+	char why[PL_WHY_LEN];
+	struct pl_tier t;
+	unsigned int i;
+	u64 u;
+
+	if (pl_tier_parse(&t, nodes, weights, -1, why, sizeof(why)))
+		return -EINVAL;
+	for (u = 0; u < units; u++)
+		idx[u] = pl_tier_index(&t, u);
+	for (i = 0; i < t.n; i++)
+		per_node[i] = pl_tier_units(&t, i, units);
+	return 0;
+}
+
+/*
+ * A placement found as n ranges (len[i] bytes on node[i], in order from
+ * byte 0) judged for the tier at unit bytes: 0 or -ENOMEM and the reason in
+ * why; the bytes per node in bytes.
+ */
+int pl_test_tally(const char *nodes, const char *weights, u64 unit, const u64 *len, const int *node,
+		  unsigned int n, char *why, size_t wlen, char *bytes, size_t blen)
+{
+	struct pl_buf b = { .p = bytes, .cap = blen };
+	struct pl_tier_tally y;
+	struct pl_tier t;
+	unsigned int i;
+	int err;
+
+	if (pl_tier_parse(&t, nodes, weights, -1, why, wlen))
+		return -EINVAL;
+	pl_tally_init(&y, &t, unit);
+	for (i = 0; i < n; i++)
+		pl_tally_add(&y, len[i], node[i]);
+	err = pl_tally_judge(&y, why, wlen);
+	pl_tally_out(&b, &y);
+	return err;
 }

@@ -6,6 +6,8 @@
  * (target.c), in threads pinned to the CPUs their result lines name.
  *
  *	pmemlab-run target=dram[:NODE] [dram_size=256M] [dram_pages=4k|2m|hugetlb] KEY=VALUE...
+ *	pmemlab-run target=dram dram_nodes=0,1 dram_weights=3,1 [dram_node_strict=0] ...
+ *						    pages over nodes in weighted round robin
  *	pmemlab-run target=/mnt/pmem/file|/dev/daxX.Y [allow_overwrite=1] [size=BYTES] KEY=VALUE...
  *	pmemlab-run target=/path/file allow_file=1 ...  a file not on DAX (page cache)
  *	pmemlab-run --facts target=...              target facts only
@@ -76,8 +78,9 @@ static void print_verdict(const struct pl_verdict *v, unsigned int width)
 /* ---- the runner's own options: the target (the module's load-time parameters) ---- */
 struct opts {
 	const char *target;
-	u64 dram_size, dram_pages, allow_overwrite, allow_file, size, tsc_khz;
+	u64 dram_size, dram_pages, allow_overwrite, allow_file, size, tsc_khz, dram_node_strict;
 	long dram_node;
+	const char *dram_nodes, *dram_weights;
 	const char *raw_samples;
 };
 
@@ -119,8 +122,14 @@ static bool set_option(struct opts *o, const char *key, const char *val)
 	} else if (!strcmp(key, "dram_node")) {
 		errno = 0;
 		o->dram_node = strtol(val, &end, 10);
-		if (!*val || *end || errno || o->dram_node < -1 || o->dram_node > 1023)
-			refuse(EINVAL, "dram_node: '%s' is not -1 or a node number", val);
+		if (!*val || *end || errno || o->dram_node < -1 || o->dram_node > PL_TIER_NODE_MAX)
+			refuse(EINVAL, "dram_node: '%.32s' is not -1 or a node number", val);
+	} else if (!strcmp(key, "dram_nodes")) {
+		o->dram_nodes = val;	/* judged with dram_weights (kmod/core/tier.c) */
+	} else if (!strcmp(key, "dram_weights")) {
+		o->dram_weights = val;
+	} else if (!strcmp(key, "dram_node_strict")) {
+		o->dram_node_strict = opt_num(key, val, false, 0, 1, 0);
 	} else {
 		return false;
 	}
@@ -534,6 +543,21 @@ static void print_facts(const char *target)
 	printf("#fact target_page_size %llu\n", R.t.page_size);
 	printf("#fact target_pages %s\n", R.t.pages);
 	printf("#fact target_huge_pct %llu\n", R.t.huge_pct);
+	if (R.t.placed) {
+		char nodes[PL_TIER_MAX * 8] = "", weights[PL_TIER_MAX * 8] = "", bytes[PL_TIER_MAX * 32];
+		struct pl_buf nb = { .p = nodes, .cap = sizeof(nodes) };
+		struct pl_buf wb = { .p = weights, .cap = sizeof(weights) };
+		struct pl_buf bb = { .p = bytes, .cap = sizeof(bytes) };
+
+		pl_tier_out_nodes(&nb, &R.t.tier);
+		pl_tier_out_weights(&wb, &R.t.tier);
+		pl_tally_out(&bb, &R.t.found);
+		printf("#fact target_nodes %s\n#fact target_weights %s\n#fact target_node_bytes %s\n",
+		       nodes, weights, bytes);
+	}
+	printf("#fact target_placement %s\n", R.t.placement);
+	if (R.t.placement_note[0])
+		printf("#fact target_placement_note %s\n", R.t.placement_note);
 	printf("#fact map_sync %d\n", R.t.map_sync);
 	printf("#fact dax %d\n", R.t.dax);
 	printf("#fact tsc_khz %llu\n", R.tsc_khz);
@@ -612,7 +636,8 @@ static int check_batch(const struct pl_facts *f)
 
 int main(int argc, char **argv)
 {
-	struct opts o = { .dram_size = 256ULL << 20, .dram_pages = 1, .dram_node = -1 };
+	struct opts o = { .dram_size = 256ULL << 20, .dram_pages = 1, .dram_node = -1,
+			  .dram_node_strict = 1 };
 	const char *vals[PL_NPARAMS] = { 0 };
 	enum { RUN, FACTS, CHECK, BATCH } mode = RUN;
 	struct pl_setup setup;
@@ -657,15 +682,24 @@ int main(int argc, char **argv)
 	if (mode == RUN || mode == CHECK)
 		writes = run_writes(vals, &R.f);
 	if (!strncmp(o.target, "dram", 4) && (!o.target[4] || o.target[4] == ':')) {
+		struct pl_tier tier;
+		char why[PL_WHY_LEN];
+
 		node = o.dram_node;
 		if (o.target[4] == ':') {
 			char *end;
 
 			node = strtol(o.target + 5, &end, 10);
-			if (!o.target[5] || *end || node < 0)
+			if (!o.target[5] || *end || node < 0 || node > PL_TIER_NODE_MAX)
 				refuse(EINVAL, "target '%s': not dram or dram:NODE", o.target);
+			if (o.dram_node != -1 && o.dram_node != node)
+				refuse(EINVAL, "dram_node: %ld, but target %s", o.dram_node, o.target);
 		}
-		plu_open_dram(&R.t, o.dram_size, o.dram_pages, node);
+		if (pl_tier_parse(&tier, o.dram_nodes, o.dram_weights, node, why, sizeof(why)))
+			refuse(EINVAL, "%s", why);
+		plu_open_dram(&R.t, o.dram_size, o.dram_pages, &tier, o.dram_node_strict);
+		if (R.t.tier.listed)
+			node = -1;	/* the nodes are checked one by one (plu_prefault) */
 	} else {
 		/* --facts and --check-batch do not know whether a run writes: judged as if it may */
 		struct plu_path_opts po = { .size = o.size, .may_write = writes || mode == FACTS ||
@@ -673,6 +707,8 @@ int main(int argc, char **argv)
 					    .allow_file = o.allow_file };
 
 		node = -1;
+		if ((o.dram_nodes && *o.dram_nodes) || (o.dram_weights && *o.dram_weights))
+			refuse(EINVAL, "dram_nodes: only for target=dram, not %s", o.target);
 		plu_open_path(&R.t, o.target, &po);
 	}
 	fill_facts(&R.f, &R.t, &o, &allowed);

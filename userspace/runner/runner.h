@@ -4,6 +4,7 @@
 #define PMEMLAB_RUNNER_H
 
 #include "pl_run.h"
+#include "pl_tier.h"
 
 /* the runner's copy ops: ops.def lists them after the module's (chase follows them) */
 #define PLU_NOPS	(PL_OP_ALL - PL_OP_NR)
@@ -35,11 +36,23 @@ struct plu_target {
 	int dax;			/* a file's pages are the medium's: 1, 0, -1 unknown */
 	int fd;				/* a file not mapped yet (plu_map), else -1 */
 	u64 file_len;			/* its length when opened */
+	/* dram: the nodes its pages go to (pl_tier.h), and where they went */
+	struct pl_tier tier;
+	bool placed;			/* on nodes asked for (not: dram on any node, files) */
+	bool strict;			/* dram_node_strict: refuse a placement that is off */
+	const char *placement;		/* node, any, weighted-interleave, first-touch ("" for files) */
+	char placement_note[320];	/* why first-touch, where weighted interleave is not used */
+	u64 unit;			/* bytes of the pages placed */
+	struct pl_tier_tally found;	/* bytes per node, from move_pages (plu_prefault) */
 };
 
 extern const char *const plu_pages_names[3];	/* dram_pages: 4k, 2m (THP), hugetlb */
-/* anonymous memory on node (-1: any); pre-faulted later, once the run is judged */
-void plu_open_dram(struct plu_target *t, u64 len, unsigned int pages, long node);
+/*
+ * Anonymous memory on the nodes of tier (one node -1: any), mapped and
+ * given its policy; pre-faulted (placed) later, once the run is judged.
+ */
+void plu_open_dram(struct plu_target *t, u64 len, unsigned int pages, const struct pl_tier *tier,
+		   bool strict);
 /* how a file or devdax device is opened */
 struct plu_path_opts {
 	u64 size;			/* size=: the bytes to use; creates or extends a file */
@@ -57,7 +70,12 @@ struct plu_path_opts {
 void plu_open_path(struct plu_target *t, const char *path, const struct plu_path_opts *o);
 /* map a file (a write run: extended to size= first); a probe maps what is there */
 void plu_map(struct plu_target *t, const char *path, bool writes);
-/* touch what the run uses before anything is timed (write runs and DRAM: non-zero data) */
+/*
+ * Touch what the run uses before anything is timed (write runs and DRAM:
+ * non-zero data); DRAM on several nodes is placed by it, and every DRAM
+ * target on nodes asked for is checked with move_pages (refused when off,
+ * unless not strict).
+ */
 void plu_prefault(struct plu_target *t, bool writes, u64 bytes);
 
 /*

@@ -12,6 +12,7 @@
 #include <fcntl.h>
 #include <numa.h>
 #include <numaif.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -146,21 +147,160 @@ static void touch_read(const char *p, u64 n)
 	(void)s;
 }
 
-void plu_open_dram(struct plu_target *t, u64 len, unsigned int pages, long node)
+/* ---- DRAM over several nodes: the kernel's weighted interleave where it has one ---- */
+#ifndef MPOL_WEIGHTED_INTERLEAVE
+#define MPOL_WEIGHTED_INTERLEAVE	6	/* Linux 6.9 */
+#endif
+#define WI_DIR	"/sys/kernel/mm/mempolicy/weighted_interleave"
+
+/*
+ * The weights of MPOL_WEIGHTED_INTERLEAVE are the system's, one file per
+ * node: those of the target's nodes are set while its pages are faulted
+ * in, and put back at once after (and at exit, however the runner ends:
+ * SIGINT, SIGTERM and SIGHUP wait until they are back).
+ */
+static struct {
+	int n, node[PL_TIER_MAX];
+	char old[PL_TIER_MAX][8];
+	char old_auto[8];		/* 6.16+: "true" when the weights were the kernel's own */
+	bool blocked;			/* the signals above, until wi_restore */
+	sigset_t mask;			/* as it was before */
+} wi_saved;
+
+static int write_text(const char *path, const char *text)
+{
+	FILE *f = fopen(path, "w");
+	int err = 0;
+
+	if (!f)
+		return errno;
+	if (fputs(text, f) < 0)
+		err = errno ? errno : EIO;
+	if (fclose(f) && !err)
+		err = errno ? errno : EIO;
+	return err;
+}
+
+static int read_text(const char *path, char *buf, size_t len)
+{
+	FILE *f = fopen(path, "r");
+	int ok;
+
+	buf[0] = '\0';
+	if (!f)
+		return errno;
+	ok = fgets(buf, len, f) != NULL;
+	fclose(f);
+	buf[strcspn(buf, "\n")] = '\0';
+	return ok ? 0 : EIO;
+}
+
+static void wi_restore(void)
+{
+	char path[128];
+	int i;
+
+	for (i = 0; i < wi_saved.n; i++) {
+		snprintf(path, sizeof(path), WI_DIR "/node%d", wi_saved.node[i]);
+		write_text(path, wi_saved.old[i]);
+	}
+	if (!strcmp(wi_saved.old_auto, "true"))
+		write_text(WI_DIR "/auto", "true");
+	wi_saved.n = 0;
+	wi_saved.old_auto[0] = '\0';
+	if (wi_saved.blocked) {
+		wi_saved.blocked = false;
+		sigprocmask(SIG_SETMASK, &wi_saved.mask, NULL);
+	}
+}
+
+/*
+ * The tier's weights in the kernel's table, for the time the pages are
+ * faulted in (wi_restore puts them back): 0, or why not (the note says it,
+ * and nothing stays changed).
+ */
+static int wi_set(struct plu_target *t)
+{
+	const struct pl_tier *tier = &t->tier;
+	char path[128], cur[8], want[8];
+	unsigned int i;
+	int err;
+
+	if (read_text(WI_DIR "/auto", wi_saved.old_auto, sizeof(wi_saved.old_auto)))
+		wi_saved.old_auto[0] = '\0';
+	if (!wi_saved.blocked) {
+		sigset_t stop;
+
+		sigemptyset(&stop);
+		sigaddset(&stop, SIGINT);
+		sigaddset(&stop, SIGTERM);
+		sigaddset(&stop, SIGHUP);
+		wi_saved.blocked = !sigprocmask(SIG_BLOCK, &stop, &wi_saved.mask);
+	}
+	for (i = 0; i < tier->n; i++) {
+		if (!tier->weight[i])
+			continue;
+		snprintf(path, sizeof(path), WI_DIR "/node%d", tier->node[i]);
+		snprintf(want, sizeof(want), "%u", tier->weight[i]);
+		err = read_text(path, cur, sizeof(cur));
+		if (!err && !strcmp(cur, want) && strcmp(wi_saved.old_auto, "true"))
+			continue;
+		if (!err) {
+			/* saved before the write, so that a failed write is put back too */
+			wi_saved.node[wi_saved.n] = tier->node[i];
+			snprintf(wi_saved.old[wi_saved.n++], sizeof(wi_saved.old[0]), "%s", cur);
+			err = write_text(path, want);
+		}
+		if (err) {
+			wi_restore();
+			snprintf(t->placement_note, sizeof(t->placement_note),
+				 "cannot set %s to %s: %s (MPOL_WEIGHTED_INTERLEAVE weights are the system's; root sets them)",
+				 path, want, strerror(err));
+			return err;
+		}
+	}
+	return 0;
+}
+
+/* the tier's nodes with a weight as a nodemask */
+static struct bitmask *tier_mask(const struct pl_tier *tier)
+{
+	struct bitmask *bm = numa_allocate_nodemask();
+	unsigned int i;
+
+	for (i = 0; i < tier->n; i++)
+		if (tier->weight[i])
+			numa_bitmask_setbit(bm, tier->node[i]);
+	return bm;
+}
+
+void plu_open_dram(struct plu_target *t, u64 len, unsigned int pages, const struct pl_tier *tier,
+		   bool strict)
 {
 	u64 align = 2ULL << 20;
 	int flags = MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED;
+	long node = tier->node[pl_tier_first(tier)];
+	bool one = pl_tier_used(tier) == 1;
+	unsigned int i;
 	char *p;
 
 	snprintf(t->kind, sizeof(t->kind), "dram");
 	t->pages = pages == 2 ? "hugetlbfs" : pages == 1 ? "thp" : "4k";
-	if (node >= 0) {
-		if (numa_available() < 0 || node > numa_max_node() ||
-		    !numa_bitmask_isbitset(numa_all_nodes_ptr, node))
-			refuse(EINVAL, "dram_node %ld: no such NUMA node with memory", node);
+	t->tier = *tier;
+	t->strict = strict;
+	t->unit = pages ? align : 4096;
+	for (i = 0; i < tier->n; i++) {
+		if (tier->node[i] < 0)
+			continue;
+		if (numa_available() < 0 || tier->node[i] > numa_max_node() ||
+		    !numa_bitmask_isbitset(numa_all_nodes_ptr, tier->node[i]))
+			refuse(EINVAL, "%s %d: no such NUMA node with memory",
+			       tier->listed ? "dram_nodes: node" : "dram_node", tier->node[i]);
 	}
 	if (pages == 2 && len % align)
 		refuse(EINVAL, "dram_pages=hugetlb: dram_size must be a multiple of 2M");
+	t->placed = node >= 0;
+	t->placement = !t->placed ? "any" : one ? "node" : "weighted-interleave";
 	/* on a 2 MiB boundary, between guard pages */
 	p = plu_reserve(len, align);
 	if (!p)
@@ -181,24 +321,112 @@ void plu_open_dram(struct plu_target *t, u64 len, unsigned int pages, long node)
 				refuse(EOPNOTSUPP, "madvise(%s): %s", plu_pages_names[pages],
 				       strerror(errno));
 			t->pages = "4k";
+			t->unit = 4096;
 		}
 	}
-	if (node >= 0) {
+	if (t->placed && one) {
 		struct bitmask *bm = numa_allocate_nodemask();
 
 		numa_bitmask_setbit(bm, node);
 		if (mbind(p, len, MPOL_BIND, bm->maskp, bm->size + 1, MPOL_MF_STRICT))
 			refuse(EINVAL, "mbind to node %ld: %s", node, strerror(errno));
 		numa_free_nodemask(bm);
+	} else if (t->placed) {
+		/* the policy now; the weights are set while plu_prefault faults the pages in */
+		struct bitmask *bm = tier_mask(tier);
+
+		if (access(WI_DIR, F_OK)) {
+			snprintf(t->placement_note, sizeof(t->placement_note),
+				 "this kernel has no MPOL_WEIGHTED_INTERLEAVE (Linux 6.9+)");
+			t->placement = "first-touch";
+		} else if (mbind(p, len, MPOL_WEIGHTED_INTERLEAVE, bm->maskp, bm->size + 1, 0)) {
+			snprintf(t->placement_note, sizeof(t->placement_note),
+				 "mbind(MPOL_WEIGHTED_INTERLEAVE): %s", strerror(errno));
+			t->placement = "first-touch";
+		}
+		numa_free_nodemask(bm);
 	}
 	t->addr = p;
 	t->size = t->run_size = len;
 	t->map_len = len;
 	t->fs_sig = "none";
-	t->node = -1;
+	t->node = t->placed && !one ? node : -1;
 	t->fd = -1;
 	t->dax = 0;
 	t->fallback_page = 4096;
+}
+
+/*
+ * Where the first n bytes went, 4 KiB at a time (move_pages without a
+ * target node only says where each page is), into t->found; refused when
+ * that is not the tier's placement, unless not strict.
+ */
+static void check_placement(struct plu_target *t, u64 n)
+{
+	enum { BATCH = 4096 };
+	void *addr[BATCH];
+	int status[BATCH];
+	char why[PL_WHY_LEN + 192];
+	u64 off, k, cnt;
+
+	pl_tally_init(&t->found, &t->tier, t->unit);
+	for (off = 0; off < n; off += cnt * 4096) {
+		cnt = (n - off) / 4096 < BATCH ? (n - off) / 4096 : BATCH;
+		for (k = 0; k < cnt; k++)
+			addr[k] = t->addr + off + k * 4096;
+		if (move_pages(0, cnt, addr, NULL, status, 0))
+			refuse(EIO, "move_pages (where the target's pages are): %s", strerror(errno));
+		for (k = 0; k < cnt; k++)
+			pl_tally_add(&t->found, 4096, status[k] >= 0 ? status[k] : -1);
+	}
+	if (!pl_tally_judge(&t->found, why, PL_WHY_LEN))
+		return;
+	if (t->page_size && t->page_size < t->unit)	/* the kernel's interleave goes page by page */
+		snprintf(why + strlen(why), sizeof(why) - strlen(why),
+			 "; the kernel mapped %llu-byte pages where %llu-byte ones were placed (THP off, or "
+			 "no free huge page; dram_pages=4k places 4 KiB pages)", t->page_size, t->unit);
+	if (t->strict)
+		refuse(ENOMEM, "dram target (%s): %s (give dram_node_strict=0 to run anyway)",
+		       t->placement, why);
+	fprintf(stderr, "pmemlab-run: dram target (%s): %s\n", t->placement, why);
+}
+
+/*
+ * First touch of each page under its node's policy: the units of node i
+ * are faulted in (filled) while the thread prefers that node, then the
+ * mapping is bound to the tier's nodes (mbind MPOL_BIND, nothing moved) so
+ * that NUMA balancing leaves the pages where they are.  A node without room
+ * lets the kernel put a page elsewhere: the check after counts it.
+ */
+static void first_touch(struct plu_target *t, u64 n)
+{
+	const struct pl_tier *tier = &t->tier;
+	u64 units = (n + t->unit - 1) / t->unit, u, len;
+	struct bitmask *bm;
+	unsigned int i;
+
+	for (i = 0; i < tier->n; i++) {
+		if (!tier->weight[i])
+			continue;
+		bm = numa_allocate_nodemask();
+		numa_bitmask_setbit(bm, tier->node[i]);
+		if (set_mempolicy(MPOL_PREFERRED, bm->maskp, bm->size + 1))
+			refuse(EINVAL, "set_mempolicy(MPOL_PREFERRED, node %d): %s", tier->node[i],
+			       strerror(errno));
+		numa_free_nodemask(bm);
+		for (u = 0; u < units; u++) {
+			if (pl_tier_index(tier, u) != i)
+				continue;
+			len = n - u * t->unit < t->unit ? n - u * t->unit : t->unit;
+			fill(t->addr + u * t->unit, len);
+		}
+	}
+	if (set_mempolicy(MPOL_DEFAULT, NULL, 0))
+		refuse(EINVAL, "set_mempolicy(MPOL_DEFAULT): %s", strerror(errno));
+	bm = tier_mask(tier);
+	if (mbind(t->addr, t->size, MPOL_BIND, bm->maskp, bm->size + 1, 0))
+		refuse(EINVAL, "mbind(MPOL_BIND) over the target's nodes: %s", strerror(errno));
+	numa_free_nodemask(bm);
 }
 
 /* a file this run created: removed again unless the run goes ahead (plu_map) */
@@ -291,6 +519,7 @@ void plu_open_path(struct plu_target *t, const char *path, const struct plu_path
 	t->node = -1;
 	t->fd = -1;
 	t->dax = -1;
+	t->placement = "";
 	fd = open(path, rw ? O_RDWR : O_RDONLY);
 	if (fd < 0 && errno == ENOENT && o->size && o->may_write) {
 		/*
@@ -392,12 +621,26 @@ void plu_prefault(struct plu_target *t, bool writes, u64 bytes)
 		return;
 	}
 
-	if (writes || !strcmp(t->kind, "dram"))
+	if (!strcmp(t->placement, "weighted-interleave")) {
+		atexit(wi_restore);
+		if (wi_set(t)) {
+			/* weights it may not set: the policy goes, each node's pages are touched in */
+			if (mbind(t->addr, t->size, MPOL_DEFAULT, NULL, 0, 0))
+				refuse(EINVAL, "mbind(MPOL_DEFAULT): %s", strerror(errno));
+			t->placement = "first-touch";
+		}
+	}
+	if (t->placed && !strcmp(t->placement, "first-touch"))
+		first_touch(t, n);
+	else if (writes || !strcmp(t->kind, "dram"))
 		fill(t->addr, n);
 	else
 		touch_read(t->addr, n);
+	wi_restore();	/* every page of the run is in: the weights go back (if set) */
 	t->page_size = mapping_page_size(t->addr, t->fallback_page, n, &t->huge_pct);
 	if (t->node < 0)
 		t->node = mapping_node(t->addr, n);
+	if (t->placed)
+		check_placement(t, n);
 }
 

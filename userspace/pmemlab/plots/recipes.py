@@ -1,5 +1,5 @@
 """One recipe per experiment of configs/ (the sweep name picks it): the paper's figure from the
-sweep's rows. Every recipe takes the experiment's Results and returns a matplotlib Figure whose
+sweep's rows; and the figures of one-liners without a config (COMMAND_RECIPES: tier-bw). Every recipe takes the experiment's Results and returns a matplotlib Figure whose
 caption line names the run conditions, the statistic drawn, the samples and repeats, what is
 missing and the papers' values drawn; a figure of emulated runs carries the mark (marks.py).
 
@@ -851,6 +851,56 @@ def page_size(results: Results) -> Figure:
     return _finish(fig, results, "Page size of the mapping: random 64 B loads", notes)
 
 
+def tier_bw(results: Results) -> Figure:
+    """`pmemlab tier-bw`: bandwidth against the share of the target's pages on DRAM (one point per
+    DRAM:CXL ratio, from the weights each row was loaded with), a line per mix; the best ratio of
+    each mix is starred and labelled with its gain over DRAM alone (pmemlab.tiers.summarize: the
+    table's numbers)."""
+    from pmemlab import tiers
+
+    df = results.ok()
+    notes = Notes()
+    fig, (ax,) = new_figure(1, width_per_panel=6.4)
+    ratios = {}
+    if not df.empty:
+        found = [tiers.placed(n, w, b) for n, w, b in zip(df.get("target_nodes", pd.Series(np.nan, index=df.index)),
+                                                          df.get("target_weights", pd.Series(np.nan, index=df.index)),
+                                                          df.get("target_node_bytes", pd.Series(np.nan, index=df.index)))]
+        df["ratio"] = [f[0] for f in found]
+        df = df[df["ratio"].notna()].copy()
+    if df.empty:
+        note(ax, "no successful runs on a DRAM target over two nodes\n(see the status and error columns)")
+    else:
+        df["dram_pct"] = [r.dram_pct for r in df["ratio"]]
+        df["mix"] = [next((m[0] for m in tiers.MIXES if m[1] == str(op) and m[2] == int(rp)),
+                          f"{op} read_pct={rp}") for op, rp in zip(df["op"], df["read_pct"])]
+        ratios = {r.dram_pct: r for r in df["ratio"]}
+        order = [m[0] for m in tiers.MIXES]
+        series(ax, df, "dram_pct", "bw_gbps", "mix", order=order)
+        colors = series_colors(ax)
+        stats = tiers.summarize(results.rows, sorted(ratios.values(), key=lambda r: -r.dram_pct))
+        for s in stats:
+            if s.best:
+                ax.plot([s.ratio.dram_pct], [s.mean], marker="*", markersize=13, color=colors.get(s.mix, "k"),
+                        markeredgecolor="k", linestyle="none", zorder=5)
+                gain = "" if math.isnan(s.gain_pct) else f" {s.gain_pct:+.1f} %"
+                ax.annotate(f"{s.ratio.text}{gain}", (s.ratio.dram_pct, s.mean), textcoords="offset points",
+                            xytext=(0, 9), ha="center", fontsize=7)
+        for mix, text in tiers.best_text(stats).items():
+            notes.add(f"best for {mix}: {text}")
+        data_ticks(ax, list(ratios), lambda v: ratios[v].text if v in ratios else f"{v:g}")
+        zero_based(ax)
+        nodes = sorted({str(n) for n in df.get("target_nodes", pd.Series(dtype=str)).dropna()})
+        notes.add(f"x: DRAM:CXL page weights of the target (nodes {', '.join(nodes)}: DRAM first), from 100 % "
+                  f"of its pages on DRAM (left) to none; * the best ratio of each mix and its gain over 1:0")
+    ax.set_xlabel("DRAM:CXL pages (share on DRAM falls to the right)")
+    ax.set_ylabel(BW_LABEL)
+    if ratios:
+        ax.invert_xaxis()
+    legend(ax)
+    return _finish(fig, results, "Bandwidth vs DRAM:CXL page ratio (weighted placement)", notes)
+
+
 RECIPES: dict[str, Recipe] = {
     "idle-latency": idle_latency,
     "instr-latency": instr_latency,
@@ -868,3 +918,9 @@ RECIPES: dict[str, Recipe] = {
     "loaded-latency": loaded_latency,
     "page-size": page_size,
 }
+# the figures of one-liners that have no config of configs/ (their tests make their own rows)
+COMMAND_RECIPES: dict[str, Recipe] = {
+    "tier-bw": tier_bw,
+}
+# every recipe, by the sweep name that picks it
+ALL_RECIPES: dict[str, Recipe] = {**RECIPES, **COMMAND_RECIPES}

@@ -14,7 +14,7 @@ from matplotlib.figure import Figure
 from pmemlab.errors import BadInput, ConfigError, PmemlabError, UsageError
 from pmemlab.output import check_writable, print_json
 from pmemlab.plots.data import Results, find_experiments, is_sweep_csv, load_results, size_label, sweep_name
-from pmemlab.plots.recipes import RECIPES
+from pmemlab.plots.recipes import ALL_RECIPES
 from pmemlab.plots.style import (
     bytes_axis, data_ticks, finish, legend, log_label, new_figure, note, series, zero_based,
 )
@@ -120,9 +120,9 @@ def _value_label(column: str | None):
 
 def recipe_figure(results: Results, recipe: str | None = None) -> Figure:
     name = recipe or results.name
-    if name not in RECIPES:
-        raise ConfigError(f"no recipe {name!r}", "recipes: " + ", ".join(RECIPES) + "; or give --x and --y")
-    return RECIPES[name](results)
+    if name not in ALL_RECIPES:
+        raise ConfigError(f"no recipe {name!r}", "recipes: " + ", ".join(ALL_RECIPES) + "; or give --x and --y")
+    return ALL_RECIPES[name](results)
 
 
 def save_figure(fig: Figure, out_dir: Path, name: str, formats: Sequence[str] = ("png", "svg")) -> list[Path]:
@@ -148,7 +148,7 @@ def _formats(text: str) -> list[str]:
 # --------------------------------------------------------------------------
 def plot_command(args: argparse.Namespace) -> int:
     if args.list:
-        recipes = {name: (fn.__doc__ or "").strip().splitlines()[0] for name, fn in RECIPES.items()}
+        recipes = {name: (fn.__doc__ or "").strip().splitlines()[0] for name, fn in ALL_RECIPES.items()}
         if args.json:
             print_json([{"name": n, "description": d} for n, d in recipes.items()])
         else:
@@ -157,9 +157,9 @@ def plot_command(args: argparse.Namespace) -> int:
         return 0
     if not args.csv:
         raise UsageError("plot: no CSV given", "give the NAME.csv a sweep wrote (or --list for the recipes)")
-    if args.recipe and args.recipe not in RECIPES:
+    if args.recipe and args.recipe not in ALL_RECIPES:
         raise ConfigError(f"--recipe {args.recipe!r}: no such recipe",
-                          "recipes: " + ", ".join(RECIPES) + " (pmemlab plot --list)")
+                          "recipes: " + ", ".join(ALL_RECIPES) + " (pmemlab plot --list)")
     formats = _formats(args.format)
     missing = [str(p) for p in args.csv if not p.is_file()]
     if missing:
@@ -183,7 +183,7 @@ def plot_command(args: argparse.Namespace) -> int:
         fig = generic_figure(results, x, args.y or default_y(results.ok()), args.hue, args.facet,
                              args.logx, args.logy)
         name = args.name or f"{results.name}.{args.y or default_y(results.ok())}-vs-{x}"
-    elif (args.recipe or results.name) in RECIPES:
+    elif (args.recipe or results.name) in ALL_RECIPES:
         fig = recipe_figure(results, args.recipe)
         name = args.name or (args.recipe or results.name)
     else:
@@ -218,7 +218,7 @@ def plot_all_command(args: argparse.Namespace) -> int:
             results = load_results(paths)
             for rev in results.rows.get("toolkit_version", pd.Series(dtype=str)).dropna().astype(str):
                 revisions[rev].add(name)
-            if name in RECIPES:
+            if name in ALL_RECIPES:
                 fig = recipe_figure(results)
             else:
                 fig = fallback_figure(results)
