@@ -52,6 +52,8 @@ if TYPE_CHECKING:  # imported by the functions that use them: the command line i
 # The CXL work records each target node's advertised latency and bandwidth (access0) in columns
 # named so: the targets table shows every such column beside the measured ones.
 ADVERTISED_PREFIX = "advertised_"
+RUN_ONE = ("Each runs with make sweep CONFIG=configs/NAME.toml TARGET=/dev/pmemN (VM=1: in the emulated guest), "
+           "then pmemlab report RESULTS_DIR.")
 BARE_METAL_IRQOFF = 99.9  # % of a module run with interrupts off on bare metal (docs/method.md)
 STEP_MATTERS_NS = 2.0  # a resolved clock step from this size on is worth a warning
 
@@ -259,7 +261,12 @@ def deviations(figure: PaperFigure, results: Results) -> list[str]:
     out = []
     threads = sorted({int(t) for t in ok["threads"].dropna()})
     if figure.thread_counts and max(threads) < max(figure.thread_counts):
-        out.append(f"threads {values_text(threads)} (paper: {figure.threads})")
+        modes = list(dict.fromkeys(ok["mode"])) if "mode" in ok else []
+        if len(modes) > 1:  # each mode its own thread count (flush-instr: bandwidth with several, latency with 1)
+            ours = ", ".join(f"{values_text(ok.loc[ok['mode'] == m, 'threads'])} ({m})" for m in modes)
+            out.append(f"threads {ours} (paper: {figure.threads})")
+        else:
+            out.append(f"threads {values_text(threads)} (paper: {figure.threads})")
     widths = sorted({int(w) for w in pd.to_numeric(ok.get("width_used", pd.Series(dtype=float)), errors="coerce").dropna()})
     if figure.width and widths and any(w < figure.width for w in widths):
         have = machine_widths(results)
@@ -745,8 +752,8 @@ def render_html(sections: Sequence[Section], results_dir: Path, generated: str, 
         out.append("<p id=coverage-table>None of these experiments reproduces a paper figure.</p>")
     if page.missing:
         out.append("<p id=not-run><b>Not run here:</b> " + "; ".join(
-            f"{html.escape(f.source)} ({html.escape(f.experiment)}: <code>make sweep CONFIG=configs/"
-            f"{html.escape(f.experiment)}.toml</code>)" for f in page.missing) + ".</p>")
+            f"{html.escape(f.source)} (<code>configs/{html.escape(f.experiment)}.toml</code>)" for f in page.missing)
+            + f". {html.escape(RUN_ONE)}</p>")
     out.append("<h2 id=conditions>Run conditions</h2>")
     out.append("<h3 id=timing>Timing validity, per target</h3>")
     out.append(_html_table(page.timing, table_id="timing-table"))
@@ -795,8 +802,8 @@ def render_markdown(sections: Sequence[Section], results_dir: Path, generated: s
     if not page.coverage.empty:
         out += [_md_table(page.coverage), ""]
     if page.missing:
-        out += ["**Not run here:** " + "; ".join(f"{f.source} ({f.experiment}: `make sweep CONFIG=configs/"
-                                                 f"{f.experiment}.toml`)" for f in page.missing) + ".", ""]
+        out += ["**Not run here:** " + "; ".join(f"{f.source} (`configs/{f.experiment}.toml`)" for f in page.missing)
+                + f". {RUN_ONE}", ""]
     out += ["## Run conditions", "", "### Timing validity, per target", "", _md_table(page.timing), "",
             "### Targets and placement", "", _md_table(page.targets), "",
             " · ".join(f"**{k}**: {v}" for k, v in page.machine), "", "## Warnings", ""]
