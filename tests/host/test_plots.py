@@ -447,49 +447,65 @@ def test_instr_latency(experiments):
 
 def test_tail_latency(experiments):
     """Top: p99.9 and p99.99 of every sample per hotspot size and the exact max, log-log (said in
-    the label), hollow where fewer than 10 samples lie above; FAST'20's 50 µs outliers as a line on
-    the max. Below: the CCDF per target on a log y axis down to the drawn 1/n floor, with the
-    paper's 0.006 % as a point at 50 µs; the caption sets our sample count against the paper's
-    20 M and says the 0.006 % lies below what 20 k samples resolve. The title names the op."""
+    the label), of DRAM and pmem in one panel (a colour per statistic, a line style per target),
+    hollow where fewer than 10 samples lie above; FAST'20's 50 µs outliers as a line on pmem's
+    max. Below: the CCDF per target on shared log axes down to the drawn 1/n floor, with the
+    paper's 0.006 % as a point at 50 µs on pmem's only; the caption sets our sample count
+    against the paper's 20 M and says the 0.006 % lies below what 20 k samples resolve. The
+    title names the op."""
     from pmemlab.plots.recipes import FLOOR_GID
 
     results, fig = figure_of(experiments, "tail-latency")
-    pct, ccdf = data_axes(fig)
+    pct, *ccdfs = data_axes(fig)
     assert pct.get_xscale() == "log" and pct.get_yscale() == "log"
     assert pct.get_xlabel() == "Hotspot size" and pct.get_ylabel() == "Latency (ns, log scale)"
-    assert legend_labels(pct) == ["99.9th", "99.99th", "max"]
+    targets = ["dram", "pmem"]
+    assert legend_labels(pct) == [f"{q} · {t}" for t in targets for q in ("99.9th", "99.99th", "max")]
+    styles = {c.get_label(): (c.lines[0].get_linestyle(), c.lines[0].get_color()) for c in pct.containers}
+    for q in ("99.9th", "99.99th", "max"):
+        assert styles[f"{q} · dram"][1] == styles[f"{q} · pmem"][1] and styles[f"{q} · dram"][0] != styles[f"{q} · pmem"][0]
     df = agg(csv_rows(experiments, "tail-latency"))
     assert fig._suptitle.get_text() == f"Tail latency of 64 B {df['op'].iloc[0]} writes into a hotspot (1 thread)"
     hist = hist_rows(experiments, "tail-latency")
-    q = pooled_quantiles(hist, df, ["hotspot_size"], (0.999, 0.9999))
-    assert_curve(pct, "99.9th", q[0.999])
-    assert_curve(pct, "99.99th", q[0.9999])
-    assert_curve(pct, "max", df.groupby("hotspot_size")["lat_ns_max"].max())
     hollow = [line for line in pct.get_lines() if line.get_gid() == "pmemlab-few-samples"]
     thin = sorted(zip(*[np.concatenate([line.get_xdata() for line in hollow]),
                         np.concatenate([line.get_ydata() for line in hollow])]))
-    expected = sorted((s, v) for qq in (0.999, 0.9999) for s, v in q[qq].items() if q["n"][s] * (1 - qq) < 10)
-    assert thin == pytest.approx(expected) and expected, "hollow: fewer than 10 samples above"
+    expected_thin = []
+    for target in targets:
+        sub = df[df["label"] == target]
+        q = pooled_quantiles(hist, sub, ["hotspot_size"], (0.999, 0.9999))
+        assert_curve(pct, f"99.9th · {target}", q[0.999])
+        assert_curve(pct, f"99.99th · {target}", q[0.9999])
+        assert_curve(pct, f"max · {target}", sub.groupby("hotspot_size")["lat_ns_max"].max())
+        expected_thin += [(s, v) for qq in (0.999, 0.9999) for s, v in q[qq].items() if q["n"][s] * (1 - qq) < 10]
+    assert thin == pytest.approx(sorted(expected_thin)) and expected_thin, "hollow: fewer than 10 samples above"
     assert [float(t) for t in pct.get_xticks()] == sorted(float(s) for s in df["hotspot_size"].unique())
-    assert ref_values(pct) == [50_000.0]
-    assert ccdf.get_yscale() == "log" and ccdf.get_xscale() == "log" and ccdf.get_ylabel().startswith("P(latency > x)")
+    (max_ref,) = [line for line in pct.get_lines() if line.get_gid() == "pmemlab-reference"]
+    assert list(max_ref.get_ydata()) == [50_000.0] * 2 and max_ref.get_color() == styles["max · pmem"][1]
+    assert [ax.get_title() for ax in ccdfs] == [f"{t}: latency CCDF per hotspot size" for t in targets]
+    assert ccdfs[0].get_shared_y_axes().joined(*ccdfs) and ccdfs[0].get_shared_x_axes().joined(*ccdfs)
     hotspots = sorted(df["hotspot_size"].unique())
-    lines = [line for line in ccdf.get_lines() if line.get_gid() not in ("pmemlab-reference", FLOOR_GID)]
-    assert len(lines) == len(hotspots) and legend_labels(ccdf)[0] == "256 B"
-    runs = hist[hist["thread"] == "all"].merge(df[["point_key", "hotspot_size"]].drop_duplicates(), on="point_key")
-    for size, line in zip(hotspots, lines):
-        y = np.asarray(line.get_ydata(), float)
-        counts = runs[runs["hotspot_size"] == size].groupby("hi_ns")["count"].sum().sort_index()
-        n = counts.sum()
-        assert y[0] == 1.0 and np.all(np.diff(y) <= 0) and y.min() == pytest.approx(1 / n), "a CCDF down to 1/n"
-        assert list(y[1:-1]) == pytest.approx(list((n - counts.cumsum()) / n)[:-1])
-        assert line.get_xdata()[-1] == pytest.approx(counts.index[-1]), "the last step runs to the maximum"
-    n = runs.groupby("hotspot_size")["count"].sum()
-    (floor,) = [line for line in ccdf.get_lines() if line.get_gid() == FLOOR_GID]
-    assert list(floor.get_ydata()) == [pytest.approx(1 / n.min())] * 2
-    assert f"1/n: one sample in n = {n.min() // 1000:g} k per size" in legend_labels(ccdf)
-    assert ccdf.get_ylim()[0] <= 1 / n.max()
-    (point,) = [line for line in ccdf.get_lines() if line.get_gid() == "pmemlab-reference"]
+    for target, ccdf in zip(targets, ccdfs):
+        assert ccdf.get_yscale() == "log" and ccdf.get_xscale() == "log" and ccdf.get_ylabel().startswith("P(latency > x)")
+        lines = [line for line in ccdf.get_lines() if line.get_gid() not in ("pmemlab-reference", FLOOR_GID)]
+        assert len(lines) == len(hotspots) and legend_labels(ccdf)[0] == "256 B"
+        sub = df[df["label"] == target]
+        runs = hist[(hist["thread"] == "all") & (hist["label"] == target)].merge(
+            sub[["point_key", "hotspot_size"]].drop_duplicates(), on="point_key")
+        for size, line in zip(hotspots, lines):
+            y = np.asarray(line.get_ydata(), float)
+            counts = runs[runs["hotspot_size"] == size].groupby("hi_ns")["count"].sum().sort_index()
+            n = counts.sum()
+            assert y[0] == 1.0 and np.all(np.diff(y) <= 0) and y.min() == pytest.approx(1 / n), "a CCDF down to 1/n"
+            assert list(y[1:-1]) == pytest.approx(list((n - counts.cumsum()) / n)[:-1])
+            assert line.get_xdata()[-1] == pytest.approx(counts.index[-1]), "the last step runs to the maximum"
+        n = runs.groupby("hotspot_size")["count"].sum()
+        (floor,) = [line for line in ccdf.get_lines() if line.get_gid() == FLOOR_GID]
+        assert list(floor.get_ydata()) == [pytest.approx(1 / n.min())] * 2
+        assert f"1/n: one sample in n = {n.min() // 1000:g} k per size" in legend_labels(ccdf)
+        assert ccdf.get_ylim()[0] <= 1 / n.max()
+    assert ref_values(ccdfs[0]) == [], "no outlier share for DRAM"
+    (point,) = [line for line in ccdfs[1].get_lines() if line.get_gid() == "pmemlab-reference"]
     assert (list(point.get_xdata()), list(point.get_ydata())) == ([50_000.0], [pytest.approx(6e-5)])
     assert point.get_linestyle() == "None", "a point, not a line across the panel"
     text = caption_of(fig)
@@ -497,35 +513,6 @@ def test_tail_latency(experiments):
     assert "p99.99 rests on 2 samples above it" in text
     assert "FAST'20 §3.3's 0.006 % is 1.2 of 20 k samples per hotspot size here: below what the data resolves" in text
     assert_caption(fig, results, experiments["tail-latency"])
-
-
-def test_tail_latency_of_two_targets_shares_its_axes(experiments):
-    """DRAM and pmem tails in one percentile panel (a line style per target, a colour per
-    statistic) and CCDF panels on shared axes: the paper's point (outliers on Optane only) reads
-    at a glance. The recorded pmem runs, and the same runs relabelled as DRAM with every latency
-    a tenth."""
-    results = load_results(experiments["tail-latency"])
-    rows = results.rows
-    dram = rows.assign(target_label="dram", target_kind="dram", target="dram", target_emulated="dram")
-    for column in ("lat_ns_min", "lat_ns_max"):
-        dram[column] = dram[column] / 10
-    results.rows = pd.concat([dram, rows], ignore_index=True)
-    hist = results.hist
-    results.hist = pd.concat([hist.assign(target_label="dram", source_csv=hist["source_csv"],
-                                          lo_ns=hist["lo_ns"] / 10, hi_ns=hist["hi_ns"] / 10), hist],
-                             ignore_index=True)
-    # the two targets' runs need their own keys: the DRAM copy gets new point keys
-    results.rows.loc[results.rows["target_label"] == "dram", "point_key"] += "-d"
-    results.hist.loc[results.hist["target_label"] == "dram", "point_key"] += "-d"
-    fig = RECIPES["tail-latency"](results)
-    pct, ccdf_dram, ccdf_pmem = data_axes(fig)
-    assert set(legend_labels(pct)) >= {"99.9th · dram", "max · dram", "99.9th · pmem", "max · pmem"}
-    styles = {c.get_label(): (c.lines[0].get_linestyle(), c.lines[0].get_color()) for c in pct.containers}
-    assert styles["max · dram"][0] != styles["max · pmem"][0] and styles["max · dram"][1] == styles["max · pmem"][1]
-    assert ccdf_dram.get_shared_y_axes().joined(ccdf_dram, ccdf_pmem)
-    assert ccdf_dram.get_shared_x_axes().joined(ccdf_dram, ccdf_pmem)
-    assert ccdf_dram.get_ylim() == ccdf_pmem.get_ylim() and ccdf_dram.get_xlim() == ccdf_pmem.get_xlim()
-    assert ref_values(ccdf_dram) == [] and ref_values(ccdf_pmem) == [pytest.approx(6e-5)], "Optane's outliers only"
 
 
 def summary_ci(experiments, name: str) -> pd.DataFrame:
@@ -1112,7 +1099,7 @@ def test_histogram_percentiles_follow_the_module():
 # --------------------------------------------------------------------------
 # the timer step, measured from the samples
 # --------------------------------------------------------------------------
-def buckets_of(values_counts: dict[int, int], tsc_khz: float = 2_600_000.0) -> pd.DataFrame:
+def buckets_of(values_counts: dict[int, int], tsc_khz: float = 2_600_000.0, point: str = "p") -> pd.DataFrame:
     """Histogram rows as the module writes them: exact buckets below 256 ticks, 128 per power of
     two above (hist.c), for the sample values (ticks) and their counts given."""
     rows = []
@@ -1124,7 +1111,7 @@ def buckets_of(values_counts: dict[int, int], tsc_khz: float = 2_600_000.0) -> p
             width = 1 << (value.bit_length() - 1 - 7)
             lo = value - value % width
             hi = lo + width - 1
-        rows.append({"source_csv": "x.csv", "point_key": "p", "repeat": 0, "thread": "all", "lo_ticks": lo,
+        rows.append({"source_csv": "x.csv", "point_key": point, "repeat": 0, "thread": "all", "lo_ticks": lo,
                      "hi_ticks": hi, "lo_ns": lo * per_tick, "hi_ns": hi * per_tick, "count": count})
     return pd.DataFrame(rows)
 
@@ -1175,3 +1162,14 @@ def test_timer_step_is_not_claimed_from_two_modes():
     assert two is not None and not two.resolved and two.ticks == 1
     odd = timer_step(buckets_of({30: 500, 31: 500, 75: 300, 76: 100, 190: 50}))
     assert odd is not None and not odd.resolved
+
+
+def test_timer_step_per_run_offsets():
+    """Each run subtracts its own overhead: one run's samples sit on 26 k, another's on 26 k + 12.
+    Pooled they are no lattice; run by run both step by 26 ticks."""
+    from pmemlab.plots.data import timer_step
+
+    one = buckets_of({26 * k: 100 for k in range(0, 6)}, point="a")
+    other = buckets_of({26 * k + 12: 100 for k in range(0, 6)}, point="b")
+    step = timer_step(pd.concat([one, other], ignore_index=True))
+    assert step is not None and step.resolved and step.ticks == 26

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Sequence
@@ -420,48 +421,70 @@ class TimerStep:
 
 STEP_MIN_TICKS = 4  # a lattice of 1-3 ticks is indistinguishable from a dense TSC within +-1 tick
 STEP_ON_LATTICE = 0.99  # share of the samples within 1 tick of the lattice
-STEP_CLUSTER_SHARE = 0.001  # values holding less than this share are not lattice points
+STEP_CLUSTER_SHARE = 0.01  # values holding less than this share of a run are not lattice points
+STEP_MIN_SAMPLES = 50  # exact samples a run needs to show its lattice
 STEP_MIN_POINTS = 3  # lattice points with samples (0 included) before a step is called one
 
 
 def timer_step(hist: pd.DataFrame | None) -> TimerStep | None:
     """The clock step of the samples in a histogram table (NAME.hist.csv rows: lo_ticks, hi_ticks,
-    lo_ns, hi_ns, count; every run and thread given is pooled; the `thread = all` rows of a run are
-    used where it has them). None without samples.
+    lo_ns, hi_ns, count, and the run columns; the `thread = all` rows of a run are used where it
+    has them). None without samples.
 
-    The module's histogram is exact below 256 ticks: there the sample values are counted one tick
-    apart. Values within 1 tick of each other (the overhead subtraction rounds) form one cluster; the
-    clusters holding at least 0.1 % of the exact samples are the candidates: at least 3 of them,
-    none wider than 3 ticks (a TSC whose latencies fall into two or three modes is no lattice),
-    and the smallest gap between
-    neighbouring ones (the median of the gaps near the smallest) is the step when at least 99 % of
-    the exact non-zero samples lie within 1 tick of that lattice (at its best offset: the overhead
-    subtracted need not be a multiple) and the step is 4 ticks or more (zeros are clamped
-    negatives: sample = max(0, t1 - t0 - overhead)). Where the samples never fall in the exact range (every
-    latency above 256 ticks) the step is bounded by twice the width of the narrowest pair of
-    neighbouring occupied buckets."""
+    Measured run by run, because each run subtracts its own overhead and so puts its samples on
+    its own offset of the lattice. The module's histogram is exact below 256 ticks: there the
+    sample values are counted one tick apart. In a run, values within 1 tick of each other (the
+    overhead subtraction rounds) form one cluster; the clusters holding at least 1 % of the run's
+    exact samples are the candidates: none may be wider than 3 ticks (samples on neighbouring
+    ticks: the clock resolves them), and the smallest gap between neighbouring ones (the median of
+    the gaps near the smallest) is the run's step when there are at least 3 of them, at least 99 %
+    of its exact non-zero samples lie within 1 tick of that lattice (at its best offset) and the
+    step is 4 ticks or more (zeros are clamped negatives: sample = max(0, t1 - t0 - overhead)).
+    A run of fewer than 3 clusters tells nothing (a bare-metal TSC's latencies may fall into two
+    modes). The step is the one most runs with 50 exact samples or more give, when no fewer runs
+    give one than tell against one (where no run tells either way, the runs' samples together,
+    clusters from 0.1 % of them).
+    Otherwise, and where the samples never fall in the exact range
+    (every latency above 256 ticks), the step is bounded by twice the width of the narrowest pair
+    of neighbouring occupied buckets of all the samples."""
     if hist is None or hist.empty or not {"lo_ticks", "hi_ticks", "count"} <= set(hist.columns):
         return None
     rows = hist
-    if "thread" in rows.columns and {"source_csv", "point_key", "repeat"} <= set(rows.columns):
+    run_keys = [k for k in ("source_csv", "point_key", "repeat") if k in rows.columns]
+    if "thread" in rows.columns and run_keys:
         is_all = rows["thread"].astype(str) == "all"
-        has_all = is_all.groupby([rows[k] for k in ("source_csv", "point_key", "repeat")]).transform("any")
+        has_all = is_all.groupby([rows[k] for k in run_keys]).transform("any")
         rows = rows[is_all | ~has_all]
-    buckets = rows.groupby(["lo_ticks", "hi_ticks"], sort=True)["count"].sum()
-    buckets = buckets[buckets > 0]
-    total = int(buckets.sum())
-    if total == 0:
+    rows = rows[pd.to_numeric(rows["count"], errors="coerce") > 0]
+    if rows.empty:
         return None
-    lo_ticks = buckets.index.get_level_values(0).to_numpy(dtype=np.int64)
-    hi_ticks = buckets.index.get_level_values(1).to_numpy(dtype=np.int64)
-    counts = buckets.to_numpy(dtype=np.int64)
+    total = int(rows["count"].sum())
     per_tick = _ns_per_tick(rows)
-    exact = lo_ticks == hi_ticks
-    step = _lattice_step(lo_ticks[exact], counts[exact])
-    if step is not None:
-        ticks, points = step
+    steps: list[tuple[int, list[float]]] = []
+    against = 0
+    for _, run in groups(rows, run_keys):
+        exact = run[run["lo_ticks"] == run["hi_ticks"]].groupby("lo_ticks")["count"].sum()
+        if exact.sum() >= STEP_MIN_SAMPLES:
+            verdict = _lattice_step(exact.index.to_numpy(dtype=np.int64), exact.to_numpy(dtype=np.int64),
+                                    share=STEP_CLUSTER_SHARE)
+            if isinstance(verdict, tuple):
+                steps.append(verdict)
+            elif verdict == AGAINST:
+                against += 1
+    if not steps and not against:  # no run tells alone (each on one or two values): all of them together
+        exact = rows[rows["lo_ticks"] == rows["hi_ticks"]].groupby("lo_ticks")["count"].sum()
+        if exact.sum() >= STEP_MIN_SAMPLES:
+            verdict = _lattice_step(exact.index.to_numpy(dtype=np.int64), exact.to_numpy(dtype=np.int64),
+                                    share=STEP_CLUSTER_SHARE / 10)  # many samples: rarer values count
+            steps = [verdict] if isinstance(verdict, tuple) else []
+    if steps and len(steps) >= against:
+        ticks = Counter(step for step, _ in steps).most_common(1)[0][0]
+        points = next(p for step, p in steps if step == ticks)
         return TimerStep(float(ticks), ticks * per_tick, True, total, tuple(float(f"{p * per_tick:.3g}") for p in points))
     # dense: the narrowest neighbouring pair of occupied buckets bounds the step
+    buckets = rows.groupby(["lo_ticks", "hi_ticks"], sort=True)["count"].sum()
+    lo_ticks = buckets.index.get_level_values(0).to_numpy(dtype=np.int64)
+    hi_ticks = buckets.index.get_level_values(1).to_numpy(dtype=np.int64)
     widths = hi_ticks - lo_ticks + 1
     neighbours = [max(widths[i], widths[i + 1]) for i in range(len(lo_ticks) - 1) if lo_ticks[i + 1] == hi_ticks[i] + 1]
     if not neighbours:
@@ -470,12 +493,16 @@ def timer_step(hist: pd.DataFrame | None) -> TimerStep | None:
     return TimerStep(float(bound), bound * per_tick, False, total)
 
 
-def _lattice_step(values: np.ndarray, counts: np.ndarray) -> tuple[int, list[float]] | None:
-    """(step in ticks, the first lattice values in ticks) of exact sample values, or None."""
+UNDECIDED = "undecided"  # a run too narrow to tell (all its samples on one or two values)
+AGAINST = "against"  # a run whose samples are no lattice
+
+
+def _lattice_step(values: np.ndarray, counts: np.ndarray, share: float = 0.01) -> tuple[int, list[float]] | str:
+    """One run's exact sample values: (step in ticks, the first lattice values in ticks), or
+    AGAINST (its values are no lattice of 4 ticks or more), or UNDECIDED (fewer than 3 narrow
+    clusters: nothing to tell a lattice by; a bare-metal TSC's two modes are no evidence of one)."""
     nonzero = values > 0
     mass = int(counts[nonzero].sum())
-    if mass == 0:
-        return None
     clusters: list[list[tuple[int, int]]] = []
     for v, c in sorted(zip(values.tolist(), counts.tolist())):
         if clusters and v - clusters[-1][-1][0] <= 1:
@@ -483,19 +510,21 @@ def _lattice_step(values: np.ndarray, counts: np.ndarray) -> tuple[int, list[flo
         else:
             clusters.append([(v, c)])
     exact_total = int(counts.sum())
-    kept = [cl for cl in clusters if sum(c for _, c in cl) >= STEP_CLUSTER_SHARE * exact_total]
-    if len(kept) < STEP_MIN_POINTS or any(cl[-1][0] - cl[0][0] > 2 for cl in kept):
-        return None  # a stepping clock puts its samples on several narrow points; two modes are no lattice
+    kept = [cl for cl in clusters if sum(c for _, c in cl) >= share * exact_total]
+    if any(cl[-1][0] - cl[0][0] > 2 for cl in kept):
+        return AGAINST  # samples on neighbouring ticks: a clock that resolves them
+    if len(kept) < STEP_MIN_POINTS or mass == 0:
+        return UNDECIDED
     centres = [sum(v * c for v, c in cl) / sum(c for _, c in cl) for cl in kept]
     gaps = np.diff(centres)
     step = int(round(float(np.median(gaps[gaps <= 1.5 * gaps.min()]))))  # clusters' centres wander by a tick
     if step < STEP_MIN_TICKS:
-        return None
+        return AGAINST
     residues, weights = values[nonzero] % step, counts[nonzero]
     on_lattice = max(int(weights[np.abs((residues - offset + step / 2) % step - step / 2) <= 1.0].sum())
                      for offset in range(step))  # the lattice's offset: the one that holds the most samples
     if on_lattice < STEP_ON_LATTICE * mass:
-        return None
+        return AGAINST
     return step, [round(c, 1) for c in centres[:4]]
 
 
