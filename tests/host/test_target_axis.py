@@ -16,7 +16,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "fixtures"))
 from fake_pmemlab import FakeModuleCommands, make_fake  # noqa: E402
-from recorded_targets import RECORDED  # noqa: E402
+from recorded_targets import RECORDED, one_target  # noqa: E402
 
 import pmemlab.cli as cli  # noqa: E402
 import pmemlab.machine as machine  # noqa: E402
@@ -400,26 +400,24 @@ def test_flush_instr_draws_a_row_per_target(tmp_path):
 
 
 def test_tail_latency_puts_every_target_on_shared_axes(tmp_path):
-    """tail-latency of two targets: one percentile panel holding each target's lines (the lines
-    the target alone gives, named with the target), and a CCDF panel per target, the one the
-    target alone gives, on axes shared between the targets."""
+    """tail-latency of two targets (the recorded pmem and DRAM runs): one percentile panel holding
+    each target's lines (the lines the target alone gives, named with the target), and a CCDF
+    panel per target, the one the target alone gives, on axes shared between the targets."""
     from pmemlab.plots.recipes import RECIPES
 
     name = "tail-latency"
-    alone = RECIPES[name](load_results([RECORDED / f"{name}.csv"]))
-    both = RECIPES[name](load_results([one_csv_of_two_targets(name, tmp_path)]))
-    pct_alone, ccdf_alone = [ax for ax in alone.axes if ax.get_label() != "<colorbar>"]
+    both = RECIPES[name](load_results([RECORDED / f"{name}.csv"]))
     pct, *ccdfs = [ax for ax in both.axes if ax.get_label() != "<colorbar>"]
     assert [ax.get_title() for ax in ccdfs] == [f"{t}: latency CCDF per hotspot size" for t in ("dram", "pmem")]
-    labels = [c.get_label() for c in pct.containers]
-    for target in ("dram", "pmem"):
+    for target, ccdf in zip(("dram", "pmem"), ccdfs):
+        alone = RECIPES[name](load_results([one_target(name, target, tmp_path / target)]))
+        pct_alone, ccdf_alone = [ax for ax in alone.axes if ax.get_label() != "<colorbar>"]
         mine = [c for c in pct.containers if c.get_label().endswith(f" · {target}")]
         assert [c.get_label() for c in mine] == [f"{c.get_label()} · {target}" for c in pct_alone.containers]
         assert_same_lines([(list(c.lines[0].get_xdata()), list(c.lines[0].get_ydata())) for c in mine],
                           [(list(c.lines[0].get_xdata()), list(c.lines[0].get_ydata())) for c in pct_alone.containers])
-    assert len(labels) == 2 * len(pct_alone.containers)
-    for ccdf in ccdfs:
         assert_same_lines(drawn_lines(ccdf), drawn_lines(ccdf_alone))
+    assert len(pct.containers) == 2 * 3
     assert ccdfs[0].get_shared_y_axes().joined(*ccdfs) and ccdfs[0].get_shared_x_axes().joined(*ccdfs)
 
 
