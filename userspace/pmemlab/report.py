@@ -263,8 +263,8 @@ def deviations(figure: PaperFigure, results: Results) -> list[str]:
     if figure.thread_counts and max(threads) < max(figure.thread_counts):
         modes = list(dict.fromkeys(ok["mode"])) if "mode" in ok else []
         if len(modes) > 1:  # each mode its own thread count (flush-instr: bandwidth with several, latency with 1)
-            ours = ", ".join(f"{values_text(ok.loc[ok['mode'] == m, 'threads'])} ({m})" for m in modes)
-            out.append(f"threads {ours} (paper: {figure.threads})")
+            per_mode = ", ".join(f"{values_text(ok.loc[ok['mode'] == m, 'threads'])} ({m})" for m in modes)
+            out.append(f"threads {per_mode} (paper: {figure.threads})")
         else:
             out.append(f"threads {values_text(threads)} (paper: {figure.threads})")
     widths = sorted({int(w) for w in pd.to_numeric(ok.get("width_used", pd.Series(dtype=float)), errors="coerce").dropna()})
@@ -330,7 +330,7 @@ def coverage_table(sections: Sequence[Section]) -> pd.DataFrame:
         if s.figure is None:
             continue
         rows.append({"paper figure": s.figure.source, "claim": s.figure.claim, "experiment": s.name,
-                     "this run": s.ran, "deviations from the paper": "; ".join(deviations(s.figure, s.results))})
+                     "this run": s.ran, "deviations from the paper": "\n".join(deviations(s.figure, s.results))})
     return pd.DataFrame(rows, columns=["paper figure", "claim", "experiment", "this run", "deviations from the paper"])
 
 
@@ -629,7 +629,7 @@ body { font-family: sans-serif; margin: 1.5em auto; max-width: 1200px; color: #2
 h1 { font-size: 1.5em; } h2 { font-size: 1.25em; border-bottom: 1px solid #ccc; margin-top: 1.6em; }
 h3 { font-size: 1.05em; margin-bottom: 0.2em; }
 table { border-collapse: collapse; font-size: 0.85em; margin: 0.6em 0; }
-th, td { border: 1px solid #ccc; padding: 2px 6px; text-align: left; vertical-align: top; }
+th, td { border: 1px solid #ccc; padding: 2px 6px; text-align: left; vertical-align: top; white-space: pre-line; }
 th { background: #f2f2f2; } td.num { text-align: right; font-variant-numeric: tabular-nums; }
 figure { margin: 1em 0; } figure img { max-width: 100%; height: auto; border: 1px solid #eee; }
 figcaption { font-size: 0.8em; color: #444; }
@@ -665,7 +665,7 @@ def _html_table(df: pd.DataFrame, numeric: Sequence[str] = (), table_id: str = "
 
 def _md_table(df: pd.DataFrame) -> str:
     def esc(v: Any) -> str:
-        return _cell(v).replace("|", "\\|").replace("\n", " ")
+        return _cell(v).replace("|", "\\|").replace("\n", "; ")
 
     lines = ["| " + " | ".join(esc(c) for c in df.columns) + " |", "|" + " --- |" * len(df.columns)]
     lines += ["| " + " | ".join(esc(v) for v in row) + " |" for row in df.itertuples(index=False)]
