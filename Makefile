@@ -9,7 +9,8 @@
 #   make test-kasan       fuzz and teardown guest tests on a KASAN/lockdep/kmemleak kernel (not in make test)
 #   make demo             five headline experiments at the quick scale on pmem and DRAM, one CSV each,
 #                         plotted here with a report (the sweeps in the emulated-NVDIMM guest without
-#                         pmem; TARGET=/dev/pmemN on a machine with pmem)
+#                         pmem; TARGET=/dev/pmemN on a machine with pmem); in the guest it also renders
+#                         docs/gallery at the commit the tree is at (GALLERY= to leave it)
 #   make sweep CONFIG=configs/x.toml [TARGET=/dev/pmemN | VM=1] [SCALE=quick] [PMEM_DRAM=/dev/pmemM]
 #                         [TARGETS=pmem,dram]   one sweep over its targets into results/NAME.csv
 #   make sweep-all [TARGET=... | VM=1] [SCALE=quick] [TARGETS=...]   every experiment of configs/
@@ -102,12 +103,15 @@ test-kasan: deps userspace
 DEMO_CONFIGS ?= $(addprefix configs/,idle-latency.toml bw-threads.toml bw-size.toml tail-latency.toml flush-instr.toml)
 DEMO_SCALE ?= quick
 DEMO_TARGETS ?= pmem,dram
+# the gallery (README): make demo in the emulated guest renders it at the commit the tree is at;
+# GALLERY= leaves it alone, GALLERY=DIR renders it elsewhere (or from a TARGET=/dev/pmemN run)
+GALLERY ?= $(if $(TARGET),,docs/gallery)
 WHERE = $(if $(TARGET),--target $(TARGET),$(if $(VM),--vm)) $(if $(PMEM_DRAM),--pmem-dram $(PMEM_DRAM)) \
 	$(if $(TARGETS),--targets $(TARGETS))
 
 demo: deps userspace
 	@$(TOP)/scripts/run-configs $(if $(TARGET),--target $(TARGET),--vm) --targets $(DEMO_TARGETS) \
-		--scale $(DEMO_SCALE) $(DEMO_CONFIGS)
+		--scale $(DEMO_SCALE) $(if $(GALLERY),--gallery $(GALLERY)) $(DEMO_CONFIGS)
 
 sweep: deps userspace
 	@test -n "$(CONFIG)" || { echo "make: give CONFIG=configs/<name>.toml" >&2; exit 1; }

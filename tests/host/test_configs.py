@@ -392,12 +392,12 @@ def test_run_configs_fills_pmem_dram_or_skips_the_target():
     out = run_configs("--dry-run", "--pmem-dram", "/dev/pmem7", "--target", "/dev/pmem0",
                       "configs/instr-latency.toml", env={"PMEMLAB_PMEM_DRAM": "/dev/pmem1"})
     assert "target emulated: load target=/dev/pmem7" in out.stdout
-    out = run_configs("--dry-run", "--vm", "--targets", "pmem,dram", "configs/tail-latency.toml")
+    out = run_configs("--dry-run", "--vm", "--targets", "pmem,dram", "configs/flush-instr.toml")
     assert out.returncode == 0, out.stderr
     assert ["target pmem: load target=@PMEM@", "target dram: load target=dram"] == [
         line.strip() for line in out.stdout.splitlines() if line.strip().startswith("target ")]
     # a config without [sweep.targets] runs on the pmem namespace (the script loads the module)
-    out = run_configs("--dry-run", "--target", "/dev/pmem0", "configs/tail-latency.toml", "configs/bw-threads.toml")
+    out = run_configs("--dry-run", "--target", "/dev/pmem0", "configs/flush-instr.toml", "configs/bw-threads.toml")
     assert out.returncode == 0, out.stderr
     assert ["target pmem: load target=/dev/pmem0", "target pmem: load target=/dev/pmem0",
             "target dram: load target=dram dram_size=32G"] == [

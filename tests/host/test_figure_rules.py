@@ -14,8 +14,6 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from matplotlib.path import Path as MplPath
-
 from pmemlab.plots.data import load_results
 from pmemlab.plots.marks import MARK_GID, WATERMARK_GID, emulation_notice, notice_of
 from pmemlab.plots.recipes import RECIPES
@@ -53,7 +51,7 @@ def test_axes_follow_the_rules(experiments, name):
             legend = ax.get_legend()
             entries = [t.get_text() for t in legend.get_texts()] if legend else []
             assert ("median" in label.lower() or label.startswith("P(latency")
-                    or {"99.9th", "99.99th", "max"} <= set(entries)), (name, label)
+                    or {"99.9th", "99.99th", "max"} <= {e.split(" · ")[0] for e in entries}), (name, label)
         if ax.get_yscale() == "log":
             assert "log scale" in label, (name, label)
         if ax.get_xscale() == "log" and "atency" in ax.get_xlabel():
@@ -113,8 +111,8 @@ def test_a_series_keeps_its_colour_in_every_panel(experiments, name):
 
 
 def assert_legends_clear_of_data(fig, name: str) -> None:
-    """On a linear axis from 0 or a log axis, no data point and no line between points lies under the
-    legend (as drawn; matplotlib's own path-box intersection)."""
+    """Every legend lies outside every panel (beside or below its axes, as drawn: an axis is never
+    stretched to make room for a legend, nor its data covered by one) and inside the figure."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
 
     canvas = FigureCanvasAgg(fig)
@@ -122,21 +120,18 @@ def assert_legends_clear_of_data(fig, name: str) -> None:
     renderer = canvas.get_renderer()
     for ax in data_axes(fig):
         legend = ax.get_legend()
-        if legend is None or (ax.get_yscale() == "linear" and ax.get_ylim()[0] != 0):
+        if legend is None:
             continue
         box = legend.get_window_extent(renderer)
-        for line in ax.get_lines():  # the data (axvline / axhline marks span the axis on purpose)
-            if (line.get_gid() == "pmemlab-reference" or not len(line.get_xdata())
-                    or line.get_transform() is not ax.transData):
-                continue
-            xy = line.get_transform().transform(np.column_stack([np.asarray(line.get_xdata(), float),
-                                                                 np.asarray(line.get_ydata(), float)]))
-            inside = [(x, y) for x, y in xy if box.x0 <= x <= box.x1 and box.y0 <= y <= box.y1]
-            assert not inside, f"{name}: {ax.get_title()!r}: the legend covers data points"
-            if line.get_linestyle() not in ("None", "none", "", " ") and len(xy) > 1:
-                path = MplPath(xy[np.isfinite(xy).all(axis=1)])
-                assert not path.intersects_bbox(box, filled=False), \
-                    f"{name}: {ax.get_title()!r}: the legend covers a line of {line.get_label()!r}"
+        for other in data_axes(fig):
+            assert not box.overlaps(other.get_window_extent(renderer)), \
+                f"{name}: the legend of {ax.get_title()!r} lies over the panel {other.get_title()!r}"
+        assert fig.bbox.x0 <= box.x0 and box.x1 <= fig.bbox.x1 + 1 and fig.bbox.y0 <= box.y0, \
+            f"{name}: {ax.get_title()!r}: the legend runs out of the figure"
+        for other in data_axes(fig):
+            if other is not ax and other.get_legend() is not None:
+                assert not box.overlaps(other.get_legend().get_window_extent(renderer)), \
+                    f"{name}: the legends of {ax.get_title()!r} and {other.get_title()!r} overlap"
 
 
 # --------------------------------------------------------------------------
@@ -235,7 +230,7 @@ def test_loop_bound_points_are_hollow(experiments, tmp_path):
         assert len(hollow) == 1
         line = hollow[0]
         expected = ok[(ok["target_label"] == label) & (ok["op"] == "load") & (ok["threads"] == 2)]["bw_gbps"].mean()
-        assert list(line.get_xdata()) == [2] and list(line.get_ydata()) == pytest.approx([expected])
+        assert list(line.get_xdata()) == [drawn_x(ax, "Read (load)", 2)] and list(line.get_ydata()) == pytest.approx([expected])
         assert line.get_markerfacecolor() == "white"
         assert LOOP_BOUND_NOTE in ax.get_legend().get_title().get_text().replace("\n", " ")
 
@@ -251,8 +246,17 @@ def test_loop_bound_points_are_hollow(experiments, tmp_path):
         expected = sorted((float(t), bw) for (_, t), (bound, bw) in per_point.iterrows() if bound)
         drawn = sorted((float(x), float(y)) for line in ax.get_lines() if line.get_gid() == LOOP_BOUND_GID
                        for x, y in zip(line.get_xdata(), line.get_ydata()))
-        assert [x for x, _ in drawn] == [x for x, _ in expected] and expected
+        assert [round(x) for x, _ in drawn] == [x for x, _ in expected] and expected  # x: moved apart (dodge)
         assert [y for _, y in drawn] == pytest.approx([y for _, y in expected])
+
+
+def drawn_x(ax, label: str, x: float) -> float:
+    """Where the series `label` draws its point of x value `x` (series move apart along x: dodge)."""
+    from matplotlib.container import ErrorbarContainer
+
+    container = next(c for c in ax.containers if isinstance(c, ErrorbarContainer) and c.get_label() == label)
+    values = list(container._pmemlab_x)
+    return float(container.lines[0].get_xdata()[values.index(x)])
 
 
 # --------------------------------------------------------------------------
@@ -290,3 +294,170 @@ def test_references_by_dimm_count():
     assert one == {6.6, 2.3} and six == {39.4, 13.9}
     assert references("bw-threads", "pmem", None) == [] and len(withheld("bw-threads", "pmem", None)) == 4
     assert {r.value for r in references("idle-latency", "dram", None)} == {81.0, 86.0}
+
+
+# --------------------------------------------------------------------------
+# the papers' values sit on series measured as they were, or say their own conditions
+# --------------------------------------------------------------------------
+def overlays(fig):
+    """(axis, paper value, label of the series it sits on or None, its artist) for every value drawn."""
+    from pmemlab.plots.style import references_drawn
+
+    return [(ax, ref, on, artist) for ax in data_axes(fig) for ref, on, artist in references_drawn(ax)]
+
+
+def candidates_of(ax, ref):
+    """Every series on `ax` with its conditions (errorbar series, tail lines, bar charts per category)."""
+    from pmemlab.plots.style import bar_candidates, series_on
+
+    out = list(series_on(ax))
+    hues = [c.get_label() for c in ax.containers if hasattr(c, "patches") and getattr(c, "_pmemlab_conditions", None)]
+    for hue in hues:
+        out += bar_candidates(ax, ref.series, hue)
+    return out
+
+
+def legend_texts(ax) -> list[str]:
+    leg = ax.get_legend()
+    return [t.get_text().replace("\n", " ") for t in leg.get_texts()] if leg else []
+
+
+def assert_overlays_follow_their_series(fig, name):
+    """A paper value drawn on a series: that series was measured as the value was (the same series
+    name, statistic, thread count where the series has one, prefetcher state where both say), and
+    the value takes its colour. A value on no series: no series on its axis matches it, and its
+    legend entry names its own conditions."""
+    from matplotlib.colors import to_hex
+
+    from pmemlab.plots.style import NEUTRAL
+
+    for ax, ref, on, artist in overlays(fig):
+        options = candidates_of(ax, ref)
+        if on is not None:
+            (cond, colour), *_ = [(c, col) for label, c, col in options if label == on]
+            assert ref.matches(cond), (name, ref.citation, on, cond)
+            for key in ("threads", "prefetch"):
+                if key in cond and getattr(ref, key) is not None:
+                    assert cond[key] == getattr(ref, key), (name, ref.citation, key)
+            if artist.get_marker() != "_":  # a bar chart's value is a black bar on its bar
+                assert to_hex(artist.get_color()) == to_hex(colour), (name, ref.citation)
+        else:
+            assert not any(ref.matches(c) for _, c, _ in options), (name, ref.citation, "a matching series exists")
+            texts = legend_texts(ax)
+            if ref.conditions and artist.get_label() != "_nolegend_":
+                assert any(ref.conditions.replace("\n", " ") in t or ref.conditions in t.replace("  ", " ")
+                           for t in [" ".join(x.split()) for x in texts]), (name, ref.citation, texts)
+            if artist.get_marker() != "_" and ref.source.startswith("REPORT") and name != "tail-latency":
+                assert to_hex(artist.get_color()) == to_hex(NEUTRAL), (name, ref.citation)
+
+
+@pytest.mark.parametrize("name", list(RECIPES))
+def test_paper_values_sit_on_series_measured_as_they_were(experiments, name):
+    """On the recorded runs (one DIMM, prefetchers on: no control in the guest) and on the same runs
+    as if on the papers' machine (six DIMMs; for idle-latency, prefetchers off)."""
+    results = load_results(experiments[name])
+    fig = RECIPES[name](results)
+    assert_overlays_follow_their_series(fig, name)
+    six = load_results(experiments[name])
+    six.rows["target_interleave_ways"] = np.where(six.rows["target_kind"] == "fsdax", 6, np.nan)
+    six.rows["prefetch"] = "off"
+    assert_overlays_follow_their_series(RECIPES[name](six), name)
+
+
+def test_paper_values_placed_as_the_issue_asks(experiments):
+    """idle-latency: the REPORT's means (prefetchers off) sit on no median and say so; with the
+    prefetchers off they sit on our means. bw-size: the REPORT's one-thread, one-DIMM read peak sits
+    on the one-thread load curve (drawn for it, dashed), its 'stores' on none. tail-latency: the
+    outlier share is a point at its latency, not a line."""
+    fig = RECIPES["idle-latency"](load_results(experiments["idle-latency"]))
+    drawn = overlays(fig)
+    assert drawn and all(on is None for _, _, on, _ in drawn)
+    assert any("REPORT summary of §3 (paper values, mean, prefetchers off)" == t for t in legend_texts(data_axes(fig)[0]))
+    off = load_results(experiments["idle-latency"])
+    off.rows["prefetch"] = "off"
+    drawn = overlays(RECIPES["idle-latency"](off))
+    assert drawn and all(on is not None and on.endswith("mean of the samples") for _, _, on, _ in drawn)
+
+    fig = RECIPES["bw-size"](load_results(experiments["bw-size"]))
+    on = {ref.series: on for _, ref, on, _ in overlays(fig)}
+    assert on == {"load": "Read (load) (1 thr)", "store": None}
+    tail = RECIPES["tail-latency"](load_results(experiments["tail-latency"]))
+    (point,) = [artist for _, ref, _, artist in overlays(tail) if ref.series == "ccdf"]
+    assert list(point.get_xdata()) == [50_000.0] and list(point.get_ydata()) == [pytest.approx(6e-5)]
+
+
+# --------------------------------------------------------------------------
+# spreads: no drawn interval crosses zero for a quantity that cannot
+# --------------------------------------------------------------------------
+def vertical_intervals(ax):
+    """(low, high) of every error bar and whisker drawn on `ax` (errorbar series and bars)."""
+    out = []
+    for container in ax.containers:
+        bars = container.errorbar if hasattr(container, "errorbar") and container.errorbar is not None else container
+        if not hasattr(bars, "lines") or bars.lines is None or len(bars.lines) < 3:
+            continue
+        for collection in bars.lines[2]:
+            for seg in collection.get_segments():
+                if len(seg) == 2 and seg[0][0] == seg[1][0]:  # vertical
+                    out.append((min(seg[0][1], seg[1][1]), max(seg[0][1], seg[1][1])))
+                elif len(seg) == 2 and seg[0][1] == seg[1][1]:  # horizontal: an x interval (bandwidth on x)
+                    out.append((min(seg[0][0], seg[1][0]), max(seg[0][0], seg[1][0])))
+    return out
+
+
+def with_three_spread_repeats(results):
+    """The runs as if every point had run three times: the recorded value, 2 % of it and 3x it (a
+    t interval of those reaches below zero)."""
+    rows = results.rows
+    agg = (rows["thread"].astype(str) == "all") & (rows["status"] == "ok")
+    extra = []
+    for repeat, factor in ((101, 0.02), (102, 3.0)):
+        more = rows[agg].copy()
+        more["repeat"] = repeat
+        more["bw_gbps"] = pd.to_numeric(more["bw_gbps"], errors="coerce") * factor
+        extra.append(more)
+    results.rows = pd.concat([rows, *extra], ignore_index=True)
+    return results
+
+
+@pytest.mark.parametrize("name", list(RECIPES))
+def test_no_drawn_interval_crosses_zero(experiments, name):
+    """Bandwidth and latency cannot be negative: no error bar or whisker of any figure reaches
+    below 0, on the recorded runs (1-2 repeats: the repeats' range) and on the same points with
+    three repeats spread so widely that their 95 % t interval would (the range is drawn instead)."""
+    for results in (load_results(experiments[name]), with_three_spread_repeats(load_results(experiments[name]))):
+        fig = RECIPES[name](results)
+        for ax in data_axes(fig):
+            for low, high in vertical_intervals(ax):
+                assert low >= -1e-9, (name, ax.get_title(), low, high)
+
+
+def test_spread_rule():
+    """From 3 repeats the 95 % CI of the mean; fewer, or a CI reaching below 0: the range; 1: none."""
+    from pmemlab.plots.data import spread_of
+    from scipy import stats as scipy_stats
+
+    assert spread_of([5.0]) == (5.0, 5.0, "")
+    assert spread_of([1.0, 3.0]) == (1.0, 3.0, "min-max")
+    values = [10.0, 11.0, 12.0]
+    half = scipy_stats.t.ppf(0.975, 2) * np.std(values, ddof=1) / np.sqrt(3)
+    lo, hi, kind = spread_of(values)
+    assert kind == "ci95" and (lo, hi) == (pytest.approx(11 - half), pytest.approx(11 + half))
+    assert spread_of([0.1, 0.1, 5.0]) == (0.1, 5.0, "min-max"), "the CI would cross 0"
+    assert spread_of([-1.0, 0.0, 5.0], non_negative=False)[2] == "ci95"
+
+
+@pytest.mark.parametrize("name", ["idle-latency", "bw-size", "tail-latency"])
+def test_report_figures_carry_neither_caption_nor_banner(experiments, name):
+    """In the report a figure's caption is the page's figure caption and the banner is said once at
+    the top: the figure itself draws neither, keeps its caption text for the page, and keeps the
+    faint watermark so that a panel cut out of the page is still marked."""
+    from pmemlab.plots.style import CAPTION_GID, Frame, framed
+
+    standalone = RECIPES[name](load_results(experiments[name]))
+    with framed(Frame(caption=False, banner=False)):
+        framed_fig = RECIPES[name](load_results(experiments[name]))
+    gids = [t.get_gid() for t in framed_fig.texts]
+    assert CAPTION_GID not in gids and MARK_GID not in gids and WATERMARK_GID in gids
+    assert caption_of(framed_fig) == caption_of(standalone) and caption_of(standalone).startswith(name)
+    assert CAPTION_GID in [t.get_gid() for t in standalone.texts] and notice_of(standalone)

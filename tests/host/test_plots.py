@@ -136,9 +136,11 @@ def figure_of(experiments, name):
 
 
 def legend_labels(ax) -> list[str]:
-    """The series in the legend (the papers' reference values, also listed there, left out)."""
+    """The series in the legend (the papers' reference values, also listed there, left out; long
+    entries are wrapped: joined again)."""
     leg = ax.get_legend()
-    return [t.get_text() for t in leg.get_texts() if not is_reference_label(t.get_text())] if leg else []
+    texts = [" ".join(t.get_text().split("\n")) for t in leg.get_texts()] if leg else []
+    return [t for t in texts if not is_reference_label(t)]
 
 
 def legend_title(ax) -> str:
@@ -155,13 +157,35 @@ def data_axes(fig):
 # what a figure draws, and the same statistics from the CSV
 # --------------------------------------------------------------------------
 def curves(ax) -> dict[str, tuple[np.ndarray, np.ndarray]]:
-    """label -> (x, y) of every error-bar series (recipes draw lines with errorbar)."""
+    """label -> (x, y) of every error-bar series (recipes draw lines with errorbar). Series that
+    share x values are drawn moved apart (dodge): x is the value each point stands for, which
+    the drawn position is checked against (dodged_x)."""
     out = {}
     for container in ax.containers:
         if isinstance(container, ErrorbarContainer):
             line = container.lines[0]
-            out[container.get_label()] = (np.asarray(line.get_xdata(), float), np.asarray(line.get_ydata(), float))
+            drawn = np.asarray(line.get_xdata(), float)
+            x = np.asarray(getattr(container, "_pmemlab_x", drawn), float)
+            assert np.allclose(drawn, dodged_x(ax, container, x)), container.get_label()
+            out[container.get_label()] = (x, np.asarray(line.get_ydata(), float))
     return out
+
+
+def dodged_x(ax, container, x: np.ndarray) -> np.ndarray:
+    """Where a series of `ax` may draw its points at values x: at x, or moved by its place among
+    the series with error bars (a constant factor on a log axis, a constant step on a linear one)."""
+    drawn = np.asarray(container.lines[0].get_xdata(), float)
+    if np.allclose(drawn, x) or not len(x):
+        return x
+    if ax.get_xscale() == "log":
+        factor = drawn / x
+        assert np.allclose(factor, factor[0]) and abs(np.log2(factor[0])) < 0.3, "one small factor per series"
+        return x * factor[0]
+    shift = drawn - x
+    steps = np.diff(np.unique(x))
+    assert np.allclose(shift, shift[0]) and abs(shift[0]) < 0.1 * (steps.min() if len(steps) else 1.0), \
+        "one small step per series"
+    return x + shift[0]
 
 
 def yerr_of(ax, label: str) -> np.ndarray:
@@ -272,7 +296,7 @@ def assert_curve(ax, label: str, expected: pd.Series) -> None:
     x, y = got[label]
     expected = expected.sort_index()
     assert list(x) == pytest.approx([float(v) for v in expected.index]), label
-    assert list(y) == pytest.approx(list(expected.to_numpy(float)), rel=1e-9), label
+    assert list(y) == pytest.approx(list(expected.to_numpy(float)), rel=1e-9, nan_ok=True), label
 
 
 def sidecar_days(paths) -> str:
@@ -316,32 +340,66 @@ def ref_values(ax) -> list[float]:
     return sorted(references_of(ax))
 
 
+def tcg_step_ns(hist: pd.DataFrame) -> float:
+    """The clock step of the recorded samples, found here the simple way: under TCG every sample is
+    a multiple of one step, so the smallest non-zero exact value holding 1 % of the samples is it."""
+    exact = hist[(hist["lo_ticks"] == hist["hi_ticks"]) & (hist["thread"] == "all")]
+    counts = exact.groupby(["lo_ticks", "lo_ns"])["count"].sum()
+    common = counts[counts >= 0.01 * counts.sum()]
+    return float(common[common.index.get_level_values(0) > 0].index[0][1])
+
+
+def pooled_means(df: pd.DataFrame, keys) -> pd.Series:
+    """The mean of every sample of the runs per key: the runs' exact means weighted by their counts."""
+    return (df["lat_ns_mean"] * df["lat_n"]).groupby([df[k] for k in keys]).sum() / df.groupby(keys)["lat_n"].sum()
+
+
 def test_idle_latency(experiments):
-    """Bars of the pooled median, whiskers p5-p95, on a linear axis from 0; the REPORT's values as
-    black bars over the bars they belong to (pmem and DRAM, seq and rand read, clwb write)."""
+    """Bars of the pooled median, whiskers p5-p95, on a linear axis from 0; the mean of the samples
+    (the papers' statistic) as a diamond on each bar; bars whose median is below the clock's step
+    (measured from the samples: 10 ns under TCG) hatched up to it, with the band under the step
+    shaded; the REPORT's values as black bars over the bars they belong to (pmem and DRAM, seq and
+    rand read, clwb write), labelled as means with the prefetchers off (ours ran with them on)."""
+    from pmemlab.plots.style import MEAN_GID, TIMER_STEP_GID
+
     results, fig = figure_of(experiments, "idle-latency")
     (ax,) = data_axes(fig)
     assert ax.get_ylabel() == MEDIAN and ax.get_yscale() == "linear" and ax.get_ylim()[0] == 0
     df = agg(csv_rows(experiments, "idle-latency"))
     df["access"] = [ACCESS[(o, p)] for o, p in zip(df["op"], df["pattern"])]
-    q = pooled_quantiles(hist_rows(experiments, "idle-latency"), df, ["label", "access"], (0.5, 0.05, 0.95))
+    hist = hist_rows(experiments, "idle-latency")
+    q = pooled_quantiles(hist, df, ["label", "access"], (0.5, 0.05, 0.95))
     assert [t.get_text() for t in ax.get_xticklabels()] == ["Read (seq)", "Read (rand)", "Write (clwb)", "Write (ntstore)"]
     drawn = bars(ax)
     assert list(drawn) == ["dram", "pmem"]  # DRAM first, as in the paper
+    means = pooled_means(df, ["label", "access"])
+    diamonds = {line._pmemlab_hue: line for line in ax.get_lines() if line.get_gid() == MEAN_GID}
     for label, heights in drawn.items():
         assert heights == pytest.approx(q[0.5][label].to_dict(), rel=1e-9), "bars: median of the pooled samples"
         expected = [v for a in heights for v in (q[0.05][label][a], q[0.95][label][a])]
         ends = [v for pair in bar_whiskers(ax, label) for v in pair]  # approx compares numbers, not pairs
         assert ends == pytest.approx(expected, rel=1e-9), "whiskers: p5-p95"
-    assert legend_labels(ax) == ["dram", "pmem"]
+        assert list(diamonds[label].get_ydata()) == pytest.approx([means[label][a] for a in heights], rel=1e-9)
+        assert list(diamonds[label].get_xdata()) == pytest.approx(list(bar_x(ax, label).values()))
+    step = tcg_step_ns(hist)
+    assert step == pytest.approx(10.0148, rel=1e-3)
+    below = sorted((round(bar_x(ax, label)[a], 6)) for label in drawn for a, h in drawn[label].items() if h < step)
+    hatched = sorted(round(p.get_x() + p.get_width() / 2, 6) for p in ax.patches
+                     if p.get_gid() == TIMER_STEP_GID and p.get_hatch())
+    assert hatched == below and below, "each median below the step hatched up to it"
+    assert all(p.get_height() == pytest.approx(step) for p in ax.patches if p.get_gid() == TIMER_STEP_GID and p.get_hatch())
+    assert set(legend_labels(ax)) == {"dram", "pmem", "mean of the samples", f"below the timer step ({step:.3g} ns)"}
     assert "whiskers p5-p95 of 40 k samples" in legend_title(ax)
+    assert f"hatched: {len(below)} medians below the timer step ({step:.3g} ns)" in legend_title(ax)
     markers = {(round(line.get_xdata()[0], 6), float(line.get_ydata()[0])) for line in ax.get_lines()
                if line.get_gid() == "pmemlab-reference"}
     x_dram, x_pmem = bar_x(ax, "dram"), bar_x(ax, "pmem")
     assert markers == {(round(x_pmem["Read (rand)"], 6), 305.0), (round(x_dram["Read (rand)"], 6), 81.0),
                        (round(x_pmem["Read (seq)"], 6), 169.0), (round(x_pmem["Write (clwb)"], 6), 94.0),
                        (round(x_dram["Write (clwb)"], 6), 86.0)}
-    assert "REPORT summary of §3" in caption_of(fig)
+    assert "REPORT summary of §3 (paper values, mean, prefetchers off)" in [
+        " ".join(t.get_text().split("\n")) for t in ax.get_legend().get_texts()]
+    assert "REPORT summary of §3" in caption_of(fig) and "timer step 10 ns (26 TSC ticks)" in caption_of(fig)
     assert_caption(fig, results, experiments["idle-latency"])
 
 
@@ -388,45 +446,72 @@ def test_instr_latency(experiments):
 
 
 def test_tail_latency(experiments):
-    """Left: p99.9 and p99.99 of every sample per hotspot size and the exact max, log-log (said in
-    the label), hollow where fewer than 10 samples lie above; FAST'20's 50 µs outliers as a line.
-    Right: the CCDF on a log y axis, with the paper's 0.006 %; the caption sets our sample count
-    against the paper's 20 M."""
+    """Top: p99.9 and p99.99 of every sample per hotspot size and the exact max, log-log (said in
+    the label), of DRAM and pmem in one panel (a colour per statistic, a line style per target),
+    hollow where fewer than 10 samples lie above; FAST'20's 50 µs outliers as a line on pmem's
+    max. Below: the CCDF per target on shared log axes down to the drawn 1/n floor, with the
+    paper's 0.006 % as a point at 50 µs on pmem's only; the caption sets our sample count
+    against the paper's 20 M and says the 0.006 % lies below what 20 k samples resolve. The
+    title names the op."""
+    from pmemlab.plots.recipes import FLOOR_GID
+
     results, fig = figure_of(experiments, "tail-latency")
-    pct, ccdf = data_axes(fig)
+    pct, *ccdfs = data_axes(fig)
     assert pct.get_xscale() == "log" and pct.get_yscale() == "log"
     assert pct.get_xlabel() == "Hotspot size" and pct.get_ylabel() == "Latency (ns, log scale)"
-    assert legend_labels(pct) == ["99.9th", "99.99th", "max"]
+    targets = ["dram", "pmem"]
+    assert legend_labels(pct) == [f"{q} · {t}" for t in targets for q in ("99.9th", "99.99th", "max")]
+    styles = {c.get_label(): (c.lines[0].get_linestyle(), c.lines[0].get_color()) for c in pct.containers}
+    for q in ("99.9th", "99.99th", "max"):
+        assert styles[f"{q} · dram"][1] == styles[f"{q} · pmem"][1] and styles[f"{q} · dram"][0] != styles[f"{q} · pmem"][0]
     df = agg(csv_rows(experiments, "tail-latency"))
+    assert fig._suptitle.get_text() == f"Tail latency of 64 B {df['op'].iloc[0]} writes into a hotspot (1 thread)"
     hist = hist_rows(experiments, "tail-latency")
-    q = pooled_quantiles(hist, df, ["hotspot_size"], (0.999, 0.9999))
-    assert_curve(pct, "99.9th", q[0.999])
-    assert_curve(pct, "99.99th", q[0.9999])
-    assert_curve(pct, "max", df.groupby("hotspot_size")["lat_ns_max"].max())
     hollow = [line for line in pct.get_lines() if line.get_gid() == "pmemlab-few-samples"]
     thin = sorted(zip(*[np.concatenate([line.get_xdata() for line in hollow]),
                         np.concatenate([line.get_ydata() for line in hollow])]))
-    expected = sorted((s, v) for qq in (0.999, 0.9999) for s, v in q[qq].items() if q["n"][s] * (1 - qq) < 10)
-    assert thin == pytest.approx(expected) and expected, "hollow: fewer than 10 samples above"
+    expected_thin = []
+    for target in targets:
+        sub = df[df["label"] == target]
+        q = pooled_quantiles(hist, sub, ["hotspot_size"], (0.999, 0.9999))
+        assert_curve(pct, f"99.9th · {target}", q[0.999])
+        assert_curve(pct, f"99.99th · {target}", q[0.9999])
+        assert_curve(pct, f"max · {target}", sub.groupby("hotspot_size")["lat_ns_max"].max())
+        expected_thin += [(s, v) for qq in (0.999, 0.9999) for s, v in q[qq].items() if q["n"][s] * (1 - qq) < 10]
+    assert thin == pytest.approx(sorted(expected_thin)) and expected_thin, "hollow: fewer than 10 samples above"
     assert [float(t) for t in pct.get_xticks()] == sorted(float(s) for s in df["hotspot_size"].unique())
-    assert ref_values(pct) == [50_000.0]
-    assert ccdf.get_yscale() == "log" and ccdf.get_xscale() == "log" and ccdf.get_ylabel().startswith("P(latency > x)")
+    (max_ref,) = [line for line in pct.get_lines() if line.get_gid() == "pmemlab-reference"]
+    assert list(max_ref.get_ydata()) == [50_000.0] * 2 and max_ref.get_color() == styles["max · pmem"][1]
+    assert [ax.get_title() for ax in ccdfs] == [f"{t}: latency CCDF per hotspot size" for t in targets]
+    assert ccdfs[0].get_shared_y_axes().joined(*ccdfs) and ccdfs[0].get_shared_x_axes().joined(*ccdfs)
     hotspots = sorted(df["hotspot_size"].unique())
-    lines = [line for line in ccdf.get_lines() if line.get_gid() != "pmemlab-reference"]
-    assert len(lines) == len(hotspots) and legend_labels(ccdf)[0] == "256 B"
-    runs = hist[hist["thread"] == "all"].merge(df[["point_key", "hotspot_size"]].drop_duplicates(), on="point_key")
-    for size, line in zip(hotspots, lines):
-        y = np.asarray(line.get_ydata(), float)
-        counts = runs[runs["hotspot_size"] == size].groupby("hi_ns")["count"].sum().sort_index()
-        n = counts.sum()
-        assert y[0] == 1.0 and np.all(np.diff(y) <= 0) and y.min() == pytest.approx(1 / n), "a CCDF down to 1/n"
-        assert list(y[1:-1]) == pytest.approx(list((n - counts.cumsum()) / n)[:-1])
-        assert line.get_xdata()[-1] == pytest.approx(counts.index[-1]), "the last step runs to the maximum"
-    assert ccdf.get_ylim()[0] <= 1 / max(runs.groupby("hotspot_size")["count"].sum())
-    assert ref_values(ccdf) == [pytest.approx(6e-5)]
+    for target, ccdf in zip(targets, ccdfs):
+        assert ccdf.get_yscale() == "log" and ccdf.get_xscale() == "log" and ccdf.get_ylabel().startswith("P(latency > x)")
+        lines = [line for line in ccdf.get_lines() if line.get_gid() not in ("pmemlab-reference", FLOOR_GID)]
+        assert len(lines) == len(hotspots) and legend_labels(ccdf)[0] == "256 B"
+        sub = df[df["label"] == target]
+        runs = hist[(hist["thread"] == "all") & (hist["label"] == target)].merge(
+            sub[["point_key", "hotspot_size"]].drop_duplicates(), on="point_key")
+        for size, line in zip(hotspots, lines):
+            y = np.asarray(line.get_ydata(), float)
+            counts = runs[runs["hotspot_size"] == size].groupby("hi_ns")["count"].sum().sort_index()
+            n = counts.sum()
+            assert y[0] == 1.0 and np.all(np.diff(y) <= 0) and y.min() == pytest.approx(1 / n), "a CCDF down to 1/n"
+            assert list(y[1:-1]) == pytest.approx(list((n - counts.cumsum()) / n)[:-1])
+            assert line.get_xdata()[-1] == pytest.approx(counts.index[-1]), "the last step runs to the maximum"
+        n = runs.groupby("hotspot_size")["count"].sum()
+        (floor,) = [line for line in ccdf.get_lines() if line.get_gid() == FLOOR_GID]
+        assert list(floor.get_ydata()) == [pytest.approx(1 / n.min())] * 2
+        assert f"1/n: one sample in n = {n.min() // 1000:g} k per size" in legend_labels(ccdf)
+        assert ccdf.get_ylim()[0] <= 1 / n.max()
+    assert ref_values(ccdfs[0]) == [], "no outlier share for DRAM"
+    (point,) = [line for line in ccdfs[1].get_lines() if line.get_gid() == "pmemlab-reference"]
+    assert (list(point.get_xdata()), list(point.get_ydata())) == ([50_000.0], [pytest.approx(6e-5)])
+    assert point.get_linestyle() == "None", "a point, not a line across the panel"
     text = caption_of(fig)
     assert "percentiles from 20 k samples per hotspot size" in text and "FAST'20 issued 20 M writes" in text
     assert "p99.99 rests on 2 samples above it" in text
+    assert "FAST'20 §3.3's 0.006 % is 1.2 of 20 k samples per hotspot size here: below what the data resolves" in text
     assert_caption(fig, results, experiments["tail-latency"])
 
 
@@ -438,8 +523,9 @@ def summary_ci(experiments, name: str) -> pd.DataFrame:
 
 def test_bw_threads(experiments):
     """One panel per target with what it is (DRAM, 1 DIMM); the mean over repeats with error bars
-    exactly the sweep's summary 95 % CI, on an axis from 0, ticks at the swept thread counts; the
-    REPORT's single-DIMM values on the 1-DIMM panel; the caption names the missing panel."""
+    from the smallest to the largest of the 2 repeats (a t interval of 2 is 12.7 standard errors
+    wide and reaches below 0), on an axis from 0, ticks at the swept thread counts; the REPORT's
+    single-DIMM values on the 1-DIMM panel; the caption names the missing panel."""
     results, fig = figure_of(experiments, "bw-threads")
     axes = data_axes(fig)
     assert [ax.get_title() for ax in axes] == ["dram · DRAM", "pmem · 1 DIMM, non-interleaved"]
@@ -449,16 +535,17 @@ def test_bw_threads(experiments):
         label = ax.get_title().split(" · ")[0]
         assert ax.get_xlabel() == "Threads" and ax.get_ylabel() == BW and ax.get_ylim()[0] == 0
         assert legend_labels(ax) == ["Read (load)", "Write (ntstore)", "Write (clwb)"]
-        assert legend_title(ax).endswith("error bars: 95 % CI over 2 repeats")  # after the loop-bound note, if any
+        assert legend_title(ax).endswith("error bars: min-max of the repeats (2 repeats)")  # after the loop-bound note
         sub = df[df["label"] == label]
         for name, op in OPS.items():
             if op in set(sub["op"]):
                 assert_curve(ax, name, mean_by(sub[sub["op"] == op], "threads", "bw_gbps"))
-                drawn = yerr_of(ax, name)
+                lo, hi = whiskers_of(ax, name)
+                by = sub[sub["op"] == op].groupby("threads")["bw_gbps"]
+                assert list(lo) == pytest.approx(list(by.min()), rel=1e-9) and list(hi) == pytest.approx(
+                    list(by.max()), rel=1e-9), "the repeats' range"
                 expected = summary[(summary["label"] == label) & (summary["op"] == op)].sort_values("threads")
-                assert list(drawn) == pytest.approx(list(expected["bw_gbps_ci95"]), rel=1e-9), "the summary's CI"
-                assert list(drawn) == pytest.approx(list(ci95_by(sub[sub["op"] == op], "threads", "bw_gbps")),
-                                                    rel=1e-9), "scipy's t interval"
+                assert (expected["bw_gbps_ci95"] > 0).all(), "the summary CSV keeps its CI"
         assert [float(t) for t in ax.get_xticks()] == sorted(float(t) for t in sub["threads"].unique())
     dram, pmem = axes
     assert ref_values(dram) == [] and ref_values(pmem) == [2.3, 6.6]
@@ -469,43 +556,86 @@ def test_bw_threads(experiments):
 
 
 def test_bw_size(experiments):
+    """Per target the random-access bandwidth of each op at its best thread count; where the
+    REPORT's value was measured at another thread count (one thread), that count's curve dashed,
+    the value on it in its colour; the REPORT's 'stores' (no instruction stated) on no curve,
+    grey, labelled with its conditions. Two thread counts make no heatmaps: the caption says so."""
     results, fig = figure_of(experiments, "bw-size")
     axes = data_axes(fig)
     df = agg(csv_rows(experiments, "bw-size"))
     targets = ["dram", "pmem"]
-    line_axes = [ax for ax in axes if not ax.images][:2]
     sizes = sorted(df["access_size"].unique())
-    for ax, target in zip(line_axes, targets):
+    assert len(axes) == 2 and not any(ax.images for ax in fig.axes), "2 thread counts: no heatmaps"
+    for ax, target in zip(axes, targets):
         assert ax.get_xscale() == "log" and ax.get_xlabel() == "Access size" and ax.get_ylabel() == BW
         assert ax.get_ylim()[0] == 0
         sub = df[df["label"] == target]
         by_threads = mean_by(sub, ["op", "threads"], "bw_gbps")
         best = {op: int(by_threads[op].idxmax()) for op in ("load", "ntstore", "store+clwb")}
         assert ax.get_title() == f"{target} · threads {best['load']}/{best['ntstore']}/{best['store+clwb']}"
-        assert legend_labels(ax) == [f"{label} ({best[op]} thr)" for label, op in OPS.items() if op in best]
+        own = [f"{label} ({best[op]} thr)" for label, op in OPS.items() if op in best]
+        assert legend_labels(ax)[:len(own)] == own
         for label, op in OPS.items():
             if op in best:
                 chosen = sub[(sub["op"] == op) & (sub["threads"] == best[op])]
                 assert_curve(ax, f"{label} ({best[op]} thr)", mean_by(chosen, "access_size", "bw_gbps"))
         assert [float(t) for t in ax.get_xticks()] == [float(s) for s in sizes], "a tick at every swept size"
         assert visible_ticks(ax) == ["64 B", "256 B", "1 KiB", "4 KiB", "16 KiB", "64 KiB", "128 KiB"]
-    assert ref_values(line_axes[0]) == [] and ref_values(line_axes[1]) == [1.5, 2.8]
-    heat_axes = [ax for ax in axes if ax.images]
+    dram, pmem = axes
+    assert ref_values(dram) == [] and ref_values(pmem) == [1.5, 2.8]
+    one = df[(df["label"] == "pmem") & (df["op"] == "load") & (df["threads"] == 1)]
+    assert_curve(pmem, "Read (load) (1 thr)", mean_by(one, "access_size", "bw_gbps"))
+    colours = {c.get_label(): c.lines[0].get_color() for c in pmem.containers}
+    assert pmem.containers[-1].get_label() == "Read (load) (1 thr)" and pmem.containers[-1].lines[0].get_linestyle() == "--"
+    lines = {float(line.get_ydata()[0]): line for line in pmem.get_lines() if line.get_gid() == "pmemlab-reference"}
+    assert lines[2.8].get_color() == colours["Read (load) (1 thr)"] and lines[1.5].get_color() == "0.3"
+    entries = legend_texts(pmem)
+    assert "REPORT summary Fig. 2: read peak 2.8 GB/s" in entries
+    assert ("REPORT summary Fig. 2: write peak 1.5 GB/s (1 thread, 1 DIMM, peak over access sizes; 'stores', "
+            "the instruction not stated)") in entries
+    assert "no threads x access size heatmaps: 2 thread counts (1/2); they need 3" in caption_of(fig)
+    assert_caption(fig, results, experiments["bw-size"])
+
+
+def test_bw_size_heatmaps_with_three_thread_counts(experiments):
+    """With 3 thread counts (the recorded runs, and a copy of the 2-thread ones as 4 threads at
+    1.5x), a heatmap per target and op below the curves, threads x access size, one colour scale
+    and one colour bar, loop-bound cells hatched, tick labels at 8 pt."""
+    from pmemlab.plots.style import LOOP_BOUND_GID
+
+    results = load_results(experiments["bw-size"])
+    rows = results.rows
+    four = rows[rows["threads"] == 2].copy()
+    four["threads"], four["bw_gbps"] = 4, four["bw_gbps"] * 1.5
+    four["point_key"] = four["point_key"] + "-4"
+    results.rows = pd.concat([rows, four], ignore_index=True)
+    fig = RECIPES["bw-size"](results)
+    heat_axes = [ax for ax in data_axes(fig) if ax.images]
     assert len(heat_axes) == 2 * 3, "a heatmap per target and op"
-    assert len(axes) == 2 + 6, "no empty panel slot"
-    top = df.groupby(["label", "op", "threads", "access_size"])["bw_gbps"].mean().max()
+    ok = results.ok()
+    top = ok.groupby(["target_label", "op", "threads", "access_size"])["bw_gbps"].mean().max()
+    bound = ok.assign(b=pd.to_numeric(ok["loop_bound"], errors="coerce") == 1)
     for ax in heat_axes:
         target, rest = ax.get_title().split(" · ", 1)
         op = OPS[rest.split(":")[0]]
-        sub = df[(df["label"] == target) & (df["op"] == op)]
+        sub = ok[(ok["target_label"] == target) & (ok["op"] == op)]
         grid = sub.groupby(["threads", "access_size"])["bw_gbps"].mean().unstack().sort_index().sort_index(axis=1)
         assert np.allclose(ax.images[0].get_array(), grid.to_numpy()), ax.get_title()
-        norm = ax.images[0].norm
-        assert (norm.vmin, norm.vmax) == (0.0, pytest.approx(top)), "one colour scale for every heatmap"
-        assert ax.get_ylabel() == "Threads"
+        assert (ax.images[0].norm.vmin, ax.images[0].norm.vmax) == (0.0, pytest.approx(top)), "one colour scale"
+        assert ax.get_ylabel() == "Threads" and all(t.get_fontsize() == 8 for t in ax.get_xticklabels())
+        cells = bound[(bound["target_label"] == target) & (bound["op"] == op)].groupby(["threads", "access_size"])["b"].any()
+        expected = sorted((list(grid.columns).index(a), list(grid.index).index(t)) for (t, a), b in cells.items() if b)
+        hatched = sorted((round(p.get_x() + 0.5), round(p.get_y() + 0.5)) for p in ax.patches
+                         if p.get_gid() == LOOP_BOUND_GID)
+        assert hatched == expected, ax.get_title()
     bars_ = [ax for ax in fig.axes if ax.get_label() == "<colorbar>"]
     assert len(bars_) == 1 and bars_[0].get_ylabel().startswith(BW), "one colour bar"
-    assert_caption(fig, results, experiments["bw-size"])
+    assert "hatched: loop-bound" in caption_of(fig)
+
+
+def legend_texts(ax) -> list[str]:
+    leg = ax.get_legend()
+    return [" ".join(t.get_text().split("\n")) for t in leg.get_texts()] if leg else []
 
 
 def probe_curve(df: pd.DataFrame, hist: pd.DataFrame) -> pd.DataFrame:
@@ -639,10 +769,19 @@ def test_flush_instr(experiments):
             op = OPS[label.removesuffix(" + sfence")]
             if mode == "bandwidth":
                 assert_curve(ax, label, mean_by(df[(df["mode"] == mode) & (df["op"] == op)], "access_size", "bw_gbps"))
-            else:
-                assert_curve(ax, label, q[0.5][op])
+            else:  # a median below the clock's step is no value: a triangle at the step instead
+                step = tcg_step_ns(hist_rows(experiments, "flush-instr"))
+                assert_curve(ax, label, q[0.5][op].where(q[0.5][op] >= step))
                 lo, hi = whiskers_of(ax, label)
-                assert list(lo) == pytest.approx(list(q[0.05][op])) and list(hi) == pytest.approx(list(q[0.95][op]))
+                resolved = (q[0.5][op] >= step).to_numpy()
+                assert list(lo[resolved]) == pytest.approx(list(q[0.05][op][resolved]))
+                assert list(hi[resolved]) == pytest.approx(list(q[0.95][op][resolved]))
+                colour = next(c.lines[0].get_color() for c in ax.containers if c.get_label() == label)
+                under = [line for line in ax.get_lines() if line.get_gid() == "pmemlab-timer-step"
+                         and line.get_color() == colour]
+                ys = [y for line in under for y in line.get_ydata()]
+                assert ys == [pytest.approx(step)] * int((~resolved).sum()), label
+                assert all(line.get_marker() == "v" for line in under)
         sizes = sorted(df.loc[df["mode"] == mode, "access_size"].unique())
         assert [float(t) for t in ax.get_xticks()] == [float(s) for s in sizes]
     assert ref_values(bw_ax) == [256.0] and ref_values(lat_ax) == [512.0]
@@ -794,12 +933,16 @@ def test_page_size(experiments):
     assert len(labels) == 3
     df = agg(csv_rows(experiments, "page-size"))
     hist = hist_rows(experiments, "page-size")
-    # a median of 0 ns (no TSC tick under TCG) cannot sit on the log axis: the axis counts them
+    # a median below the clock's step (0 ns: no TSC tick under TCG) is no value: an open triangle at
+    # the step instead of a point (a log axis could not show the 0 anyway), said in the legend
     latency = df[df["mode"] == "latency"]
-    zeros = int((pooled_quantiles(hist, latency, ["label", "working_set"], (0.5,))[0.5] <= 0).sum())
-    said = f"{zeros} points at 0 (no tick between start and end): not drawn on the log scale"
-    assert zeros and dropped_on_log_scale(lat_ax) == said and not dropped_on_log_scale(bw_ax)
-    assert legend_title(lat_ax).endswith(said), "in the legend, with its other notes"
+    medians = pooled_quantiles(hist, latency, ["label", "working_set"], (0.5,))[0.5]
+    step = tcg_step_ns(hist)
+    below = int((medians < step).sum())
+    triangles = [y for line in lat_ax.get_lines() if line.get_gid() == "pmemlab-timer-step" for y in line.get_ydata()]
+    assert below and (medians <= 0).any() and triangles == [pytest.approx(step)] * below
+    assert not dropped_on_log_scale(lat_ax) and not dropped_on_log_scale(bw_ax)
+    assert f"▽: median below the timer step ({step:.3g} ns), not resolved" in legend_title(lat_ax)
     for ax, mode in ((lat_ax, "latency"), (bw_ax, "bandwidth")):
         for label in legend_labels(ax):
             target, pages = label.split(" · ")
@@ -809,7 +952,8 @@ def test_page_size(experiments):
             if mode == "bandwidth":
                 assert_curve(ax, label, mean_by(sub, "working_set", "bw_gbps"))
             else:
-                assert_curve(ax, label, pooled_quantiles(hist, sub, ["working_set"], (0.5,))[0.5])
+                q = pooled_quantiles(hist, sub, ["working_set"], (0.5,))[0.5]
+                assert_curve(ax, label, q.where(q >= step))
         assert [float(t) for t in ax.get_xticks()] == sorted(float(w) for w in df["working_set"].unique())
     assert_caption(fig, results, experiments["page-size"])
 
@@ -950,3 +1094,82 @@ def test_histogram_percentiles_follow_the_module():
             assert got == pytest.approx([row[f"lat_ns_p{p}"] for p in ("50", "90", "99", "999", "9999")], rel=1e-12)
             checked += 1
     assert checked > 150
+
+
+# --------------------------------------------------------------------------
+# the timer step, measured from the samples
+# --------------------------------------------------------------------------
+def buckets_of(values_counts: dict[int, int], tsc_khz: float = 2_600_000.0, point: str = "p") -> pd.DataFrame:
+    """Histogram rows as the module writes them: exact buckets below 256 ticks, 128 per power of
+    two above (hist.c), for the sample values (ticks) and their counts given."""
+    rows = []
+    per_tick = 1e6 / tsc_khz
+    for value, count in values_counts.items():
+        if value < 256:
+            lo = hi = value
+        else:
+            width = 1 << (value.bit_length() - 1 - 7)
+            lo = value - value % width
+            hi = lo + width - 1
+        rows.append({"source_csv": "x.csv", "point_key": point, "repeat": 0, "thread": "all", "lo_ticks": lo,
+                     "hi_ticks": hi, "lo_ns": lo * per_tick, "hi_ns": hi * per_tick, "count": count})
+    return pd.DataFrame(rows)
+
+
+def test_timer_step_is_measured_from_the_samples(experiments):
+    """Every recorded run (QEMU TCG) steps by 26 ticks, 10 ns, on every target; a clock stepping by
+    26 ticks with the overhead subtraction 4 ticks off and a tick of rounding either way is found;
+    a dense clock resolves to the tick; samples only above the exact range bound the step by
+    their neighbouring buckets; no samples: no step."""
+    from pmemlab.plots.data import timer_step
+
+    checked = 0
+    for name, paths in experiments.items():
+        results = load_results(paths)
+        if results.hist is None:
+            continue
+        for label in results.ok()["target_label"].unique():
+            step = results.timer_step(label)
+            if step is None:
+                continue
+            assert step.resolved and step.ticks == 26 and step.ns == pytest.approx(tcg_step_ns(
+                hist_rows(experiments, name)), rel=1e-9), (name, label)
+            checked += 1
+    assert checked >= 10
+    rng = np.random.default_rng(7)
+    lattice = {}
+    for k in range(1, 9):
+        for jitter in (-1, 0, 1):
+            lattice[26 * k - 4 + jitter] = int(rng.integers(50, 500))
+    lattice[0] = 400
+    step = timer_step(buckets_of(lattice))
+    assert step is not None and step.resolved and step.ticks == 26 and step.ns == pytest.approx(10.0)
+    assert step.text() == "10 ns (26 TSC ticks): every sample is a multiple"
+    dense = timer_step(buckets_of({v: 100 for v in range(40, 200)}))
+    assert dense is not None and not dense.resolved and dense.ticks == 1
+    above = timer_step(buckets_of({v: 100 for v in range(700, 900)}))  # buckets 4 ticks wide there
+    assert above is not None and not above.resolved and above.ticks == 8
+    assert above.text().startswith("at most 3.1 ns")
+    assert timer_step(buckets_of({})) is None and timer_step(None) is None
+
+
+def test_timer_step_is_not_claimed_from_two_modes():
+    """A bare-metal TSC whose cached latencies fall into two or three narrow modes is no stepping
+    clock: no step is claimed (the neighbouring ticks bound it)."""
+    from pmemlab.plots.data import timer_step
+
+    two = timer_step(buckets_of({39: 500, 40: 900, 41: 400, 122: 80, 123: 60}))
+    assert two is not None and not two.resolved and two.ticks == 1
+    odd = timer_step(buckets_of({30: 500, 31: 500, 75: 300, 76: 100, 190: 50}))
+    assert odd is not None and not odd.resolved
+
+
+def test_timer_step_per_run_offsets():
+    """Each run subtracts its own overhead: one run's samples sit on 26 k, another's on 26 k + 12.
+    Pooled they are no lattice; run by run both step by 26 ticks."""
+    from pmemlab.plots.data import timer_step
+
+    one = buckets_of({26 * k: 100 for k in range(0, 6)}, point="a")
+    other = buckets_of({26 * k + 12: 100 for k in range(0, 6)}, point="b")
+    step = timer_step(pd.concat([one, other], ignore_index=True))
+    assert step is not None and step.resolved and step.ticks == 26

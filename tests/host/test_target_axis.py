@@ -16,7 +16,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "fixtures"))
 from fake_pmemlab import FakeModuleCommands, make_fake  # noqa: E402
-from recorded_targets import RECORDED  # noqa: E402
+from recorded_targets import RECORDED, one_target  # noqa: E402
 
 import pmemlab.cli as cli  # noqa: E402
 import pmemlab.machine as machine  # noqa: E402
@@ -370,12 +370,23 @@ def one_csv_of_two_targets(name: str, tmp_path: Path) -> Path:
     return out
 
 
-@pytest.mark.parametrize("name", ["tail-latency", "flush-instr"])
-def test_single_target_recipes_draw_a_row_per_target(name, tmp_path):
-    """tail-latency and flush-instr (one target in the papers) give each target its row of panels,
-    the same panels the target alone gives."""
+def drawn_lines(ax) -> list[tuple[list[float], list[float]]]:
+    return [(list(line.get_xdata()), list(line.get_ydata())) for line in ax.get_lines()
+            if line.get_gid() != "pmemlab-reference"]
+
+
+def assert_same_lines(got, expected) -> None:
+    assert len(got) == len(expected)
+    for (gx, gy), (ex, ey) in zip(got, expected):
+        assert gx == pytest.approx(ex, nan_ok=True) and gy == pytest.approx(ey, nan_ok=True)
+
+
+def test_flush_instr_draws_a_row_per_target(tmp_path):
+    """flush-instr (one target in the paper) gives each target its row of panels, the same panels
+    the target alone gives."""
     from pmemlab.plots.recipes import RECIPES
 
+    name = "flush-instr"
     alone = RECIPES[name](load_results([RECORDED / f"{name}.csv"]))
     both = RECIPES[name](load_results([one_csv_of_two_targets(name, tmp_path)]))
     axes_alone = [ax for ax in alone.axes if ax.get_label() != "<colorbar>"]
@@ -385,11 +396,29 @@ def test_single_target_recipes_draw_a_row_per_target(name, tmp_path):
                                                     for ax in axes_alone]
     for row in (axes_both[:2], axes_both[2:]):
         for mine, ref in zip(row, axes_alone):
-            drawn = [(tuple(line.get_xdata()), tuple(line.get_ydata())) for line in mine.get_lines()
-                     if line.get_gid() != "pmemlab-reference"]
-            expected = [(tuple(line.get_xdata()), tuple(line.get_ydata())) for line in ref.get_lines()
-                        if line.get_gid() != "pmemlab-reference"]
-            assert drawn == expected
+            assert_same_lines(drawn_lines(mine), drawn_lines(ref))
+
+
+def test_tail_latency_puts_every_target_on_shared_axes(tmp_path):
+    """tail-latency of two targets (the recorded pmem and DRAM runs): one percentile panel holding
+    each target's lines (the lines the target alone gives, named with the target), and a CCDF
+    panel per target, the one the target alone gives, on axes shared between the targets."""
+    from pmemlab.plots.recipes import RECIPES
+
+    name = "tail-latency"
+    both = RECIPES[name](load_results([RECORDED / f"{name}.csv"]))
+    pct, *ccdfs = [ax for ax in both.axes if ax.get_label() != "<colorbar>"]
+    assert [ax.get_title() for ax in ccdfs] == [f"{t}: latency CCDF per hotspot size" for t in ("dram", "pmem")]
+    for target, ccdf in zip(("dram", "pmem"), ccdfs):
+        alone = RECIPES[name](load_results([one_target(name, target, tmp_path / target)]))
+        pct_alone, ccdf_alone = [ax for ax in alone.axes if ax.get_label() != "<colorbar>"]
+        mine = [c for c in pct.containers if c.get_label().endswith(f" · {target}")]
+        assert [c.get_label() for c in mine] == [f"{c.get_label()} · {target}" for c in pct_alone.containers]
+        assert_same_lines([(list(c.lines[0].get_xdata()), list(c.lines[0].get_ydata())) for c in mine],
+                          [(list(c.lines[0].get_xdata()), list(c.lines[0].get_ydata())) for c in pct_alone.containers])
+        assert_same_lines(drawn_lines(ccdf), drawn_lines(ccdf_alone))
+    assert len(pct.containers) == 2 * 3
+    assert ccdfs[0].get_shared_y_axes().joined(*ccdfs) and ccdfs[0].get_shared_x_axes().joined(*ccdfs)
 
 
 def test_several_configs_in_one_process(bed, tmp_path, capsys):

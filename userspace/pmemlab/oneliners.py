@@ -248,14 +248,7 @@ def latency_of(rows: pd.DataFrame, hist: pd.DataFrame, keys: Sequence[str]) -> p
 
     runs = _ok(rows).assign(source_csv="")
     results = Results("", rows.assign(source_csv=""), hist.assign(source_csv="") if not hist.empty else None)
-    stats = latency_stats(results, runs, keys)
-    if runs.empty:
-        return stats.assign(mean=[])
-    weighted = runs.assign(_w=pd.to_numeric(runs["lat_n"], errors="coerce"),
-                           _m=pd.to_numeric(runs["lat_ns_mean"], errors="coerce"))
-    means = weighted.groupby(list(keys), dropna=False).apply(
-        lambda g: float((g["_w"] * g["_m"]).sum() / g["_w"].sum()) if g["_w"].sum() else math.nan)
-    return stats.merge(means.rename("mean").reset_index(), on=list(keys), how="left")
+    return latency_stats(results, runs, keys)  # its `mean`: the runs' exact means weighted by their samples
 
 
 def bandwidth_of(rows: pd.DataFrame, keys: Sequence[str]) -> dict[tuple[Any, ...], tuple[float, float, int]]:

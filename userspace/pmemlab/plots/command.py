@@ -43,6 +43,9 @@ def add_plot_parsers(sub: Any) -> None:
     p.add_argument("results", type=Path, nargs="?", default=Path("results"), metavar="RESULTS_DIR")
     p.add_argument("-o", "--output", type=Path, default=Path("plots"), metavar="PLOTS_DIR")
     p.add_argument("--format", default="png,svg", help="comma list of formats (png,svg)")
+    p.add_argument("--gallery", type=Path, default=None, metavar="DIR",
+                   help="also render the figures as the gallery DIR (PNG and gallery.json with the revision), "
+                        "only from results of the clean revision the tree is at (make demo: docs/gallery)")
     add_json(p, "the files written per experiment")
 
 

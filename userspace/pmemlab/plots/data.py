@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Sequence
@@ -39,6 +40,19 @@ class Results:
         """Per-thread rows of the runs that succeeded."""
         rows = self.rows
         return rows[(rows["thread"].astype(str) != "all") & (rows["status"] == "ok")]
+
+    def timer_step(self, label: object = None) -> TimerStep | None:
+        """The clock step the latency samples of these results resolve (of target `label`, or of
+        every target): timer_step over their histograms. None without latency samples."""
+        hist = self.hist
+        if hist is None or hist.empty:
+            return None
+        if label is not None:
+            runs = self.rows[self.rows["target_label"] == label][RUN_KEYS].drop_duplicates()
+            runs = runs.assign(repeat=pd.to_numeric(runs["repeat"], errors="coerce"))
+            hist = hist.assign(repeat=pd.to_numeric(hist["repeat"], errors="coerce"))
+            hist = hist.drop(columns=[c for c in ("target_label",) if c in hist]).merge(runs, on=RUN_KEYS)
+        return timer_step(hist)
 
 
 def is_sweep_csv(path: Path) -> bool:
@@ -203,10 +217,11 @@ def groups(df: pd.DataFrame, keys: Sequence[str]) -> Iterable[tuple[tuple, pd.Da
 def mean_over_repeats(df: pd.DataFrame, keys: Sequence[str], y: str) -> pd.DataFrame:
     """One row per combination of `keys`: mean, sample standard deviation, n and the half-width of
     the Student-t 95 % confidence interval of the mean of `y` over the repeats (pmemlab.stats, the
-    rule of the sweep's summary CSV; ci95 is NaN for a single repeat). `loop_bound` is True where
-    any repeat was loop-bound (the engine's ceiling column; False where there is none)."""
+    rule of the sweep's summary CSV; ci95 is NaN for a single repeat), the smallest and largest
+    repeat, and the spread a figure draws (`lo`, `hi`, `spread`: spread_of's rule). `loop_bound`
+    is True where any repeat was loop-bound (the engine's ceiling column; False where there is none)."""
     keys = [k for k in dict.fromkeys(keys) if k in df.columns]
-    columns = [*keys, "mean", "std", "n", "ci95", "loop_bound"]
+    columns = [*keys, "mean", "std", "n", "ci95", "min", "max", "lo", "hi", "spread", "loop_bound"]
     data = df[[*keys, y]].copy()
     data["loop_bound"] = loop_bound_rows(df)
     data[y] = pd.to_numeric(data[y], errors="coerce")
@@ -215,9 +230,54 @@ def mean_over_repeats(df: pd.DataFrame, keys: Sequence[str], y: str) -> pd.DataF
         return pd.DataFrame(columns=columns)
     rows = []
     for key, grp in groups(data, keys):
-        s = summarize(grp[y].tolist())
-        rows.append([*key, s.mean, s.stddev if s.n > 1 else 0.0, s.n, s.ci95, bool(grp["loop_bound"].any())])
+        values = grp[y].tolist()
+        s = summarize(values)
+        lo, hi, kind = spread_of(values)
+        rows.append([*key, s.mean, s.stddev if s.n > 1 else 0.0, s.n, s.ci95, min(values), max(values), lo, hi, kind,
+                     bool(grp["loop_bound"].any())])
     return pd.DataFrame(rows, columns=columns)
+
+
+CI_REPEATS = 3  # from this many repeats a figure draws the 95 % CI of the mean; below, the repeats' range
+SPREAD_CI, SPREAD_RANGE, SPREAD_NONE = "ci95", "min-max", ""
+
+
+def spread_of(values: Sequence[float], non_negative: bool = True) -> tuple[float, float, str]:
+    """The spread a figure draws around the mean of repeats `values`: (low end, high end, kind).
+
+    The rule of every figure (docs/method.md, "Figures"): with fewer than 3 repeats a Student-t
+    interval is 4.3 (2 repeats: 12.7) standard errors wide and says more about t than about the
+    runs, so the figure shows the repeats' range (min-max) instead; from 3 repeats the 95 %
+    confidence interval of the mean, unless it would reach below 0 for a quantity that cannot
+    (bandwidth, latency), where the range is drawn again. One repeat: no spread."""
+    clean = [float(v) for v in values if v is not None and math.isfinite(float(v))]
+    if not clean:
+        return math.nan, math.nan, SPREAD_NONE
+    mean = sum(clean) / len(clean)
+    if len(clean) == 1:
+        return mean, mean, SPREAD_NONE
+    if len(clean) >= CI_REPEATS:
+        half = summarize(clean).ci95
+        if math.isfinite(half) and not (non_negative and mean - half < 0):
+            return mean - half, mean + half, SPREAD_CI
+    return min(clean), max(clean), SPREAD_RANGE
+
+
+def spread_text(kinds: Iterable[str], repeats: Iterable[int]) -> str:
+    """What the error bars of a figure are: 'error bars: min-max of 2 repeats', 'error bars: 95 %
+    CI over 3 repeats', both where both occur, '1 repeat: no error bars' where there are none."""
+    kinds = {k for k in kinds if k}
+    counts = [int(n) for n in repeats if pd.notna(n)]
+    if not kinds or not counts:
+        return "1 repeat: no error bars"
+    parts = []
+    if SPREAD_CI in kinds:
+        parts.append(f"95 % CI of the mean ({CI_REPEATS}+ repeats)" if SPREAD_RANGE in kinds
+                     else f"95 % CI over {repeats_text(counts)}")
+    if SPREAD_RANGE in kinds:
+        parts.append(f"min-max of the repeats ({repeats_text(c for c in counts if c > 1)}"
+                     + ("; or where a CI would cross 0)" if SPREAD_CI in kinds or max(counts) >= CI_REPEATS else ")"))
+    return "error bars: " + "; ".join(parts)
 
 
 def loop_bound_rows(df: pd.DataFrame) -> pd.Series:
@@ -293,12 +353,24 @@ def bucket_quantiles(buckets: pd.DataFrame, qs: Sequence[float], lo: float = -ma
     return out
 
 
+def pooled_mean(runs: pd.DataFrame) -> float:
+    """The mean of every sample of `runs` (the module's exact per-run means, weighted by their
+    sample counts); NaN without them."""
+    if not {"lat_ns_mean", "lat_n"} <= set(runs.columns):
+        return math.nan
+    mean = pd.to_numeric(runs["lat_ns_mean"], errors="coerce")
+    n = pd.to_numeric(runs["lat_n"], errors="coerce")
+    ok = mean.notna() & (n > 0)
+    return float((mean[ok] * n[ok]).sum() / n[ok].sum()) if ok.any() else math.nan
+
+
 def latency_stats(results: Results, runs: pd.DataFrame, keys: Sequence[str]) -> pd.DataFrame:
     """Per combination of `keys`: the median and the p5 / p25 / p75 / p95 of every latency sample of
-    the runs (repeats pooled, from the histogram), the sample count, the repeats, and the exact max.
+    the runs (repeats pooled, from the histogram), the sample count, the repeats, the exact max and
+    the exact mean of the samples (pooled_mean).
     Without a histogram: the mean over repeats of each run's median (lat_ns_p50) and no spread."""
     keys = [k for k in dict.fromkeys(keys) if k in runs.columns]
-    columns = [*keys, "p50", "p5", "p25", "p75", "p95", "samples", "repeats", "max", "from_histogram"]
+    columns = [*keys, "p50", "p5", "p25", "p75", "p95", "samples", "repeats", "max", "from_histogram", "mean"]
     if runs.empty:
         return pd.DataFrame(columns=columns)
     buckets = pooled_buckets(results, runs, keys)
@@ -307,17 +379,164 @@ def latency_stats(results: Results, runs: pd.DataFrame, keys: Sequence[str]) -> 
         lo = pd.to_numeric(grp.get("lat_ns_min"), errors="coerce").min() if "lat_ns_min" in grp else math.nan
         hi = pd.to_numeric(grp.get("lat_ns_max"), errors="coerce").max() if "lat_ns_max" in grp else math.nan
         repeats = len(grp.drop_duplicates(RUN_KEYS))
+        mean = pooled_mean(grp)
         b = buckets.get(key)
         if b is not None and b["count"].sum() > 0:
             p50, p5, p25, p75, p95 = bucket_quantiles(b, (0.5, SPREAD[0], 0.25, 0.75, SPREAD[1]),
                                                       lo if np.isfinite(lo) else -math.inf,
                                                       hi if np.isfinite(hi) else math.inf)
-            rows.append([*key, p50, p5, p25, p75, p95, int(b["count"].sum()), repeats, hi, True])
+            rows.append([*key, p50, p5, p25, p75, p95, int(b["count"].sum()), repeats, hi, True, mean])
         else:
             median = pd.to_numeric(grp.get("lat_ns_p50"), errors="coerce").mean() if "lat_ns_p50" in grp else math.nan
             samples = pd.to_numeric(grp.get("lat_n"), errors="coerce").sum() if "lat_n" in grp else 0
-            rows.append([*key, median, math.nan, math.nan, math.nan, math.nan, int(samples or 0), repeats, hi, False])
+            rows.append([*key, median, math.nan, math.nan, math.nan, math.nan, int(samples or 0), repeats, hi, False,
+                         mean])
     return pd.DataFrame(rows, columns=columns)
+
+
+# --------------------------------------------------------------------------
+# the timer's step, measured from the samples
+# --------------------------------------------------------------------------
+@dataclass(frozen=True)
+class TimerStep:
+    """The smallest time step the latency samples resolve.
+
+    `resolved`: the samples sit on a lattice `ticks` apart (a clock that advances in steps, as
+    QEMU's TCG TSC, 10 ns at a time); a value below one step is then not measured, only bounded.
+    Otherwise `ticks` is an upper bound: the samples fill neighbouring histogram buckets, so the
+    clock steps by at most that much (a bare-metal TSC: one tick)."""
+
+    ticks: float
+    ns: float
+    resolved: bool
+    samples: int
+    values_ns: tuple[float, ...] = ()  # the smallest values the samples take (resolved steps)
+
+    def text(self) -> str:
+        """'10 ns (26 TSC ticks): every sample a multiple' or 'at most 1.5 ns'."""
+        if self.resolved:
+            return f"{self.ns:.3g} ns ({self.ticks:.0f} TSC ticks): every sample is a multiple"
+        return f"at most {self.ns:.2g} ns (the samples fill neighbouring histogram buckets)"
+
+
+STEP_MIN_TICKS = 4  # a lattice of 1-3 ticks is indistinguishable from a dense TSC within +-1 tick
+STEP_ON_LATTICE = 0.99  # share of the samples within 1 tick of the lattice
+STEP_CLUSTER_SHARE = 0.01  # values holding less than this share of a run are not lattice points
+STEP_MIN_SAMPLES = 50  # exact samples a run needs to show its lattice
+STEP_MIN_POINTS = 3  # lattice points with samples (0 included) before a step is called one
+
+
+def timer_step(hist: pd.DataFrame | None) -> TimerStep | None:
+    """The clock step of the samples in a histogram table (NAME.hist.csv rows: lo_ticks, hi_ticks,
+    lo_ns, hi_ns, count, and the run columns; the `thread = all` rows of a run are used where it
+    has them). None without samples.
+
+    Measured run by run, because each run subtracts its own overhead and so puts its samples on
+    its own offset of the lattice. The module's histogram is exact below 256 ticks: there the
+    sample values are counted one tick apart. In a run, values within 1 tick of each other (the
+    overhead subtraction rounds) form one cluster; the clusters holding at least 1 % of the run's
+    exact samples are the candidates: none may be wider than 3 ticks (samples on neighbouring
+    ticks: the clock resolves them), and the smallest gap between neighbouring ones (the median of
+    the gaps near the smallest) is the run's step when there are at least 3 of them, at least 99 %
+    of its exact non-zero samples lie within 1 tick of that lattice (at its best offset) and the
+    step is 4 ticks or more (zeros are clamped negatives: sample = max(0, t1 - t0 - overhead)).
+    A run of fewer than 3 clusters tells nothing (a bare-metal TSC's latencies may fall into two
+    modes). The step is the one most runs with 50 exact samples or more give, when no fewer runs
+    give one than tell against one (where no run tells either way, the runs' samples together,
+    clusters from 0.1 % of them).
+    Otherwise, and where the samples never fall in the exact range
+    (every latency above 256 ticks), the step is bounded by twice the width of the narrowest pair
+    of neighbouring occupied buckets of all the samples."""
+    if hist is None or hist.empty or not {"lo_ticks", "hi_ticks", "count"} <= set(hist.columns):
+        return None
+    rows = hist
+    run_keys = [k for k in ("source_csv", "point_key", "repeat") if k in rows.columns]
+    if "thread" in rows.columns and run_keys:
+        is_all = rows["thread"].astype(str) == "all"
+        has_all = is_all.groupby([rows[k] for k in run_keys]).transform("any")
+        rows = rows[is_all | ~has_all]
+    rows = rows[pd.to_numeric(rows["count"], errors="coerce") > 0]
+    if rows.empty:
+        return None
+    total = int(rows["count"].sum())
+    per_tick = _ns_per_tick(rows)
+    steps: list[tuple[int, list[float]]] = []
+    against = 0
+    for _, run in groups(rows, run_keys):
+        exact = run[run["lo_ticks"] == run["hi_ticks"]].groupby("lo_ticks")["count"].sum()
+        if exact.sum() >= STEP_MIN_SAMPLES:
+            verdict = _lattice_step(exact.index.to_numpy(dtype=np.int64), exact.to_numpy(dtype=np.int64),
+                                    share=STEP_CLUSTER_SHARE)
+            if isinstance(verdict, tuple):
+                steps.append(verdict)
+            elif verdict == AGAINST:
+                against += 1
+    if not steps and not against:  # no run tells alone (each on one or two values): all of them together
+        exact = rows[rows["lo_ticks"] == rows["hi_ticks"]].groupby("lo_ticks")["count"].sum()
+        if exact.sum() >= STEP_MIN_SAMPLES:
+            verdict = _lattice_step(exact.index.to_numpy(dtype=np.int64), exact.to_numpy(dtype=np.int64),
+                                    share=STEP_CLUSTER_SHARE / 10)  # many samples: rarer values count
+            steps = [verdict] if isinstance(verdict, tuple) else []
+    if steps and len(steps) >= against:
+        ticks = Counter(step for step, _ in steps).most_common(1)[0][0]
+        points = next(p for step, p in steps if step == ticks)
+        return TimerStep(float(ticks), ticks * per_tick, True, total, tuple(float(f"{p * per_tick:.3g}") for p in points))
+    # dense: the narrowest neighbouring pair of occupied buckets bounds the step
+    buckets = rows.groupby(["lo_ticks", "hi_ticks"], sort=True)["count"].sum()
+    lo_ticks = buckets.index.get_level_values(0).to_numpy(dtype=np.int64)
+    hi_ticks = buckets.index.get_level_values(1).to_numpy(dtype=np.int64)
+    widths = hi_ticks - lo_ticks + 1
+    neighbours = [max(widths[i], widths[i + 1]) for i in range(len(lo_ticks) - 1) if lo_ticks[i + 1] == hi_ticks[i] + 1]
+    if not neighbours:
+        return None
+    bound = 2 * min(neighbours) if min(neighbours) > 1 else 1
+    return TimerStep(float(bound), bound * per_tick, False, total)
+
+
+UNDECIDED = "undecided"  # a run too narrow to tell (all its samples on one or two values)
+AGAINST = "against"  # a run whose samples are no lattice
+
+
+def _lattice_step(values: np.ndarray, counts: np.ndarray, share: float = 0.01) -> tuple[int, list[float]] | str:
+    """One run's exact sample values: (step in ticks, the first lattice values in ticks), or
+    AGAINST (its values are no lattice of 4 ticks or more), or UNDECIDED (fewer than 3 narrow
+    clusters: nothing to tell a lattice by; a bare-metal TSC's two modes are no evidence of one)."""
+    nonzero = values > 0
+    mass = int(counts[nonzero].sum())
+    clusters: list[list[tuple[int, int]]] = []
+    for v, c in sorted(zip(values.tolist(), counts.tolist())):
+        if clusters and v - clusters[-1][-1][0] <= 1:
+            clusters[-1].append((v, c))
+        else:
+            clusters.append([(v, c)])
+    exact_total = int(counts.sum())
+    kept = [cl for cl in clusters if sum(c for _, c in cl) >= share * exact_total]
+    if any(cl[-1][0] - cl[0][0] > 2 for cl in kept):
+        return AGAINST  # samples on neighbouring ticks: a clock that resolves them
+    if len(kept) < STEP_MIN_POINTS or mass == 0:
+        return UNDECIDED
+    centres = [sum(v * c for v, c in cl) / sum(c for _, c in cl) for cl in kept]
+    gaps = np.diff(centres)
+    step = int(round(float(np.median(gaps[gaps <= 1.5 * gaps.min()]))))  # clusters' centres wander by a tick
+    if step < STEP_MIN_TICKS:
+        return AGAINST
+    residues, weights = values[nonzero] % step, counts[nonzero]
+    on_lattice = max(int(weights[np.abs((residues - offset + step / 2) % step - step / 2) <= 1.0].sum())
+                     for offset in range(step))  # the lattice's offset: the one that holds the most samples
+    if on_lattice < STEP_ON_LATTICE * mass:
+        return AGAINST
+    return step, [round(c, 1) for c in centres[:4]]
+
+
+def _ns_per_tick(rows: pd.DataFrame) -> float:
+    """ns per TSC tick from the histogram's own bounds (ns and ticks of the same buckets)."""
+    if {"lo_ns", "lo_ticks"} <= set(rows.columns):
+        ticks = pd.to_numeric(rows["lo_ticks"], errors="coerce")
+        ns = pd.to_numeric(rows["lo_ns"], errors="coerce")
+        ok = ticks > 0
+        if ok.any():
+            return float((ns[ok] / ticks[ok]).median())
+    return math.nan
 
 
 def count_text(n: float) -> str:

@@ -77,16 +77,18 @@ def notice_height(fig, notice: Notice | None) -> float:
     return len(_notice_lines(fig, notice)) * NOTICE_FONT * 1.35 / 72 + 0.1
 
 
-def draw_notice(fig, notice: Notice | None) -> None:
-    """A red banner across the top of the figure; for a whole-figure mark also a faint diagonal
-    watermark over the plots, so a cropped panel still carries it."""
+def draw_notice(fig, notice: Notice | None, banner: bool = True) -> None:
+    """A red banner across the top of the figure (unless `banner` is False: the page around it
+    says it); for a whole-figure mark also a faint diagonal watermark over the plots, so a
+    cropped panel still carries it."""
     if notice is None:
         return
     color = "#b00020" if notice.whole_figure else "#8a5a00"
-    fig.text(0.5, 0.997, "\n".join(_notice_lines(fig, notice)), ha="center", va="top", fontsize=NOTICE_FONT,
-             color="white" if notice.whole_figure else color, fontweight="bold", gid=MARK_GID,
-             bbox=dict(boxstyle="square,pad=0.3", facecolor=color if notice.whole_figure else "#fff3d6",
-                       edgecolor=color, linewidth=0.8))
+    if banner:
+        fig.text(0.5, 0.997, "\n".join(_notice_lines(fig, notice)), ha="center", va="top", fontsize=NOTICE_FONT,
+                 color="white" if notice.whole_figure else color, fontweight="bold", gid=MARK_GID,
+                 bbox=dict(boxstyle="square,pad=0.3", facecolor=color if notice.whole_figure else "#fff3d6",
+                           edgecolor=color, linewidth=0.8))
     if notice.whole_figure:
         width = fig.get_size_inches()[0]
         fig.text(0.5, 0.5, "EMULATED - not pmem performance", ha="center", va="center", rotation=18,

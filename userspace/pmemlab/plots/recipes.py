@@ -11,7 +11,7 @@ CCDF on a log axis; ticks sit at the swept values; heatmaps of one figure share 
 from __future__ import annotations
 
 import math
-from typing import Callable
+from typing import Callable, Sequence
 
 import numpy as np
 import pandas as pd
@@ -25,9 +25,10 @@ from pmemlab.plots.data import (
 )
 from pmemlab.plots.references import Reference, references, sources, withheld
 from pmemlab.plots.style import (
-    BW_LABEL, LAT_LABEL, MEDIAN_LABEL, add_note, bytes_axis, cap_whiskers, data_ticks, draw_references, finish, heatmap,
-    hollow, integer_x, latency_bars, latency_series, legend, log_y, mark_loop_bound, new_figure, note, series,
-    shared_colorbar, shared_norm, spread_note, zero_based,
+    BW_LABEL, LAT_LABEL, MEDIAN_LABEL, add_note, bar_candidates, bytes_axis, cap_whiskers, ci_note, data_ticks,
+    draw_references, finish, heatmap, hollow, integer_x, latency_bars, latency_series, legend, log_y,
+    mark_loop_bound, mark_timer_step, new_figure, note, series, series_conditions, series_on, shared_colorbar,
+    shared_norm, spread_note, zero_based,
 )
 
 Recipe = Callable[[Results], Figure]
@@ -37,6 +38,8 @@ OP_LABEL = {"load": "Read (load)", "ntload": "Read (ntload)", "store": "Write (s
             "ntstore": "Write (ntstore)", "store+clwb": "Write (clwb)", "store+clflushopt": "Write (clflushopt)",
             "store+clflush": "Write (clflush)"}
 NO_DATA = "no successful runs in this CSV\n(see its status and error columns)"
+# what a recipe draws where that is another statistic than its paper figure's (references.FIGURES)
+STATISTIC = {"idle-latency": "median of the samples, whiskers p5-p95, the mean marked"}
 WIDE = 50.0  # medians spanning more than this factor get a log axis (said in the label)
 
 
@@ -109,11 +112,6 @@ def dimm_text(df: pd.DataFrame, label: object) -> str:
     return "1 DIMM, non-interleaved" if ways == 1 else f"{ways} DIMMs interleaved"
 
 
-def series_colors(ax: Axes) -> dict[str, str]:
-    """Legend label -> colour of each error-bar series drawn on `ax`."""
-    return {c.get_label(): c.lines[0].get_color() for c in ax.containers if hasattr(c, "has_yerr")}
-
-
 def _wide(values: pd.Series) -> bool:
     values = pd.to_numeric(values, errors="coerce").dropna()
     values = values[values > 0]
@@ -133,32 +131,59 @@ def _prefetch_state(df: pd.DataFrame) -> tuple[pd.DataFrame, str]:
 
 def idle_latency(results: Results) -> Figure:
     """FAST'20 fig 2: median latency (whiskers p5-p95 of the samples) of seq and rand reads and of
-    clwb and ntstore writes, one bar per target; the REPORT's values as black bars. One access per
-    line, with the prefetchers off where the sweep could switch them (the title says which)."""
+    clwb and ntstore writes, one bar per target, with the mean of the samples (the papers'
+    statistic) as a diamond on each bar; the REPORT's values (means, prefetchers off) as black
+    bars, on the mean when ours was measured as theirs, else labelled with their conditions.
+    Medians below the measured timer step are hatched, the band under the step shaded. One access
+    per line, with the prefetchers off where the sweep could switch them (the title says which)."""
     df, prefetchers = _prefetch_state(results.ok())
     notes = Notes()
-    fig, (ax,) = new_figure(1, width_per_panel=8.0)
+    fig, (ax,) = new_figure(1, width_per_panel=10.0, height=4.0)  # the legend goes beside the bars
     ax.set_ylabel(MEDIAN_LABEL)
     if df.empty:
         note(ax, NO_DATA)
     else:
-        df["access"] = [f"{'Read' if op in ('load', 'ntload') else 'Write'} ({_access_kind(op, pat)})"
-                        for op, pat in zip(df["op"], df["pattern"])]
+        df["access"] = [access_name(op, pat) for op, pat in zip(df["op"], df["pattern"])]
         stats = latency_stats(results, df, ["access", "target_label"])
         targets = _targets(df)
-        where = latency_bars(ax, stats, "access", "target_label", list(dict.fromkeys(df["access"])), targets)
+        step = results.timer_step()
+
+        def measured(access: object, target: object) -> dict[str, object]:
+            rows = df[(df["access"] == access) & (df["target_label"] == target)]
+            return series_conditions(rows, access, "median", "access")
+
+        where = latency_bars(ax, stats, "access", "target_label", list(dict.fromkeys(df["access"])), targets,
+                             step=step, conditions=measured, means=True)
         for target in targets:
             refs = [r for r in notes.refs("idle-latency", target_kind(df, target), target_dimms(df, target), target)
                     if (r.series, target) in where]
-            draw_references(ax, refs, at=lambda r, t=target: where[(r.series, t)])
+            draw_references(ax, refs, at=lambda r, t=target: where[(r.series, t)],
+                            candidates=lambda r, t=target: bar_candidates(ax, r.series, t))
         cap_whiskers(ax, stats, where, "access", "target_label")
         zero_based(ax)
+        mark_timer_step(ax, step)
         add_note(ax, spread_note(stats))
-        notes.add(spread_note(stats))
-        legend(ax, "target", outside=True)
+        notes.add(spread_note(stats) + "; diamond: the mean of the samples")
+        if step is not None and step.resolved:
+            notes.add(f"timer step {step.text()} (measured from the samples)")
+        legend(ax, "target")
     ax.set_xlabel("Access")
-    return _finish(fig, results, f"Idle latency of 8 B accesses, one per line, {prefetchers} "
+    size = _one_value(df, "access_size", lambda v: size_label(v))
+    return _finish(fig, results, f"Idle latency of {size or 'single'} accesses, one per line, {prefetchers} "
                    "(median, whiskers p5-p95)", notes)
+
+
+def _one_value(df: pd.DataFrame, column: str, fmt: Callable[[object], str] = str) -> str:
+    """The value every row has in `column`, formatted ('' when they differ or there is none)."""
+    if df.empty or column not in df:
+        return ""
+    values = df[column].dropna().unique()
+    return fmt(values[0]) if len(values) == 1 else ""
+
+
+def access_name(op: str, pattern: str) -> str:
+    """The bar's name in idle-latency: 'Read (seq)', 'Write (clwb)'."""
+    return f"{'Read' if op in ('load', 'ntload') else 'Write'} ({_access_kind(op, pattern)})"
 
 
 def _access_kind(op: str, pattern: str) -> str:
@@ -196,7 +221,7 @@ def instr_latency(results: Results) -> Figure:
         categories = [instr_category(a, op) for a in sorted(set(sub["access_size"])) for op in ops]
         categories = [c for c in categories if c in set(sub["size_type"])]
         where = latency_bars(ax, stats, "size_type", "target_label", categories,
-                             [t for t in targets if t in set(sub["target_label"])])
+                             [t for t in targets if t in set(sub["target_label"])], step=results.timer_step())
         ax.tick_params(axis="x", labelrotation=60, labelsize=7)
         ax.set_title(pattern, fontsize=9)
         ax.set_xlabel("Size_Type (L load, LN ntload, SF store+clflush, SN ntstore, SO store+clflushopt, SW store+clwb)")
@@ -219,32 +244,70 @@ def instr_latency(results: Results) -> Figure:
 TAIL_QUANTILES = ((0.999, "99.9th"), (0.9999, "99.99th"))
 FEW_ABOVE = 10  # a percentile with fewer samples above it than this is drawn hollow
 THIN_GID = "pmemlab-few-samples"
+FLOOR_GID = "pmemlab-ccdf-floor"  # the CCDF's 1/n: one sample in n
 PAPER_TAIL_SAMPLES = 20_000_000  # FAST'20 §3.3: "use a single thread to issue 20 million 64-byte writes"
+
+
+TAIL_COLORS = {"99.9th": "C0", "99.99th": "C1", "max": "C2"}
+TARGET_STYLES = (("-", "o"), ("--", "s"), (":", "^"), ("-.", "D"))  # line and marker per target
 
 
 def tail_latency(results: Results) -> Figure:
     """FAST'20 fig 3: 99.9th, 99.99th percentile (of every sample at a hotspot size, repeats
-    pooled) and the exact max vs hotspot size, log-log; and the CCDF per hotspot size on a log
-    axis (the tail is the point). Percentiles with fewer than 10 samples above them are hollow.
-    Several targets: a row of both panels per target."""
+    pooled) and the exact max vs hotspot size, log-log, every target in one panel (colour: the
+    statistic, line and marker: the target), so that DRAM's tail and pmem's share one axis; below
+    it the CCDF per hotspot size, a panel per target on shared axes, down to the 1/n floor (drawn:
+    one sample in n). Percentiles with fewer than 10 samples above them are hollow; FAST'20's
+    outliers (0.006 % of accesses at about 50 µs) are a point on the CCDF."""
     df = results.ok()
     notes = Notes()
     targets = _targets(df) if not df.empty else ["target"]
-    fig, axes = new_figure(2, rows=len(targets), width_per_panel=6.2)
-    for i, target in enumerate(targets):
-        sub = df[df["target_label"] == target] if len(targets) > 1 else df
-        _tail_panels(axes[2 * i], axes[2 * i + 1], results, sub, notes, f"{target}: " if len(targets) > 1 else "")
-    return _finish(fig, results, "Tail latency of 64 B writes into a hotspot", notes)
-
-
-def _tail_panels(left: Axes, right: Axes, results: Results, df: pd.DataFrame, notes: Notes, prefix: str) -> None:
-    """The percentiles and the CCDF of one target's runs."""
+    columns = max(len(targets), 2)
+    fig = Figure(figsize=(4.6 * columns + 0.6, 8.6))
+    grid = fig.add_gridspec(2, columns)
+    left = fig.add_subplot(grid[0, :])  # the percentiles over the whole width, the CCDFs below
     if df.empty:
         note(left, NO_DATA)
-    buckets = pooled_buckets(results, df, ["hotspot_size"]) if not df.empty else {}
+    ccdf_axes: list[Axes] = []
     sizes = sorted(set(df["hotspot_size"])) if not df.empty else []
-    samples: list[int] = []
-    for q, name in TAIL_QUANTILES:
+    for i, target in enumerate(targets):
+        sub = df[df["target_label"] == target] if len(targets) > 1 else df
+        name = f" · {target}" if len(targets) > 1 else ""
+        ax = fig.add_subplot(grid[1, i], sharex=ccdf_axes[0] if ccdf_axes else None,
+                             sharey=ccdf_axes[0] if ccdf_axes else None)
+        ccdf_axes.append(ax)
+        buckets = pooled_buckets(results, sub, ["hotspot_size"]) if not sub.empty else {}
+        kind = target_kind(df, target) if not df.empty else "pmem"
+        refs = notes.refs("tail-latency", kind, None, str(target))
+        _tail_percentiles(left, sub, buckets, notes, name, TARGET_STYLES[i % len(TARGET_STYLES)])
+        draw_references(left, [r for r in refs if r.series == "max"],
+                        candidates=lambda r, n=name: [c for c in series_on(left) if c[0].endswith(n) or not n])
+        _latency_ccdf(ax, results, sub, buckets, notes, [r for r in refs if r.series == "ccdf"])
+        ax.set_title(f"{target}: latency CCDF per hotspot size" if len(targets) > 1 else "Latency CCDF per hotspot size",
+                     fontsize=9)
+        legend(ax, "hotspot")
+    left.set_yscale("log")
+    bytes_axis(left, sizes)
+    left.set_xlabel("Hotspot size")
+    left.set_ylabel(f"{LAT_LABEL[:-1]}, log scale)")
+    left.set_title("Tail latency vs hotspot size" + (": " + ", ".join(map(str, targets)) if len(targets) > 1 else ""),
+                   fontsize=9)
+    legend(left, "percentile")
+    op = _one_value(df, "op")
+    size = _one_value(df, "access_size", lambda v: size_label(v))
+    threads = _one_value(df, "threads")
+    what = " ".join(w for w in (size, op) if w) or "single"
+    return _finish(fig, results, f"Tail latency of {what} writes into a hotspot"
+                   + (f" ({threads} thread{'s' if threads != '1' else ''})" if threads else ""), notes)
+
+
+def _tail_percentiles(ax: Axes, df: pd.DataFrame, buckets: dict, notes: Notes, name: str,
+                      style: tuple[str, str]) -> None:
+    """One target's p99.9, p99.99 and max per hotspot size on `ax` (`name` ends each label)."""
+    linestyle, marker = style
+    sizes = sorted(set(df["hotspot_size"])) if not df.empty else []
+    threads = {"threads": int(df["threads"].iloc[0])} if not df.empty and df["threads"].nunique() == 1 else {}
+    for q, label in TAIL_QUANTILES:
         xs, ys, thin = [], [], []
         for size in sizes:
             b = buckets.get((size,))
@@ -256,48 +319,41 @@ def _tail_panels(left: Axes, right: Axes, results: Results, df: pd.DataFrame, no
             ys.append(bucket_quantiles(b, [q], lo, hi)[0])
             thin.append(b["count"].sum() * (1 - q) < FEW_ABOVE)
         if xs:
-            line = left.errorbar(xs, ys, marker="o", markersize=4, capsize=0, label=name)
-            hollow(left, xs, ys, thin, line.lines[0].get_color(),
-                   f"hollow: fewer than {FEW_ABOVE} samples above the percentile", THIN_GID)
+            line = ax.errorbar(xs, ys, marker=marker, markersize=4, capsize=0, linestyle=linestyle,
+                               color=TAIL_COLORS[label], label=label + name)
+            line._pmemlab_conditions = {"series": label, "statistic": label, **threads}  # type: ignore[attr-defined]
+            hollow(ax, xs, ys, thin, TAIL_COLORS[label], f"hollow: fewer than {FEW_ABOVE} samples above the percentile",
+                   THIN_GID, marker)
     if sizes:
         peak = df.groupby("hotspot_size")["lat_ns_max"].max()
-        left.errorbar(list(peak.index), list(peak.values), marker="s", markersize=4, label="max")
+        line = ax.errorbar(list(peak.index), list(peak.values), marker=marker, markersize=4, linestyle=linestyle,
+                           color=TAIL_COLORS["max"], label="max" + name)
+        line._pmemlab_conditions = {"series": "max", "statistic": "max", **threads}  # type: ignore[attr-defined]
         samples = [int(buckets[(s,)]["count"].sum()) for s in sizes if (s,) in buckets]
-    left.set_yscale("log")
-    bytes_axis(left, sizes)
-    left.set_xlabel("Hotspot size")
-    left.set_ylabel(f"{LAT_LABEL[:-1]}, log scale)")
-    left.set_title(f"{prefix}Tail latency vs hotspot size", fontsize=9)
-    kind = target_kind(df, _targets(df)[0]) if not df.empty else "pmem"
-    refs = notes.refs("tail-latency", kind, None, "the target")
-    draw_references(left, [r for r in refs if r.series == "max"], color_of=lambda r: "#b00020")
-    if samples:
-        few = round(min(samples) * (1 - TAIL_QUANTILES[1][0]))
-        notes.add(f"percentiles from {count_text(min(samples))}"
-                  + (f"-{count_text(max(samples))}" if max(samples) != min(samples) else "")
-                  + f" samples per hotspot size ({repeats_text(df.groupby('hotspot_size')['repeat'].nunique())}"
-                  f" pooled): p99.99 rests on {few} sample{'s' if few != 1 else ''} above it; FAST'20 issued "
-                  f"{count_text(PAPER_TAIL_SAMPLES)} writes per size ({count_text(PAPER_TAIL_SAMPLES * 1e-4)} above)")
+        if samples:
+            few = round(min(samples) * (1 - TAIL_QUANTILES[1][0]))
+            notes.add(f"percentiles from {count_text(min(samples))}"
+                      + (f"-{count_text(max(samples))}" if max(samples) != min(samples) else "")
+                      + f" samples per hotspot size ({repeats_text(df.groupby('hotspot_size')['repeat'].nunique())}"
+                      f" pooled): p99.99 rests on {few} sample{'s' if few != 1 else ''} above it; FAST'20 issued "
+                      f"{count_text(PAPER_TAIL_SAMPLES)} writes per size ({count_text(PAPER_TAIL_SAMPLES * 1e-4)} above)")
         notes.add("max: exact, the largest over repeats")
-    legend(left, "percentile", outside=True)
-    _latency_ccdf(right, results, df, buckets)
-    right.set_title(f"{prefix}{right.get_title()}", fontsize=9)
-    draw_references(right, [r for r in refs if r.series == "ccdf"], color_of=lambda r: "#b00020")
-    legend(right, "hotspot", outside=True)
 
 
-def _latency_ccdf(ax: Axes, results: Results, df: pd.DataFrame, buckets: dict) -> None:
+def _latency_ccdf(ax: Axes, results: Results, df: pd.DataFrame, buckets: dict, notes: Notes,
+                  refs: Sequence[Reference] = ()) -> None:
     """P(latency > x) per hotspot size from the pooled histogram: a step per bucket, down to one
-    sample in n (the log axis cannot show the zero past the maximum)."""
+    sample in n, the floor the data can show (drawn, with n); the log axis cannot show the zero
+    past the maximum. A paper's outlier share is a point at its latency, and the caption says
+    when it lies below what n samples can resolve."""
     ax.set_xlabel(f"{LAT_LABEL[:-1]}, log scale)")
     ax.set_ylabel("P(latency > x), log scale")
-    ax.set_title("Latency CCDF per hotspot size", fontsize=9)
     ax.set_xscale("log")
     ax.set_yscale("log")
     if not buckets:
         note(ax, "no latency histogram (NAME.hist.csv) next to the CSV")
         return
-    floor = 1.0
+    counts = []
     for (size,), b in sorted(buckets.items()):
         n = int(b["count"].sum())
         ccdf = (n - np.cumsum(b["count"].to_numpy(dtype=np.int64))) / n  # exact zero past the maximum
@@ -307,20 +363,28 @@ def _latency_ccdf(ax: Axes, results: Results, df: pd.DataFrame, buckets: dict) -
         # the last step (one sample above) runs on to the maximum, where the CCDF falls to 0
         ax.step([*(xs[i] for i in keep), xs[-1]], [*(ys[i] for i in keep), ys[keep[-1]]], where="post",
                 label=size_label(size))
-        floor = min(floor, 1.0 / n)
-    ax.set_ylim(floor / 2, 1.5)
-    add_note(ax, "lowest step: one sample in n")
+        counts.append(n)
+    low, high = min(counts), max(counts)
+    span = count_text(low) if low == high else f"{count_text(low)}-{count_text(high)}"
+    ax.axhline(1.0 / low, color="0.45", linestyle=":", linewidth=1.0, gid=FLOOR_GID,
+               label=f"1/n: one sample in n = {span} per size")
+    ax.set_ylim(min(ax.get_ylim()[0], 0.5 / high), 1.5)
+    for ref in refs:
+        resolvable = ref.value * low
+        if resolvable < FEW_ABOVE:
+            notes.add(f"{ref.source}'s {ref.value * 100:g} % is {resolvable:.2g} of {count_text(low)} samples per "
+                      f"hotspot size here: below what the data resolves ({FEW_ABOVE} samples would need "
+                      f"{count_text(FEW_ABOVE / ref.value)})")
+    draw_references(ax, refs, color_of=lambda r: "#b00020")
 
 
 # --------------------------------------------------------------------------
 # bandwidth
 # --------------------------------------------------------------------------
 def _bandwidth_refs(ax: Axes, notes: Notes, experiment: str, df: pd.DataFrame, target: object) -> None:
-    """The paper values of `experiment` for `target`, each in the colour of its op's series."""
-    refs = notes.refs(experiment, target_kind(df, target), target_dimms(df, target), str(target))
-    colors = series_colors(ax)
-    draw_references(ax, refs, color_of=lambda r: next((c for lab, c in colors.items()
-                                                        if lab.startswith(op_label(r.series))), None))
+    """The paper values of `experiment` for `target`, each on the series of its op measured as it
+    was (threads, statistic), in that series' colour; elsewhere labelled with its own conditions."""
+    draw_references(ax, notes.refs(experiment, target_kind(df, target), target_dimms(df, target), str(target)))
 
 
 def bw_threads(results: Results) -> Figure:
@@ -335,7 +399,7 @@ def bw_threads(results: Results) -> Figure:
         if sub.empty:
             note(ax, NO_DATA)
         else:
-            series(ax, sub, "threads", "bw_gbps", "op", label_of=op_label)
+            series(ax, sub, "threads", "bw_gbps", "op", label_of=op_label, log_x=False)
             _bandwidth_refs(ax, notes, "bw-threads", df, target)
             zero_based(ax)
         ax.set_title(f"{target} · {dimm_text(df, target)}" if not df.empty else str(target), fontsize=9)
@@ -373,22 +437,30 @@ def _best_threads(df: pd.DataFrame) -> dict[str, int]:
     return {row.op: int(row.threads) for row in best.itertuples()}
 
 
+HEATMAP_MIN_THREADS = 3  # fewer thread counts make a heatmap of two stripes: the curves say it all
+
+
 def bw_size(results: Results) -> Figure:
     """FAST'20 fig 5: random-access bandwidth vs access size, each op at its best thread count
-    (the legend gives it), one panel per target (top row); below, per target a row of heatmaps
-    threads x access size, one per op, all on one colour scale (one colour bar)."""
+    (the legend gives it), one panel per target (top row); where a paper value was measured at
+    another thread count, that count's curve is drawn too (dashed) and the value sits on it.
+    Below, with at least 3 thread counts, per target a row of heatmaps threads x access size, one
+    per op, all on one colour scale (one colour bar), loop-bound cells hatched."""
     df = results.ok()
     notes = Notes()
     targets = _targets(df) if not df.empty else ["target"]
     ops = [op for op in OP_LABEL if not df.empty and op in set(df["op"])]
-    heat_cols = max(len(ops), 1)
+    thread_counts = sorted(set(df["threads"])) if not df.empty else []
+    heat = len(thread_counts) >= HEATMAP_MIN_THREADS
+    heat_cols = max(len(ops), 1) if heat else 1
     cols = math.lcm(len(targets), heat_cols)
-    fig = Figure(figsize=(max(4.6 * max(len(targets), heat_cols), 5.0) + 0.6, 3.3 * (1 + len(targets)) + 0.7))
-    grid = fig.add_gridspec(1 + len(targets), cols + 1, width_ratios=[1] * cols + [0.05 * cols])
+    rows = 1 + (len(targets) if heat else 0)
+    fig = Figure(figsize=(max(5.2 * max(len(targets), heat_cols if heat else 1), 5.0) + 0.6, 3.6 * rows + 0.7))
+    grid = fig.add_gridspec(rows, cols + 1, width_ratios=[1] * cols + [0.05 * cols])
     span, hspan = cols // len(targets), cols // heat_cols
     sizes = sorted(set(df["access_size"])) if not df.empty else []
     norm = shared_norm([df[(df["target_label"] == t) & (df["op"] == op)] for t in targets for op in ops],
-                       ["threads", "access_size"], "bw_gbps") if not df.empty else None
+                       ["threads", "access_size"], "bw_gbps") if heat else None
     heat_axes = []
     for i, target in enumerate(targets):
         ax = fig.add_subplot(grid[0, i * span:(i + 1) * span])
@@ -401,13 +473,19 @@ def bw_size(results: Results) -> Figure:
         best = _best_threads(sub)
         chosen = sub[[best.get(op) == t for op, t in zip(sub["op"], sub["threads"])]]
         series(ax, chosen, "access_size", "bw_gbps", "op", label_of=lambda op: f"{op_label(op)} ({best[op]} thr)",
-               order=ops)
+               order=ops, log_x=True)
+        refs = notes.refs("bw-size", target_kind(df, target), target_dimms(df, target), str(target))
+        for threads, op in sorted({(r.threads, r.series) for r in refs if r.threads is not None}):
+            own = sub[(sub["op"] == op) & (sub["threads"] == threads)]
+            if best.get(op) != threads and not own.empty:  # the paper's thread count: its own curve
+                series(ax, own, "access_size", "bw_gbps", "op", label_of=lambda o, t=threads: f"{op_label(o)} ({t} thr)",
+                       linestyle="--", marker=".", log_x=True, linewidth=1.0)
         bytes_axis(ax, sizes)
-        _bandwidth_refs(ax, notes, "bw-size", df, target)
+        draw_references(ax, refs)
         zero_based(ax)
         ax.set_title(f"{target} · threads " + "/".join(str(best[o]) for o in ops if o in best), fontsize=9)
         legend(ax)
-        for j, op in enumerate(ops):
+        for j, op in enumerate(ops if heat else []):
             heat_ax = fig.add_subplot(grid[1 + i, j * hspan:(j + 1) * hspan])
             cell = sub[sub["op"] == op]
             if cell.empty:
@@ -416,31 +494,39 @@ def bw_size(results: Results) -> Figure:
                 heat_ax.set_yticks([])
                 continue
             heatmap(heat_ax, cell, "access_size", "threads", "bw_gbps", norm, x_label=size_label)
-            heat_ax.set_title(f"{target} · {op_label(op)}: threads x access size", fontsize=8)
+            heat_ax.set_title(f"{target} · {op_label(op)}: threads x access size", fontsize=9)
             heat_ax.set_xlabel("Access size")
             heat_ax.set_ylabel("Threads")
             heat_axes.append(heat_ax)
     if heat_axes and norm is not None:
         shared_colorbar(fig, fig.add_subplot(grid[1:, cols]), norm, f"{BW_LABEL}, mean over repeats")
-        notes.add("heatmaps: one colour scale for every target and op")
+        notes.add("heatmaps: one colour scale for every target and op; hatched: loop-bound")
+    elif thread_counts:
+        notes.add(f"no threads x access size heatmaps: {len(thread_counts)} thread count"
+                  f"{'s' if len(thread_counts) != 1 else ''} ({'/'.join(map(str, thread_counts))}); "
+                  f"they need {HEATMAP_MIN_THREADS}")
     return _finish(fig, results, "Bandwidth vs access size (random)", notes)
 
 
 def _latency_vs_bandwidth(ax: Axes, results: Results, df: pd.DataFrame, hue: str,
-                          label_of: Callable[[object], str] = str) -> pd.DataFrame:
+                          label_of: Callable[[object], str] = str,
+                          name_of: Callable[[object], str] = str) -> pd.DataFrame:
     """One curve per `hue`: the probe's median latency (whiskers p5-p95; under load the runs'
-    histogram holds the probe's samples only) against the achieved bandwidth (mean, 95 % CI over
-    repeats), ordered by injected delay."""
+    histogram holds the probe's samples only) against the achieved bandwidth (mean; error bars by
+    data.spread_of: the 95 % CI from 3 repeats, the repeats' range below), ordered by injected
+    delay. A curve's conditions say that its right end is the highest bandwidth the sweep reached
+    (`name_of(value)` names it, for the papers' values)."""
     every = []
     for value, grp in df.groupby(hue, sort=True):
         bw = mean_over_repeats(grp, ["delay_ticks"], "bw_gbps")
-        lat = latency_stats(results, grp, ["delay_ticks"])
+        lat = latency_stats(results, grp, ["delay_ticks"]).drop(columns=["mean"])
         curve = bw.merge(lat, on="delay_ticks").sort_values("delay_ticks", ascending=False)
-        has_ci = (curve["n"] > 1).any()
+        xerr = [curve["mean"] - curve["lo"], curve["hi"] - curve["mean"]] if (curve["spread"] != "").any() else None
         yerr = [np.clip(curve["p50"] - curve["p5"], 0, None), np.clip(curve["p95"] - curve["p50"], 0, None)] \
             if curve["from_histogram"].any() else None
-        line = ax.errorbar(curve["mean"], curve["p50"], xerr=curve["ci95"] if has_ci else None, yerr=yerr,
+        line = ax.errorbar(curve["mean"], curve["p50"], xerr=xerr, yerr=yerr,
                            marker="o", markersize=4, capsize=2.5, label=label_of(value))
+        line._pmemlab_conditions = {"series": name_of(value), "statistic": "max"}  # type: ignore[attr-defined]
         mark_loop_bound(ax, curve["mean"], curve["p50"], curve["loop_bound"], line.lines[0].get_color())
         every.append(curve)
     ax.set_xlabel(BW_LABEL)
@@ -449,8 +535,7 @@ def _latency_vs_bandwidth(ax: Axes, results: Results, df: pd.DataFrame, hue: str
     ax.set_xlim(left=0)
     stats = pd.concat(every, ignore_index=True) if every else pd.DataFrame()
     if not stats.empty:
-        add_note(ax, "x: mean bandwidth, " + ("95 % CI over " + repeats_text(stats["n"]) if (stats["n"] > 1).any()
-                                               else "1 repeat: no error bars"))
+        add_note(ax, "x: mean bandwidth, " + ci_note(stats["n"], stats["spread"]).replace("error bars: ", ""))
         add_note(ax, "y: " + spread_note(stats))
     return stats
 
@@ -521,11 +606,12 @@ def loaded_latency(results: Results) -> Figure:
             ax.set_ylabel(f"Probe {MEDIAN_LABEL.lower()}")
         else:
             # an op list is the probe's load, then the loaders' op: the curve is named by the load
-            sub = sub.assign(workload=[_workload(str(o).split(",")[-1], p) for o, p in zip(sub["op"], sub["pattern"])])
-            every.append(_latency_vs_bandwidth(ax, results, sub, "workload"))
-            refs = notes.refs("loaded-latency", target_kind(df, target), target_dimms(df, target), str(target))
-            colors = series_colors(ax)
-            draw_references(ax, refs, color_of=lambda r: colors.get(_workload(*r.series.split(" ", 1))))
+            sub = sub.assign(workload=[_workload(str(o).split(",")[-1], p) for o, p in zip(sub["op"], sub["pattern"])],
+                             load=[f"{str(o).split(',')[-1]} {p}" for o, p in zip(sub["op"], sub["pattern"])])
+            names = dict(zip(sub["workload"], sub["load"]))
+            every.append(_latency_vs_bandwidth(ax, results, sub, "workload", name_of=lambda w: names[str(w)]))
+            draw_references(ax, notes.refs("loaded-latency", target_kind(df, target), target_dimms(df, target),
+                                           str(target)))
         delays = _delay_range(sub)
         ax.set_title(f"{target} · {delays}" if delays else str(target), fontsize=9)
         legend(ax)
@@ -567,7 +653,7 @@ def xpbuffer(results: Results) -> Figure:
         df["xplines"] = df["working_set"] // 256
         has_ewr = "ewr" in df and pd.to_numeric(df["ewr"], errors="coerce").notna().any()
         y = "ewr" if has_ewr else "bw_gbps"
-        series(ax, df, "xplines", y, "op", label_of=op_label)
+        series(ax, df, "xplines", y, "op", label_of=op_label, log_x=True)
         ax.set_ylabel("Effective write ratio" if has_ewr else f"{BW_LABEL}\n(EWR proxy: no media counters)")
     ax.set_xscale("log", base=2)
     if not df.empty:
@@ -604,11 +690,15 @@ def _flush_panels(bw_ax: Axes, lat_ax: Axes, results: Results, df: pd.DataFrame,
         threads = ", ".join(str(t) for t in sorted(set(sub["threads"])))
         ax.set_title(f"{prefix}{mode} ({threads} thread{'s' if threads != '1' else ''})", fontsize=9)
         if mode == "bandwidth":
-            series(ax, sub, "access_size", "bw_gbps", "op", label_of=lambda op: f"{op_label(op)} + sfence")
+            series(ax, sub, "access_size", "bw_gbps", "op", label_of=lambda op: f"{op_label(op)} + sfence", log_x=True)
         else:
             stats = latency_stats(results, sub, ["op", "access_size"])
-            for op, grp in stats.groupby("op", sort=True):
-                latency_series(ax, grp, "access_size", f"{op_label(op)} + sfence")
+            step = results.timer_step(_targets(df)[0]) if len(set(df["target_label"])) else results.timer_step()
+            ops = list(stats.groupby("op", sort=True))
+            for i, (op, grp) in enumerate(ops):
+                latency_series(ax, grp, "access_size", f"{op_label(op)} + sfence", step=step, log_x=True, index=i,
+                               count=len(ops), conditions={"series": str(op), "statistic": "median",
+                                                           **series_conditions(sub, op, "median", "access_size")})
             add_note(ax, spread_note(stats))
             notes.add("latency: " + spread_note(stats))
             ax.set_ylabel(MEDIAN_LABEL)
@@ -631,7 +721,7 @@ def sfence_interval(results: Results) -> Figure:
     if df.empty:
         note(ax, NO_DATA)
     else:
-        series(ax, df, "access_size", "bw_gbps", "flush", label_of=lambda f: names.get(str(f), str(f)))
+        series(ax, df, "access_size", "bw_gbps", "flush", label_of=lambda f: names.get(str(f), str(f)), log_x=True)
         draw_references(ax, notes.refs("sfence-interval", target_kind(df, _targets(df)[0]), None, "the target"))
         zero_based(ax)
     ax.set_xlabel("Write size between sfences")
@@ -652,7 +742,7 @@ def imc_contention(results: Results) -> Figure:
     else:
         per_dimm["bw_per_dimm"] = per_dimm["bw_gbps"] / per_dimm["interleave_ways"]
         series(left, per_dimm, "dimms_per_thread", "bw_per_dimm", "op",
-               label_of=lambda op: f"{op_label(op)} ({_threads_of(per_dimm, op)} thr)")
+               label_of=lambda op: f"{op_label(op)} ({_threads_of(per_dimm, op)} thr)", log_x=False)
         zero_based(left)
     integer_x(left, per_dimm["dimms_per_thread"] if not per_dimm.empty else None)
     left.set_xlabel("DIMMs per thread (N)")
@@ -663,7 +753,7 @@ def imc_contention(results: Results) -> Figure:
     if spread.empty:
         note(right, NO_DATA)
     else:
-        series(right, spread, "access_size", "bw_gbps", "op", label_of=op_label)
+        series(right, spread, "access_size", "bw_gbps", "op", label_of=op_label, log_x=True)
         grans = sorted(set(spread["interleave_gran"].dropna()))
         for gran in grans:
             right.axvline(gran, color="0.6", linestyle=":", linewidth=1)
@@ -692,7 +782,7 @@ def numa_mix(results: Results) -> Figure:
     else:
         df["read_share"] = [100 if op in ("load", "ntload") else int(rp) for op, rp in zip(df["op"], df["read_pct"])]
         df["curve"] = numa_curves(results, df)
-        series(ax, df, "read_share", "bw_gbps", "curve")
+        series(ax, df, "read_share", "bw_gbps", "curve", log_x=False)
         data_ticks(ax, df["read_share"], lambda v: f"{v:g}")
         zero_based(ax)
     skipped = results.rows[results.rows["status"] == "skipped"]
@@ -757,9 +847,9 @@ def mixed_threads(results: Results) -> Figure:
         df["readers"] = [f[1] for f in fams]
         ratio = df[df["part"] == "ratio"].copy()
         ratio["curve"] = [f"{_ratio_name(op)} {p}" for op, p in zip(ratio["op"], ratio["pattern"])]
-        series(left, ratio, "threads", "bw_gbps", "curve")
+        series(left, ratio, "threads", "bw_gbps", "curve", log_x=False)
         split = _split_curves(df[df["part"] == "split"])
-        series(right, split, "readers", "bw_gbps", "curve")
+        series(right, split, "readers", "bw_gbps", "curve", log_x=False)
         total = sorted(set(split["threads"]))
         right.set_title(f"{'/'.join(map(str, total))} threads: k readers", fontsize=9)
         integer_x(left, ratio["threads"])
@@ -835,14 +925,16 @@ def page_size(results: Results) -> Figure:
             continue
         if mode == "latency":
             stats = latency_stats(results, sub, ["mapping", "working_set"])
-            for mapping, grp in stats.groupby("mapping", sort=True):
-                latency_series(ax, grp, "working_set", str(mapping))
+            mappings = list(stats.groupby("mapping", sort=True))
+            for i, (mapping, grp) in enumerate(mappings):
+                latency_series(ax, grp, "working_set", str(mapping), step=results.timer_step(), log_x=True, index=i,
+                               count=len(mappings))
             add_note(ax, spread_note(stats))
             notes.add("latency: " + spread_note(stats))
             ax.set_ylabel(MEDIAN_LABEL)
             log_y(ax)
         else:
-            series(ax, sub, "working_set", "bw_gbps", "mapping")
+            series(ax, sub, "working_set", "bw_gbps", "mapping", log_x=True)
     lat_ax.set_ylabel(lat_ax.get_ylabel() or MEDIAN_LABEL)
     bw_ax.set_ylabel(BW_LABEL)
     zero_based(bw_ax)

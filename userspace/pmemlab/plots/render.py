@@ -231,8 +231,18 @@ def plot_all_command(args: argparse.Namespace) -> int:
     problem = gallery_problem(revisions)
     if problem:
         print(f"pmemlab: plot-all: not gallery-ready: {problem}", file=sys.stderr)
+    gallery: dict[str, str] | None = None
+    if args.gallery is not None and not failed:
+        why = problem or gallery_revision_problem(revisions)
+        if why:
+            print(f"pmemlab: plot-all: gallery {args.gallery} not updated: {why}", file=sys.stderr)
+        else:
+            gallery = write_gallery(args.gallery, {name: groups[name] for name in written}, written)
+            if not args.json:
+                print(f"plot-all: gallery {args.gallery} rendered at {gallery['revision'][:12]}")
     if args.json:
-        print_json({"written": written, "failed": failed, "not_gallery_ready": problem or None})
+        print_json({"written": written, "failed": failed, "not_gallery_ready": problem or None,
+                    "gallery": gallery})
     if failed:
         raise PmemlabError(f"plot-all: {len(failed)} of {len(groups)} experiments not rendered, one per line above",
                            "see why above; `pmemlab plot NAME.csv` renders one alone",
@@ -253,3 +263,75 @@ def gallery_problem(revisions: dict[str, set[str]]) -> str:
     if dirty:
         parts.append(f"{', '.join(dirty)} {'is a modified tree' if len(dirty) == 1 else 'are modified trees'}")
     return " and ".join(parts) + ("; record them again from one clean commit" if parts else "")
+
+
+GALLERY_MANIFEST = "gallery.json"
+GALLERY_RECIPES = "userspace/pmemlab/plots"  # what a gallery shows: figures drawn by this code
+
+
+def git_head(top: Path | None = None) -> tuple[str, bool] | None:
+    """(full commit of the tree this package runs from, whether the tree is clean), or None
+    outside a git checkout."""
+    import subprocess
+
+    here = top or Path(__file__).resolve().parent
+    try:
+        head = subprocess.run(["git", "-C", str(here), "rev-parse", "HEAD"], capture_output=True, text=True,
+                              timeout=60, check=False)
+        dirty = subprocess.run(["git", "-C", str(here), "status", "--porcelain", "--untracked-files=no"],
+                               capture_output=True, text=True, timeout=60, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    if head.returncode != 0 or dirty.returncode != 0:
+        return None
+    return head.stdout.strip(), not dirty.stdout.strip()
+
+
+def gallery_revision_problem(revisions: dict[str, set[str]]) -> str:
+    """Why results recorded at `revisions` cannot become the gallery rendered by this tree: it is
+    not a git checkout, it is modified, or the results come from another commit ('' : they can)."""
+    head = git_head()
+    if head is None:
+        return "not a git checkout: a gallery names the commit it was rendered at"
+    commit, clean = head
+    if not clean:
+        return "the tree is modified: commit first, then make demo renders the gallery at that commit"
+    recorded = sorted(revisions)
+    if len(recorded) != 1 or not commit.startswith(recorded[0].split("-g")[-1]):
+        return (f"the results come from {', '.join(recorded) or 'no recorded revision'}, the tree is at "
+                f"{commit[:12]}: run the sweeps again")
+    return ""
+
+
+def write_gallery(out: Path, groups: dict[str, list[Path]], written: dict[str, list[Path]] | None = None) -> dict[str, str]:
+    """The figures of `groups` as the gallery `out`: NAME.png each (as plot-all renders them, at
+    150 dpi: the PNG it `written` when there is one), a gallery.json naming the commit they were
+    recorded and rendered at and each PNG's SHA-256; PNGs of experiments no longer shown are
+    removed."""
+    import shutil
+
+    import hashlib
+    import json
+    from datetime import datetime, timezone
+
+    head = git_head()
+    assert head is not None  # gallery_revision_problem said so
+    out.mkdir(parents=True, exist_ok=True)
+    figures = {}
+    for name, paths in sorted(groups.items()):
+        made = [p for p in (written or {}).get(name, []) if p.suffix == ".png"]
+        if made:
+            png = out / f"{name}.png"
+            if made[0].resolve() != png.resolve():
+                shutil.copyfile(made[0], png)
+        else:
+            fig = recipe_figure(load_results(paths)) if name in RECIPES else fallback_figure(load_results(paths))
+            (png,) = save_figure(fig, out, name, ("png",))
+        figures[name] = {"png": png.name, "sha256": hashlib.sha256(png.read_bytes()).hexdigest()}
+    for stale in out.glob("*.png"):
+        if stale.stem not in figures:
+            stale.unlink()
+    manifest = {"revision": head[0], "recipes": GALLERY_RECIPES,
+                "rendered_at": datetime.now(timezone.utc).isoformat(timespec="seconds"), "figures": figures}
+    (out / GALLERY_MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
+    return {"revision": head[0], "manifest": str(out / GALLERY_MANIFEST)}

@@ -8,7 +8,10 @@ said in its legend's title, so the legend entries stay one per series."""
 
 from __future__ import annotations
 
-from typing import Any, Callable, Iterable, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass
+from typing import Any, Callable, Iterable, Iterator, Sequence
 
 import math
 import os
@@ -30,12 +33,15 @@ from matplotlib.container import BarContainer, ErrorbarContainer  # noqa: E402
 from matplotlib.cm import ScalarMappable  # noqa: E402
 from matplotlib.colors import Normalize  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
+from matplotlib.patches import Rectangle  # noqa: E402
+from matplotlib.transforms import ScaledTranslation  # noqa: E402
 from matplotlib.ticker import (  # noqa: E402
     FixedLocator, FuncFormatter, LogLocator, MaxNLocator, NullFormatter, NullLocator,
 )
 
 from pmemlab.plots.data import (  # noqa: E402
-    SPREAD_TEXT, Results, caption, count_text, mean_over_repeats, repeats_text, size_label,
+    SPREAD_TEXT, Results, TimerStep, caption, count_text, mean_over_repeats, repeats_text, size_label, spread_of,
+    spread_text,
 )
 from pmemlab.plots.marks import draw_notice, emulation_notice, notice_height  # noqa: E402
 from pmemlab.plots.references import FAST, REPORT, Reference  # noqa: E402
@@ -44,6 +50,10 @@ CAPTION_GID = "pmemlab-caption"
 REFERENCE_GID = "pmemlab-reference"  # a paper's value: Line2D whose data is the value
 REFERENCE_LABEL_GID = "pmemlab-reference-label"
 LOOP_BOUND_GID = "pmemlab-loop-bound"
+LEGEND_NOTE_GID = "pmemlab-legend-note"  # a legend's notes where the axis has no series
+TIMER_STEP_GID = "pmemlab-timer-step"  # a value below the clock's step, or the band under it
+MEAN_GID = "pmemlab-mean"
+MEAN_LABEL = "mean of the samples"
 BW_LABEL = "Bandwidth (GB/s)"
 LAT_LABEL = "Latency (ns)"
 MEDIAN_LABEL = "Median latency (ns)"
@@ -64,19 +74,51 @@ def new_figure(panels: int = 1, rows: int = 1, width_per_panel: float = 4.6, hei
 # --------------------------------------------------------------------------
 # the frame: title, caption, emulation mark
 # --------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Frame:
+    """What a figure carries around its axes: the caption under them and the EMULATED banner over
+    them. A standalone figure (plot, plot-all, the gallery) carries both; the report's figures
+    carry neither, because the page says each once (the caption as the figure's caption, the
+    banner at the top), and keep the faint watermark, so that a panel cut out of the page is
+    still marked."""
+
+    caption: bool = True
+    banner: bool = True
+
+
+FRAME: ContextVar[Frame] = ContextVar("pmemlab_frame", default=Frame())
+
+
+@contextmanager
+def framed(frame: Frame) -> Iterator[None]:
+    """Figures made inside the block are framed so (the report: Frame(caption=False, banner=False))."""
+    token = FRAME.set(frame)
+    try:
+        yield
+    finally:
+        FRAME.reset(token)
+
+
 def finish(fig: Figure, results: Results, title: str, extra: Sequence[str] = ()) -> Figure:
     """Title, the caption (run conditions, repeats, what the recipe adds) and, when the runs were
-    emulated, the mark; then a layout that leaves room for all three."""
+    emulated, the mark; then a layout that leaves room for all three (FRAME says which of the
+    caption and the banner are drawn; the caption text is kept on the figure either way)."""
+    frame = FRAME.get()
     notice = emulation_notice(results.rows)
-    height = fig.get_size_inches()[1]
-    banner = notice_height(fig, notice)  # inches
-    fig.suptitle(title, fontsize=10, y=1 - (0.04 + banner) / height, va="top")
-    # tight_layout adds the title's height below the rect's top itself: the rect only leaves the banner
     for ax in fig.axes:
         say_what_log_scale_drops(ax)
-    add_caption(fig, caption(results, extra), top=1 - max(banner - 0.08, 0.0) / height)
-    make_room_for_legends(fig)
-    draw_notice(fig, notice)
+    place_legends(fig)
+    grow_for_legends_below(fig)
+    height = fig.get_size_inches()[1]
+    banner = notice_height(fig, notice) if frame.banner else 0.0  # inches
+    fig.suptitle(title, fontsize=10, y=1 - (0.04 + banner) / height, va="top")
+    # tight_layout adds the title's height below the rect's top itself: the rect only leaves the banner
+    text = caption(results, extra)
+    fig._pmemlab_caption = text  # type: ignore[attr-defined]
+    top = 1 - max(banner - 0.08, 0.0) / height
+    place_legends_below(fig)  # under the tick labels and the x label, then the layout makes room for it
+    add_caption(fig, text if frame.caption else "", top=top)
+    draw_notice(fig, notice, banner=frame.banner)
     return fig
 
 
@@ -101,27 +143,27 @@ def say_what_log_scale_drops(ax: Axes) -> None:
     if not zeros:
         return
     text = f"{zeros} point{'s' if zeros > 1 else ''} at 0 (no tick between start and end): not drawn on the log scale"
-    box = ax.get_legend()
-    if box is not None:  # with the legend's other notes (the data's bottom edge has no room for text)
-        title = box.get_title()
-        title.set_text("\n".join(t for t in (title.get_text(), textwrap.fill(text, 44)) if t))
     ax._pmemlab_dropped = text  # type: ignore[attr-defined]
-    if box is None:
+    if hasattr(ax, "_pmemlab_legend"):  # with the legend's other notes (the data's bottom edge has no room for text)
+        add_note(ax, text)
+    else:
         ax.text(0.99, 0.01, text, transform=ax.transAxes, ha="right", va="bottom", fontsize=5.5, color="0.35")
 
 
 def add_caption(fig: Figure, text: str, top: float) -> None:
-    """The caption (target, machine, date, statistic, ...) under the axes, wrapped to the figure."""
+    """The caption (target, machine, date, statistic, ...) under the axes, wrapped to the figure
+    ('' : none, the axes take the room)."""
     width_in, height_in = fig.get_size_inches()
     per_line = max(int(width_in * 19.5), 40)
-    lines = sum(max(1, math.ceil(len(part) / per_line)) for part in _wrap(text, per_line).split("\n"))
-    bottom = min(0.45, (lines * 0.125 + 0.12) / height_in)
+    lines = sum(max(1, math.ceil(len(part) / per_line)) for part in _wrap(text, per_line).split("\n")) if text else 0
+    bottom = min(0.45, (lines * 0.125 + 0.12) / height_in) if text else 0.0
     try:
         fig.tight_layout(rect=(0, bottom, 1, top))
     except (ValueError, np.linalg.LinAlgError):  # pragma: no cover - degenerate layouts keep their positions
         pass
-    fig.text(0.01, 0.01, _wrap(text, per_line), fontsize=6.5, color="0.25", ha="left", va="bottom",
-             gid=CAPTION_GID, linespacing=1.3)
+    if text:
+        fig.text(0.01, 0.01, _wrap(text, per_line), fontsize=6.5, color="0.25", ha="left", va="bottom",
+                 gid=CAPTION_GID, linespacing=1.3)
 
 
 def _wrap(text: str, width: int) -> str:
@@ -145,9 +187,9 @@ def _wrap(text: str, width: int) -> str:
 
 
 def caption_of(fig: Figure) -> str:
-    """The caption as one line (its fields joined by ' · '), as drawn."""
+    """The caption as one line (its fields joined by ' · '): as drawn, else as kept (a report figure)."""
     text = next((t.get_text() for t in fig.texts if t.get_gid() == CAPTION_GID), "")
-    return " ".join(text.split("\n"))
+    return " ".join(text.split("\n")) or getattr(fig, "_pmemlab_caption", "")
 
 
 # --------------------------------------------------------------------------
@@ -164,82 +206,120 @@ def notes_of(ax: Axes) -> list[str]:
     return list(getattr(ax, "_pmemlab_notes", []))
 
 
-def legend(ax: Axes, title: str | None = None, outside: bool = False) -> None:
-    """The series' legend; its title says what the glyphs mean (error bars, hollow markers).
-    `outside`: to the right of the axis (bar charts leave no free corner)."""
-    lines = [textwrap.fill(t, 44) for t in (title, *notes_of(ax)) if t]
-    if ax.get_legend_handles_labels()[0]:
-        where = {"loc": "upper left", "bbox_to_anchor": (1.01, 1.0)} if outside else {}
-        ax.legend(title="\n".join(lines) or None, fontsize=7, title_fontsize=6.5, **where)
-        ax._pmemlab_legend_outside = outside  # type: ignore[attr-defined]
+LEGEND_WRAP = 46  # characters per line of a legend entry or of its title
+
+
+def legend(ax: Axes, title: str | None = None, outside: bool = True, below: bool | None = None) -> None:
+    """The series' legend, outside the axes (never over the data, and the axis is never stretched
+    to make room for it): on the right of a panel alone in its row, below a panel with others
+    beside it (decided when the figure is finished, once every panel exists; `below` forces
+    either); its title says what the glyphs mean (error bars, hollow markers). `outside` is kept
+    for callers that name it: every legend is outside."""
+    ax._pmemlab_legend = (title, below)  # type: ignore[attr-defined]
+    _place_legend(ax, below if below is not None else False)
+
+
+def _place_legend(ax: Axes, below: bool) -> None:
+    title, _ = getattr(ax, "_pmemlab_legend", (None, None))
+    lines = [textwrap.fill(t, 56 if below else 40) for t in (title, *notes_of(ax)) if t]
+    handles, labels = ax.get_legend_handles_labels()
+    for text in ax.texts:
+        if text.get_gid() == LEGEND_NOTE_GID:
+            text.remove()
+    ax._pmemlab_legend_below = below  # type: ignore[attr-defined]
+    if handles:
+        labels = [textwrap.fill(label, LEGEND_WRAP) for label in labels]
+        if below:
+            ax.legend(handles, labels, title="\n".join(lines) or None, fontsize=7, title_fontsize=6.5,
+                      loc="upper center", bbox_to_anchor=(0.5, 0.0), bbox_transform=_below(ax, 0.5),
+                      borderaxespad=0.0, ncol=min(len(handles), 3 if max(map(len, labels)) < 16 else 2),
+                      alignment="left")
+        else:
+            ax.legend(handles, labels, title="\n".join(lines) or None, fontsize=7, title_fontsize=6.5,
+                      loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0.0, alignment="left")
     elif lines:
-        ax.text(0.99, 0.99, "\n".join(lines), transform=ax.transAxes, ha="right", va="top", fontsize=6.5,
-                color="0.3")
+        ax.text(1.02, 1.0, "\n".join(lines), transform=ax.transAxes, ha="left", va="top", fontsize=6.5,
+                color="0.3", gid=LEGEND_NOTE_GID)
 
 
-def make_room_for_legends(fig: Figure) -> None:
-    """After the layout: a legend that 'best' could only place over the data (its points or the
-    lines joining them) gets room above them instead (linear axes from 0, log axes): the top rises
-    until the data clear the legend's height, and the legend moves to the upper corner with less
-    under it."""
+def place_legends(fig: Figure) -> None:
+    """Every legend where it goes now that the figure has all its panels (legend())."""
     for ax in fig.axes:
-        box = ax.get_legend()
-        if box is None or getattr(ax, "_pmemlab_legend_outside", True):
+        if hasattr(ax, "_pmemlab_legend"):
+            _, below = ax._pmemlab_legend
+            _place_legend(ax, below if below is not None else _row_panels(ax) > 1)
+
+
+def _row_panels(ax: Axes) -> int:
+    """How many data panels share the row of `ax` (colour bars left out)."""
+    spec = ax.get_subplotspec()
+    if spec is None:
+        return 1
+    rows = set(range(spec.rowspan.start, spec.rowspan.stop))
+    count = 0
+    for other in ax.figure.axes:
+        other_spec = other.get_subplotspec()
+        if other_spec is None or other.get_label() == "<colorbar>":
             continue
-        corner = _make_room(ax, box)
-        if corner:
-            title = box.get_title().get_text()
-            ax.legend(title=title or None, fontsize=7, title_fontsize=6.5, loc=corner)
+        if rows & set(range(other_spec.rowspan.start, other_spec.rowspan.stop)):
+            count += 1
+    return count
 
 
-def _make_room(ax: Axes, box: Any) -> str | None:
-    log = ax.get_yscale() == "log"
-    if not log and (ax.get_yscale() != "linear" or ax.get_ylim()[0] != 0):
-        return None
-    fig = ax.figure
+def grow_for_legends_below(fig: Figure) -> None:
+    """The figure grows by the height of the tallest legend below a panel of each row, so that the
+    panels keep the height the recipe gave them."""
+    below = [ax for ax in fig.axes if getattr(ax, "_pmemlab_legend_below", False) and ax.get_legend()]
+    if not below:
+        return
     if not hasattr(fig.canvas, "get_renderer"):
         from matplotlib.backends.backend_agg import FigureCanvasAgg
 
         FigureCanvasAgg(fig)
     renderer = fig.canvas.get_renderer()
-    frame = box.get_window_extent(renderer)
-    area = ax.get_window_extent(renderer)
-    points = np.concatenate([drawn_path(line) for line in ax.get_lines()  # data, not axhline/axvline marks
-                             if line.get_gid() != REFERENCE_GID and line.get_transform() is ax.transData]
-                            or [np.empty((0, 2))])
-    inside = (points[:, 0] >= frame.x0) & (points[:, 0] <= frame.x1) & (points[:, 1] >= frame.y0) & \
-             (points[:, 1] <= frame.y1)
-    if not inside.any() or area.height <= 0:
-        return None
-    share = min(frame.height / area.height + 0.06, 0.7)
-    bottom, top = ax.get_ylim()
-    if log:  # the same share of the height, in decades
-        ax.set_ylim(bottom, bottom * (top / bottom) ** (1 / (1 - share)))
-    else:
-        ax.set_ylim(bottom, top / (1 - share))
-    left_side = (points[:, 0] < area.x0 + area.width / 2).sum()
-    return "upper left" if left_side <= len(points) - left_side else "upper right"
+    per_row: dict[int, float] = {}
+    for ax in below:
+        spec = ax.get_subplotspec()
+        row = spec.rowspan.start if spec is not None else 0
+        inches = ax.get_legend().get_window_extent(renderer).height / fig.dpi
+        per_row[row] = max(per_row.get(row, 0.0), inches + 0.1)
+    width, height = fig.get_size_inches()
+    fig.set_size_inches(width, height + sum(per_row.values()))
 
 
-def drawn_path(line: Any, per_segment: int = 24) -> np.ndarray:
-    """Display coordinates of a line's data points and, where it draws a line between them, of
-    `per_segment` points along each segment (what a legend must not cover)."""
-    xy = np.column_stack([np.asarray(line.get_xdata(), float), np.asarray(line.get_ydata(), float)])
-    xy = line.get_transform().transform(xy) if len(xy) else np.empty((0, 2))
-    xy = xy[np.isfinite(xy).all(axis=1)]
-    if len(xy) < 2 or line.get_linestyle() in ("None", "none", "", " "):
-        return xy
-    t = np.linspace(0.0, 1.0, per_segment, endpoint=False)[None, :, None]
-    along = (xy[:-1, None, :] + t * (xy[1:, None, :] - xy[:-1, None, :])).reshape(-1, 2)
-    return np.concatenate([along, xy[-1:]])
+def _below(ax: Axes, inches: float) -> Any:
+    """Axes coordinates moved down by `inches`: a place under the axes that keeps its distance
+    whatever height the layout gives them."""
+    return ax.transAxes + ScaledTranslation(0.0, -inches, ax.figure.dpi_scale_trans)
 
 
-def ci_note(repeats: Iterable[int]) -> str:
-    """'error bars: 95 % CI over 2 repeats' ('1 repeat: no error bars' when none can be drawn)."""
-    values = [int(n) for n in repeats if pd.notna(n)]
-    if not values or max(values) < 2:
-        return "1 repeat: no error bars"
-    return f"error bars: 95 % CI over {repeats_text(values)}"
+def place_legends_below(fig: Figure) -> None:
+    """A legend below its panel starts just under the panel's x label and tick labels (their height
+    in inches does not change with the layout)."""
+    if not any(getattr(ax, "_pmemlab_legend_below", False) and ax.get_legend() for ax in fig.axes):
+        return
+    if not hasattr(fig.canvas, "get_renderer"):
+        from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+        FigureCanvasAgg(fig)
+    renderer = fig.canvas.get_renderer()
+    for ax in fig.axes:
+        box = ax.get_legend()
+        if box is None or not getattr(ax, "_pmemlab_legend_below", False):
+            continue
+        area = ax.get_window_extent(renderer)
+        axis = ax.xaxis.get_tightbbox(renderer)  # the tick labels and the label, where they are drawn
+        low = min(axis.y0, area.y0) if axis is not None else area.y0
+        box.set_bbox_to_anchor((0.5, 0.0), transform=_below(ax, (area.y0 - low + 6) / fig.dpi))
+
+
+def ci_note(repeats: Iterable[int], kinds: Iterable[str] | None = None) -> str:
+    """What the error bars are: 'error bars: min-max of 2 repeats', 'error bars: 95 % CI over 3
+    repeats' (spread_text: the rule is data.spread_of); '1 repeat: no error bars' without any."""
+    counts = [int(n) for n in repeats if pd.notna(n)]
+    if kinds is None:
+        kinds = [spread_of([0.0] * n)[2] for n in counts]
+    return spread_text(kinds, counts)
 
 
 def spread_note(stats: pd.DataFrame) -> str:
@@ -259,30 +339,66 @@ def spread_note(stats: pd.DataFrame) -> str:
 # --------------------------------------------------------------------------
 # series
 # --------------------------------------------------------------------------
+DODGE_LOG2 = 0.09  # octaves between neighbouring series' points on a log2 axis
+DODGE_LINEAR = 0.035  # of the smallest step between x values on a linear axis
+
+
+def dodge(xs: Sequence[float], index: int, count: int, log: bool | None) -> np.ndarray:
+    """The x positions of series `index` of `count` that share x values, moved apart so that
+    their error bars do not hide each other (log: by octaves; linear: by a share of the smallest
+    x step; None: not moved)."""
+    values = np.asarray(xs, float)
+    if log is None or count < 2:
+        return values
+    shift = index - (count - 1) / 2
+    if log:
+        return values * 2.0 ** (shift * DODGE_LOG2)
+    steps = np.diff(np.unique(values))
+    return values + shift * DODGE_LINEAR * (float(steps.min()) if len(steps) else 1.0)
+
+
+def series_conditions(grp: pd.DataFrame, name: Any, statistic: str, x: str) -> dict[str, Any]:
+    """The conditions a series was measured under, from the rows it was drawn from: its name (the
+    op or access the recipe groups by), the statistic drawn, and the thread count and prefetcher
+    state where all its rows share one (and the x axis is not that parameter)."""
+    out: dict[str, Any] = {"series": str(name), "statistic": statistic}
+    for column, cast in (("threads", int), ("prefetch", str)):
+        if column != x and column in grp and grp[column].dropna().nunique() == 1:
+            out[column] = cast(grp[column].dropna().iloc[0])
+    return out
+
+
 def series(ax: Axes, df: pd.DataFrame, x: str, y: str, hue: str | None = None,
            label_of: Callable[[Any], str] = str, order: Sequence[Any] | None = None,
-           marker: str = "o", linestyle: str = "-", prefix: str = "") -> pd.DataFrame:
-    """One line per value of `hue`: the mean of `y` over repeats at each `x`, error bars the 95 %
-    confidence interval of that mean (none for a single repeat); points where a repeat was
-    loop-bound get hollow markers. Adds the error-bar note to the axis. Returns the statistics."""
+           marker: str = "o", linestyle: str = "-", prefix: str = "", log_x: bool | None = None,
+           name_of: Callable[[Any], Any] = lambda v: v, **style: Any) -> pd.DataFrame:
+    """One line per value of `hue`: the mean of `y` over repeats at each `x`, error bars the
+    spread data.spread_of gives (the 95 % CI of the mean from 3 repeats, the repeats' range below,
+    none for one repeat); points where a repeat was loop-bound get hollow markers. Several series
+    with error bars are moved apart along x (`log_x`: the axis' kind; None: not moved). Each drawn
+    series keeps its conditions (series_conditions: `name_of(hue value)` is its name) for the
+    papers' values. Adds the error-bar note to the axis. Returns the statistics."""
     groups = [(None, df)] if hue is None else list(df.groupby(hue, sort=True, dropna=False))
     if order is not None and hue is not None:
         rank = {v: i for i, v in enumerate(order)}
         groups.sort(key=lambda g: rank.get(g[0], len(rank)))
+    every_stats = [(value, grp, mean_over_repeats(grp, [x], y).sort_values(x)) for value, grp in groups]
+    every_stats = [(v, g, st) for v, g, st in every_stats if not st.empty]
+    spread = any((st["spread"] != "").any() for _, _, st in every_stats)
     drawn = []
-    for value, grp in groups:
-        stats = mean_over_repeats(grp, [x], y).sort_values(x)
-        if stats.empty:
-            continue
+    for i, (value, grp, stats) in enumerate(every_stats):
         label = prefix + label_of(value) if hue is not None else (prefix or y)
-        has_ci = (stats["n"] > 1).any()
-        container = ax.errorbar(stats[x], stats["mean"], yerr=stats["ci95"] if has_ci else None,
-                                marker=marker, markersize=4, linestyle=linestyle, capsize=2.5, label=label)
-        mark_loop_bound(ax, stats[x], stats["mean"], stats["loop_bound"], container.lines[0].get_color(), marker)
+        xs = dodge(stats[x], i, len(every_stats), log_x if spread else None)
+        yerr = [stats["mean"] - stats["lo"], stats["hi"] - stats["mean"]] if (stats["spread"] != "").any() else None
+        container = ax.errorbar(xs, stats["mean"], yerr=yerr, marker=marker, markersize=4, linestyle=linestyle,
+                                capsize=2.5, label=label, **style)
+        container._pmemlab_x = np.asarray(stats[x], float)  # type: ignore[attr-defined]
+        container._pmemlab_conditions = series_conditions(grp, name_of(value), "mean", x)  # type: ignore[attr-defined]
+        mark_loop_bound(ax, xs, stats["mean"], stats["loop_bound"], container.lines[0].get_color(), marker)
         drawn.append(stats.assign(series=label))
     if drawn:
         every = pd.concat(drawn, ignore_index=True)
-        add_note(ax, ci_note(every["n"]))
+        add_note(ax, ci_note(every["n"], every["spread"]))
         return every
     return pd.DataFrame()
 
@@ -313,21 +429,49 @@ def zero_based(ax: Axes) -> None:
 
 def latency_bars(ax: Axes, stats: pd.DataFrame, category: str, hue: str, categories: Sequence[Any],
                  hues: Sequence[Any], label_of: Callable[[Any], str] = str,
-                 category_label: Callable[[Any], str] = str) -> dict[tuple[Any, Any], float]:
+                 category_label: Callable[[Any], str] = str, step: TimerStep | None = None,
+                 conditions: Callable[[Any, Any], dict[str, Any]] | None = None,
+                 means: bool = False) -> dict[tuple[Any, Any], float]:
     """Bars of the median (stats['p50']) per category, one colour per hue value, whiskers from
-    stats['p5'] to stats['p95']. Returns the x position of each (category, hue) bar."""
+    stats['p5'] to stats['p95']; with `means`, the mean of the samples (stats['mean']) as a white
+    diamond on each bar. A median below the timer `step` (one the clock did not resolve) gets a
+    hatched box up to the step. `conditions(category, hue)`: what each bar was measured under (for
+    the papers' values). Returns the x position of each (category, hue) bar."""
     width = 0.8 / max(len(hues), 1)
     xs = np.arange(len(categories))
     where: dict[tuple[Any, Any], float] = {}
+    below = 0
     for i, h in enumerate(hues):
         sub = stats[stats[hue] == h].set_index(category)
         heights = np.array([sub["p50"].get(c, np.nan) for c in categories], float)
         lo = np.array([sub["p5"].get(c, np.nan) for c in categories], float)
         hi = np.array([sub["p95"].get(c, np.nan) for c in categories], float)
         pos = xs + (i - (len(hues) - 1) / 2) * width
-        ax.bar(pos, heights, width, yerr=[np.clip(heights - lo, 0, None), np.clip(hi - heights, 0, None)],
-               capsize=2.5, label=label_of(h), error_kw={"elinewidth": 0.9})
+        bars = ax.bar(pos, heights, width, yerr=[np.clip(heights - lo, 0, None), np.clip(hi - heights, 0, None)],
+                      capsize=2.5, label=label_of(h), error_kw={"elinewidth": 0.9})
+        color = bars.patches[0].get_facecolor() if bars.patches else "0.5"
+        if conditions is not None:
+            bars._pmemlab_conditions = {c: {**conditions(c, h), "statistic": "median"}  # type: ignore[attr-defined]
+                                        for c in categories}
+        if means and "mean" in sub:
+            mean = np.array([sub["mean"].get(c, np.nan) for c in categories], float)
+            marks = ax.plot(pos, mean, linestyle="none", marker="D", markersize=4.5, markerfacecolor="white",
+                            markeredgecolor="black", markeredgewidth=0.9, zorder=4, gid=MEAN_GID,
+                            label=MEAN_LABEL if i == 0 else "_nolegend_")[0]
+            if conditions is not None:
+                marks._pmemlab_conditions = {c: {**conditions(c, h), "statistic": "mean"}  # type: ignore[attr-defined]
+                                             for c in categories}
+            marks._pmemlab_hue = h  # type: ignore[attr-defined]
+        if step is not None and step.resolved:
+            for x, value in zip(pos, heights):
+                if np.isfinite(value) and value < step.ns:
+                    below += 1
+                    ax.add_patch(Rectangle((x - width / 2, 0), width, step.ns, fill=False, hatch="////",
+                                           edgecolor=color, linewidth=0.6, gid=TIMER_STEP_GID, zorder=3))
         where.update({(c, h): float(p) for c, p in zip(categories, pos)})
+    if below and step is not None:
+        add_note(ax, f"hatched: {below} median{'s' if below > 1 else ''} below the timer step "
+                     f"({step.ns:.3g} ns): not resolved")
     ax.set_xticks(xs)
     ax.set_xticklabels([category_label(c) for c in categories])
     return where
@@ -358,17 +502,43 @@ def cap_whiskers(ax: Axes, stats: pd.DataFrame, where: dict[tuple[Any, Any], flo
     for row, value in zip(stats.itertuples(), p95):
         x = where.get((getattr(row, category), getattr(row, hue)))
         if x is not None and pd.notna(value) and value > top:
-            ax.annotate(f"p95\n{value:,.0f}", xy=(x, top), xytext=(0, -2), textcoords="offset points",
-                        ha="center", va="top", fontsize=5.5, color="0.2", gid="pmemlab-whisker-cap")
+            ax.annotate(f"p95\n{value:,.0f}", xy=(x, top), xytext=(-3, -2), textcoords="offset points",
+                        ha="right", va="top", fontsize=5.5, color="0.2", gid="pmemlab-whisker-cap")
 
 
-def latency_series(ax: Axes, stats: pd.DataFrame, x: str, label: str, marker: str = "o") -> None:
-    """A line of medians against `x` with p5-p95 whiskers (asymmetric error bars)."""
+def latency_series(ax: Axes, stats: pd.DataFrame, x: str, label: str, marker: str = "o",
+                   step: TimerStep | None = None, log_x: bool | None = None, index: int = 0, count: int = 1,
+                   conditions: dict[str, Any] | None = None) -> None:
+    """A line of medians against `x` with p5-p95 whiskers (asymmetric error bars), moved along x
+    as series `index` of `count` (dodge) so that whiskers at one x do not hide each other. A
+    median below the timer `step` is not a measured value: it is drawn as an open triangle at
+    the step (an upper bound), not on the line (a log axis could not show its 0 anyway)."""
     stats = stats.sort_values(x)
-    lo = np.clip(stats["p50"] - stats["p5"], 0, None)
-    hi = np.clip(stats["p95"] - stats["p50"], 0, None)
+    xs = dodge(stats[x], index, count, log_x)
+    p50 = stats["p50"].to_numpy(float)
+    unresolved = np.zeros(len(p50), bool)
+    if step is not None and step.resolved:
+        unresolved = np.isfinite(p50) & (p50 < step.ns)
+    shown = np.where(unresolved, np.nan, p50)
+    lo = np.clip(shown - stats["p5"].to_numpy(float), 0, None)
+    hi = np.clip(stats["p95"].to_numpy(float) - shown, 0, None)
     yerr = [lo, hi] if stats["from_histogram"].any() else None
-    ax.errorbar(stats[x], stats["p50"], yerr=yerr, marker=marker, markersize=4, capsize=2.5, label=label)
+    container = ax.errorbar(xs, shown, yerr=yerr, marker=marker, markersize=4, capsize=2.5, label=label)
+    container._pmemlab_x = np.asarray(stats[x], float)  # type: ignore[attr-defined]
+    container._pmemlab_conditions = dict(conditions or {"series": label, "statistic": "median"})  # type: ignore[attr-defined]
+    if unresolved.any() and step is not None:
+        ax.plot(xs[unresolved], [step.ns] * int(unresolved.sum()), linestyle="none", marker="v", markersize=5,
+                color=container.lines[0].get_color(), markerfacecolor="white", gid=TIMER_STEP_GID, zorder=5)
+        add_note(ax, f"▽: median below the timer step ({step.ns:.3g} ns), not resolved")
+
+
+def mark_timer_step(ax: Axes, step: TimerStep | None) -> None:
+    """A grey band from the axis' bottom up to the timer step: values inside it are not resolved."""
+    if step is None or not step.resolved:
+        return
+    bottom = ax.get_ylim()[0] if ax.get_yscale() == "log" else 0.0
+    ax.axhspan(bottom, step.ns, color="0.88", zorder=0.2, linewidth=0, gid=TIMER_STEP_GID,
+               label=f"below the timer step ({step.ns:.3g} ns)")
 
 
 # --------------------------------------------------------------------------
@@ -464,14 +634,20 @@ def shared_norm(frames: Iterable[pd.DataFrame], keys: Sequence[str], value: str)
 
 def heatmap(ax: Axes, df: pd.DataFrame, x: str, row: str, value: str, norm: Normalize,
             x_label: Callable[[Any], str] = str, row_label: Callable[[Any], str] = str, cmap: str = "viridis") -> None:
-    """Mean of `value` over repeats on a grid of `row` (y) by `x` (columns), on the colour scale `norm`."""
+    """Mean of `value` over repeats on a grid of `row` (y) by `x` (columns), on the colour scale
+    `norm`; a cell where a repeat was loop-bound is hatched (it measures the tool)."""
     stats = mean_over_repeats(df, [row, x], value)
     grid = stats.pivot(index=row, columns=x, values="mean").sort_index().sort_index(axis=1)
+    bound = stats.pivot(index=row, columns=x, values="loop_bound").reindex_like(grid).fillna(False)
     ax.imshow(grid.values, aspect="auto", origin="lower", cmap=cmap, norm=norm)
+    for (r, c), flag in np.ndenumerate(bound.to_numpy(bool)):
+        if flag:
+            ax.add_patch(Rectangle((c - 0.5, r - 0.5), 1, 1, fill=False, hatch="///", edgecolor="white",
+                                   linewidth=0, gid=LOOP_BOUND_GID))
     ax.set_xticks(range(len(grid.columns)))
-    ax.set_xticklabels([x_label(c) for c in grid.columns], rotation=45, ha="right", fontsize=7)
+    ax.set_xticklabels([x_label(c) for c in grid.columns], rotation=45, ha="right", fontsize=8)
     ax.set_yticks(range(len(grid.index)))
-    ax.set_yticklabels([row_label(r) for r in grid.index])
+    ax.set_yticklabels([row_label(r) for r in grid.index], fontsize=8)
 
 
 def shared_colorbar(fig: Figure, cax: Axes, norm: Normalize, label: str, cmap: str = "viridis") -> None:
@@ -484,19 +660,68 @@ def shared_colorbar(fig: Figure, cax: Axes, norm: Normalize, label: str, cmap: s
 # --------------------------------------------------------------------------
 # the papers' values
 # --------------------------------------------------------------------------
-def draw_references(ax: Axes, refs: Sequence[Reference], color_of: Callable[[Reference], str | None] = lambda r: None,
-                    at: Callable[[Reference], float | None] = lambda r: None) -> None:
-    """Each value as a dashed line (axis 'y': horizontal, 'x': vertical) with its citation in the
-    legend, or as a black bar marker at the x position `at(ref)` gives (a category of a bar chart)
-    with the value written over it. A value further than 4x beyond the data is not drawn to
-    scale: a note at the axis edge names it."""
+Candidate = tuple[str, dict, Any]  # a series a paper value may sit on: (label, conditions, colour)
+
+
+def series_on(ax: Axes) -> list[Candidate]:
+    """Every series drawn on `ax` with the conditions it was measured under (series() and
+    latency_series() keep them): where a paper value may belong."""
+    out = []
+    for container in ax.containers:
+        cond = getattr(container, "_pmemlab_conditions", None)
+        if isinstance(cond, dict) and "series" in cond and hasattr(container, "lines"):
+            out.append((container.get_label(), cond, container.lines[0].get_color()))
+    for line in ax.get_lines():
+        cond = getattr(line, "_pmemlab_conditions", None)
+        if isinstance(cond, dict) and "series" in cond and line.get_gid() != MEAN_GID:
+            out.append((line.get_label(), cond, line.get_color()))
+    return out
+
+
+def bar_candidates(ax: Axes, category: Any, hue_label: str) -> list[Candidate]:
+    """The series a paper value at bar `category` of `hue_label` may sit on: the mean marker and the
+    bar itself (latency_bars keeps what each was measured under)."""
+    out: list[Candidate] = []
+    for line in ax.get_lines():
+        cond = getattr(line, "_pmemlab_conditions", None)
+        if line.get_gid() == MEAN_GID and isinstance(cond, dict) and str(getattr(line, "_pmemlab_hue", "")) == hue_label:
+            if category in cond:
+                out.append((f"{hue_label}: {MEAN_LABEL}", cond[category], "black"))
+    for container in ax.containers:
+        cond = getattr(container, "_pmemlab_conditions", None)
+        if isinstance(container, BarContainer) and container.get_label() == hue_label and isinstance(cond, dict):
+            if category in cond:
+                out.append((f"{hue_label}: median", cond[category], container.patches[0].get_facecolor()))
+    return out
+
+
+NEUTRAL = "0.3"  # a paper value that no series of ours matches: drawn apart from every series' colour
+
+
+def reference_label(ref: Reference, on: str | None) -> str:
+    """The legend entry of a paper value: its citation, and its own conditions unless it sits on a
+    series measured the same way."""
+    return ref.citation if on is not None or not ref.conditions else f"{ref.citation} ({ref.conditions})"
+
+
+def draw_references(ax: Axes, refs: Sequence[Reference], at: Callable[[Reference], float | None] = lambda r: None,
+                    candidates: Callable[[Reference], Sequence[Candidate]] | None = None,
+                    color_of: Callable[[Reference], str | None] = lambda r: None) -> None:
+    """Each value as a dashed line (axis 'y': horizontal, 'x': vertical), as a point (`ref.at`),
+    or as a black bar marker at the x position `at(ref)` gives (a category of a bar chart) with
+    the value written beside it. A value sits on the first of `candidates(ref)` (default: every
+    series on the axis) measured as it was (Reference.matches: series, statistic, threads,
+    prefetchers) and takes its colour; where none is, it is drawn in grey (or `color_of(ref)`)
+    and its legend entry says its own conditions. Each drawn marker keeps the value and the
+    series it sits on (`_pmemlab_ref`, `_pmemlab_on`). A value further than 4x beyond the data is
+    not drawn to scale: a note at the axis edge names it."""
     if not refs:
         return
     (x0, x1), (y0, y1) = ax.get_xlim(), ax.get_ylim()
-    marker_sources: set[str] = set()
     stacked = {"top": 0, "bottom": 0}
+    drawn: list[tuple[Reference, str | None, Any]] = getattr(ax, "_pmemlab_refs", [])
 
-    def off_note(text: str, edge: str, left: bool, color: str) -> None:
+    def off_note(text: str, edge: str, color: str) -> None:
         """An off-scale value named under the axis (below its label), one line each."""
         k = stacked["top"] + stacked["bottom"]
         stacked[edge] += 1
@@ -504,45 +729,66 @@ def draw_references(ax: Axes, refs: Sequence[Reference], color_of: Callable[[Ref
                     textcoords="offset points", ha="left", va="top", fontsize=5.5, color=color,
                     gid=REFERENCE_LABEL_GID, annotation_clip=False)
 
+    def keep(artist: Any, ref: Reference, on: str | None) -> None:
+        artist._pmemlab_ref = ref
+        artist._pmemlab_on = on
+        drawn.append((ref, on, artist))
+
     for ref in refs:
-        color = color_of(ref) or "0.25"
-        text = f"{ref.source}: {ref.label}"
+        options = candidates(ref) if candidates is not None else series_on(ax)
+        match = next(((label, colour) for label, cond, colour in options if ref.matches(cond)), None)
+        on = match[0] if match else None
+        color = match[1] if match else (color_of(ref) or NEUTRAL)
+        text = reference_label(ref, on)
         pos = at(ref)
         if ref.axis == "y":
             log = ax.get_yscale() == "log"
             above, below = ref.value > y1 * OFF_SCALE, log and ref.value < y0 / OFF_SCALE
             if pos is not None:
-                label = f"{ref.source} (paper values)"
-                if label in marker_sources or label in ax.get_legend_handles_labels()[1]:
+                label = f"{ref.source} (paper values{'' if on else ', ' + ref.conditions})"
+                if label in ax.get_legend_handles_labels()[1]:
                     label = "_nolegend_"
-                marker_sources.add(label)
-                ax.plot([pos], [ref.value], marker="_", markersize=16, markeredgewidth=2.2, color="black",
-                        linestyle="none", gid=REFERENCE_GID, zorder=6, label=label)
-                if not (above or below):
-                    ax.annotate(f"{ref.value:g}", xy=(pos, ref.value), xytext=(0, 3), textcoords="offset points",
-                                ha="center", va="bottom", fontsize=5.5, gid=REFERENCE_LABEL_GID)
+                (artist,) = ax.plot([pos], [ref.value], marker="_", markersize=16, markeredgewidth=2.2, color="black",
+                                    linestyle="none", gid=REFERENCE_GID, zorder=6, label=label)
+                keep(artist, ref, on)
+                if not (above or below):  # beside the marker: the bar's whisker runs through its middle
+                    ax.annotate(f"{ref.value:g}", xy=(pos, ref.value), xytext=(10, 0), textcoords="offset points",
+                                ha="left", va="center", fontsize=5.5, gid=REFERENCE_LABEL_GID)
+            elif ref.at is not None:
+                (artist,) = ax.plot([ref.at], [ref.value], marker="*", markersize=9, color=color, linestyle="none",
+                                    gid=REFERENCE_GID, zorder=6, label="_nolegend_" if above or below else text)
+                keep(artist, ref, on)
+                x1 = max(x1, ref.at * 1.6) if ax.get_xscale() == "log" else max(x1, ref.at * 1.05)
             else:
-                ax.axhline(ref.value, color=color, linestyle="--", linewidth=1.0, gid=REFERENCE_GID, zorder=1.5,
-                           label="_nolegend_" if above or below else text)
+                artist = ax.axhline(ref.value, color=color, linestyle="--", linewidth=1.0, gid=REFERENCE_GID,
+                                    zorder=1.5, label="_nolegend_" if above or below else text)
+                keep(artist, ref, on)
             if above or below:
-                off_note(f"{'↑' if above else '↓'} {text} (off scale)", "top" if above else "bottom", True, color)
+                off_note(f"{'↑' if above else '↓'} {text} (off scale)", "top" if above else "bottom", color)
             else:
                 y1 = max(y1, ref.value * (1.6 if log else 1.12))
                 y0 = min(y0, ref.value / 1.6) if log else y0
         else:
             off = ref.value > x1 * OFF_SCALE or ref.value < x0 / OFF_SCALE
-            ax.axvline(ref.value, color=color, linestyle="--", linewidth=1.0, gid=REFERENCE_GID, zorder=1.5,
-                       label="_nolegend_" if off else text)
+            artist = ax.axvline(ref.value, color=color, linestyle="--", linewidth=1.0, gid=REFERENCE_GID, zorder=1.5,
+                                label="_nolegend_" if off else text)
+            keep(artist, ref, on)
             if off:
-                off_note(f"{'→' if ref.value > x1 else '←'} {text} (off scale)", "bottom", ref.value < x1, color)
+                off_note(f"{'→' if ref.value > x1 else '←'} {text} (off scale)", "bottom", color)
             else:
                 log = ax.get_xscale() == "log"
                 x0 = min(x0, ref.value / 1.3) if log else min(x0, ref.value)
                 x1 = max(x1, ref.value * 1.3) if log else max(x1, ref.value * 1.05)
+    ax._pmemlab_refs = drawn  # type: ignore[attr-defined]
     if (x0, x1) != tuple(ax.get_xlim()):
         ax.set_xlim(x0, x1)
     if (y0, y1) != tuple(ax.get_ylim()):
         ax.set_ylim(y0, y1)
+
+
+def references_drawn(ax: Axes) -> list[tuple[Reference, str | None, Any]]:
+    """(paper value, the label of the series it sits on or None, its artist) of every value drawn on `ax`."""
+    return list(getattr(ax, "_pmemlab_refs", []))
 
 
 def is_reference_label(label: str) -> bool:
