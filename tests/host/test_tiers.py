@@ -474,13 +474,14 @@ def check_figure(csv: Path, doc: dict) -> None:
     drawn = {c.get_label(): c for c in ax.containers if isinstance(c, ErrorbarContainer)}
     assert list(drawn) == ["load", "2:1 load:store"]
     for mix, container in drawn.items():
-        want = sorted(((r["dram_pct"], r["bw_gbps_mean"], r["bw_gbps_ci95"]) for r in doc["rows"] if r["mix"] == mix))
+        want = sorted(((r["dram_pct"], r["bw_gbps_mean"], r["bw_gbps_hi"] - r["bw_gbps_lo"]) for r in doc["rows"]
+                       if r["mix"] == mix))
         x, y = container.lines[0].get_xdata(), container.lines[0].get_ydata()
         assert list(x) == [w[0] for w in want] and list(y) == pytest.approx([w[1] for w in want], rel=1e-9)
-        bar = container.lines[2][0].get_segments()  # the error bars: mean -+ CI
+        bar = container.lines[2][0].get_segments()  # the error bars: the figures' spread (range below 3 runs)
         got = sorted((seg[0][0], seg[1][1] - seg[0][1]) for seg in bar)
         assert [g[0] for g in got] == [w[0] for w in want]
-        assert [g[1] for g in got] == pytest.approx([2 * w[2] for w in want], rel=1e-9)
+        assert [g[1] for g in got] == pytest.approx([w[2] for w in want], rel=1e-9)
     stars = [ln for ln in ax.lines if ln.get_marker() == "*"]
     got = sorted((float(ln.get_xdata()[0]), float(ln.get_ydata()[0])) for ln in stars)
     want = sorted((r["dram_pct"], r["bw_gbps_mean"]) for r in doc["rows"] if r["best"])

@@ -108,6 +108,9 @@ class RatioStats:
     read_pct: int
     mean: float = math.nan
     ci95: float = math.nan
+    lo: float = math.nan  # the spread the figure draws (plots.data.spread_of: range below 3 runs)
+    hi: float = math.nan
+    spread: str = ""
     runs: int = 0
     gain_pct: float = math.nan  # (mean / mean of 1:0 - 1) x 100
     beats_dram: bool | None = None  # the 95 % CIs of this ratio and 1:0 do not overlap (None: unknown)
@@ -118,7 +121,7 @@ class RatioStats:
         return {"ratio": self.ratio.text, "dram_weight": self.ratio.dram, "cxl_weight": self.ratio.cxl,
                 "dram_pct": self.ratio.dram_pct, "dram_pct_placed": self.dram_pct_placed, "mix": self.mix,
                 "op": self.op, "read_pct": self.read_pct, "bw_gbps_mean": self.mean, "bw_gbps_ci95": self.ci95,
-                "runs": self.runs, "gain_over_dram_pct": self.gain_pct, "beats_dram": self.beats_dram,
+                "bw_gbps_lo": self.lo, "bw_gbps_hi": self.hi, "spread": self.spread, "runs": self.runs, "gain_over_dram_pct": self.gain_pct, "beats_dram": self.beats_dram,
                 "best": self.best}
 
 
@@ -151,6 +154,9 @@ def summarize(rows: pd.DataFrame, ratios: Sequence[Ratio] | None = None,
             if values:
                 st = stat_summary(values)
                 s.mean, s.ci95, s.runs = st.mean, st.ci95, st.n
+                from pmemlab.plots.data import spread_of
+
+                s.lo, s.hi, s.spread = spread_of(values)
             found = [v for v in share.get(ratio, []) if not math.isnan(v)]
             s.dram_pct_placed = sum(found) / len(found) if found else math.nan
             cells.append(s)

@@ -112,6 +112,11 @@ def dimm_text(df: pd.DataFrame, label: object) -> str:
     return "1 DIMM, non-interleaved" if ways == 1 else f"{ways} DIMMs interleaved"
 
 
+def series_colors(ax: Axes) -> dict[str, str]:
+    """Legend label -> colour of each error-bar series drawn on `ax`."""
+    return {c.get_label(): c.lines[0].get_color() for c in ax.containers if hasattr(c, "has_yerr")}
+
+
 def _wide(values: pd.Series) -> bool:
     values = pd.to_numeric(values, errors="coerce").dropna()
     values = values[values > 0]
