@@ -276,7 +276,7 @@ def test_two_node_tests_run_in_make_test() -> None:
     assert {"test_oneliners.py::test_matrices_across_two_nodes[latency-matrix]",
             "test_oneliners.py::test_matrices_across_two_nodes[bw-matrix]"} <= two
     script = (TOP / "scripts" / "run-tests").read_text()
-    branch = script[script.index('if [ "$place" = last ]'):]
+    branch = script[script.index('[ "$kernel" = "$last" ]'):]
     branch = branch[:branch.index("elif")]
     assert 'select=(-m "kernel_matrix or two_nodes")' in branch and "node_args=(--numa-nodes 2)" in branch
 
