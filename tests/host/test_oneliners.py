@@ -12,12 +12,11 @@ import pandas as pd
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "fixtures"))
-from fake_pmemlab import FakeModuleCommands, make_fake  # noqa: E402
+from oneliner_bed import fake_module_bed  # noqa: E402
 
 import pmemlab.cli as cli  # noqa: E402
 import pmemlab.machine as machine  # noqa: E402
-from pmemlab import oneliners, target_axis  # noqa: E402
-from pmemlab.target_axis import KernelLoader  # noqa: E402
+from pmemlab import oneliners  # noqa: E402
 
 TWO_NODES = {"nodes": [{"node": 0, "cpus": "0", "mem_total_kib": 1 << 20, "distances": [10, 20]},
                        {"node": 1, "cpus": "1", "mem_total_kib": 1 << 20, "distances": [20, 10]}],
@@ -27,14 +26,7 @@ TWO_NODES = {"nodes": [{"node": 0, "cpus": "0", "mem_total_kib": 1 << 20, "dista
 @pytest.fixture
 def fake_bed(tmp_path, monkeypatch):
     """The fake module as the loaded kernel backend, reloadable; 2 online CPUs on one node."""
-    fake = make_fake(tmp_path, cpu_features="sse2 avx avx2 clflush clflushopt rdtscp")  # no clwb
-    commands = FakeModuleCommands(fake)
-    monkeypatch.setattr(oneliners, "open_backend", lambda kind, args: fake.module())
-    monkeypatch.setattr(oneliners, "online_cpus", lambda: 2)
-    monkeypatch.setattr(target_axis, "kernel_loader",
-                        lambda ko, sysfs: KernelLoader(tmp_path / "pmemlab.ko", fake.root, commands,
-                                                       module=fake.module(), settle_s=0.5))
-    monkeypatch.setattr(machine, "run_tool", lambda argv: machine.ToolResult(127, "", "not installed"))
+    fake, commands = fake_module_bed(tmp_path, monkeypatch, cpu_features="sse2 avx avx2 clflush clflushopt rdtscp")  # no clwb
     monkeypatch.setattr(oneliners, "fsdax_namespaces", lambda host: ["/dev/pmem0"])
     monkeypatch.delenv("PMEMLAB_PMEM_DRAM", raising=False)
     return fake, commands

@@ -33,13 +33,14 @@ import pandas as pd
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "fixtures"))
-from fake_pmemlab import FakeModuleCommands, make_fake, placement  # noqa: E402
+from fake_pmemlab import make_fake, placement  # noqa: E402
+from oneliner_bed import fake_module_bed  # noqa: E402
 
 import pmemlab.cli as cli  # noqa: E402
 import pmemlab.machine as machine  # noqa: E402
-from pmemlab import oneliners, target_axis, tiers  # noqa: E402
+from pmemlab import target_axis, tiers  # noqa: E402
 from pmemlab.errors import ConfigError  # noqa: E402
-from pmemlab.target_axis import KernelLoader, Substitutes, TargetLoad, derived_label  # noqa: E402
+from pmemlab.target_axis import Substitutes, TargetLoad, derived_label  # noqa: E402
 from testlib import TOP  # noqa: E402
 
 LIB = TOP / "userspace" / "runner" / "libplcore.so"
@@ -392,14 +393,8 @@ def peaked(load: dict[str, str]) -> float:
 
 @pytest.fixture
 def tier_bed(tmp_path, monkeypatch):
-    fake = make_fake(tmp_path, cpu_features="sse2 avx avx2 clflush clflushopt rdtscp", bw_of_load=peaked)
-    commands = FakeModuleCommands(fake)
-    monkeypatch.setattr(oneliners, "open_backend", lambda kind, args: fake.module())
-    monkeypatch.setattr(oneliners, "online_cpus", lambda: 2)
-    monkeypatch.setattr(target_axis, "kernel_loader",
-                        lambda ko, sysfs: KernelLoader(tmp_path / "pmemlab.ko", fake.root, commands,
-                                                       module=fake.module(), settle_s=0.5))
-    monkeypatch.setattr(machine, "run_tool", lambda argv: machine.ToolResult(127, "", "not installed"))
+    fake, commands = fake_module_bed(tmp_path, monkeypatch, cpu_features="sse2 avx avx2 clflush clflushopt rdtscp",
+                                     bw_of_load=peaked)
     monkeypatch.setattr(machine, "numa_info", lambda host: NODES)
     return fake, commands
 
