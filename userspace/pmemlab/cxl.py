@@ -40,13 +40,19 @@ def _int(path: Path) -> int | None:
         return None
 
 
-def _region_dirs(sys: Path) -> list[Path]:
-    base = sys / CXL
+def numbered(base: Path, prefix: str) -> list[tuple[int, Path]]:
+    """The entries PREFIXN of a sysfs directory (region3, node0, memory_tier4), by their number N;
+    none where the directory is missing."""
     try:
-        found = [p for p in base.iterdir() if p.name.startswith("region") and p.name[6:].isdigit()]
+        found = [(int(p.name[len(prefix):]), p) for p in base.iterdir()
+                 if p.name.startswith(prefix) and p.name[len(prefix):].isdigit()]
     except OSError:
         return []
-    return sorted(found, key=lambda p: int(p.name[6:]))
+    return sorted(found, key=lambda e: e[0])
+
+
+def _region_dirs(sys: Path) -> list[Path]:
+    return [p for _, p in numbered(sys / CXL, "region")]
 
 
 def _host_bridge(real: Path) -> str | None:
@@ -224,11 +230,7 @@ def advertised(sys: Path, node: int | None, regions: list[str] | None = None) ->
     for k in ADV_ATTRS:
         out[k] = _int(base / k)
     if any(out[k] is not None for k in ADV_ATTRS):
-        try:
-            inits = sorted(int(p.name[4:]) for p in base.iterdir() if p.name.startswith("node") and p.name[4:].isdigit())
-        except OSError:
-            inits = []
-        out["initiators"] = ",".join(map(str, inits)) or None
+        out["initiators"] = ",".join(str(n) for n, _ in numbered(base, "node")) or None
         out["source"] = f"node{node} access0"
         return out
     names = list(regions or []) or [r["region"] for r in node_regions(sys, node)]
@@ -248,20 +250,14 @@ def memory_tier(sys: Path, node: int | None) -> dict[str, Any]:
 
     if node is None or node < 0:
         return {"tier": None, "nodes": None}
-    base = sys / "devices/virtual/memory_tiering"
-    try:
-        tiers = sorted((p for p in base.iterdir() if p.name.startswith("memory_tier") and p.name[11:].isdigit()),
-                       key=lambda p: int(p.name[11:]))
-    except OSError:
-        tiers = []
-    for t in tiers:
+    for tier, t in numbered(sys / "devices/virtual/memory_tiering", "memory_tier"):
         text = _text(t / "nodelist") or ""
         try:
             nodes = parse_cpulist(text) if text else []
         except ValueError:
             continue
         if node in nodes:
-            return {"tier": int(t.name[11:]), "nodes": text}
+            return {"tier": tier, "nodes": text}
     return {"tier": None, "nodes": None}
 
 

@@ -22,6 +22,7 @@ from typing import Any, Callable, Mapping
 from pmemlab import __version__, guard
 from pmemlab import params as P
 from pmemlab.backend import Backend
+from pmemlab.cxl import numbered
 from pmemlab.params import parse_cpulist
 from pmemlab.sysfs import PLACEMENT_FACTS, load_hint
 
@@ -134,13 +135,8 @@ def cpu_info(host: HostPaths) -> dict[str, Any]:
 def numa_info(host: HostPaths) -> dict[str, Any]:
     base = host.sys / "devices/system/node"
     nodes: list[dict[str, Any]] = []
-    try:
-        entries = sorted((p for p in base.iterdir() if p.name.startswith("node") and p.name[4:].isdigit()),
-                         key=lambda p: int(p.name[4:]))
-    except OSError:
-        entries = []
-    for p in entries:
-        node: dict[str, Any] = {"node": int(p.name[4:]), "cpus": (_read(p / "cpulist") or "").strip()}
+    for number, p in numbered(base, "node"):
+        node: dict[str, Any] = {"node": number, "cpus": (_read(p / "cpulist") or "").strip()}
         meminfo = _read(p / "meminfo") or ""
         for line in meminfo.splitlines():
             if "MemTotal:" in line:

@@ -132,6 +132,8 @@ def summarize(rows: pd.DataFrame, ratios: Sequence[Ratio] | None = None,
     over 1:0 of the same mix; `best`: the highest mean of each mix."""
     import pandas as pd
 
+    from pmemlab.plots.data import spread_of
+
     agg = rows[(rows["thread"].astype(str) == "all") & (rows["status"] == "ok")] if not rows.empty else rows
     by: dict[tuple[Ratio, str, int], list[float]] = {}
     share: dict[Ratio, list[float]] = {}
@@ -154,8 +156,6 @@ def summarize(rows: pd.DataFrame, ratios: Sequence[Ratio] | None = None,
             if values:
                 st = stat_summary(values)
                 s.mean, s.ci95, s.runs = st.mean, st.ci95, st.n
-                from pmemlab.plots.data import spread_of
-
                 s.lo, s.hi, s.spread = spread_of(values)
             found = [v for v in share.get(ratio, []) if not math.isnan(v)]
             s.dram_pct_placed = sum(found) / len(found) if found else math.nan
