@@ -3,7 +3,7 @@
 #   make KDIR=/lib/modules/<ver>/build   build the module against those headers (FRESH=1: from scratch)
 #   make check-build      build against every installed headers tree with W=1; fail on warnings
 #   make check            quick: build, one guest boot, load, every op and pattern, unload, clean log
-#   make docs             write docs/interface.md's run-parameter table from kmod/core/params.def
+#   make docs             write docs/interface.md's run-parameter table from core/params.def
 #   make test             install what is missing, then host tests, then guest tests in the VM
 #   make soak [SOAK_MINUTES=30]   the long soak: back-to-back runs in one guest (make test runs 2 min)
 #   make test-kasan       fuzz and teardown guest tests on a KASAN/lockdep/kmemleak kernel (not in make test)
@@ -61,7 +61,7 @@ module:
 	$(if $(KDIR_NOTE),@echo "$(KDIR_NOTE)" >&2)
 	$(if $(FRESH),@rm -rf $(TOP)/build/$(KVER))
 	@mkdir -p $(TOP)/build/$(KVER)
-	@cp -a $(TOP)/Kbuild $(TOP)/kmod $(TOP)/build/$(KVER)/
+	@cp -a $(TOP)/Kbuild $(TOP)/kmod $(TOP)/core $(TOP)/build/$(KVER)/
 	+$(KBUILD) M=$(TOP)/build/$(KVER) $(if $(W),W=$(W)) modules
 	@echo "make: built $(TOP)/build/$(KVER)/pmemlab.ko"
 
@@ -132,7 +132,7 @@ DKMS_VERSION = $(shell sed -n 's/^PACKAGE_VERSION="\(.*\)"/\1/p' $(TOP)/dkms.con
 dkms-install:
 	rm -rf /usr/src/pmemlab-$(DKMS_VERSION)
 	mkdir -p /usr/src/pmemlab-$(DKMS_VERSION)
-	cp -a $(TOP)/Kbuild $(TOP)/kmod $(TOP)/dkms.conf /usr/src/pmemlab-$(DKMS_VERSION)/
+	cp -a $(TOP)/Kbuild $(TOP)/kmod $(TOP)/core $(TOP)/dkms.conf /usr/src/pmemlab-$(DKMS_VERSION)/
 	dkms add -m pmemlab -v $(DKMS_VERSION)
 	dkms build -m pmemlab -v $(DKMS_VERSION)
 	dkms install -m pmemlab -v $(DKMS_VERSION)

@@ -3,14 +3,14 @@
  * guard.c - what keeps a run off data and memory a user would miss, and
  * the facts behind it:
  *  - the signatures and partitions the target carries (facts for the
- *    overwrite rule of kmod/core/check.c: write runs refused unless the
+ *    overwrite rule of core/check.c: write runs refused unless the
  *    module was loaded with allow_overwrite=1);
  *  - the namespace's known bad ranges (any run over one refused: a load
  *    from poisoned pmem machine-checks the host);
  *  - the TSC: invariant and kept reliable by the kernel, or not (facts
  *    tsc_invariant, tsc_reliable, copied into every result row by the
  *    controller; runs are flagged, not refused: docs/method.md says why).
- * The decisions themselves are the portable kmod/core/sig.c and badrange.c.
+ * The decisions themselves are the portable core/sig.c and badrange.c.
  */
 #define pr_fmt(fmt) "pmemlab: " fmt
 

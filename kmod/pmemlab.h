@@ -28,7 +28,7 @@ struct pl_target {
 	int node;
 	phys_addr_t phys;
 	u64 page_size;			/* smallest page size of the mapping */
-	const char *fs_sig;		/* signature found (kmod/core/sig.c), "none" */
+	const char *fs_sig;		/* signature found (core/sig.c), "none" */
 	unsigned int nparts;		/* partitions of the disk (whole-disk target) */
 	int dead;			/* set by the holder's mark_dead */
 	/* fsdax */

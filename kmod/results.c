@@ -2,7 +2,7 @@
 /*
  * results.c - turn a finished run into the `result`, `histogram` and
  * `samples` files (built once, under pl.lock, read through bin attributes;
- * the text is the core's, kmod/core/report.c).
+ * the text is the core's, core/report.c).
  */
 #define pr_fmt(fmt) "pmemlab: " fmt
 

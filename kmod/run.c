@@ -44,7 +44,7 @@ const char *pl_state_name(int state)
 	}
 }
 
-/* ---- judging a run (kmod/core/check.c) against this machine ---- */
+/* ---- judging a run (core/check.c) against this machine ---- */
 void pl_facts(struct pl_facts *f)
 {
 	memset(f, 0, sizeof(*f));
@@ -140,7 +140,7 @@ static int pl_pick_cpus(const struct pl_params *c, unsigned int n, unsigned int 
 	return 0;
 }
 
-/* one worker: the core's set-up (kmod/core/worker.c), then its buffers */
+/* one worker: the core's set-up (core/worker.c), then its buffers */
 static int pl_setup_worker(struct pl_run *r, struct pl_worker *w, const struct pl_setup *s,
 			   unsigned int idx, unsigned int cpu)
 {

@@ -17,7 +17,7 @@
 #include "pmemlab.h"
 
 /*
- * ---- run parameters: one file per row of kmod/core/params.def ----
+ * ---- run parameters: one file per row of core/params.def ----
  * A write is parsed and judged by the core (params.c, check.c) against
  * this machine; a refused value leaves the old one, with the reason in
  * last_error.

@@ -582,7 +582,7 @@ def test_combination_refusals_name_the_parameter(module, pmem_dev: str) -> None:
 
 
 def test_warm_up_is_not_counted(module, pmem_dev: str) -> None:
-    """warmup_ms: the warm-up runs first and counts for nothing (kmod/core/worker.c)."""
+    """warmup_ms: the warm-up runs first and counts for nothing (core/worker.c)."""
     with module(target=pmem_dev) as sysfs:
         mod = Module(sysfs)
         tsc_khz = int(mod.read("tsc_khz"))

@@ -45,5 +45,5 @@ def test_check_build_fails_on_a_kernel_of_the_list_that_is_missing(tmp_path: Pat
 
 
 def test_compat_shims_live_in_one_header() -> None:
-    users = [p for p in (TOP / "kmod").rglob("*.[ch]") if "LINUX_VERSION_CODE" in p.read_text()]
+    users = [p for d in ("kmod", "core") for p in (TOP / d).rglob("*.[ch]") if "LINUX_VERSION_CODE" in p.read_text()]
     assert [p.name for p in users] == ["compat.h"], users

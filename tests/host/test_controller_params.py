@@ -18,13 +18,13 @@ def full(**kw):
 
 
 def test_the_table_is_the_modules():
-    """PARAMS comes from the module's table (kmod/core/params.def, through libplcore.so): every row
+    """PARAMS comes from the module's table (core/params.def, through libplcore.so): every row
     is there, in its order, with the module's ranges (the drift this replaced said threads 1..4096
     and read_pct 0..99)."""
     import re
     from pathlib import Path
 
-    rows = re.findall(r"^PL_PARAM\((\w+),", (Path(__file__).resolve().parents[2] / "kmod" / "core" / "params.def")
+    rows = re.findall(r"^PL_PARAM\((\w+),", (Path(__file__).resolve().parents[2] / "core" / "params.def")
                       .read_text(), re.M)
     assert list(P.PARAMS) == rows
     assert (P.PARAMS["threads"].lo, P.PARAMS["threads"].hi) == (1, 256)
@@ -72,7 +72,7 @@ def test_canonical(key, value, expected):
     ("interleave_gran", 96, "96 is not a multiple of 64"), ("cpus", "3-1", "not a CPU list"),
 ])
 def test_canonical_rejects(key, value, fragment):
-    """Refused with the module's own reason (kmod/core/params.c, check.c), its name taken off."""
+    """Refused with the module's own reason (core/params.c, check.c), its name taken off."""
     with pytest.raises(P.ConfigValueError) as ei:
         P.canonical(key, value)
     assert ei.value.problem.reason == fragment or fragment in ei.value.problem.reason
@@ -252,7 +252,7 @@ def test_remote_cpus_pick_the_nearest_node_with_enough_cpus() -> None:
 
 
 def test_interface_doc_table_is_generated_from_the_table():
-    """docs/interface.md holds the table `make docs` writes from kmod/core/params.def: a row added
+    """docs/interface.md holds the table `make docs` writes from core/params.def: a row added
     to the table, or a range changed, without `make docs` fails here."""
     from pathlib import Path
 

@@ -307,7 +307,7 @@ def test_load_hints_name_the_built_module(tmp_path, fake):
 
 
 # --------------------------------------------------------------------------
-# long values: a sysfs write is at most a page (kmod/core/pl_params.h PL_TEXT_MAX)
+# long values: a sysfs write is at most a page (core/pl_params.h PL_TEXT_MAX)
 # --------------------------------------------------------------------------
 def op_list_of(nbytes: int) -> str:
     """An op list of exactly nbytes (at most 256 entries) of store+clflushopt and store+clflush."""

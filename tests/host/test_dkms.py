@@ -26,7 +26,7 @@ def test_dkms_build(tmp_path: Path) -> None:
     source = tmp_path / "src"
     src = source / f"pmemlab-{version}"
     src.mkdir(parents=True)
-    for name in ("Kbuild", "kmod", "dkms.conf"):
+    for name in ("Kbuild", "kmod", "core", "dkms.conf"):
         path = TOP / name
         (shutil.copytree if path.is_dir() else shutil.copy2)(path, src / name)
     roots = {k.kdir(k.release): k.root_dir for k in LISTED if k.root and k.release}

@@ -12,7 +12,7 @@ module's engine.o built for every installed kernel tree (build/<release>/, as sc
   registers of its form (16 bytes: VEX where the form is VEX, legacy SSE where it is not), and
   vzeroupper where it used ymm or zmm;
 - the per-access loop of every plain op's linear, random and per-DIMM sequential loop starts a
-  64-byte line (kmod/core/engine.mk: -falign-loops=64).
+  64-byte line (core/engine.mk: -falign-loops=64).
 """
 from __future__ import annotations
 
@@ -41,7 +41,7 @@ def runner_obj() -> Path:
 
 @pytest.fixture(scope="module", params=[t.parent.name for t in TREES] or ["none"])
 def module_obj(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """kmod/core/engine.o of the module, built with the tree's flags (retpolines, return thunks) by
+    """core/engine.o of the module, built with the tree's flags (retpolines, return thunks) by
     the bed's own build (scripts/vm: `make module W=1` into build/<release>/ under the build lock).
     check-build (test_build.py, before this file) and scripts/vm leave it up to date: make only
     checks it then, it does not compile it again. A copy is judged, so a later build cannot change
@@ -52,7 +52,7 @@ def module_obj(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPath
     ko = vm.build_module(vm.Kernel.installed(request.param))
     assert ko is not None, f"no pmemlab.ko built for {request.param}"
     obj = tmp_path_factory.mktemp(f"engine-{request.param}") / "engine.o"
-    shutil.copy2(ko.parent / "kmod" / "core" / "engine.o", obj)
+    shutil.copy2(ko.parent / "core" / "engine.o", obj)
     return obj
 
 

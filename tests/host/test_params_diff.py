@@ -1,6 +1,6 @@
 """One parameter contract: the runner and the controller judge every run alike.
 
-Both run the module's own table and validator (kmod/core/params.def, params.c, check.c): the
+Both run the module's own table and validator (core/params.def, params.c, check.c): the
 runner compiled into pmemlab-run, the controller through libplcore.so. Thousands of random sets
 (tests/param_sets.py: edges of every range, junk, the machine's limits, the six inputs that once
 drifted) get the same verdict from both (accepted, or the same errno) naming the same parameter.

@@ -6,7 +6,7 @@ test_engine_exec.py (what they execute).
 - address generators: seq covers every slot once per pass; rand stays in
   the window, is aligned, uniform (chi-square) and reproducible; stride and
   hotspot;
-- worker regions (kmod/core/place.c, shared by run.c and runner.c): hotspot in the
+- worker regions (core/place.c, shared by run.c and runner.c): hotspot in the
   first hotspot_size bytes of each thread's region, stride, disjoint per-thread
   slices, per-dimm chunks only on the thread's DIMMs, every offset in the window;
 - histogram percentiles agree with numpy within the bucket error;
@@ -122,7 +122,7 @@ def test_hotspot_wraps_in_the_hot_region(lib: ctypes.CDLL) -> None:
 
 # --------------------------------------------------------------------------- worker regions (place.c)
 class Place(ctypes.Structure):
-    """struct pl_place (kmod/core/pl_core.h): every field a u64."""
+    """struct pl_place (core/pl_core.h): every field a u64."""
     _fields_ = [(n, ctypes.c_uint64) for n in (
         "target_size", "window_offset", "working_set", "pattern", "access", "stride", "hotspot_size",
         "passes", "pass_offset", "seed", "per_thread", "ways", "gran", "dimms", "split", "idx", "n")]

@@ -1,4 +1,4 @@
-"""The safety checks of kmod/core (the same objects the module and the runner use, through
+"""The safety checks of core/ (the same objects the module and the runner use, through
 libplcore.so):
 
 - the signature probe names what the real tools write (mkfs.*, mkswap, sgdisk, sfdisk, parted,

@@ -1,7 +1,7 @@
 """A DRAM target over several NUMA nodes in weighted round robin (dram_nodes, dram_weights) and
 `pmemlab tier-bw`, on the host:
 
-- the load parameters are judged once, in the shared core (kmod/core/tier.c, through libplcore.so):
+- the load parameters are judged once, in the shared core (core/tier.c, through libplcore.so):
   every malformed or contradictory value refused with a reason naming the parameter, and the
   runner refuses with the very same reason;
 - the round robin: which node each page goes to, and how many pages each node gets, against an

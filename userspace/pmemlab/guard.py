@@ -4,7 +4,7 @@ Before a write run or a sweep with write runs, the controller probes the module'
 util-linux: `blkid -p` (every signature libblkid knows: file systems, partition tables, RAID,
 LVM, LUKS, swap, ...) and `lsblk` (partitions and mount points), and refuses when it finds
 anything unless the module was loaded with allow_overwrite=1, the one way past the module's own
-guard too (docs/interface.md "Refusals"). The module's probe (kmod/core/sig.c) knows the common
+guard too (docs/interface.md "Refusals"). The module's probe (core/sig.c) knows the common
 formats only; blkid knows them all.
 
 `pmemlab info` lists the target's known bad ranges: the block layer's list

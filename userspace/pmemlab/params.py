@@ -1,6 +1,6 @@
 """Run parameters of pmemlab.ko, as the module itself defines and judges them.
 
-The table (kmod/core/params.def) and the validator (kmod/core/check.c) are the module's own C
+The table (core/params.def) and the validator (core/check.c) are the module's own C
 code, which the controller calls in libplcore.so (pmemlab.plcore). This module only adds what is
 Python's: the parameters as a dict of `Param`, TOML conveniences turned into the module's text
 (lists, `true`, "2MiB", cpus = "remote"), and `Problem`s that config.py reports with their line.
@@ -30,7 +30,7 @@ U64_MAX = 2**64 - 1
 
 @dataclass(frozen=True)
 class Param:
-    """One run parameter: a file under /sys/kernel/pmemlab/ (a row of kmod/core/params.def)."""
+    """One run parameter: a file under /sys/kernel/pmemlab/ (a row of core/params.def)."""
 
     name: str
     kind: str  # enum | int | size | bool | ops | cpus
@@ -83,7 +83,7 @@ WRITE_OPS: frozenset[str] = frozenset(op["name"] for op in _OPS if op["writes"] 
 WIDTHS: tuple[int, ...] = PARAMS["width"].choices
 MAX_ACCESS: int = PARAMS["access_size"].hi or 0
 MAX_SAMPLES: int = PARAMS["samples"].hi or 0
-# the longest value text one sysfs write carries whole (kmod/core/pl_params.h PL_TEXT_MAX)
+# the longest value text one sysfs write carries whole (core/pl_params.h PL_TEXT_MAX)
 TEXT_MAX: int = plcore.schema()["text_max"]
 
 
@@ -404,7 +404,7 @@ def check_point(params: Mapping[str, Any], facts: TargetFacts | None = None) -> 
                     _reason(key, why), "unsupported" if machine else "invalid", -rc)]
 
 
-DOC_BEGIN = "<!-- run parameters: generated from kmod/core/params.def by `make docs`; edit the table there -->"
+DOC_BEGIN = "<!-- run parameters: generated from core/params.def by `make docs`; edit the table there -->"
 DOC_END = "<!-- end of the generated run parameters -->"
 _UNITS = {"B": "bytes", "ms": "ms", "ticks": "TSC ticks", "%": "%"}
 

@@ -1,4 +1,4 @@
-"""libplcore.so: the module's own run-parameter table and validator (kmod/core/params.def,
+"""libplcore.so: the module's own run-parameter table and validator (core/params.def,
 params.c, check.c), compiled for userspace by `make` (userspace/runner/), called through ctypes.
 
 The controller judges every value and every point with this code, so a config is refused or
@@ -21,7 +21,7 @@ from pmemlab.errors import PmemlabError
 
 LIB_NAME = "libplcore.so"
 ENV = "PMEMLAB_PLCORE"
-_OUT_LEN = 4096  # a value text (kmod/core/pl_params.h PL_TEXT_MAX) and its NUL, or a reason
+_OUT_LEN = 4096  # a value text (core/pl_params.h PL_TEXT_MAX) and its NUL, or a reason
 
 
 class CoreMissing(PmemlabError):

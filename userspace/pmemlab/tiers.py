@@ -23,7 +23,7 @@ if TYPE_CHECKING:  # pandas is imported by the functions that use it
     import pandas as pd
 
 DEFAULT_WEIGHTS = "1:0,9:1,4:1,3:1,2:1,1:1,0:1"
-WEIGHT_MAX = 255  # as dram_weights (kmod/core/pl_tier.h) and the kernel's weighted interleave
+WEIGHT_MAX = 255  # as dram_weights (core/pl_tier.h) and the kernel's weighted interleave
 # (label, op, read_pct): loads, and a 2:1 load:store mix within each thread (as peak-bw's row)
 MIXES: tuple[tuple[str, str, int], ...] = (("load", "load", 0), ("2:1 load:store", "store", 67))
 

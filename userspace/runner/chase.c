@@ -3,7 +3,7 @@
  * chase.c - the runner's pointer-chase op (mode latency only): one random
  * cycle over the slots of a thread's region, each slot's first 8 bytes
  * pointing to the next; a sample is the mean of CHASE_UNROLL dependent
- * loads.  Same conventions as kmod/core/engine.c.
+ * loads.  Same conventions as core/engine.c.
  */
 #include <stdlib.h>
 #include "runner.h"

@@ -2,7 +2,7 @@
 /*
  * plcore.c - the entry points of libplcore.so the controller calls
  * (userspace/pmemlab/params.py, through ctypes): the run parameter table
- * as JSON and the module's validator (kmod/core/check.c), so that a config
+ * as JSON and the module's validator (core/check.c), so that a config
  * is judged exactly as the module and the runner judge it.
  *
  * Facts of the machine and target come as "key=value" lines; a key left

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * pmemlab-run - the userspace backend of pmemlab (docs/userspace.md): the
- * module's own core (kmod/core/: parameters and validator, worker set-up,
+ * module's own core (core/: parameters and validator, worker set-up,
  * access kernels, timed loops, result text) on memory a user can map
  * (target.c), in threads pinned to the CPUs their result lines name.
  *
@@ -125,7 +125,7 @@ static bool set_option(struct opts *o, const char *key, const char *val)
 		if (!*val || *end || errno || o->dram_node < -1 || o->dram_node > PL_TIER_NODE_MAX)
 			refuse(EINVAL, "dram_node: '%.32s' is not -1 or a node number", val);
 	} else if (!strcmp(key, "dram_nodes")) {
-		o->dram_nodes = val;	/* judged with dram_weights (kmod/core/tier.c) */
+		o->dram_nodes = val;	/* judged with dram_weights (core/tier.c) */
 	} else if (!strcmp(key, "dram_weights")) {
 		o->dram_weights = val;
 	} else if (!strcmp(key, "dram_node_strict")) {
@@ -272,7 +272,7 @@ static void on_signal(int sig)
 	__atomic_store_n(&R.probe_stop, 1, __ATOMIC_RELAXED);
 }
 
-/* one worker: the core's set-up (kmod/core/worker.c), its buffers, then its engine */
+/* one worker: the core's set-up (core/worker.c), its buffers, then its engine */
 static void setup_worker(struct worker *w, const struct pl_setup *s, unsigned int idx, int cpu)
 {
 	struct pl_eng_cfg *ec = &w->t.ec;
@@ -479,7 +479,7 @@ static void fill_facts(struct pl_facts *f, const struct plu_target *t, const str
 	f->allow_overwrite = o->allow_overwrite;
 }
 
-/* ---- results: the module's text (kmod/core/report.c) ---- */
+/* ---- results: the module's text (core/report.c) ---- */
 static void print_results(void)
 {
 	struct pl_buf b = { .cap = (R.n + 1) * PL_LINE_BYTES }, h = { .cap = 1 };
@@ -504,7 +504,7 @@ static void print_results(void)
 	free(buckets);
 }
 
-/* the module's raw_samples (kmod/core/report.c: not filled is PL_SAMPLE_NONE) */
+/* the module's raw_samples (core/report.c: not filled is PL_SAMPLE_NONE) */
 static void write_samples(const char *path)
 {
 	u64 *buf = calloc(R.c.samples, sizeof(u64));

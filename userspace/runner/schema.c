@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * schema.c - the run parameter table (kmod/core/params.def) as JSON, for
+ * schema.c - the run parameter table (core/params.def) as JSON, for
  * `pmemlab-run --schema` and the controller (libplcore.so): each
  * parameter's name, kind, unit, range, multiple, names, default (as the
  * module shows it), allowed values in words and description, the ops and

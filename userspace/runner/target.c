@@ -37,7 +37,7 @@
 
 const char *const plu_pages_names[3] = { "4k", "2m", "hugetlb" };
 
-/* the signature probe's reader (kmod/core/sig.c) over a mapped target */
+/* the signature probe's reader (core/sig.c) over a mapped target */
 static int read_mapped(void *ctx, u64 off, void *dst, unsigned int n)
 {
 	memcpy(dst, (const char *)ctx + off, n);
@@ -576,7 +576,7 @@ void plu_open_path(struct plu_target *t, const char *path, const struct plu_path
 	close(fd);
 	t->addr = p;
 	t->size = t->run_size = t->map_len = len;
-	/* the signature probe (kmod/core/sig.c) decides whether a write run may overwrite it */
+	/* the signature probe (core/sig.c) decides whether a write run may overwrite it */
 	t->fs_sig = pl_sig_probe(read_mapped, p, len);
 	t->fallback_page = align;
 }

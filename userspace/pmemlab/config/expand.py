@@ -19,7 +19,7 @@ from pmemlab.errors import ConfigError
 MAX_POINTS = 1_000_000
 
 
-# Parameters after this one came into the table (kmod/core/params.def, where new ones go at the
+# Parameters after this one came into the table (core/params.def, where new ones go at the
 # end) after sweeps had recorded point keys: they count in a key only where they differ from their
 # default, so adding a parameter leaves the key of every existing point, and its CSV's resume, as is.
 KEYED_THROUGH = "segment_ms"

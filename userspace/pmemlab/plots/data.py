@@ -337,7 +337,7 @@ def pooled_buckets(results: Results, runs: pd.DataFrame, keys: Sequence[str]) ->
 
 def bucket_quantiles(buckets: pd.DataFrame, qs: Sequence[float], lo: float = -math.inf,
                      hi: float = math.inf) -> list[float]:
-    """The module's percentile rule (kmod/core/hist.c, docs/method.md) on a histogram: the
+    """The module's percentile rule (core/hist.c, docs/method.md) on a histogram: the
     midpoint of the bucket that holds rank ceil(n*q) (q in parts per million, as the module
     counts), clamped to the exact minimum and maximum."""
     n = int(buckets["count"].sum())

@@ -1,4 +1,4 @@
-# Compiler flags of the generated loops (kmod/core/engine.c), for the module (Kbuild) and the user
+# Compiler flags of the generated loops (core/engine.c), for the module (Kbuild) and the user
 # backend's runner (userspace/runner/Makefile) alike.
 # -falign-loops=64: the loops GCC expects to iterate start a 64-byte line (method.md, Loop
 # alignment; test_engine_code checks the per-access loops). The kernel packs loops tightly

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * shim.h - the only header the portable pmemlab files in kmod/core/
+ * shim.h - the only header the portable pmemlab files in core/
  * include.  It maps the few things they need onto the kernel or onto libc,
  * so that the same generated loops (ops.def, walk.h), address generators,
  * histogram, region set-up, run parameters and validator compile into the
