@@ -1,6 +1,7 @@
 # pmemlab top-level Makefile.
 #   make                  build the module (against KDIR) and the userspace parts
 #   make KDIR=/lib/modules/<ver>/build   build the module against those headers (FRESH=1: from scratch)
+#   make module-tree DEST=DIR   the module's source tree (Kbuild, kmod/, core/ as core/core.mk lists it) into DIR
 #   make check-build      build against every installed headers tree with W=1; fail on warnings
 #   make check            quick: build, one guest boot, load, every op and pattern, unload, clean log
 #   make docs             write docs/interface.md's run-parameter table from core/params.def
@@ -40,7 +41,7 @@ KVER = $(shell sed -n 's/^\#define UTS_RELEASE "\(.*\)"/\1/p' $(KDIR)/include/ge
 BUILD_ROOT = $(shell $(TOP)/scripts/build-root of $(KDIR))
 KBUILD = $(if $(BUILD_ROOT),$(TOP)/scripts/build-root run $(BUILD_ROOT) -- make -C $(patsubst $(BUILD_ROOT)%,%,$(KDIR)),$(MAKE) -C $(KDIR))
 
-.PHONY: all module userspace deps docs check-build check test soak test-host test-guest test-kasan demo sweep sweep-all plots bench clean help dkms-install dkms-remove
+.PHONY: all module module-tree userspace deps docs check-build check test soak test-host test-guest test-kasan demo sweep sweep-all plots bench clean help dkms-install dkms-remove
 
 all: module userspace
 
@@ -49,6 +50,16 @@ help:
 
 deps:
 	@$(TOP)/scripts/install-deps
+
+# The module's source tree: Kbuild, the kernel glue and the core's files as core/core.mk lists them
+# (the tree build/<release>/ builds in, and the DKMS tree; `make module-tree DEST=DIR` writes it).
+include $(TOP)/core/core.mk
+MODULE_TREE = Kbuild $(patsubst $(TOP)/%,%,$(wildcard $(TOP)/kmod/*.[ch])) core/core.mk $(addprefix core/,$(PL_CORE_SRC) $(PL_CORE_HDR))
+
+module-tree:
+	@test -n "$(DEST)" || { echo "make: give DEST=DIR" >&2; exit 1; }
+	@mkdir -p $(DEST)
+	@cd $(TOP) && cp -a --parents $(MODULE_TREE) $(abspath $(DEST))/
 
 # Every target that runs the controller needs userspace too: pmemlab judges every run with
 # libplcore.so (the module's parameter table and validator) and the guest runs the user backend.
@@ -61,7 +72,7 @@ module:
 	$(if $(KDIR_NOTE),@echo "$(KDIR_NOTE)" >&2)
 	$(if $(FRESH),@rm -rf $(TOP)/build/$(KVER))
 	@mkdir -p $(TOP)/build/$(KVER)
-	@cp -a $(TOP)/Kbuild $(TOP)/kmod $(TOP)/core $(TOP)/build/$(KVER)/
+	@$(MAKE) -s -C $(TOP) module-tree DEST=$(TOP)/build/$(KVER)
 	+$(KBUILD) M=$(TOP)/build/$(KVER) $(if $(W),W=$(W)) modules
 	@echo "make: built $(TOP)/build/$(KVER)/pmemlab.ko"
 
@@ -127,12 +138,13 @@ plots: deps userspace
 bench: deps userspace
 	@$(PYTHON) $(TOP)/scripts/bench $(BENCH_ARGS)
 
-# DKMS: the version comes from dkms.conf; the source tree is what Kbuild needs and no more.
+# DKMS: the version comes from dkms.conf; the source tree is what Kbuild needs and no more (module-tree).
 DKMS_VERSION = $(shell sed -n 's/^PACKAGE_VERSION="\(.*\)"/\1/p' $(TOP)/dkms.conf)
 dkms-install:
 	rm -rf /usr/src/pmemlab-$(DKMS_VERSION)
 	mkdir -p /usr/src/pmemlab-$(DKMS_VERSION)
-	cp -a $(TOP)/Kbuild $(TOP)/kmod $(TOP)/core $(TOP)/dkms.conf /usr/src/pmemlab-$(DKMS_VERSION)/
+	$(MAKE) -s -C $(TOP) module-tree DEST=/usr/src/pmemlab-$(DKMS_VERSION)
+	cp -a $(TOP)/dkms.conf /usr/src/pmemlab-$(DKMS_VERSION)/
 	dkms add -m pmemlab -v $(DKMS_VERSION)
 	dkms build -m pmemlab -v $(DKMS_VERSION)
 	dkms install -m pmemlab -v $(DKMS_VERSION)

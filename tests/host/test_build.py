@@ -4,6 +4,7 @@ builds run on two workers side by side). Host-side: nothing is loaded."""
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 from pathlib import Path
 
@@ -47,3 +48,15 @@ def test_check_build_fails_on_a_kernel_of_the_list_that_is_missing(tmp_path: Pat
 def test_compat_shims_live_in_one_header() -> None:
     users = [p for d in ("kmod", "core") for p in (TOP / d).rglob("*.[ch]") if "LINUX_VERSION_CODE" in p.read_text()]
     assert [p.name for p in users] == ["compat.h"], users
+
+
+def test_the_core_make_fragment_lists_every_core_file() -> None:
+    """core/core.mk is the one list of the core's files (Kbuild, the runner's Makefile and the
+    module and DKMS trees read it): a file of core/ it does not name would be left out of some
+    client's build."""
+    text = (TOP / "core" / "core.mk").read_text().replace("\\\n", " ")
+    listed = set()
+    for var in ("PL_CORE_SRC", "PL_CORE_HDR"):
+        listed |= set(re.search(rf"^{var} := (.*)$", text, re.M).group(1).split())
+    present = {p.name for p in (TOP / "core").iterdir() if p.name != "core.mk"}
+    assert listed == present, (sorted(present - listed), sorted(listed - present))

@@ -25,10 +25,10 @@ def test_dkms_build(tmp_path: Path) -> None:
     version = re.search(r'^PACKAGE_VERSION="(.+)"', conf, re.M).group(1)
     source = tmp_path / "src"
     src = source / f"pmemlab-{version}"
-    src.mkdir(parents=True)
-    for name in ("Kbuild", "kmod", "core", "dkms.conf"):
-        path = TOP / name
-        (shutil.copytree if path.is_dir() else shutil.copy2)(path, src / name)
+    # the tree `make dkms-install` copies: make module-tree (core/core.mk's list) and dkms.conf
+    res = subprocess.run(["make", "-s", "-C", str(TOP), "module-tree", f"DEST={src}"], capture_output=True, text=True)
+    assert res.returncode == 0, res.stdout + res.stderr
+    shutil.copy2(TOP / "dkms.conf", src / "dkms.conf")
     roots = {k.kdir(k.release): k.root_dir for k in LISTED if k.root and k.release}
     built = []
     for build in TREES:  # every headers tree: the host's (6.1, 6.1-rt, 6.12) and the roots' (5.10, 7.2)

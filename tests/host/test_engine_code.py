@@ -12,7 +12,7 @@ module's engine.o built for every installed kernel tree (build/<release>/, as sc
   registers of its form (16 bytes: VEX where the form is VEX, legacy SSE where it is not), and
   vzeroupper where it used ymm or zmm;
 - the per-access loop of every plain op's linear, random and per-DIMM sequential loop starts a
-  64-byte line (core/engine.mk: -falign-loops=64).
+  64-byte line (core/core.mk: -falign-loops=64).
 """
 from __future__ import annotations
 
