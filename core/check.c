@@ -132,15 +132,6 @@ int pl_judge_cpus(unsigned int top, const struct pl_facts *f, struct pl_verdict 
 	return 0;
 }
 
-const struct pl_op_desc *pl_op_desc_of(const struct pl_facts *f, int op)
-{
-	if (op >= 0 && op < PL_OP_NR)
-		return &pl_ops[op];
-	if (op >= PL_OP_NR && op < PL_OP_ANY)
-		return f->xops[op - PL_OP_NR];
-	return NULL;
-}
-
 static bool pl_op_writes(const struct pl_facts *f, int op)
 {
 	const struct pl_op_desc *d = pl_op_desc_of(f, op);

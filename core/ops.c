@@ -4,7 +4,7 @@
  * a width runs on a CPU, and the instructions it executes.  The loops that
  * execute them are generated in engine.c from the same rows.
  */
-#include "pl_core.h"
+#include "pl_params.h"
 
 const char *const pl_feature_names[PL_F_NR] = {
 	"sse2", "sse4_1", "avx", "avx2", "avx512f",
@@ -12,12 +12,12 @@ const char *const pl_feature_names[PL_F_NR] = {
 };
 
 /* one op x form: its mnemonics and what it needs (ops.def PL_K rows) */
-struct pl_kind {
+struct pl_op_kind {
 	const char *insn;	/* NULL: the op has no such form */
 	u32 needs;
 };
 
-static const struct pl_kind pl_kinds[PL_OP_ALL][PL_NFORM] = {
+static const struct pl_op_kind pl_kinds[PL_OP_ALL][PL_NFORM] = {
 #define PL_K(ID, ident, form, UNIT, FLUSH, insn, needs)			\
 	[PL_OP_##ID][PL_FORM_##form] = { insn, needs },
 #include "ops.def"
@@ -81,7 +81,7 @@ int pl_op_lookup(const char *name, size_t len)
 
 int pl_op_form(int op, unsigned int width, u32 features)
 {
-	const struct pl_kind *k;
+	const struct pl_op_kind *k;
 	int f;
 
 	if (op < 0 || op >= PL_OP_ALL)
@@ -113,3 +113,36 @@ u32 pl_op_missing(enum pl_op op, unsigned int width, u32 features)
 	return need & ~features;
 }
 
+/* ---- every op a parameter can name: the module's, then the user backend's ---- */
+const char *const pl_xop_names[PL_NXOPS] = { "copy", "ntcopy", "chase" };
+
+const char *pl_op_name(int op)
+{
+	if (op >= 0 && op < PL_OP_NR)
+		return pl_ops[op].name;
+	if (op >= PL_OP_NR && op < PL_OP_ANY)
+		return pl_xop_names[op - PL_OP_NR];
+	return "?";
+}
+
+/* the module's ops (ops.c), then the names of the user backend's */
+int pl_op_find(const char *s, size_t len)
+{
+	int op = pl_op_lookup(s, len), i;
+
+	if (op >= 0)
+		return op;
+	for (i = 0; i < PL_NXOPS; i++)
+		if (strlen(pl_xop_names[i]) == len && !memcmp(pl_xop_names[i], s, len))
+			return PL_OP_NR + i;
+	return -1;
+}
+
+const struct pl_op_desc *pl_op_desc_of(const struct pl_facts *f, int op)
+{
+	if (op >= 0 && op < PL_OP_NR)
+		return &pl_ops[op];
+	if (op >= PL_OP_NR && op < PL_OP_ANY)
+		return f->xops[op - PL_OP_NR];
+	return NULL;
+}

@@ -4,7 +4,8 @@
  * one parser of the values the module's sysfs files, the runner's
  * KEY=VALUE arguments and the controller accept, and the one printer of
  * the canonical form they read back.  What a value may be is judged in
- * check.c.
+ * check.c; a value's text applied to the parameters (parsed here, judged
+ * there) in apply.c.
  */
 #include "pl_params.h"
 
@@ -14,7 +15,6 @@ const char *const pl_fence_names[] = { "none", "sfence", "mfence", NULL };
 const char *const pl_flush_names[] = { "line", "access", NULL };
 const char *const pl_placement_names[] = { "global", "per-thread", "per-dimm", NULL };
 const char *const pl_onoff_names[] = { "on", "off", NULL };
-const char *const pl_xop_names[PL_NXOPS] = { "copy", "ntcopy", "chase" };
 
 /* enums are stored as the index of their name: keep both in step */
 _Static_assert(PL_MODE_BW == 0 && PL_MODE_LAT == 1, "mode names");
@@ -51,7 +51,7 @@ const struct pl_param pl_params[PL_NPARAMS] = {
 #undef PL_PARAM
 };
 
-static u64 *pl_value(struct pl_params *p, int id)
+u64 *pl_param_slot(struct pl_params *p, int id)
 {
 	return (u64 *)((char *)p + pl_params[id].off);
 }
@@ -78,31 +78,9 @@ void pl_params_defaults(struct pl_params *p)
 	memset(p, 0, sizeof(*p));
 	for (i = 0; i < PL_NPARAMS; i++)
 		if (pl_params[i].kind != PL_K_OPS && pl_params[i].kind != PL_K_CPUS)
-			*pl_value(p, i) = pl_params[i].def;
+			*pl_param_slot(p, i) = pl_params[i].def;
 	p->ops[0] = PL_OP_LOAD;
 	p->nops = 1;
-}
-
-const char *pl_op_name(int op)
-{
-	if (op >= 0 && op < PL_OP_NR)
-		return pl_ops[op].name;
-	if (op >= PL_OP_NR && op < PL_OP_ANY)
-		return pl_xop_names[op - PL_OP_NR];
-	return "?";
-}
-
-/* the module's ops (ops.c), then the names of the user backend's */
-static int pl_op_find(const char *s, size_t len)
-{
-	int op = pl_op_lookup(s, len), i;
-
-	if (op >= 0)
-		return op;
-	for (i = 0; i < PL_NXOPS; i++)
-		if (strlen(pl_xop_names[i]) == len && !memcmp(pl_xop_names[i], s, len))
-			return PL_OP_NR + i;
-	return -1;
 }
 
 /* ---- CPU bitmaps of PL_MAX_CPUS bits ---- */
@@ -141,7 +119,7 @@ static bool pl_space(char c)
 }
 
 /* s[0..len) without white space at either end */
-static void pl_trim(const char **s, size_t *len)
+void pl_text_trim(const char **s, size_t *len)
 {
 	while (*len && pl_space(**s)) {
 		(*s)++;
@@ -206,72 +184,6 @@ int pl_text_u64(const char *s, size_t len, bool size, u64 *v)
 	return err;
 }
 
-#define PL_SHOW(len)	((int)((len) < 32 ? (len) : 32))
-
-static int pl_parse_num(int id, const char *s, size_t len, u64 *v, struct pl_verdict *vd)
-{
-	bool size = pl_params[id].kind == PL_K_SIZE;
-
-	switch (pl_text_u64(s, len, size, v)) {
-	case 0:
-		return 0;
-	case -E2BIG:
-		return pl_refuse(vd, -EINVAL, id, false, "value too long");
-	case -ERANGE:
-		return pl_refuse(vd, -EINVAL, id, false, "'%.*s' is too large", PL_SHOW(len), s);
-	default:
-		return pl_refuse(vd, -EINVAL, id, false, "'%.*s' is not a non-negative integer%s",
-				 PL_SHOW(len), s, size ? " (K/M/G/T suffixes allowed)" : "");
-	}
-}
-
-static int pl_parse_enum(int id, const char *s, size_t len, u64 *v, struct pl_verdict *vd)
-{
-	const char *const *names = pl_params[id].names;
-	u64 i;
-
-	for (i = 0; names[i]; i++)
-		if (strlen(names[i]) == len && !memcmp(names[i], s, len)) {
-			*v = i;
-			return 0;
-		}
-	return pl_refuse(vd, -EINVAL, id, false, "'%.*s' is not one of the allowed names",
-			 PL_SHOW(len), s);
-}
-
-static int pl_set_ops(struct pl_params *p, const char *s, size_t len, const struct pl_facts *f,
-		      struct pl_verdict *v)
-{
-	u8 ops[PL_MAX_THREADS];
-	size_t at = 0, tok;
-	unsigned int n = 0;
-	int op, err;
-
-	for (;;) {
-		for (tok = 0; at + tok < len && s[at + tok] != ','; tok++)
-			;
-		op = tok ? pl_op_find(s + at, tok) : -1;
-		if (op < 0)
-			return pl_refuse(v, -EINVAL, PL_P_op,
-					 false, "'%.*s' is not an op (load ntload store ntstore store+clwb store+clflushopt store+clflush; user backend: copy ntcopy chase)",
-					 PL_SHOW(tok), s + at);
-		if (n == PL_MAX_THREADS)
-			return pl_refuse(v, -EINVAL, PL_P_op, false, "more than %d entries",
-					 PL_MAX_THREADS);
-		ops[n++] = op;
-		at += tok;
-		if (at == len)
-			break;
-		at++;			/* the comma */
-	}
-	err = pl_judge_ops(ops, n, f, v);
-	if (err)
-		return err;
-	memcpy(p->ops, ops, n);
-	p->nops = n;
-	return 0;
-}
-
 static bool pl_cpu_num(const char *s, size_t len, size_t *at, unsigned int *cpu)
 {
 	size_t start = *at;
@@ -318,76 +230,6 @@ bool pl_cpus_parse(const char *s, size_t len, u64 *mask, unsigned int *top)
 			return false;
 	}
 	return true;
-}
-
-static int pl_set_cpus(struct pl_params *p, const char *s, size_t len, const struct pl_facts *f,
-		       struct pl_verdict *v)
-{
-	unsigned int top;
-	int err;
-
-	/* judged first, stored after: a refused list leaves the old one */
-	if (!pl_cpus_parse(s, len, NULL, &top))
-		return pl_refuse(v, -EINVAL, PL_P_cpus, false, "'%.*s' is not a CPU list like 0-3,6",
-				 PL_SHOW(len), s);
-	err = pl_judge_cpus(top, f, v);
-	if (err)
-		return err;
-	memset(p->cpus, 0, sizeof(p->cpus));
-	pl_cpus_parse(s, len, p->cpus, &top);
-	return 0;
-}
-
-int pl_param_set(struct pl_params *p, int id, const char *text, size_t len,
-		 const struct pl_facts *f, struct pl_verdict *v)
-{
-	const char *s = text;
-	u64 val;
-	int err;
-
-	pl_verdict_clear(v);
-	if (len - (len && text[len - 1] == '\n') > PL_TEXT_MAX)
-		return pl_refuse(v, -EINVAL, id, false,
-				 "value of %zu bytes: at most %d fit in one sysfs write (a page); nothing was set",
-				 len - (text[len - 1] == '\n'), PL_TEXT_MAX);
-	if (memchr(text, '\0', len))
-		return pl_refuse(v, -EINVAL, id, false, "value contains a NUL byte");
-	pl_trim(&s, &len);
-	if (!len && pl_params[id].kind != PL_K_CPUS)
-		return pl_refuse(v, -EINVAL, id, false, "empty value");
-	switch (pl_params[id].kind) {
-	case PL_K_OPS:
-		return pl_set_ops(p, s, len, f, v);
-	case PL_K_CPUS:
-		return pl_set_cpus(p, s, len, f, v);
-	case PL_K_ENUM:
-		err = pl_parse_enum(id, s, len, &val, v);
-		break;
-	default:
-		err = pl_parse_num(id, s, len, &val, v);
-		break;
-	}
-	if (!err)
-		err = pl_judge_value(id, val, f, v);
-	if (!err)
-		*pl_value(p, id) = val;
-	return err;
-}
-
-int pl_params_apply(struct pl_params *p, const char *const *text, const struct pl_facts *f,
-		    struct pl_verdict *v)
-{
-	int id, err;
-
-	pl_verdict_clear(v);
-	for (id = 0; id < PL_NPARAMS; id++) {
-		if (!text[id])
-			continue;
-		err = pl_param_set(p, id, text[id], strlen(text[id]), f, v);
-		if (err)
-			return err;
-	}
-	return 0;
 }
 
 /* ---- printing ---- */

@@ -148,22 +148,16 @@ void pl_out(struct pl_buf *b, const char *fmt, ...) __printf(2, 3);
 /* ---- params.c: the table, values as text ---- */
 int pl_param_find(const char *name, size_t len);
 void pl_params_defaults(struct pl_params *p);
-/*
- * Parse and judge one value (text of len bytes, white space around it
- * ignored) and store it: 0, or -errno and the verdict, p unchanged.
- */
-int pl_param_set(struct pl_params *p, int id, const char *text, size_t len,
-		 const struct pl_facts *f, struct pl_verdict *v);
-/* values given as text (NULL: not given), set in table order as the module's files are written */
-int pl_params_apply(struct pl_params *p, const char *const *text, const struct pl_facts *f,
-		    struct pl_verdict *v);
 /* a number as the parameters take it: 0, -EINVAL, -ERANGE (too large), -E2BIG (too long) */
 int pl_text_u64(const char *s, size_t len, bool size, u64 *v);
+/* s[0..len) without white space at either end */
+void pl_text_trim(const char **s, size_t *len);
+/* where parameter id (not ops or cpus) is stored in p */
+u64 *pl_param_slot(struct pl_params *p, int id);
 /* the value as the module shows it (no newline); bytes written, < len */
 size_t pl_param_show(const struct pl_params *p, int id, char *buf, size_t len);
 /* the allowed values in words, for documentation */
 size_t pl_param_allowed(int id, char *buf, size_t len);
-const char *pl_op_name(int op);
 bool pl_cpu_test(const u64 *mask, unsigned int cpu);
 /* the first CPU >= from in mask, or PL_MAX_CPUS */
 unsigned int pl_cpu_next(const u64 *mask, unsigned int from);
@@ -201,6 +195,22 @@ int pl_check_run(const struct pl_params *p, const struct pl_facts *f, struct pl_
 		 struct pl_verdict *v);
 /* some thread of the run stores (read_pct 100 makes every access a load) */
 bool pl_run_writes(const struct pl_params *p, const struct pl_facts *f);
+
+/* ---- apply.c: a value's text parsed (params.c), judged (check.c) and stored ---- */
+/*
+ * Parse and judge one value (text of len bytes, white space around it
+ * ignored) and store it: 0, or -errno and the verdict, p unchanged.
+ */
+int pl_param_set(struct pl_params *p, int id, const char *text, size_t len,
+		 const struct pl_facts *f, struct pl_verdict *v);
+/* values given as text (NULL: not given), set in table order as the module's files are written */
+int pl_params_apply(struct pl_params *p, const char *const *text, const struct pl_facts *f,
+		    struct pl_verdict *v);
+
+/* ---- ops.c: every op a parameter can name (the module's, then the user backend's) ---- */
+const char *pl_op_name(int op);
+/* the op a name names, or -1 */
+int pl_op_find(const char *s, size_t len);
 /* the descriptor of an op (NULL: the backend has no such op) */
 const struct pl_op_desc *pl_op_desc_of(const struct pl_facts *f, int op);
 

@@ -43,38 +43,6 @@
 
 #define PL_VERSION		"0.1.0"
 
-/* ---- errors: the module's errno and last_error, on stderr ---- */
-static const char *errno_name(int err)
-{
-	return err == EINVAL ? "EINVAL" : err == ERANGE ? "ERANGE" :
-	       err == EOPNOTSUPP ? "EOPNOTSUPP" : err == EPERM ? "EPERM" :
-	       err == ENOMEM ? "ENOMEM" : err == ENOENT ? "ENOENT" :
-	       err == EBUSY ? "EBUSY" : err == EACCES ? "EACCES" : err == ENXIO ? "ENXIO" : "EIO";
-}
-
-void refuse(int err, const char *fmt, ...)
-{
-	char why[1024];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(why, sizeof(why), fmt, ap);
-	va_end(ap);
-	pl_printable(why);	/* a value quoted from the command line stays on the line */
-	fprintf(stderr, "pmemlab-run: %s: %s\n", errno_name(err), why);
-	exit(2);
-}
-
-/* `ok WIDTH` or `ERRNO PARAM MACHINE REASON` */
-static void print_verdict(const struct pl_verdict *v, unsigned int width)
-{
-	if (!v->err)
-		printf("ok %u\n", width);
-	else
-		printf("%s %s %d %s\n", errno_name(-v->err),
-		       v->param >= 0 ? pl_params[v->param].name : "-", v->machine, v->why);
-}
-
 /* ---- the runner's own options: the target (the module's load-time parameters) ---- */
 struct opts {
 	const char *target;

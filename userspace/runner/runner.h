@@ -16,8 +16,12 @@
 extern const struct pl_op_desc pl_chase_desc;
 void plu_user_ops(struct pl_facts *f);
 
-/* runner.c: refuse a run as the module does (pmemlab-run: ERRNO: reason), exit 2 */
+/* error.c: refuse a run as the module does (pmemlab-run: ERRNO: reason), exit 2 */
 void refuse(int err, const char *fmt, ...) __attribute__((noreturn, format(printf, 2, 3)));
+/* the name of a positive errno as the module's last_error gives it */
+const char *errno_name(int err);
+/* --check's verdict: `ok WIDTH` or `ERRNO PARAM MACHINE REASON` */
+void print_verdict(const struct pl_verdict *v, unsigned int width);
 
 /* target.c: the memory the user backend measures */
 struct plu_target {

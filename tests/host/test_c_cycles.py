@@ -1,0 +1,132 @@
+"""No cycles between the C files: the objects of each binary (pmemlab-run, libplcore.so, and the
+core's objects in the module of every built kernel tree) read with nm, file A depending on file B
+when A leaves undefined a symbol (function or data) B defines. A cycle is a set of files that
+depend on each other in a loop (a strongly connected set of more than one file): none may exist,
+so that each file can be read, tested and replaced with only the files below it in mind."""
+from __future__ import annotations
+
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from testlib import TOP, headers_trees, load_vm_script
+
+RUNNER = TOP / "userspace" / "runner"
+
+
+def symbols(obj: Path) -> tuple[set[str], set[str]]:
+    """The global symbols obj defines, and those it leaves undefined."""
+    def names(*args: str) -> set[str]:
+        out = subprocess.run(["nm", *args, str(obj)], capture_output=True, text=True, check=True).stdout
+        return {line.split()[-1] for line in out.splitlines() if line.strip()}
+    return names("--defined-only", "--extern-only"), names("--undefined-only")
+
+
+def depends(objs: list[Path]) -> dict[str, dict[str, set[str]]]:
+    """file -> {file it depends on: the symbols it takes from it}."""
+    table = {o.name: symbols(o) for o in objs}
+    return {a: {b: ua & db for b, (db, _) in table.items() if b != a and ua & db}
+            for a, (_, ua) in table.items()}
+
+
+def cycles(deps: dict[str, dict[str, set[str]]]) -> list[list[str]]:
+    """The strongly connected sets of more than one file (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        for w in sorted(deps[v]):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                found.append(sorted(comp))
+
+    for v in sorted(deps):
+        if v not in index:
+            visit(v)
+    return found
+
+
+def explain(deps: dict[str, dict[str, set[str]]], found: list[list[str]]) -> str:
+    return "; ".join(f"{a} -> {b} ({', '.join(sorted(deps[a][b])[:4])})"
+                     for comp in found for a in comp for b in comp if b in deps[a])
+
+
+def test_the_cycle_finder_finds_a_loop_and_only_a_loop(tmp_path: Path) -> None:
+    """Three files: a.c and b.c call each other (through c.c's data too), c.c calls nothing,
+    d.c calls a: the one cycle is {a, b}, with the symbols that make it."""
+    sources = {
+        "a.c": "int b(int); extern int c_table[]; int a(int x) { return x ? b(x - 1) + c_table[0] : 0; }",
+        "b.c": "int a(int); int b(int x) { return a(x); }",
+        "c.c": "int c_table[4];",
+        "d.c": "int a(int); int d(void) { return a(3); }",
+    }
+    objs = []
+    for name, text in sources.items():
+        (tmp_path / name).write_text(text + "\n")
+        obj = tmp_path / name.replace(".c", ".o")
+        subprocess.run(["cc", "-c", "-o", str(obj), str(tmp_path / name)], check=True)
+        objs.append(obj)
+    deps = depends(objs)
+    assert deps["a.o"] == {"b.o": {"b"}, "c.o": {"c_table"}}
+    assert deps["c.o"] == {}
+    found = cycles(deps)
+    assert found == [["a.o", "b.o"]]
+    assert explain(deps, found) == "a.o -> b.o (b); b.o -> a.o (a)"
+
+
+def binaries() -> dict[str, list[str]]:
+    """The objects of pmemlab-run and libplcore.so, as the runner's Makefile links them."""
+    out = subprocess.run(["make", "-s", "--no-print-directory", "-C", str(RUNNER), "objects"],
+                         capture_output=True, text=True, check=True).stdout
+    return {name: objs.split() for name, _, objs in (line.partition(": ") for line in out.splitlines())}
+
+
+@pytest.mark.parametrize("binary", ["pmemlab-run", "libplcore.so"])
+def test_no_cycle_between_the_runners_and_the_librarys_files(binary: str) -> None:
+    res = subprocess.run(["make", "-s", "-C", str(RUNNER), binary], capture_output=True, text=True)
+    assert res.returncode == 0, res.stdout + res.stderr
+    objs = [RUNNER / o for o in binaries()[binary]]
+    assert len(objs) > 10 and all(o.exists() for o in objs)
+    deps = depends(objs)
+    found = cycles(deps)
+    assert not found, f"{binary}: files that call each other in a loop: {explain(deps, found)}"
+
+
+def core_sources() -> list[str]:
+    text = (TOP / "core" / "core.mk").read_text().replace("\\\n", " ")
+    return re.search(r"^PL_CORE_SRC := (.*)$", text, re.M).group(1).split()
+
+
+TREES = headers_trees()
+
+
+@pytest.mark.skipif(not TREES, reason="no kernel headers under /lib/modules/*/build (scripts/install-deps installs them)")
+@pytest.mark.parametrize("release", [t.parent.name for t in TREES])
+def test_no_cycle_between_the_cores_files_in_the_module(release: str) -> None:
+    """The core as the kernel compiles it (its #ifdef __KERNEL__ parts included), from the bed's
+    own build of the module for each kernel (scripts/vm: make module W=1 into build/<release>/,
+    which check-build leaves up to date)."""
+    vm = load_vm_script()
+    ko = vm.build_module(vm.Kernel.installed(release))
+    assert ko is not None, f"no pmemlab.ko built for {release}"
+    objs = [ko.parent / "core" / src.replace(".c", ".o") for src in core_sources()]
+    deps = depends(objs)
+    found = cycles(deps)
+    assert not found, f"{release}: core files that call each other in a loop: {explain(deps, found)}"
