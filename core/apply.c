@@ -8,6 +8,16 @@
  */
 #include "pl_run.h"
 
+/* "load ntload ...; user backend: copy ntcopy chase": what op= accepts, for a refusal */
+static void pl_out_op_names(struct pl_buf *b)
+{
+	int i;
+
+	for (i = 0; i < PL_OP_ALL; i++)
+		pl_out(b, "%s%s", i == PL_OP_NR ? "; user backend: " : i ? " " : "",
+		       pl_ops[i].name);
+}
+
 #define PL_SHOW(len)	((int)((len) < 32 ? (len) : 32))
 
 static int pl_parse_num(int id, const char *s, size_t len, u64 *v, struct pl_verdict *vd)
@@ -53,10 +63,15 @@ static int pl_set_ops(struct pl_params *p, const char *s, size_t len, const stru
 		for (tok = 0; at + tok < len && s[at + tok] != ','; tok++)
 			;
 		op = tok ? pl_op_find(s + at, tok) : -1;
-		if (op < 0)
-			return pl_refuse(v, -EINVAL, PL_P_op,
-					 false, "'%.*s' is not an op (load ntload store ntstore store+clwb store+clflushopt store+clflush; user backend: copy ntcopy chase)",
-					 PL_SHOW(tok), s + at);
+		if (op < 0) {
+			char names[PL_OP_ALL * 24];
+			struct pl_buf b = { .p = names, .cap = sizeof(names) };
+
+			names[0] = '\0';
+			pl_out_op_names(&b);
+			return pl_refuse(v, -EINVAL, PL_P_op, false, "'%.*s' is not an op (%s)",
+					 PL_SHOW(tok), s + at, names);
+		}
 		if (n == PL_MAX_THREADS)
 			return pl_refuse(v, -EINVAL, PL_P_op, false, "more than %d entries",
 					 PL_MAX_THREADS);

@@ -117,7 +117,7 @@ int pl_judge_ops(const u8 *ops, unsigned int n, const struct pl_facts *f, struct
 	unsigned int i;
 
 	for (i = 0; i < n; i++)
-		if (ops[i] >= PL_OP_NR && pl_known(f, PL_FACT_BACKEND) && !f->user)
+		if ((pl_ops[ops[i]].flags & PL_OPF_USER) && pl_known(f, PL_FACT_BACKEND) && !f->user)
 			return pl_refuse(v, -EOPNOTSUPP, PL_P_op, true,
 					 "%s runs only in the user backend (pmemlab-run)",
 					 pl_op_name(ops[i]));

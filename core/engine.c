@@ -45,12 +45,6 @@
 #define PL_LOOP	noinline notrace __no_stack_protector
 #endif
 
-/* ---- op flags as constants (the loops below fold them) ---- */
-enum {
-#define PL_OP(ID, ident, name, flags, CEIL)	PL_OPFL_##ID = (flags),
-#include "ops.def"
-};
-
 static __always_inline bool pl_is_copy(u32 opf)
 {
 	return (opf & PL_OPF_READS) && (opf & PL_OPF_WRITES);
@@ -690,37 +684,22 @@ PL_LOOP void pl_lat_##k##_##form(struct pl_eng *e, u64 until)			\
 
 /*
  * ---- the generated loops ----
- * Module ops everywhere; the runner's copy ops (PL_OPF_USER) only in
- * userspace, where pl_eng_init can select them.
+ * One per instruction row of ops.def: the module's ops everywhere, the
+ * user backend's only in userspace (ops.def keeps their rows out of
+ * __KERNEL__), where pl_eng_init can select them.
  */
-#ifdef __KERNEL__
-#define PL_HERE(ID, ...)	PL_HERE_##ID(__VA_ARGS__)
-#else
-#define PL_HERE(ID, ...)	__VA_ARGS__
-#endif
-#define PL_HERE_LOAD(...)		__VA_ARGS__
-#define PL_HERE_NTLOAD(...)		__VA_ARGS__
-#define PL_HERE_STORE(...)		__VA_ARGS__
-#define PL_HERE_NTSTORE(...)		__VA_ARGS__
-#define PL_HERE_STORE_CLWB(...)		__VA_ARGS__
-#define PL_HERE_STORE_CLFLUSHOPT(...)	__VA_ARGS__
-#define PL_HERE_STORE_CLFLUSH(...)	__VA_ARGS__
-#define PL_HERE_COPY(...)
-#define PL_HERE_NTCOPY(...)
-
 /* the access and bracket primitives first (the load ones serve read_pct) */
 #define PL_K(ID, k, form, U, FL, insn, needs)					\
-	PL_HERE(ID, PL_ACC(ID, k, form, U, FL) PL_BR(ID, k, form, U, FL))
+	PL_ACC(ID, k, form, U, FL) PL_BR(ID, k, form, U, FL)
 #include "ops.def"
 
 #define PL_K(ID, k, form, U, FL, insn, needs)					\
-	PL_HERE(ID,								\
-		PL_BW(ID, k, form, linear, PL_FAM_LINEAR)			\
-		PL_BW(ID, k, form, rand, PL_FAM_RAND)				\
-		PL_BW(ID, k, form, dimm_linear, PL_FAM_DIMM_LINEAR)		\
-		PL_BW(ID, k, form, dimm_rand, PL_FAM_DIMM_RAND)			\
-		PL_BWF(ID, k, form)						\
-		PL_LAT(ID, k, form))
+	PL_BW(ID, k, form, linear, PL_FAM_LINEAR)				\
+	PL_BW(ID, k, form, rand, PL_FAM_RAND)					\
+	PL_BW(ID, k, form, dimm_linear, PL_FAM_DIMM_LINEAR)			\
+	PL_BW(ID, k, form, dimm_rand, PL_FAM_DIMM_RAND)				\
+	PL_BWF(ID, k, form)							\
+	PL_LAT(ID, k, form)
 #include "ops.def"
 
 struct pl_loop_ent {
@@ -731,23 +710,23 @@ struct pl_loop_ent {
 #define PL_ENT(name)	{ name, #name }
 static const struct pl_loop_ent pl_bw_loops[PL_OP_ALL][PL_NFORM][PL_NFAM] = {
 #define PL_K(ID, k, form, U, FL, insn, needs)					\
-	PL_HERE(ID, [PL_OP_##ID][PL_FORM_##form] = {				\
+	[PL_OP_##ID][PL_FORM_##form] = {					\
 		PL_ENT(pl_bw_##k##_##form##_linear),				\
 		PL_ENT(pl_bw_##k##_##form##_rand),				\
 		PL_ENT(pl_bw_##k##_##form##_dimm_linear),			\
-		PL_ENT(pl_bw_##k##_##form##_dimm_rand) },)
+		PL_ENT(pl_bw_##k##_##form##_dimm_rand) },
 #include "ops.def"
 };
 
 static const struct pl_loop_ent pl_bwf_loops[PL_OP_ALL][PL_NFORM] = {
 #define PL_K(ID, k, form, U, FL, insn, needs)					\
-	PL_HERE(ID, [PL_OP_##ID][PL_FORM_##form] = PL_ENT(pl_bwf_##k##_##form),)
+	[PL_OP_##ID][PL_FORM_##form] = PL_ENT(pl_bwf_##k##_##form),
 #include "ops.def"
 };
 
 static const struct pl_loop_ent pl_lat_loops[PL_OP_ALL][PL_NFORM] = {
 #define PL_K(ID, k, form, U, FL, insn, needs)					\
-	PL_HERE(ID, [PL_OP_##ID][PL_FORM_##form] = PL_ENT(pl_lat_##k##_##form),)
+	[PL_OP_##ID][PL_FORM_##form] = PL_ENT(pl_lat_##k##_##form),
 #include "ops.def"
 };
 

@@ -6,6 +6,12 @@
  */
 #include "pl_params.h"
 
+#ifdef __KERNEL__
+#define IS_ENABLED_KERNEL	1
+#else
+#define IS_ENABLED_KERNEL	0
+#endif
+
 const char *const pl_feature_names[PL_F_NR] = {
 	"sse2", "sse4_1", "avx", "avx2", "avx512f",
 	"clflush", "clflushopt", "clwb", "rdtscp",
@@ -66,8 +72,22 @@ const struct pl_op_desc pl_ops[PL_OP_ALL] = {
 #define PL_K(ID, ident, form, UNIT, FLUSH, insn_, needs_)			\
 	PL_INSN_##form(ID, insn_) PL_NEEDS_##form(ID, needs_)
 #define PL_NOFORM(ID, form)	[PL_OP_##ID].needs[PL_WI_##form] = PL_F_NONE,
+#define PL_OWN(ID, form, insn_, needs_)						\
+	[PL_OP_##ID].insn[PL_WI_##form] = insn_, [PL_OP_##ID].needs[PL_WI_##form] = needs_,
 #include "ops.def"
 };
+
+/* ops.def's order: the module's ops, then the user backend's (PL_OP_NR counts the first) */
+#define PL_OP(ID, ident, name, flags, CEIL)					\
+	_Static_assert((PL_OP_##ID < PL_OP_NR) == !((flags) & PL_OPF_USER),	\
+		       "ops.def: the module's ops first, then the user backend's");
+#include "ops.def"
+/* the module carries no loop of a user backend's op, and an op with its own loop has no rows */
+#define PL_K(ID, ident, form, UNIT, FLUSH, insn, needs)				\
+	_Static_assert(!(PL_OPFL_##ID & PL_OPF_OWN), "ops.def: " #ID " has its own loop");	\
+	_Static_assert(!IS_ENABLED_KERNEL || !(PL_OPFL_##ID & PL_OPF_USER),		\
+		       "ops.def: " #ID "'s rows go in the user backend's part");
+#include "ops.def"
 
 int pl_op_lookup(const char *name, size_t len)
 {
@@ -114,27 +134,18 @@ u32 pl_op_missing(enum pl_op op, unsigned int width, u32 features)
 }
 
 /* ---- every op a parameter can name: the module's, then the user backend's ---- */
-const char *const pl_xop_names[PL_NXOPS] = { "copy", "ntcopy", "chase" };
-
 const char *pl_op_name(int op)
 {
-	if (op >= 0 && op < PL_OP_NR)
-		return pl_ops[op].name;
-	if (op >= PL_OP_NR && op < PL_OP_ANY)
-		return pl_xop_names[op - PL_OP_NR];
-	return "?";
+	return op >= 0 && op < PL_OP_ALL ? pl_ops[op].name : "?";
 }
 
-/* the module's ops (ops.c), then the names of the user backend's */
 int pl_op_find(const char *s, size_t len)
 {
-	int op = pl_op_lookup(s, len), i;
+	int i;
 
-	if (op >= 0)
-		return op;
-	for (i = 0; i < PL_NXOPS; i++)
-		if (strlen(pl_xop_names[i]) == len && !memcmp(pl_xop_names[i], s, len))
-			return PL_OP_NR + i;
+	for (i = 0; i < PL_OP_ALL; i++)
+		if (strlen(pl_ops[i].name) == len && !memcmp(pl_ops[i].name, s, len))
+			return i;
 	return -1;
 }
 
@@ -142,7 +153,7 @@ const struct pl_op_desc *pl_op_desc_of(const struct pl_facts *f, int op)
 {
 	if (op >= 0 && op < PL_OP_NR)
 		return &pl_ops[op];
-	if (op >= PL_OP_NR && op < PL_OP_ANY)
+	if (op >= PL_OP_NR && op < PL_OP_ALL)
 		return f->xops[op - PL_OP_NR];
 	return NULL;
 }

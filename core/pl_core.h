@@ -28,25 +28,35 @@
 
 extern const char *const pl_feature_names[PL_F_NR];
 
-/*
- * Ops, in the order of ops.def: the module's ops first (PL_OP_NR of them),
- * then the userspace runner's copy ops.
- */
-enum pl_op {
-#define PL_OP(ID, ident, name, flags, CEIL)	PL_OP_##ID,
-#include "ops.def"
-	PL_OP_ALL
-};
-
-#define PL_OP_NR	PL_OP_COPY	/* ops of the module (ops.def lists them first) */
-#define PL_NWIDTH	4		/* 8, 16, 32, 64 bytes */
-
 /* op flags (ops.def) */
 #define PL_OPF_READS	(1u << 0)	/* the access reads memory */
 #define PL_OPF_WRITES	(1u << 1)	/* the access writes memory (counted as a write) */
 #define PL_OPF_DATA	(1u << 2)	/* stores the data register (non-zero, varying) */
 #define PL_OPF_FLUSHES	(1u << 3)	/* flushes each line it stored */
 #define PL_OPF_USER	(1u << 4)	/* userspace runner only */
+#define PL_OPF_OWN	(1u << 5)	/* its loop is the backend's own (chase.c), not generated */
+
+/*
+ * Ops, in the order of ops.def: the module's ops first (PL_OP_NR of them:
+ * the rows without PL_OPF_USER; ops.c checks the order), then the user
+ * backend's: the copy ops and chase.
+ */
+enum pl_op {
+#define PL_OP(ID, ident, name, flags, CEIL)	PL_OP_##ID,
+#include "ops.def"
+	PL_OP_ALL,
+	PL_OP_NR = 0
+#define PL_OP(ID, ident, name, flags, CEIL)	+ !((flags) & PL_OPF_USER)
+#include "ops.def"
+};
+
+#define PL_NWIDTH	4		/* 8, 16, 32, 64 bytes */
+
+/* each op's flags as a constant (the generated loops fold them; ops.c checks the rows) */
+enum {
+#define PL_OP(ID, ident, name, flags, CEIL)	PL_OPFL_##ID = (flags),
+#include "ops.def"
+};
 
 /* instruction forms: the widths, with 16 bytes in two encodings */
 enum pl_form {

@@ -34,14 +34,12 @@
 enum pl_placement { PL_PLACE_GLOBAL, PL_PLACE_THREAD, PL_PLACE_DIMM };
 
 /*
- * Ops of the user backend only, after the module's: copy and ntcopy (their
- * loops are generated from ops.def with the others), then chase, the
- * runner's own loop.  PL_OP_ANY counts every op a parameter can name.
+ * Ops of the user backend only (ops.def, PL_OPF_USER), after the module's:
+ * copy and ntcopy (their loops are generated from ops.def with the others),
+ * chase (the runner's own loop).  PL_OP_ANY counts every op a parameter can name.
  */
-#define PL_OP_CHASE	PL_OP_ALL
-#define PL_NXOPS	(PL_OP_CHASE + 1 - PL_OP_NR)
-#define PL_OP_ANY	(PL_OP_CHASE + 1)
-_Static_assert(PL_NXOPS == 3, "pl_xop_names: copy, ntcopy, chase");
+#define PL_NXOPS	(PL_OP_ALL - PL_OP_NR)
+#define PL_OP_ANY	PL_OP_ALL
 
 enum pl_kind { PL_K_NUM, PL_K_SIZE, PL_K_BOOL, PL_K_ENUM, PL_K_OPS, PL_K_CPUS };
 
@@ -61,7 +59,6 @@ extern const char *const pl_fence_names[];
 extern const char *const pl_flush_names[];
 extern const char *const pl_placement_names[];
 extern const char *const pl_onoff_names[];
-extern const char *const pl_xop_names[PL_NXOPS];
 
 enum pl_param_id {
 #define PL_PARAM(name, ...) PL_P_##name,

@@ -6,14 +6,7 @@
 #include "pl_run.h"
 #include "pl_tier.h"
 
-/* the runner's copy ops: ops.def lists them after the module's (chase follows them) */
-#define PLU_NOPS	(PL_OP_ALL - PL_OP_NR)
-#define PLU_OP_COPY	PL_OP_COPY
-#define PLU_OP_NTCOPY	PL_OP_NTCOPY
-#define PLU_OP_ALL	PL_OP_ALL
-
-/* userops.c: the ops only the user backend has, for struct pl_facts */
-extern const struct pl_op_desc pl_chase_desc;
+/* userops.c: the ops only the user backend has (ops.def, PL_OPF_USER), for struct pl_facts */
 void plu_user_ops(struct pl_facts *f);
 
 /* error.c: refuse a run as the module does (pmemlab-run: ERRNO: reason), exit 2 */

@@ -90,7 +90,7 @@ const char *plu_schema_json(void)
 		put_str(&b, pl_op_name(i));
 		pl_out(&b, ", \"writes\": %s, \"user_only\": %s}",
 		       pl_op_desc_of(&f, i)->writes ? "true" : "false",
-		       i >= PL_OP_NR ? "true" : "false");
+		       pl_ops[i].flags & PL_OPF_USER ? "true" : "false");
 	}
 	pl_out(&b, "],\n \"features\": [");
 	for (i = 0; i < PL_F_NR; i++) {
