@@ -4,7 +4,7 @@
 # (userspace/runner/Makefile). A file added to the core is added here and nowhere else.
 PL_CORE_SRC := ops.c gen.c hist.c engine.c place.c params.c apply.c check.c worker.c report.c facts.c \
 	       sig.c badrange.c tier.c
-PL_CORE_HDR := pl_core.h pl_params.h pl_run.h pl_safe.h pl_tier.h shim.h walk.h ops.def params.def
+PL_CORE_HDR := pl_core.h pl_params.h pl_run.h pl_safe.h pl_tier.h shim.h walk.h ops.def params.def features.def
 
 # Compiler flags of the generated loops (core/engine.c), for the module (Kbuild) and the user
 # backend's runner (userspace/runner/Makefile) alike.

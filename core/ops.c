@@ -13,8 +13,8 @@
 #endif
 
 const char *const pl_feature_names[PL_F_NR] = {
-	"sse2", "sse4_1", "avx", "avx2", "avx512f",
-	"clflush", "clflushopt", "clwb", "rdtscp",
+#define PL_FEAT(ID, name, X86, leaf, sub, reg, bit, xcr0)	[PL_FB_##ID] = name,
+#include "features.def"
 };
 
 /* one op x form: its mnemonics and what it needs (ops.def PL_K rows) */

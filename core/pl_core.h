@@ -12,17 +12,16 @@
 
 #define PL_LINE		64
 
-/* ---- CPU features an op x width may need (filled by the caller) ---- */
-#define PL_F_SSE2	(1u << 0)
-#define PL_F_SSE41	(1u << 1)
-#define PL_F_AVX	(1u << 2)
-#define PL_F_AVX2	(1u << 3)
-#define PL_F_AVX512F	(1u << 4)
-#define PL_F_CLFLUSH	(1u << 5)
-#define PL_F_CLFLUSHOPT	(1u << 6)
-#define PL_F_CLWB	(1u << 7)
-#define PL_F_RDTSCP	(1u << 8)
-#define PL_F_NR		9
+/* ---- CPU features an op x width may need (filled by the caller; features.def) ---- */
+enum pl_feature_bit {
+#define PL_FEAT(ID, name, X86, leaf, sub, reg, bit, xcr0)	PL_FB_##ID,
+#include "features.def"
+	PL_F_NR
+};
+enum {
+#define PL_FEAT(ID, name, X86, leaf, sub, reg, bit, xcr0)	PL_F_##ID = 1u << PL_FB_##ID,
+#include "features.def"
+};
 /* pseudo-feature: the op has no instruction of this width at all */
 #define PL_F_NONE	(1u << 31)
 

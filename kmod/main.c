@@ -52,15 +52,8 @@ MODULE_PARM_DESC(dram_pages, "DRAM target pages: 4k (vmalloc) or 2m (huge vmallo
 static u32 pl_cpu_features(void)
 {
 	static const struct { u16 bit; u32 f; } map[] = {
-		{ X86_FEATURE_XMM2, PL_F_SSE2 },
-		{ X86_FEATURE_XMM4_1, PL_F_SSE41 },
-		{ X86_FEATURE_AVX, PL_F_AVX },
-		{ X86_FEATURE_AVX2, PL_F_AVX2 },
-		{ X86_FEATURE_AVX512F, PL_F_AVX512F },
-		{ X86_FEATURE_CLFLUSH, PL_F_CLFLUSH },
-		{ X86_FEATURE_CLFLUSHOPT, PL_F_CLFLUSHOPT },
-		{ X86_FEATURE_CLWB, PL_F_CLWB },
-		{ X86_FEATURE_RDTSCP, PL_F_RDTSCP },
+#define PL_FEAT(ID, name, X86, leaf, sub, reg, bit, xcr0)	{ X86_FEATURE_##X86, PL_F_##ID },
+#include "features.def"
 	};
 	u32 f = 0;
 	unsigned int i;

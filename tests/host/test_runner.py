@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import ctypes
 import errno
+import json
 import os
 import re
 import subprocess
@@ -617,3 +618,17 @@ def test_runner_warm_up_is_not_counted(built: Path) -> None:
     # timed ticks are the run's 100 ms plus at most a segment, but a userspace thread preempted
     # inside a segment (a busy host) stretches it: the bound only has to tell the 300 ms warm-up out
     assert 0 < row["elapsed_ticks"] < (100 + 300 // 2) * tsc_khz, row["elapsed_ticks"] / tsc_khz
+
+
+def test_the_cpu_features_are_the_tables_as_the_kernel_sees_them(built: Path) -> None:
+    """core/features.def is the one list of CPU features: the runner finds each of its rows by
+    CPUID (and XCR0) as the kernel does by X86_FEATURE_* (its names are the kernel's flags), so
+    `#fact cpu_features` is exactly the table's names this machine's /proc/cpuinfo lists, in the
+    table's order, and the schema the controller reads lists the table whole."""
+    rows = re.findall(r'^PL_FEAT\(\w+,\s*"(\w+)"', (TOP / "core" / "features.def").read_text(), re.M)
+    assert len(rows) == 9 and rows[0] == "sse2"
+    flags = set(re.search(r"^flags\s*:(.*)$", Path("/proc/cpuinfo").read_text(), re.M).group(1).split())
+    res = run("--facts", "target=dram", "dram_size=16M")
+    assert facts_of(res.stdout)["cpu_features"].split() == [f for f in rows if f in flags]
+    schema = subprocess.run([str(RUNNER), "--schema"], capture_output=True, text=True, check=True).stdout
+    assert json.loads(schema)["features"] == rows

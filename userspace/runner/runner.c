@@ -115,36 +115,31 @@ static u64 xgetbv0(void)
 	return ((u64)hi << 32) | lo;
 }
 
+/* the features of features.def this CPU has and the OS lets a process use (XCR0) */
 static u32 detect_features(void)
 {
-	unsigned int a, b, c, d;
-	u32 f = 0;
+	static const struct { unsigned int leaf, sub, reg, bit; u64 xcr0; u32 f; } map[] = {
+#define PL_REG_a	0
+#define PL_REG_b	1
+#define PL_REG_c	2
+#define PL_REG_d	3
+#define PL_FEAT(ID, name, X86, leaf, sub, reg, bit, xcr0)			\
+		{ leaf, sub, PL_REG_##reg, bit, xcr0, PL_F_##ID },
+#include "features.def"
+	};
+	unsigned int r[4], i;
 	u64 xcr0 = 0;
+	u32 f = 0;
 
-	if (!__get_cpuid(1, &a, &b, &c, &d))
-		return 0;
-	if (d & (1u << 26))
-		f |= PL_F_SSE2;
-	if (d & (1u << 19))
-		f |= PL_F_CLFLUSH;
-	if (c & (1u << 19))
-		f |= PL_F_SSE41;
-	if (c & (1u << 27))
+	/* the OS saves the registers' state: XSAVE enabled (CPUID 1 ECX.OSXSAVE), then XCR0 */
+	if (__get_cpuid(1, &r[0], &r[1], &r[2], &r[3]) && (r[2] & (1u << 27)))
 		xcr0 = xgetbv0();
-	if ((c & (1u << 28)) && (xcr0 & 6) == 6)
-		f |= PL_F_AVX;
-	if (__get_cpuid_count(7, 0, &a, &b, &c, &d)) {
-		if ((b & (1u << 5)) && (f & PL_F_AVX))
-			f |= PL_F_AVX2;
-		if ((b & (1u << 16)) && (xcr0 & 0xe6) == 0xe6)
-			f |= PL_F_AVX512F;
-		if (b & (1u << 23))
-			f |= PL_F_CLFLUSHOPT;
-		if (b & (1u << 24))
-			f |= PL_F_CLWB;
+	for (i = 0; i < sizeof(map) / sizeof(map[0]); i++) {
+		if (!__get_cpuid_count(map[i].leaf, map[i].sub, &r[0], &r[1], &r[2], &r[3]))
+			continue;
+		if ((r[map[i].reg] & (1u << map[i].bit)) && (xcr0 & map[i].xcr0) == map[i].xcr0)
+			f |= map[i].f;
 	}
-	if (__get_cpuid(0x80000001, &a, &b, &c, &d) && (d & (1u << 27)))
-		f |= PL_F_RDTSCP;
 	return f;
 }
 
