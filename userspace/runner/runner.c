@@ -3,7 +3,8 @@
  * pmemlab-run - the userspace backend of pmemlab (docs/userspace.md): the
  * module's own core (core/: parameters and validator, worker set-up,
  * access kernels, timed loops, result text) on memory a user can map
- * (target.c), in threads pinned to the CPUs their result lines name.
+ * (target.c), in threads pinned to the CPUs their result lines name; its
+ * arguments in args.c, its refusals in error.c.
  *
  *	pmemlab-run target=dram[:NODE] [dram_size=256M] [dram_pages=4k|2m|hugetlb] KEY=VALUE...
  *	pmemlab-run target=dram dram_nodes=0,1 dram_weights=3,1 [dram_node_strict=0] ...
@@ -42,67 +43,6 @@
 #include "runner.h"
 
 #define PL_VERSION		"0.1.0"
-
-/* ---- the runner's own options: the target (the module's load-time parameters) ---- */
-struct opts {
-	const char *target;
-	u64 dram_size, dram_pages, allow_overwrite, allow_file, size, tsc_khz, dram_node_strict;
-	long dram_node;
-	const char *dram_nodes, *dram_weights;
-	const char *raw_samples;
-};
-
-static u64 opt_num(const char *key, const char *val, bool size, u64 lo, u64 hi, u64 mult)
-{
-	u64 v;
-
-	if (pl_text_u64(val, strlen(val), size, &v) || v < lo || v > hi || (mult && v % mult))
-		refuse(EINVAL, "%s: '%.32s' is not a number in %llu..%llu%s", key, val, lo, hi,
-		       mult ? ", a multiple of 4096" : "");
-	return v;
-}
-
-static bool set_option(struct opts *o, const char *key, const char *val)
-{
-	char *end;
-	u64 i;
-
-	if (!strcmp(key, "target")) {
-		o->target = val;
-	} else if (!strcmp(key, "raw_samples")) {
-		o->raw_samples = val;
-	} else if (!strcmp(key, "dram_size")) {
-		o->dram_size = opt_num(key, val, true, 4096, 1ULL << 48, 4096);
-	} else if (!strcmp(key, "size")) {
-		o->size = opt_num(key, val, true, 0, 1ULL << 48, 4096);
-	} else if (!strcmp(key, "allow_overwrite")) {
-		o->allow_overwrite = opt_num(key, val, false, 0, 1, 0);
-	} else if (!strcmp(key, "allow_file")) {
-		o->allow_file = opt_num(key, val, false, 0, 1, 0);
-	} else if (!strcmp(key, "tsc_khz")) {
-		o->tsc_khz = opt_num(key, val, false, 0, 100000000, 0);
-	} else if (!strcmp(key, "dram_pages")) {
-		for (i = 0; i < 3 && strcmp(val, plu_pages_names[i]); i++)
-			;
-		if (i == 3)
-			refuse(EINVAL, "dram_pages: '%.32s' is not 4k, 2m or hugetlb", val);
-		o->dram_pages = i;
-	} else if (!strcmp(key, "dram_node")) {
-		errno = 0;
-		o->dram_node = strtol(val, &end, 10);
-		if (!*val || *end || errno || o->dram_node < -1 || o->dram_node > PL_TIER_NODE_MAX)
-			refuse(EINVAL, "dram_node: '%.32s' is not -1 or a node number", val);
-	} else if (!strcmp(key, "dram_nodes")) {
-		o->dram_nodes = val;	/* judged with dram_weights (core/tier.c) */
-	} else if (!strcmp(key, "dram_weights")) {
-		o->dram_weights = val;
-	} else if (!strcmp(key, "dram_node_strict")) {
-		o->dram_node_strict = opt_num(key, val, false, 0, 1, 0);
-	} else {
-		return false;
-	}
-	return true;
-}
 
 /* ---- CPU ---- */
 static u32 features;
@@ -531,24 +471,6 @@ static void print_facts(const char *target)
 	printf("#fact fs_signature %s\n", R.t.fs_sig);
 }
 
-/* ---- arguments ---- */
-/* KEY=VALUE: an option of the runner, or a run parameter (its text in vals) */
-static void set_arg(struct opts *o, const char **vals, char *arg)
-{
-	char *eq = strchr(arg, '=');
-	int id;
-
-	if (!eq)
-		refuse(EINVAL, "argument '%s' is not KEY=VALUE", arg);
-	*eq = '\0';
-	if (set_option(o, arg, eq + 1))
-		return;
-	id = pl_param_find(arg, strlen(arg));
-	if (id < 0)
-		refuse(EINVAL, "%s: unknown parameter", arg);
-	vals[id] = eq + 1;
-}
-
 /* does the run write?  (to map the target for it; the values are judged later) */
 static bool run_writes(const char *const *vals, const struct pl_facts *f)
 {
@@ -632,7 +554,7 @@ int main(int argc, char **argv)
 			       "(the module's run parameters, docs/interface.md; see runner.c)\n");
 			return 0;
 		} else {
-			set_arg(&o, vals, argv[i]);
+			plu_set_arg(&o, vals, argv[i]);
 		}
 	}
 	if (!o.target)

@@ -9,6 +9,17 @@
 /* userops.c: the ops only the user backend has (ops.def, PL_OPF_USER), for struct pl_facts */
 void plu_user_ops(struct pl_facts *f);
 
+/* args.c: the runner's own options (the target, as the module's load-time parameters) */
+struct opts {
+	const char *target;
+	u64 dram_size, dram_pages, allow_overwrite, allow_file, size, tsc_khz, dram_node_strict;
+	long dram_node;
+	const char *dram_nodes, *dram_weights;
+	const char *raw_samples;
+};
+/* one argument KEY=VALUE: an option into o, or a run parameter's text into vals[its id] */
+void plu_set_arg(struct opts *o, const char **vals, char *arg);
+
 /* error.c: refuse a run as the module does (pmemlab-run: ERRNO: reason), exit 2 */
 void refuse(int err, const char *fmt, ...) __attribute__((noreturn, format(printf, 2, 3)));
 /* the name of a positive errno as the module's last_error gives it */
