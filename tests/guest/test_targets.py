@@ -418,6 +418,7 @@ def test_overwrite_guard_judges_the_load_target(ko: Path, two_namespaces) -> Non
             top.run(op="load,load")
             remove("b")
             add(f"b {dev_b} allow_overwrite=1")
+            top.set(op="load,ntstore")
             top.write("check", 1)
     finally:
         write_fill(dev_b, list(range(0, size_b, MiB)), size_b)
