@@ -107,6 +107,23 @@ static int pl_set_cpus(struct pl_params *p, const char *s, size_t len, const str
 	return 0;
 }
 
+/* a NAME value: printable, no white space (its meaning is the backend's: check.c, the module, the runner) */
+static int pl_set_name(struct pl_params *p, int id, const char *s, size_t len, struct pl_verdict *v)
+{
+	char *dst = (char *)p + pl_params[id].off;
+	size_t i;
+
+	if (len > PL_NAME_MAX)
+		return pl_refuse(v, -EINVAL, id, false, "%zu characters: at most %d", len, PL_NAME_MAX);
+	for (i = 0; i < len; i++)
+		if (s[i] <= ' ' || s[i] > '~')
+			return pl_refuse(v, -EINVAL, id, false,
+					 "want printable characters without spaces (character %zu is not)", i + 1);
+	memcpy(dst, s, len);
+	dst[len] = '\0';
+	return 0;
+}
+
 int pl_param_set(struct pl_params *p, int id, const char *text, size_t len,
 		 const struct pl_facts *f, struct pl_verdict *v)
 {
@@ -122,9 +139,11 @@ int pl_param_set(struct pl_params *p, int id, const char *text, size_t len,
 	if (memchr(text, '\0', len))
 		return pl_refuse(v, -EINVAL, id, false, "value contains a NUL byte");
 	pl_text_trim(&s, &len);
-	if (!len && pl_params[id].kind != PL_K_CPUS)
+	if (!len && pl_params[id].kind != PL_K_CPUS && pl_params[id].kind != PL_K_NAME)
 		return pl_refuse(v, -EINVAL, id, false, "empty value");
 	switch (pl_params[id].kind) {
+	case PL_K_NAME:
+		return pl_set_name(p, id, s, len, v);
 	case PL_K_OPS:
 		return pl_set_ops(p, s, len, f, v);
 	case PL_K_CPUS:

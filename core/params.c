@@ -40,6 +40,7 @@ _Static_assert(PL_OP_ANY <= 256, "ops are stored in a u8");
 #define PL_OFF_ENUM(n)		offsetof(struct pl_params, n)
 #define PL_OFF_OPS(n)		0
 #define PL_OFF_CPUS(n)		0
+#define PL_OFF_NAME(n)		offsetof(struct pl_params, n)
 
 const struct pl_param pl_params[PL_NPARAMS] = {
 #define PL_PARAM(_name, _kind, _rule, _unit, _lo, _hi, _def, _mult, _names, _desc)	\
@@ -77,7 +78,8 @@ void pl_params_defaults(struct pl_params *p)
 
 	memset(p, 0, sizeof(*p));
 	for (i = 0; i < PL_NPARAMS; i++)
-		if (pl_params[i].kind != PL_K_OPS && pl_params[i].kind != PL_K_CPUS)
+		if (pl_params[i].kind != PL_K_OPS && pl_params[i].kind != PL_K_CPUS &&
+		    pl_params[i].kind != PL_K_NAME)
 			*pl_param_slot(p, i) = pl_params[i].def;
 	p->ops[0] = PL_OP_LOAD;
 	p->nops = 1;
@@ -279,6 +281,9 @@ size_t pl_param_show(const struct pl_params *p, int id, char *buf, size_t len)
 	case PL_K_CPUS:
 		pl_out_cpus(&t, p->cpus);
 		break;
+	case PL_K_NAME:
+		pl_out(&t, "%s", (const char *)p + pl_params[id].off);
+		break;
 	case PL_K_ENUM:
 		pl_out(&t, "%s", pl_params[id].names[pl_value_of(p, id)]);
 		break;
@@ -325,6 +330,9 @@ size_t pl_param_allowed(int id, char *buf, size_t len)
 		break;
 	case PL_K_CPUS:
 		pl_out(&t, "a CPU list such as 0-3,6, or empty");
+		break;
+	case PL_K_NAME:
+		pl_out(&t, "a name of up to %d printable characters without spaces, or empty", PL_NAME_MAX);
 		break;
 	case PL_K_BOOL:
 		pl_out(&t, "0 or 1");

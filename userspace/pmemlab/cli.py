@@ -214,7 +214,7 @@ def cmd_info(args: argparse.Namespace) -> int:
 
 
 def cmd_params(args: argparse.Namespace) -> int:
-    """The module's parameter table (kmod/core/params.def, through libplcore.so)."""
+    """The module's parameter table (core/params.def, through libplcore.so)."""
     if args.json:
         print_json([{"name": p.name, "kind": p.kind, "default": p.default, "allowed": p.allowed(),
                      "unit": p.unit, "doc": p.doc} for p in P.PARAMS.values()])
