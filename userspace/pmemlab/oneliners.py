@@ -47,10 +47,11 @@ from pmemlab.sweep import Bench, Executor, MemoryRecorder, Plan, Progress, Sweep
 from pmemlab.sweep import policy_for
 from pmemlab.sweep.core import SweepReport
 from pmemlab.sweep.execute import PointExecutor
-from pmemlab.sweep.over_targets import TargetBench, TargetExecutor, expand_targets, first_open, open_targets
 from pmemlab.table import HIST_CSV_COLUMNS, read_rows
-from pmemlab.target_axis import Loader, Substitutes, TargetLoad, UserLoader, choose_loads, derived_label
-from pmemlab import target_axis
+from pmemlab.targets.cli import add_target_options
+from pmemlab.targets.open import Loader, open_loader
+from pmemlab.targets.spec import Substitutes, TargetLoad, choose_loads, derived_label
+from pmemlab.targets.sweep import TargetBench, TargetExecutor, expand_targets, open_targets, targets_sweep
 
 if TYPE_CHECKING:  # pandas is imported by the functions that use it: `pmemlab run` never needs it
     import pandas as pd
@@ -156,11 +157,7 @@ def open_bed(args: argparse.Namespace, loads: list[TargetLoad] | None, online: i
         if kind == "kernel":
             backend.check_target(args.target)
         return Bed(kind, [Bench.probe(backend, online)])
-    loader: Loader
-    if kind == "user":
-        loader = UserLoader()
-    else:
-        loader = target_axis.kernel_loader(args.ko, Path(args.sysfs) if args.sysfs else None)
+    loader = open_loader(kind, args.sysfs)
     try:
         targets = open_targets(loads, loader, online)
     except BaseException:
@@ -743,7 +740,6 @@ def _delays(text: str) -> tuple[int, ...]:
 
 def add_parsers(sub: Any) -> None:
     from pmemlab.cli import positive_seconds
-    from pmemlab.targets_cli import add_target_options
 
     for one in COMMANDS:
         p = sub.add_parser(one.name, help=one.help, description=f"{one.help[:1].upper()}{one.help[1:]}.",
@@ -755,9 +751,6 @@ def add_parsers(sub: Any) -> None:
                                             "kernel: refuse unless the module runs on it")
             add_target_options(p, "the backend as it is" if not one.matrix else
                                "the DRAM of each node with memory and, on the module, each fsdax namespace")
-        else:
-            p.add_argument("--ko", metavar="PATH", help="the pmemlab.ko loaded on each target (default: $PMEMLAB_KO, "
-                                                        "else build/$(uname -r)/pmemlab.ko)")
         p.add_argument("--repeats", type=int, default=one.repeats, metavar="N", help=f"runs per row ({one.repeats})")
         p.add_argument("--working-set", type=_size, metavar="SIZE",
                        help="window of the accesses (default: 1 GiB or the smallest target)")
@@ -810,7 +803,7 @@ def run_command(one: OneLiner, args: argparse.Namespace) -> int:
     kind = pick_backend(args)
     subs = Substitutes.probe(getattr(args, "pmem", None), getattr(args, "pmem_dram", None))
     if getattr(args, "targets", None) is not None:
-        loads = choose_loads(None, args.targets, subs)
+        loads = choose_loads({}, args.targets, subs)
     elif one.axis is not None:
         loads = [subs.resolve(t) for t in one.axis(args, kind)]
     else:
@@ -840,15 +833,14 @@ def _run(cfg: SweepConfig, bed: Bed, args: argparse.Namespace) -> tuple[SweepRep
     if bed.targets is not None and bed.loader is not None:
         expand_targets(cfg, bed.targets)
         points = [p for t in bed.targets for p in t.points]
-        executor: PointExecutor = TargetExecutor(bed.targets, bed.loader, args.timeout,
-                                                 open_label=first_open(bed.targets))
+        executor: PointExecutor = TargetExecutor(bed.targets, args.timeout)
     else:
         bench = bed.benches[0]
         points = expand(cfg, bench.facts, bench.discovered)
         executor = Executor(bench.backend, bench.conditions, bench.facts, args.timeout)
     if args.output:
         opts = SweepOptions(output=args.output, fresh=True, progress=progress, argv=sys.argv[:])
-        sweep = (Sweep.over_targets(cfg, bed.targets, bed.loader, opts) if bed.targets is not None and bed.loader
+        sweep = (targets_sweep(cfg, bed.targets, opts) if bed.targets is not None
                  else Sweep.for_config(cfg, points, bed.benches[0], opts))  # runs through their own executor
         report = sweep.run()
         from pmemlab.plots.data import histogram_path
