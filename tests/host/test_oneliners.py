@@ -17,6 +17,7 @@ from oneliner_bed import fake_module_bed  # noqa: E402
 import pmemlab.cli as cli  # noqa: E402
 import pmemlab.machine as machine  # noqa: E402
 from pmemlab import oneliners  # noqa: E402
+from pmemlab import params as P  # noqa: E402
 
 TWO_NODES = {"nodes": [{"node": 0, "cpus": "0", "mem_total_kib": 1 << 20, "distances": [10, 20]},
                        {"node": 1, "cpus": "1", "mem_total_kib": 1 << 20, "distances": [20, 10]}],
@@ -227,3 +228,53 @@ def test_advertised_beside_measured() -> None:
     assert all(math.isnan(none[k]) for k in ("read_ns", "write_ns", "read_gbps", "write_gbps"))
     assert math.isnan(ol.advertised_bandwidth(none, "store", 75))
     assert "no HMAT" in ol.advertised_note(rows[rows["target_label"] == "dram"])[0]
+
+
+# --------------------------------------------------------------------------
+# named targets: --target NAME, loaded-latency's --probe-target and --load-target
+# --------------------------------------------------------------------------
+def test_one_liner_on_a_named_target(fake_bed, capsys):
+    """--target NAME on the module: the named target targets/NAME, found (never added or removed),
+    its rows labelled with the name; a name the module does not hold is one line."""
+    fake = fake_bed
+    fake.write(fake.root / "targets" / "add", "cxl dram dram_size=32M dram_node=0\n")
+    code, out = run(capsys, "idle-latency", "--backend", "kernel", "--target", "cxl", "--count", "500", "--json")
+    assert code == 0
+    doc = json.loads(out)
+    assert doc["title"].endswith(" on dram (dram, node 0)") and len(doc["rows"]) == 4
+    assert {r["working_set"] for r in fake.runs} == {str(32 << 20)}, "sized by the named target"
+    assert fake.adds == ["cxl dram dram_size=32M dram_node=0"] and fake.removes == [] and "cxl" in fake.named
+    assert (fake.root / "run_id").read_text() == "", "the top level ran nothing"
+    code = cli.main(["idle-latency", "--backend", "kernel", "--target", "nosuch", "--count", "500"])
+    err = capsys.readouterr().err
+    assert code == 1 and "pmemlab: target nosuch: the module holds no target named nosuch" in err
+
+
+def test_loaded_latency_probe_on_one_target_load_on_another(fake_bed, capsys, tmp_path):
+    fake = fake_bed
+    for line in ("cxl dram dram_size=32M dram_node=0", "dram dram dram_size=64M"):
+        fake.write(fake.root / "targets" / "add", line + "\n")
+    argv = ["loaded-latency", "--backend", "kernel", "--duration-ms", "5", "--delays", "0,1000", "--repeats", "1",
+            "--probe-target", "cxl"]
+    code, out = run(capsys, *argv, "--json")
+    assert code == 0
+    assert json.loads(out)["title"].endswith(" on dram (dram, node 0)")
+    assert len(fake.runs) == 2 and {r.get("load_target", "") for r in fake.runs} == {""}
+    code = cli.main(["loaded-latency", "--backend", "kernel", "--probe-target", "cxl", "--target", "dram"])
+    assert code == 2 and "--probe-target cxl with --target dram" in capsys.readouterr().err
+    code = cli.main([*argv, "--load-target", "dram", "--targets", "pmem"])
+    assert code == 2 and "--load-target dram with --targets pmem" in capsys.readouterr().err
+    csv = tmp_path / "ll.csv"
+    code = cli.main([*argv, "--load-target", "dram", "--json", "-o", str(csv)])
+    out, err = capsys.readouterr()
+    if "load_target" not in P.PARAMS:  # the module and runner of this tree before the parameter
+        assert code == 2 and "this build's parameter table has no load_target" in err
+        return
+    assert code == 0, err
+    doc = json.loads(out)
+    assert doc["title"].endswith(", load threads on dram") and "inject loads into dram" in doc["statistic"]
+    assert {(r["probe_target"], r["load_target"]) for r in doc["rows"]} == {("cxl", "dram")}
+    assert {r["load_target"] for r in fake.runs[2:]} == {"dram"}, "the runs carry the load target"
+    rows = pd.read_csv(csv, dtype={"thread": str})
+    assert set(rows["load_target"]) == {"dram"} and set(rows["target_label"]) == {"cxl"}
+    assert set(rows["target_size"]) == {32 << 20}, "the probe's target"
