@@ -269,6 +269,25 @@ def test_one_csv_with_every_target(bed, capsys):
     assert set(summary["target_label"]) == {"pmem", "dram"} and len(summary) == 8
 
 
+def test_a_target_the_module_holds_is_used_and_kept(bed, capsys):
+    """A named target there before the sweep (insmod targets=..., targets/add) is used as it is and
+    stays after; a bare name in --targets is such a target; one of that name that is another
+    target is refused with the reason (error rows), the others still run."""
+    fake, cfg, out = bed
+    fake.write(fake.root / "targets" / "add", "dram dram dram_size=64M\n")
+    fake.write(fake.root / "targets" / "add", "cxl dram dram_size=32M dram_node=0\n")
+    fake.adds.clear()
+    assert sweep(cfg, out, "--targets", "pmem,dram,cxl") == 0
+    assert fake.adds == ["pmem /dev/pmem0"] and fake.removes == ["pmem"] and set(fake.named) == {"dram", "cxl"}
+    agg = pd.read_csv(out, dtype={"thread": str}).query("thread == 'all'")
+    assert agg.groupby("target_label")["target_size"].first().to_dict() == {"cxl": 32 << 20, "dram": 64 << 20,
+                                                                            "pmem": 1 << 30}
+    capsys.readouterr()
+    assert sweep(cfg, out.with_name("b.csv"), "--targets", "pmem,dram=dram dram_size=16M") == exitcodes.PARTIAL
+    assert "target dram: the module's target dram is not target=dram dram_size=16M: its target_size is " \
+           "67108864, not dram_size=16M" in capsys.readouterr().err
+
+
 def test_default_targets_only_for_a_config_that_declares_none(bed, tmp_path, capsys):
     """--default-targets (what scripts/run-configs gives where it loads the module itself): the
     targets of a config without [sweep.targets]; a config that declares targets keeps its own, and
