@@ -158,6 +158,10 @@ def test_named_targets_added_found_and_removed_only_when_added(tmp_path):
     assert loader.open(TargetLoad("c", (("target", "cxl"),))).root == cxl.root, "a bare name: that target"
     # the top level (insmod target=) is not touched: no reload, its facts as they were
     assert fake.loads == [] and (fake.root / "target").read_text() == "/dev/pmem0\n"
+    # a named target's resume identity is what it is, not the module's load parameters (the top level's)
+    assert cxl.identity() == {"backend": "kernel", "load": {
+        "target": "dram", "target_node": "0", "target_nodes": "0", "target_weights": "1",
+        "target_page_size": "2097152", "target_size": str(32 << 20)}}
     loader.close()
     assert fake.removes == ["dram"] and set(fake.named) == {"cxl"}, "only what the loader added goes"
 

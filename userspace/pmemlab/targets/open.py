@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Mapping, Protocol, TextIO
+from typing import Any, Mapping, Protocol, TextIO
 
 from pmemlab import params as P
-from pmemlab.backend import Backend, BackendKind, BackendSpec
+from pmemlab.backend import Backend, BackendKind, BackendSpec, load_identity
 from pmemlab.backend_user import TARGET_KEYS
 from pmemlab.errors import ConfigError, PmemlabError
 from pmemlab.sysfs import Module, SysfsIO, sysfs_root
@@ -25,6 +25,16 @@ TARGETS_DIR = "targets"
 # a load key of a named target -> the fact of the target that shows it (a size in bytes for the first two)
 FACT_OF_KEY = {"dram_size": "target_size", "dram_pages": "target_page_size", "dram_node": "target_node",
                "dram_nodes": "target_nodes", "dram_weights": "target_weights"}
+
+
+class NamedTarget(Module):
+    """A named target: driven as the top level is; its part of the resume identity is what the
+    target is (its facts), not the module's load parameters (those make the top-level target)."""
+
+    def identity(self) -> dict[str, Any]:
+        facts = self.facts()
+        return load_identity(self.kind, {k: facts[k] for k in ("target", *FACT_OF_KEY.values())
+                                         if facts.get(k) not in (None, "")})
 
 
 class LoadRefused(PmemlabError):
@@ -57,9 +67,9 @@ class NamedTargets:
         self.log = log
         self.added: list[str] = []
 
-    def module(self, name: str) -> Module:
+    def module(self, name: str) -> NamedTarget:
         """The backend of the named target `name` (its directory, the module's parameters)."""
-        return Module(self.top.root / TARGETS_DIR / name, io=self.top.io, modparams=self.top.modparams)
+        return NamedTarget(self.top.root / TARGETS_DIR / name, io=self.top.io, modparams=self.top.modparams)
 
     def open(self, load: TargetLoad) -> Backend:
         if not (self.top.root / TARGETS_DIR).is_dir():
