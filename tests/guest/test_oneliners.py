@@ -163,6 +163,27 @@ def test_one_liner_over_pmem_and_dram(module, pmem_dev: str) -> None:
     assert all(r["median_ns"] is not None and r["median_ns"] >= 0 for r in rows if r["op"] in ("load", "ntstore"))
 
 
+def test_loaded_latency_probe_on_one_target_load_on_another(module, tmp_path: Path) -> None:
+    """loaded-latency with thread 0 probing one named target while the load thread runs on another,
+    both made at load (targets=), found and left as they were; the rows carry the probe's target
+    and load_target."""
+    out = tmp_path / "ll.csv"
+    with module(targets='"probe dram dram_size=16M;load dram dram_size=32M"'):
+        res = pmemlab("loaded-latency", "--backend", "kernel", "--probe-target", "probe", "--load-target", "load",
+                      "--duration-ms", "40", "--delays", "0,2000", "--working-set", "8M", "--repeats", "1",
+                      "--threads", "2", "--json", "-o", str(out))
+        assert res.returncode == 0, res.stderr
+        assert named_targets() == ["load", "probe"], "found, and left as they were"
+    doc = json.loads(res.stdout)
+    assert doc["title"].endswith(", load threads on load") and len(doc["rows"]) == 2
+    assert all(r["probe_target"] == "probe" and r["load_target"] == "load" for r in doc["rows"])
+    assert all(r["latency_median_ns"] is not None and r["bw_gbps_mean"] > 0 for r in doc["rows"])
+    df = pd.read_csv(out, dtype={"thread": str})
+    assert set(df["load_target"]) == {"load"} and set(df["target_label"]) == {"probe"}
+    agg = df[df["thread"] == "all"]
+    assert set(agg["status"]) == {"ok"} and set(agg["target_size"]) == {16 << 20}, "the probe's target"
+
+
 def test_one_liner_on_the_user_backend() -> None:
     res = pmemlab("idle-latency", "--backend", "user", "--count", "1000", "--working-set", "16M")
     assert res.returncode == 0, res.stderr
