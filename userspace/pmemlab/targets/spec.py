@@ -75,7 +75,7 @@ class TargetLoad:
         return {k: v for k, v in self.params if k != "target"}
 
     def args(self) -> list[str]:
-        """insmod's KEY=VALUE arguments."""
+        """Its KEY=VALUE words, target first (the sidecar's `load`, `pmemlab targets`)."""
         return [f"{k}={v}" for k, v in self.params]
 
     def text(self) -> str:
