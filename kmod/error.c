@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * error.c - the reason of a refusal or a failed run: kept in last_error
- * (under pl.lock, which every path that refuses holds) and logged.
+ * (under the target's lock, which every path that refuses holds) and logged.
  */
 #define pr_fmt(fmt) "pmemlab: " fmt
 
@@ -9,19 +9,31 @@
 #include <linux/lockdep.h>
 #include "pmemlab.h"
 
-int pl_fail(int err, const char *fmt, ...)
+int pl_fail(struct pl_dev *d, int err, const char *fmt, ...)
 {
 	va_list ap;
 
-	lockdep_assert_held(&pl.lock);
+	lockdep_assert_held(&d->lock);
 	va_start(ap, fmt);
-	vscnprintf(pl.last_error, sizeof(pl.last_error), fmt, ap);
+	vscnprintf(d->last_error, sizeof(d->last_error), fmt, ap);
 	va_end(ap);
-	pr_warn_ratelimited("%s\n", pl.last_error);
+	if (d->name[0])
+		pr_warn_ratelimited("targets/%s: %s\n", d->name, d->last_error);
+	else
+		pr_warn_ratelimited("%s\n", d->last_error);
 	return err;
 }
 
-int pl_fail_verdict(const struct pl_verdict *v)
+int pl_fail_verdict(struct pl_dev *d, const struct pl_verdict *v)
 {
-	return pl_fail(v->err, "%s", v->why);
+	return pl_fail(d, v->err, "%s", v->why);
+}
+
+/* "target cxl" or "the top-level target", for reasons that name another run */
+const char *pl_dev_label(const struct pl_dev *d, char *buf, size_t len)
+{
+	if (!d->name[0])
+		return "the top-level target";
+	snprintf(buf, len, "target %s", d->name);
+	return buf;
 }

@@ -63,7 +63,7 @@ static struct pl_bad_range *pl_bad_snapshot(const struct pl_target *t, unsigned 
 }
 
 /* -EPERM with the range named when [start, start + len) of the target holds a known bad range */
-static int pl_bad_check(const struct pl_target *t, u64 start, u64 len)
+static int pl_bad_check(struct pl_dev *d, const struct pl_target *t, u64 start, u64 len)
 {
 	struct pl_bad_range *r;
 	unsigned int n;
@@ -74,11 +74,11 @@ static int pl_bad_check(const struct pl_target *t, u64 start, u64 len)
 		return 0;
 	r = pl_bad_snapshot(t, &n);
 	if (!r)
-		return pl_fail(-ENOMEM, "run: out of memory reading the bad-block list");
+		return pl_fail(d, -ENOMEM, "run: out of memory reading the bad-block list");
 	hit = pl_bad_first(r, n, t->origin, start, len, &off, &bytes);
 	kfree(r);
 	if (hit)
-		return pl_fail(-EPERM,
+		return pl_fail(d, -EPERM,
 			       "run: the window holds a known bad range of %s: target bytes %llu+%llu (sectors in /sys/block/%s/badblocks); loads there machine-check",
 			       pl_bdev(t->bdev)->bd_disk->disk_name, off, bytes,
 			       pl_bdev(t->bdev)->bd_disk->disk_name);
@@ -125,13 +125,13 @@ void pl_guard_probe(struct pl_target *t)
 }
 
 /* ---- TSC ---- */
-static bool pl_tsc_invariant(void)
+bool pl_tsc_invariant(void)
 {
 	return boot_cpu_has(X86_FEATURE_CONSTANT_TSC) && boot_cpu_has(X86_FEATURE_NONSTOP_TSC);
 }
 
 /* the kernel has not marked it unstable (unsynchronised, or drifting against its watchdog) */
-static bool pl_tsc_reliable(void)
+bool pl_tsc_reliable(void)
 {
 	return !check_tsc_unstable();
 }
@@ -146,38 +146,7 @@ void pl_guard_load_note(void)
 }
 
 /* ---- the run check ---- */
-int pl_guard_run(u64 start, u64 len)
+int pl_guard_run(struct pl_dev *d, const struct pl_target *t, u64 start, u64 len)
 {
-	return pl_bad_check(&pl.t, start, len);
+	return pl_bad_check(d, t, start, len);
 }
-
-/* ---- facts ---- */
-static ssize_t tsc_invariant_show(struct kobject *k, struct kobj_attribute *a, char *b)
-{
-	return sysfs_emit(b, "%d\n", pl_tsc_invariant());
-}
-
-static ssize_t tsc_reliable_show(struct kobject *k, struct kobj_attribute *a, char *b)
-{
-	return sysfs_emit(b, "%d\n", pl_tsc_reliable());
-}
-
-static ssize_t target_partitions_show(struct kobject *k, struct kobj_attribute *a, char *b)
-{
-	return sysfs_emit(b, "%u\n", pl.t.nparts);
-}
-
-static struct kobj_attribute pl_attr_tsc_invariant = __ATTR_RO(tsc_invariant);
-static struct kobj_attribute pl_attr_tsc_reliable = __ATTR_RO(tsc_reliable);
-static struct kobj_attribute pl_attr_target_partitions = __ATTR_RO(target_partitions);
-
-static struct attribute *pl_guard_attrs[] = {
-	&pl_attr_tsc_invariant.attr,
-	&pl_attr_tsc_reliable.attr,
-	&pl_attr_target_partitions.attr,
-	NULL,
-};
-
-const struct attribute_group pl_guard_group = {
-	.attrs = pl_guard_attrs,
-};

@@ -31,6 +31,8 @@ struct pl_target {
 	const char *fs_sig;		/* signature found (kmod/core/sig.c), "none" */
 	unsigned int nparts;		/* partitions of the disk (whole-disk target) */
 	int dead;			/* set by the holder's mark_dead */
+	char why[PL_WHY_LEN];		/* why it could not be opened */
+	const char *who;		/* the log's prefix for it: "" or "targets/add: cxl: " */
 	/* fsdax */
 	pl_bdev_t bdev;
 	struct dax_device *dax;
@@ -52,6 +54,7 @@ struct pl_run;
 struct pl_worker {
 	struct pl_thread t;		/* op, region, loop state, counts (core) */
 	struct pl_run *run;
+	struct pl_target *tgt;		/* the memory it runs on: its run's target or load target */
 	struct task_struct *task;
 	char *ceil_alloc;		/* the vmalloc area t.ec.ceil_buf lies at the end of */
 	bool complete;			/* ran to its count or duration */
@@ -74,13 +77,41 @@ struct pl_run {
 	int err;			/* set up failed (errno) */
 	char why[PL_ERR_LEN];		/* and why, where known */
 	bool prefetch_lost;		/* a prefetcher write did not read back */
+	struct pl_dev *dev;		/* whose run it is */
+	struct pl_target *lt;		/* the load threads' target (load_target), or &dev->t */
 	struct pl_worker w[];
 };
 
-struct pl_global {
-	struct mutex lock;		/* everything below */
-	struct pl_params cfg;
+/*
+ * A target's load keys: the module parameters of insmod (modparams.c) or
+ * the key=value fields of a targets/add line, as text, then parsed.
+ */
+struct pl_load {
+	const char *spec;		/* /dev/pmemN[pM] or dram */
+	u64 dram_size;
+	struct pl_tier tier;		/* dram_node or dram_nodes/dram_weights */
+	bool huge;			/* dram_pages=2m */
+	bool strict;			/* dram_node_strict */
+	bool allow_overwrite;
+};
+
+#define PL_NAME_LEN		32	/* a named target's name, NUL included */
+#define PL_MAX_NAMED		16
+
+/*
+ * One target and everything of it: the top level (insmod's target=, the
+ * kobject /sys/kernel/pmemlab) or a named target (targets/<name>).  Its
+ * attributes find it from their kobject (pl_dev_of).
+ */
+struct pl_dev {
+	struct kobject kobj;
+	struct mutex lock;		/* cfg, state, run, results, last_error */
+	char name[PL_NAME_LEN];		/* "" for the top level */
+	char *spec;			/* the `target` file */
+	bool has_target;		/* false: a top level loaded without target= */
 	struct pl_target t;
+	bool allow_overwrite;
+	struct pl_params cfg;
 	int state;			/* enum pl_state */
 	char reason[PL_ERR_LEN];	/* of state error */
 	char last_error[PL_ERR_LEN];
@@ -93,42 +124,84 @@ struct pl_global {
 	size_t samples_len;
 	struct pl_scalars agg;		/* of the `all` row */
 	bool agg_valid;
-	u32 features;
-	bool prefetch_ok;
-	bool allow_overwrite;
-	struct kobject *kobj;
+	/* under pl_mod.lock: what runs hold */
+	struct list_head entry;		/* in pl_mod.named */
+	bool active;			/* its run goes (set at start, cleared at publish) */
+	bool gone;			/* removed or unloading: no new run */
+	char who[PL_NAME_LEN + 16];	/* log prefix of its target: "" or "targets/add: cxl: " */
+	cpumask_t busy;			/* the CPUs of its active run */
+	struct pl_dev *load;		/* the target its active run loads (load_target) */
+	struct pl_dev *loaded_by;	/* the dev whose active run loads this one */
 };
 
-extern struct pl_global pl;
-extern char *target;		/* module parameter */
+/* the module: its targets and what is common to them */
+struct pl_module {
+	struct mutex lock;		/* the list, and each dev's fields under it; before a dev's lock */
+	struct pl_dev *top;		/* always there (without target=: no target in it) */
+	struct list_head named;
+	unsigned int nnamed;
+	struct kobject *targets;	/* /sys/kernel/pmemlab/targets */
+	bool closing;			/* rmmod: no new target */
+	u32 features;
+	bool prefetch_ok;
+};
 
-/* target.c */
-int pl_target_open(struct pl_target *t, const char *spec, u64 dram_size,
-		   const struct pl_tier *dram_nodes, bool dram_huge);
+extern struct pl_module pl_mod;
+
+static inline struct pl_dev *pl_dev_of(struct kobject *k)
+{
+	return container_of(k, struct pl_dev, kobj);
+}
+
+/* the run's target named in reasons: "target cxl" or "the top-level target" */
+const char *pl_dev_label(const struct pl_dev *d, char *buf, size_t len);
+
+/* modparams.c: the module's parameters, all of them */
+int pl_load_top(struct pl_load *l, char *why, size_t len);
+const char *pl_load_targets(void);
+bool pl_name_ok(const char *s);
+int pl_load_line(struct pl_load *l, const char **name, char *line, char *why, size_t len);
+
+/* target.c (the reason of a refused target: t->why, and the kernel log) */
+int pl_target_open(struct pl_target *t, const struct pl_load *l);
 void pl_target_close(struct pl_target *t);
 int pl_target_enter(struct pl_target *t);	/* -ENXIO when gone */
 void pl_target_leave(struct pl_target *t, int id);
 
-/* error.c: last_error and the kernel log line of a refusal (they assert pl.lock) */
-int pl_fail(int err, const char *fmt, ...) __printf(2, 3);
-int pl_fail_verdict(const struct pl_verdict *v);
+/* error.c: last_error and the kernel log line of a refusal (they assert d->lock) */
+int pl_fail(struct pl_dev *d, int err, const char *fmt, ...) __printf(3, 4);
+int pl_fail_verdict(struct pl_dev *d, const struct pl_verdict *v);
 
 /* guard.c: signatures and partitions probed, bad ranges, TSC (the overwrite rule: core/check.c) */
 void pl_guard_probe(struct pl_target *t);	/* sets fs_sig and nparts */
-int pl_guard_run(u64 start, u64 len);	/* known bad ranges; with pl.lock held */
+int pl_guard_run(struct pl_dev *d, const struct pl_target *t, u64 start, u64 len);
 void pl_guard_load_note(void);
-extern const struct attribute_group pl_guard_group;
+bool pl_tsc_invariant(void);
+bool pl_tsc_reliable(void);
 
-/* sysfs.c */
-int pl_sysfs_init(void);
-void pl_sysfs_exit(void);
+/* sysfs.c: the attribute groups of a dev, and the targets/ directory */
+extern const struct attribute_group *pl_dev_groups[];
+extern const struct attribute_group *pl_bare_groups[];
+extern struct kobj_type pl_dev_ktype;
+void pl_sysfs_init(void);
+int pl_sysfs_targets_init(void);
+void pl_sysfs_targets_close(void);
+void pl_sysfs_targets_exit(void);
 
-/* run.c (pl_run_reap takes pl.lock; the others want it held) */
-void pl_facts(struct pl_facts *f);
-int pl_run_check(struct pl_plan *plan);
-int pl_run_start(void);
-void pl_run_abort(void);
-void pl_run_reap(void);
+/* dev.c: the top level, named targets made and removed, and teardown */
+int pl_targets_fail(int err, const char *fmt, ...) __printf(2, 3);
+int pl_targets_add_line(char *line);
+int pl_targets_remove(const char *name);
+int pl_devs_init(void);
+void pl_devs_exit(void);
+
+/* run.c (pl_run_reap takes the locks; the others want d->lock held) */
+void pl_facts(const struct pl_dev *d, struct pl_facts *f);
+int pl_run_check(struct pl_dev *d, struct pl_plan *plan);
+int pl_run_start(struct pl_dev *d);
+void pl_run_abort(struct pl_dev *d);
+void pl_run_stop(struct pl_dev *d);
+void pl_run_reap(struct pl_dev *d);
 const char *pl_state_name(int state);
 
 /* prefetch.c: MSR 0x1A4, saved per CPU, restored on hotplug */
@@ -139,7 +212,7 @@ int pl_prefetch_off(struct pl_run *r);		/* on the run's CPUs */
 void pl_prefetch_restore(struct pl_run *r);
 
 /* results.c */
-int pl_results_build(struct pl_run *r);
-void pl_results_free(void);
+int pl_results_build(struct pl_dev *d, struct pl_run *r);
+void pl_results_free(struct pl_dev *d);
 
 #endif /* PMEMLAB_H */

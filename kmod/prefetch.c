@@ -176,7 +176,7 @@ int pl_prefetch_init(void)
 {
 	int st;
 
-	if (!pl.prefetch_ok)
+	if (!READ_ONCE(pl_mod.prefetch_ok))
 		return 0;
 	st = cpuhp_setup_state_nocalls(CPUHP_AP_ONLINE_DYN, "pmemlab:prefetch",
 				       NULL, pl_cpu_offline);

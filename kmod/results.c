@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * results.c - turn a finished run into the `result`, `histogram` and
- * `samples` files (built once, under pl.lock, read through bin attributes;
+ * `samples` files (built once, under the target's lock, read through bin attributes;
  * the text is the core's, kmod/core/report.c).
  */
 #define pr_fmt(fmt) "pmemlab: " fmt
@@ -13,7 +13,7 @@
 #include <asm/tsc.h>
 #include "pmemlab.h"
 
-static int pl_build_samples(struct pl_run *r)
+static int pl_build_samples(struct pl_dev *d, struct pl_run *r)
 {
 	size_t nthr = 0, per = r->c.samples, k = 0;
 	unsigned int i;
@@ -22,20 +22,20 @@ static int pl_build_samples(struct pl_run *r)
 		nthr += !!r->w[i].t.e.samples;
 	if (!nthr || !per)
 		return 0;
-	pl.samples = kvmalloc_array(nthr * per, sizeof(u64), GFP_KERNEL);
-	if (!pl.samples)
+	d->samples = kvmalloc_array(nthr * per, sizeof(u64), GFP_KERNEL);
+	if (!d->samples)
 		return -ENOMEM;
 	for (i = 0; i < r->n; i++) {
 		if (!r->w[i].t.e.samples)
 			continue;
-		pl_report_samples(&r->w[i].t, pl.samples + k * per, per);
+		pl_report_samples(&r->w[i].t, d->samples + k * per, per);
 		k++;
 	}
-	pl.samples_len = nthr * per * sizeof(u64);
+	d->samples_len = nthr * per * sizeof(u64);
 	return 0;
 }
 
-int pl_results_build(struct pl_run *r)
+int pl_results_build(struct pl_dev *d, struct pl_run *r)
 {
 	struct pl_buf b = { .cap = (r->n + 1) * PL_LINE_BYTES }, h = { .cap = 1 };
 	struct pl_report rep;
@@ -43,8 +43,8 @@ int pl_results_build(struct pl_run *r)
 	unsigned int i;
 	int err = -ENOMEM;
 
-	lockdep_assert_held(&pl.lock);
-	pl_results_free();
+	lockdep_assert_held(&d->lock);
+	pl_results_free(d);
 	for (i = 0; i < r->n; i++)
 		h.cap += pl_report_hist_room(&r->w[i].t);
 	buckets = kvcalloc(PL_HIST_NB, sizeof(u64), GFP_KERNEL);
@@ -59,30 +59,30 @@ int pl_results_build(struct pl_run *r)
 	pl_report_begin(&rep, buckets, tsc_khz, r->width);
 	for (i = 0; i < r->n; i++)
 		pl_report_thread(&b, &h, &rep, &r->w[i].t);
-	pl_report_all(&b, &h, &rep, r->c.mode, &pl.agg);
-	pl.agg_valid = true;
-	pl.result = b.p;
-	pl.result_len = b.len;
-	pl.histo = h.p;
-	pl.histo_len = h.len;
-	err = pl_build_samples(r);
+	pl_report_all(&b, &h, &rep, r->c.mode, &d->agg);
+	d->agg_valid = true;
+	d->result = b.p;
+	d->result_len = b.len;
+	d->histo = h.p;
+	d->histo_len = h.len;
+	err = pl_build_samples(d, r);
 out:
 	kvfree(buckets);
 	return err;
 }
 
-void pl_results_free(void)
+void pl_results_free(struct pl_dev *d)
 {
-	lockdep_assert_held(&pl.lock);
-	kvfree(pl.result);
-	kvfree(pl.histo);
-	kvfree(pl.samples);
-	pl.result = NULL;
-	pl.histo = NULL;
-	pl.samples = NULL;
-	pl.result_len = 0;
-	pl.histo_len = 0;
-	pl.samples_len = 0;
-	pl.agg_valid = false;
-	memset(&pl.agg, 0, sizeof(pl.agg));
+	lockdep_assert_held(&d->lock);
+	kvfree(d->result);
+	kvfree(d->histo);
+	kvfree(d->samples);
+	d->result = NULL;
+	d->histo = NULL;
+	d->samples = NULL;
+	d->result_len = 0;
+	d->histo_len = 0;
+	d->samples_len = 0;
+	d->agg_valid = false;
+	memset(&d->agg, 0, sizeof(d->agg));
 }

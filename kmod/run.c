@@ -45,48 +45,97 @@ const char *pl_state_name(int state)
 }
 
 /* ---- judging a run (kmod/core/check.c) against this machine ---- */
-void pl_facts(struct pl_facts *f)
+void pl_facts(const struct pl_dev *d, struct pl_facts *f)
 {
 	memset(f, 0, sizeof(*f));
 	f->known = PL_FACT_TARGET | PL_FACT_CPU | PL_FACT_CPUS | PL_FACT_TSC |
 		   PL_FACT_PREFETCH | PL_FACT_BACKEND | PL_FACT_FS;
-	f->target_size = pl.t.size;
-	f->dead = READ_ONCE(pl.t.dead);
-	f->features = pl.features;
+	f->target_size = d->t.size;
+	f->dead = READ_ONCE(d->t.dead);
+	f->features = pl_mod.features;
 	f->online = (const u64 *)cpumask_bits(cpu_online_mask);
 	f->online_bits = nr_cpu_ids;
 	f->nr_online = num_online_cpus();
 	f->nr_possible = nr_cpu_ids;
 	f->tsc_khz = tsc_khz;
-	f->prefetch = pl.prefetch_ok;
+	f->prefetch = READ_ONCE(pl_mod.prefetch_ok);
 	f->user = false;
-	f->fs_sig = pl.t.fs_sig;
-	f->nparts = pl.t.nparts;
-	f->allow_overwrite = pl.allow_overwrite;
+	f->fs_sig = d->t.fs_sig;
+	f->nparts = d->t.nparts;
+	f->allow_overwrite = d->allow_overwrite;
 }
 
-/* the current parameters as `run` judges them: 0, or -errno and last_error */
-int pl_run_check(struct pl_plan *plan)
+/* the load target's facts (load_target), for the core's check */
+static void pl_facts_load(const struct pl_dev *ld, struct pl_facts *f)
+{
+	f->known |= PL_FACT_LOAD;
+	f->load.size = ld->t.size;
+	f->load.dead = READ_ONCE(ld->t.dead);
+	f->load.fs_sig = ld->t.fs_sig;
+	f->load.nparts = ld->t.nparts;
+	f->load.allow_overwrite = ld->allow_overwrite;
+}
+
+/*
+ * load_target's named target (under pl_mod.lock): NULL and 0 for none
+ * (empty, or this target's own name), else the target, or -errno and
+ * last_error when there is none of that name or another run holds it.
+ */
+static int pl_load_dev(struct pl_dev *d, struct pl_dev **out)
+{
+	const char *name = d->cfg.load_target;
+	char l1[PL_NAME_LEN + 8], l2[PL_NAME_LEN + 8];
+	struct pl_dev *o;
+
+	*out = NULL;
+	if (!name[0] || !strcmp(name, d->name))
+		return 0;
+	list_for_each_entry(o, &pl_mod.named, entry)
+		if (!strcmp(o->name, name))
+			*out = o;
+	o = *out;
+	if (!o || o->gone)
+		return pl_fail(d, -ENOENT, "load_target: no target named %s", name);
+	if (o->active)
+		return pl_fail(d, -EBUSY, "load_target: %s has a run active",
+			       pl_dev_label(o, l1, sizeof(l1)));
+	if (o->loaded_by)
+		return pl_fail(d, -EBUSY, "load_target: %s is loaded by the run on %s",
+			       pl_dev_label(o, l1, sizeof(l1)), pl_dev_label(o->loaded_by, l2, sizeof(l2)));
+	return 0;
+}
+
+/* the bytes of the window on a target (the core judged the window to fit) */
+static u64 pl_window_len(const struct pl_params *c, const struct pl_target *t)
+{
+	return c->working_set ? c->working_set : t->size - c->window_offset;
+}
+
+/*
+ * The current parameters as `run` judges them (kmod/core/check.c), then
+ * the bad ranges of the window on each target: 0, or -errno and last_error.
+ */
+static int pl_run_params(struct pl_dev *d, struct pl_dev *ld, struct pl_plan *plan)
 {
 	struct pl_verdict *v;
 	struct pl_facts f;
 	int err;
 
-	lockdep_assert_held(&pl.lock);
-	if (pl.state == PL_RUNNING)
-		return pl_fail(-EBUSY, "run: a run is active");
 	v = kmalloc(sizeof(*v), GFP_KERNEL);
 	if (!v)
-		return pl_fail(-ENOMEM, "run: out of memory");
-	pl_facts(&f);
-	err = pl_check_run(&pl.cfg, &f, plan, v);
+		return pl_fail(d, -ENOMEM, "run: out of memory");
+	pl_facts(d, &f);
+	if (ld)
+		pl_facts_load(ld, &f);
+	err = pl_check_run(&d->cfg, &f, plan, v);
 	if (err)
-		pl_fail_verdict(v);
+		pl_fail_verdict(d, v);
 	kfree(v);
 	/* known bad ranges of the disk in the run's window (guard.c) */
 	if (!err)
-		err = pl_guard_run(pl.cfg.window_offset, pl.cfg.working_set ?
-				   pl.cfg.working_set : pl.t.size - pl.cfg.window_offset);
+		err = pl_guard_run(d, &d->t, d->cfg.window_offset, pl_window_len(&d->cfg, &d->t));
+	if (!err && ld)
+		err = pl_guard_run(d, &ld->t, d->cfg.window_offset, pl_window_len(&d->cfg, &ld->t));
 	return err;
 }
 
@@ -122,7 +171,8 @@ static int pl_default_cpus(int node, unsigned int n, unsigned int *out)
 }
 
 /* the listed CPUs (judged online by pl_check_run), or the default ones */
-static int pl_pick_cpus(const struct pl_params *c, unsigned int n, unsigned int *out)
+static int pl_pick_cpus(struct pl_dev *d, const struct pl_params *c, unsigned int n,
+			unsigned int *out)
 {
 	unsigned int cpu, k = 0;
 	int got;
@@ -132,12 +182,97 @@ static int pl_pick_cpus(const struct pl_params *c, unsigned int n, unsigned int 
 		out[k++] = cpu;
 	if (k)
 		return 0;
-	got = pl_default_cpus(pl.t.node, n, out);
+	got = pl_default_cpus(d->t.node, n, out);
 	if (got < 0)
-		return pl_fail(got, "run: out of memory choosing CPUs");
+		return pl_fail(d, got, "run: out of memory choosing CPUs");
 	if (got < n)
-		return pl_fail(-EINVAL, "threads: %u, but only %u CPUs online", n, got);
+		return pl_fail(d, -EINVAL, "threads: %u, but only %u CPUs online", n, got);
 	return 0;
+}
+
+/*
+ * What other targets' runs hold (under pl_mod.lock): this target, while
+ * another run loads it; the CPUs of every active run.
+ */
+static int pl_run_others(struct pl_dev *d, const unsigned int *cpus, unsigned int n)
+{
+	struct pl_dev *o, *all[PL_MAX_NAMED + 1];
+	unsigned int i, k, no = 0;
+	char l1[PL_NAME_LEN + 8], l2[PL_NAME_LEN + 8];
+
+	lockdep_assert_held(&pl_mod.lock);
+	if (d->gone)
+		return pl_fail(d, -ENODEV, "run: the target is being removed");
+	if (d->loaded_by)
+		return pl_fail(d, -EBUSY, "run: %s is loaded by the run on %s",
+			       pl_dev_label(d, l1, sizeof(l1)),
+			       pl_dev_label(d->loaded_by, l2, sizeof(l2)));
+	all[no++] = pl_mod.top;
+	list_for_each_entry(o, &pl_mod.named, entry)
+		all[no++] = o;
+	for (k = 0; k < no; k++) {
+		o = all[k];
+		if (o == d || !o->active)
+			continue;
+		for (i = 0; i < n; i++)
+			if (cpumask_test_cpu(cpus[i], &o->busy))
+				return pl_fail(d, -EBUSY, "run: cpu %u is used by the run on %s",
+					       cpus[i], pl_dev_label(o, l1, sizeof(l1)));
+	}
+	return 0;
+}
+
+/*
+ * Everything `run` judges before it builds anything: the parameters, the
+ * window's bad ranges, the CPUs and what other runs hold.  With pl_mod.lock
+ * and d->lock held; *cpus (kcalloc'ed, plan->n of them) on success.
+ */
+static int pl_run_judge(struct pl_dev *d, struct pl_plan *plan, unsigned int **cpus,
+			struct pl_dev **ld)
+{
+	unsigned int *c;
+	int err;
+
+	lockdep_assert_held(&pl_mod.lock);
+	lockdep_assert_held(&d->lock);
+	if (d->state == PL_RUNNING)
+		return pl_fail(d, -EBUSY, "run: a run is active");
+	/* an unknown load_target is ENOENT after the core's verdict (load_target needs probe=1) */
+	err = pl_load_dev(d, ld);
+	if (err == -ENOENT) {
+		err = pl_run_params(d, NULL, plan);
+		if (!err)
+			err = pl_load_dev(d, ld);
+	} else if (!err) {
+		err = pl_run_params(d, *ld, plan);
+	}
+	if (err)
+		return err;
+	c = kcalloc(plan->n, sizeof(*c), GFP_KERNEL);
+	if (!c)
+		return pl_fail(d, -ENOMEM, "run: out of memory");
+	err = pl_pick_cpus(d, &d->cfg, plan->n, c);
+	if (!err)
+		err = pl_run_others(d, c, plan->n);
+	if (err) {
+		kfree(c);
+		return err;
+	}
+	*cpus = c;
+	return 0;
+}
+
+/* `check`: judge as `run` does, start nothing */
+int pl_run_check(struct pl_dev *d, struct pl_plan *plan)
+{
+	unsigned int *cpus;
+	struct pl_dev *ld;
+	int err;
+
+	err = pl_run_judge(d, plan, &cpus, &ld);
+	if (!err)
+		kfree(cpus);
+	return err;
 }
 
 /* one worker: the core's set-up (kmod/core/worker.c), then its buffers */
@@ -150,7 +285,7 @@ static int pl_setup_worker(struct pl_run *r, struct pl_worker *w, const struct p
 
 	why = kmalloc(PL_ERR_LEN, GFP_KERNEL);
 	if (!why)
-		return pl_fail(-ENOMEM, "run: out of memory");
+		return pl_fail(r->dev, -ENOMEM, "run: out of memory");
 	w->run = r;
 	err = pl_thread_setup(&w->t, s, idx, cpu, why, PL_ERR_LEN);
 	if (err)
@@ -191,7 +326,7 @@ static int pl_setup_worker(struct pl_run *r, struct pl_worker *w, const struct p
 	err = pl_thread_engine(&w->t, why, PL_ERR_LEN);
 out:
 	if (err)
-		pl_fail(err, "%s", why);
+		pl_fail(r->dev, err, "%s", why);
 	kfree(why);
 	return err;
 }
@@ -218,41 +353,44 @@ static void pl_run_free(struct pl_run *r)
 	kvfree(r);
 }
 
-static int pl_run_build(struct pl_run **out)
+static int pl_run_build(struct pl_dev *d, struct pl_run **out)
 {
 	unsigned int n, i, *cpus;
+	struct pl_setup s, sl;
+	struct pl_dev *ld;
 	struct pl_plan plan;
-	struct pl_setup s;
 	struct pl_facts f;
 	struct pl_run *r;
 	int err;
 
-	err = pl_run_check(&plan);
+	err = pl_run_judge(d, &plan, &cpus, &ld);
 	if (err)
 		return err;
 	n = plan.n;
-	cpus = kcalloc(n, sizeof(*cpus), GFP_KERNEL);
-	if (!cpus)
-		return pl_fail(-ENOMEM, "run: out of memory");
-	err = pl_pick_cpus(&pl.cfg, n, cpus);
-	if (err)
-		goto out_cpus;
 	r = kvzalloc(struct_size(r, w, n), GFP_KERNEL);
 	if (!r) {
-		err = pl_fail(-ENOMEM, "run: out of memory for %u threads", n);
+		err = pl_fail(d, -ENOMEM, "run: out of memory for %u threads", n);
 		goto out_cpus;
 	}
-	r->c = pl.cfg;
+	r->dev = d;
+	r->lt = ld ? &ld->t : &d->t;
+	r->c = d->cfg;
 	r->n = n;
 	r->width = plan.width;
 	atomic_set(&r->loaders, n - (r->c.probe ? 1 : 0));
 	init_waitqueue_head(&r->wq);
-	pl_facts(&f);
-	s = (struct pl_setup){ .p = &r->c, .f = &f, .target = pl.t.kaddr,
-			       .target_size = pl.t.size, .n = n, .width = plan.width,
+	pl_facts(d, &f);
+	s = (struct pl_setup){ .p = &r->c, .f = &f, .target = d->t.kaddr,
+			       .target_size = d->t.size, .n = n, .width = plan.width,
 			       .stop = &r->stop, .probe_stop = &r->probe_stop };
-	for (i = 0; i < n && !err; i++)
-		err = pl_setup_worker(r, &r->w[i], &s, i, cpus[i]);
+	/* the load threads on the load target, if any: its memory, its size */
+	sl = s;
+	sl.target = r->lt->kaddr;
+	sl.target_size = r->lt->size;
+	for (i = 0; i < n && !err; i++) {
+		r->w[i].tgt = i ? r->lt : &d->t;
+		err = pl_setup_worker(r, &r->w[i], i ? &sl : &s, i, cpus[i]);
+	}
 	/* the free path sees every worker that got buffers */
 	if (err) {
 		pl_run_free(r);
@@ -332,19 +470,19 @@ static void pl_worker_loop(struct pl_run *r, struct pl_worker *w, u64 go)
 	int id;
 
 	while (!READ_ONCE(*e->stop) && e->left && pl_thread_more(&w->t, pl_rdtsc())) {
-		id = pl_target_enter(&pl.t);
+		id = pl_target_enter(w->tgt);
 		if (id < 0) {
 			WRITE_ONCE(r->dead, 1);
 			pl_stop_all(r);
 			break;
 		}
 		if (!pl_segment(w)) {
-			pl_target_leave(&pl.t, id);
+			pl_target_leave(w->tgt, id);
 			WRITE_ONCE(r->cpu_lost, w->t.cpu + 1);
 			pl_stop_all(r);
 			break;
 		}
-		pl_target_leave(&pl.t, id);
+		pl_target_leave(w->tgt, id);
 		cond_resched();
 	}
 	/* ran to its end (count or duration), not stopped early */
@@ -424,34 +562,44 @@ static bool pl_run_complete(const struct pl_run *r)
 
 static void pl_publish(struct pl_run *r, bool unloading)
 {
+	struct pl_dev *d = r->dev;
 	int err;
 
-	mutex_lock(&pl.lock);
-	err = pl_results_build(r);
-	pl.state = PL_ERROR;
+	mutex_lock(&pl_mod.lock);
+	mutex_lock(&d->lock);
+	err = pl_results_build(d, r);
+	d->state = PL_ERROR;
 	if (r->err)
-		scnprintf(pl.reason, sizeof(pl.reason), "setup failed (%d)", r->err);
+		scnprintf(d->reason, sizeof(d->reason), "setup failed (%d)", r->err);
 	else if (r->dead)
-		strscpy(pl.reason, "target-gone", sizeof(pl.reason));
+		strscpy(d->reason, "target-gone", sizeof(d->reason));
 	else if (r->cpu_lost)
-		strscpy(pl.reason, "cpu-offline", sizeof(pl.reason));
+		strscpy(d->reason, "cpu-offline", sizeof(d->reason));
 	else if (r->aborted && !pl_run_complete(r))
-		strscpy(pl.reason, "aborted", sizeof(pl.reason));
+		strscpy(d->reason, "aborted", sizeof(d->reason));
 	else if (unloading)
-		strscpy(pl.reason, "unloaded", sizeof(pl.reason));
+		strscpy(d->reason, "unloaded", sizeof(d->reason));
 	else if (err)
-		scnprintf(pl.reason, sizeof(pl.reason), "results (%d)", err);
+		scnprintf(d->reason, sizeof(d->reason), "results (%d)", err);
 	else
-		pl.state = PL_DONE;
+		d->state = PL_DONE;
 	if (r->prefetch_lost)
-		pl.prefetch_ok = false;	/* a prefetcher write did not take: say so from now on */
-	if (pl.state == PL_ERROR && r->cpu_lost)
-		pl_fail(0, "run %llu: cpu-offline (CPU %d went offline under its thread)",
-			pl.run_id, r->cpu_lost - 1);
-	else if (pl.state == PL_ERROR)
-		pl_fail(0, "run %llu: %s%s%s", pl.run_id, pl.reason, r->err && r->why[0] ? ": " : "",
+		WRITE_ONCE(pl_mod.prefetch_ok, false);	/* a prefetcher write did not take: say so from now on */
+	if (d->state == PL_ERROR && r->cpu_lost)
+		pl_fail(d, 0, "run %llu: cpu-offline (CPU %d went offline under its thread)",
+			d->run_id, r->cpu_lost - 1);
+	else if (d->state == PL_ERROR)
+		pl_fail(d, 0, "run %llu: %s%s%s", d->run_id, d->reason, r->err && r->why[0] ? ": " : "",
 			r->err ? r->why : "");
-	mutex_unlock(&pl.lock);
+	/* what the run held, the others may have now */
+	d->active = false;
+	cpumask_clear(&d->busy);
+	if (d->load) {
+		d->load->loaded_by = NULL;
+		d->load = NULL;
+	}
+	mutex_unlock(&d->lock);
+	mutex_unlock(&pl_mod.lock);
 }
 
 static int pl_ctl_fn(void *arg)
@@ -485,69 +633,86 @@ static int pl_ctl_fn(void *arg)
 }
 
 /* stop the previous run's controller (parked, or running on rmmod) and free it */
-static void pl_reap_locked(void)
+static void pl_reap_locked(struct pl_dev *d)
 {
-	lockdep_assert_held(&pl.lock);
-	if (pl.ctl) {
-		kthread_stop(pl.ctl);
-		pl.ctl = NULL;
+	lockdep_assert_held(&d->lock);
+	if (d->ctl) {
+		kthread_stop(d->ctl);
+		d->ctl = NULL;
 	}
-	pl_run_free(pl.run);
-	pl.run = NULL;
+	pl_run_free(d->run);
+	d->run = NULL;
 }
 
-int pl_run_start(void)
+/* with pl_mod.lock and d->lock held */
+int pl_run_start(struct pl_dev *d)
 {
 	struct task_struct *ctl;
 	struct pl_run *r;
+	unsigned int i;
 	int err;
 
-	lockdep_assert_held(&pl.lock);
-	err = pl_run_build(&r);
+	lockdep_assert_held(&d->lock);
+	err = pl_run_build(d, &r);
 	if (err)
 		return err;
 	ctl = kthread_create(pl_ctl_fn, r, "pmemlab-ctl");
 	if (IS_ERR(ctl)) {
 		pl_run_free(r);
-		return pl_fail(PTR_ERR(ctl), "run: cannot create the controller thread");
+		return pl_fail(d, PTR_ERR(ctl), "run: cannot create the controller thread");
 	}
 	/* the new run starts: only now do the last run's controller and results go */
-	pl_reap_locked();
-	pl_results_free();
-	pl.run = r;
-	pl.ctl = ctl;
-	pl.run_id++;
-	pl.state = PL_RUNNING;
-	pl.reason[0] = '\0';
+	pl_reap_locked(d);
+	pl_results_free(d);
+	d->run = r;
+	d->ctl = ctl;
+	d->run_id++;
+	d->state = PL_RUNNING;
+	d->reason[0] = '\0';
+	d->active = true;
+	if (r->lt != &d->t) {
+		d->load = container_of(r->lt, struct pl_dev, t);
+		d->load->loaded_by = d;
+	}
+	cpumask_clear(&d->busy);
+	for (i = 0; i < r->n; i++)
+		cpumask_set_cpu(r->w[i].t.cpu, &d->busy);
 	wake_up_process(ctl);
 	return 0;
 }
 
-void pl_run_abort(void)
+void pl_run_abort(struct pl_dev *d)
 {
-	lockdep_assert_held(&pl.lock);
-	if (pl.state != PL_RUNNING || !pl.run)
+	lockdep_assert_held(&d->lock);
+	if (d->state != PL_RUNNING || !d->run)
 		return;
-	WRITE_ONCE(pl.run->aborted, 1);
-	pl_stop_all(pl.run);
+	WRITE_ONCE(d->run->aborted, 1);
+	pl_stop_all(d->run);
 }
 
-/* module exit: stop a run in flight, then free everything */
-void pl_run_reap(void)
+/* rmmod or remove: stop a run in flight (no new one: d->gone) */
+void pl_run_stop(struct pl_dev *d)
+{
+	mutex_lock(&d->lock);
+	if (d->run && d->state == PL_RUNNING)
+		pl_stop_all(d->run);
+	mutex_unlock(&d->lock);
+}
+
+/* then wait for its controller and free everything (without pl_mod.lock: it publishes) */
+void pl_run_reap(struct pl_dev *d)
 {
 	struct task_struct *ctl;
 
-	mutex_lock(&pl.lock);
-	if (pl.run && pl.state == PL_RUNNING)
-		pl_stop_all(pl.run);
-	ctl = pl.ctl;
-	pl.ctl = NULL;
-	mutex_unlock(&pl.lock);
+	mutex_lock(&d->lock);
+	ctl = d->ctl;
+	d->ctl = NULL;
+	mutex_unlock(&d->lock);
 	if (ctl)
-		kthread_stop(ctl);	/* the controller takes pl.lock to publish */
-	mutex_lock(&pl.lock);
-	pl_run_free(pl.run);
-	pl.run = NULL;
-	pl_results_free();
-	mutex_unlock(&pl.lock);
+		kthread_stop(ctl);	/* the controller takes the locks to publish */
+	mutex_lock(&d->lock);
+	pl_run_free(d->run);
+	d->run = NULL;
+	pl_results_free(d);
+	mutex_unlock(&d->lock);
 }

@@ -32,36 +32,38 @@ static struct pl_param_attr pl_param_attrs[PL_NPARAMS];
 static ssize_t param_store(struct kobject *k, struct kobj_attribute *a,
 			   const char *buf, size_t count)
 {
+	struct pl_dev *d = pl_dev_of(k);
 	int id = container_of(a, struct pl_param_attr, attr)->id;
 	struct pl_verdict *v;
 	struct pl_facts f;
 	int err;
 
 	v = kmalloc(sizeof(*v), GFP_KERNEL);
-	mutex_lock(&pl.lock);
+	mutex_lock(&d->lock);
 	if (!v) {
-		err = pl_fail(-ENOMEM, "%s: out of memory", pl_params[id].name);
-	} else if (pl.state == PL_RUNNING) {
-		err = pl_fail(-EBUSY, "%s: a run is active", pl_params[id].name);
+		err = pl_fail(d, -ENOMEM, "%s: out of memory", pl_params[id].name);
+	} else if (d->state == PL_RUNNING) {
+		err = pl_fail(d, -EBUSY, "%s: a run is active", pl_params[id].name);
 	} else {
-		pl_facts(&f);
-		err = pl_param_set(&pl.cfg, id, buf, count, &f, v);
+		pl_facts(d, &f);
+		err = pl_param_set(&d->cfg, id, buf, count, &f, v);
 		if (err)
-			pl_fail_verdict(v);
+			pl_fail_verdict(d, v);
 	}
-	mutex_unlock(&pl.lock);
+	mutex_unlock(&d->lock);
 	kfree(v);
 	return err ? err : count;
 }
 
 static ssize_t param_show(struct kobject *k, struct kobj_attribute *a, char *buf)
 {
+	struct pl_dev *d = pl_dev_of(k);
 	int id = container_of(a, struct pl_param_attr, attr)->id;
 	size_t n;
 
-	mutex_lock(&pl.lock);
-	n = pl_param_show(&pl.cfg, id, buf, PAGE_SIZE - 1);
-	mutex_unlock(&pl.lock);
+	mutex_lock(&d->lock);
+	n = pl_param_show(&d->cfg, id, buf, PAGE_SIZE - 1);
+	mutex_unlock(&d->lock);
 	return n + sysfs_emit_at(buf, n, "\n");
 }
 
@@ -76,32 +78,44 @@ static ssize_t version_show(struct kobject *k, struct kobj_attribute *a, char *b
 
 static ssize_t target_show(struct kobject *k, struct kobj_attribute *a, char *b)
 {
-	return sysfs_emit(b, "%s\n", target);
+	struct pl_dev *d = pl_dev_of(k);
+
+	return sysfs_emit(b, "%s\n", d->spec);
 }
 
 static ssize_t target_kind_show(struct kobject *k, struct kobj_attribute *a, char *b)
 {
-	return sysfs_emit(b, "%s\n", pl.t.kind == PL_TARGET_FSDAX ? "fsdax" : "dram");
+	struct pl_dev *d = pl_dev_of(k);
+
+	return sysfs_emit(b, "%s\n", d->t.kind == PL_TARGET_FSDAX ? "fsdax" : "dram");
 }
 
 static ssize_t target_size_show(struct kobject *k, struct kobj_attribute *a, char *b)
 {
-	return sysfs_emit(b, "%llu\n", pl.t.size);
+	struct pl_dev *d = pl_dev_of(k);
+
+	return sysfs_emit(b, "%llu\n", d->t.size);
 }
 
 static ssize_t target_node_show(struct kobject *k, struct kobj_attribute *a, char *b)
 {
-	return sysfs_emit(b, "%d\n", pl.t.node);
+	struct pl_dev *d = pl_dev_of(k);
+
+	return sysfs_emit(b, "%d\n", d->t.node);
 }
 
 static ssize_t target_phys_show(struct kobject *k, struct kobj_attribute *a, char *b)
 {
-	return sysfs_emit(b, "0x%llx\n", (unsigned long long)pl.t.phys);
+	struct pl_dev *d = pl_dev_of(k);
+
+	return sysfs_emit(b, "0x%llx\n", (unsigned long long)d->t.phys);
 }
 
 static ssize_t target_page_size_show(struct kobject *k, struct kobj_attribute *a, char *b)
 {
-	return sysfs_emit(b, "%llu\n", pl.t.page_size);
+	struct pl_dev *d = pl_dev_of(k);
+
+	return sysfs_emit(b, "%llu\n", d->t.page_size);
 }
 
 /*
@@ -110,39 +124,47 @@ static ssize_t target_page_size_show(struct kobject *k, struct kobj_attribute *a
  */
 enum pl_place_fact { PL_PF_NODES, PL_PF_WEIGHTS, PL_PF_BYTES };
 
-static ssize_t pl_place_show(char *b, enum pl_place_fact what)
+static ssize_t pl_place_show(struct pl_dev *d, char *b, enum pl_place_fact what)
 {
 	struct pl_buf t = { .p = b, .cap = PAGE_SIZE - 1 };
 
-	if (pl.t.kind == PL_TARGET_DRAM) {
+	if (d->t.kind == PL_TARGET_DRAM) {
 		if (what == PL_PF_NODES)
-			pl_tier_out_nodes(&t, &pl.t.dram.tier);
+			pl_tier_out_nodes(&t, &d->t.dram.tier);
 		else if (what == PL_PF_WEIGHTS)
-			pl_tier_out_weights(&t, &pl.t.dram.tier);
+			pl_tier_out_weights(&t, &d->t.dram.tier);
 		else
-			pl_tally_out(&t, &pl.t.dram.found);
+			pl_tally_out(&t, &d->t.dram.found);
 	}
 	return t.len + sysfs_emit_at(b, t.len, "\n");
 }
 
 static ssize_t target_nodes_show(struct kobject *k, struct kobj_attribute *a, char *b)
 {
-	return pl_place_show(b, PL_PF_NODES);
+	struct pl_dev *d = pl_dev_of(k);
+
+	return pl_place_show(d, b, PL_PF_NODES);
 }
 
 static ssize_t target_weights_show(struct kobject *k, struct kobj_attribute *a, char *b)
 {
-	return pl_place_show(b, PL_PF_WEIGHTS);
+	struct pl_dev *d = pl_dev_of(k);
+
+	return pl_place_show(d, b, PL_PF_WEIGHTS);
 }
 
 static ssize_t target_node_bytes_show(struct kobject *k, struct kobj_attribute *a, char *b)
 {
-	return pl_place_show(b, PL_PF_BYTES);
+	struct pl_dev *d = pl_dev_of(k);
+
+	return pl_place_show(d, b, PL_PF_BYTES);
 }
 
 static ssize_t target_placement_show(struct kobject *k, struct kobj_attribute *a, char *b)
 {
-	return sysfs_emit(b, "%s\n", pl.t.kind == PL_TARGET_DRAM ? pl.t.dram.how : "");
+	struct pl_dev *d = pl_dev_of(k);
+
+	return sysfs_emit(b, "%s\n", d->t.kind == PL_TARGET_DRAM ? d->t.dram.how : "");
 }
 
 static ssize_t tsc_khz_show(struct kobject *k, struct kobj_attribute *a, char *b)
@@ -154,7 +176,7 @@ static ssize_t cpu_features_show(struct kobject *k, struct kobj_attribute *a, ch
 {
 	struct pl_buf t = { .p = b, .cap = PAGE_SIZE };
 
-	pl_out_features(&t, pl.features);
+	pl_out_features(&t, pl_mod.features);
 	return t.len + sysfs_emit_at(b, t.len, "\n");
 }
 
@@ -162,7 +184,7 @@ static ssize_t widths_show(struct kobject *k, struct kobj_attribute *a, char *b)
 {
 	struct pl_buf t = { .p = b, .cap = PAGE_SIZE };
 
-	pl_out_widths(&t, pl.features);
+	pl_out_widths(&t, pl_mod.features);
 	return t.len + sysfs_emit_at(b, t.len, "\n");
 }
 
@@ -177,14 +199,14 @@ static ssize_t op_table_show(struct kobject *k, struct kobj_attribute *a, char *
 	for (op = 0; op < PL_OP_NR; op++) {
 		n += sysfs_emit_at(b, n, "%s", pl_ops[op].name);
 		for (i = 0; i < PL_NWIDTH; i++) {
-			miss = pl_op_missing(op, w[i], pl.features);
+			miss = pl_op_missing(op, w[i], pl_mod.features);
 			if (miss & PL_F_NONE) {
 				n += sysfs_emit_at(b, n, " %u:-:none", w[i]);
 				continue;
 			}
 			/* the form this CPU runs (16 bytes: VEX where AVX exists) */
 			n += sysfs_emit_at(b, n, " %u:%s:", w[i], miss ? pl_ops[op].insn[i] :
-					   pl_op_insn(op, w[i], pl.features));
+					   pl_op_insn(op, w[i], pl_mod.features));
 			if (!miss) {
 				n += sysfs_emit_at(b, n, "ok");
 				continue;
@@ -202,15 +224,37 @@ static ssize_t op_table_show(struct kobject *k, struct kobj_attribute *a, char *
 
 static ssize_t prefetch_control_show(struct kobject *k, struct kobj_attribute *a, char *b)
 {
-	return sysfs_emit(b, "%s\n", pl.prefetch_ok ? "msr-0x1a4" : "none");
+	return sysfs_emit(b, "%s\n", pl_mod.prefetch_ok ? "msr-0x1a4" : "none");
 }
 
 static ssize_t fs_signature_show(struct kobject *k, struct kobj_attribute *a, char *b)
 {
-	return sysfs_emit(b, "%s\n", pl.t.fs_sig);
+	struct pl_dev *d = pl_dev_of(k);
+
+	return sysfs_emit(b, "%s\n", d->t.fs_sig);
+}
+
+static ssize_t tsc_invariant_show(struct kobject *k, struct kobj_attribute *a, char *b)
+{
+	return sysfs_emit(b, "%d\n", pl_tsc_invariant());
+}
+
+static ssize_t tsc_reliable_show(struct kobject *k, struct kobj_attribute *a, char *b)
+{
+	return sysfs_emit(b, "%d\n", pl_tsc_reliable());
+}
+
+static ssize_t target_partitions_show(struct kobject *k, struct kobj_attribute *a, char *b)
+{
+	struct pl_dev *d = pl_dev_of(k);
+
+	return sysfs_emit(b, "%u\n", d->t.nparts);
 }
 
 RO(version, 0444);
+RO(tsc_invariant, 0444);
+RO(tsc_reliable, 0444);
+RO(target_partitions, 0444);
 RO(target, 0444);
 RO(target_kind, 0444);
 RO(target_size, 0444);
@@ -229,25 +273,28 @@ RO(prefetch_control, 0444);
 RO(fs_signature, 0444);
 
 /* ---- control ---- */
-static int pl_parse_one(const char *buf, size_t count, const char *name)
+static int pl_parse_one(struct pl_dev *d, const char *buf, size_t count, const char *name)
 {
 	bool v;
 
 	if (kstrtobool(buf, &v) || !v || count > 3)
-		return pl_fail(-EINVAL, "%s: write 1", name);
+		return pl_fail(d, -EINVAL, "%s: write 1", name);
 	return 0;
 }
 
 static ssize_t run_store(struct kobject *k, struct kobj_attribute *a,
 			 const char *buf, size_t count)
 {
+	struct pl_dev *d = pl_dev_of(k);
 	int err;
 
-	mutex_lock(&pl.lock);
-	err = pl_parse_one(buf, count, "run");
+	mutex_lock(&pl_mod.lock);
+	mutex_lock(&d->lock);
+	err = pl_parse_one(d, buf, count, "run");
 	if (!err)
-		err = pl_run_start();
-	mutex_unlock(&pl.lock);
+		err = pl_run_start(d);
+	mutex_unlock(&d->lock);
+	mutex_unlock(&pl_mod.lock);
 	return err ? err : count;
 }
 
@@ -255,60 +302,67 @@ static ssize_t run_store(struct kobject *k, struct kobj_attribute *a,
 static ssize_t check_store(struct kobject *k, struct kobj_attribute *a,
 			   const char *buf, size_t count)
 {
+	struct pl_dev *d = pl_dev_of(k);
 	struct pl_plan plan;
 	int err;
 
-	mutex_lock(&pl.lock);
-	err = pl_parse_one(buf, count, "check");
+	mutex_lock(&pl_mod.lock);
+	mutex_lock(&d->lock);
+	err = pl_parse_one(d, buf, count, "check");
 	if (!err)
-		err = pl_run_check(&plan);
-	mutex_unlock(&pl.lock);
+		err = pl_run_check(d, &plan);
+	mutex_unlock(&d->lock);
+	mutex_unlock(&pl_mod.lock);
 	return err ? err : count;
 }
 
 static ssize_t abort_store(struct kobject *k, struct kobj_attribute *a,
 			   const char *buf, size_t count)
 {
+	struct pl_dev *d = pl_dev_of(k);
 	int err;
 
-	mutex_lock(&pl.lock);
-	err = pl_parse_one(buf, count, "abort");
+	mutex_lock(&d->lock);
+	err = pl_parse_one(d, buf, count, "abort");
 	if (!err)
-		pl_run_abort();
-	mutex_unlock(&pl.lock);
+		pl_run_abort(d);
+	mutex_unlock(&d->lock);
 	return err ? err : count;
 }
 
 static ssize_t state_show(struct kobject *k, struct kobj_attribute *a, char *b)
 {
+	struct pl_dev *d = pl_dev_of(k);
 	ssize_t n;
 
-	mutex_lock(&pl.lock);
-	if (pl.state == PL_ERROR)
-		n = sysfs_emit(b, "error:%s\n", pl.reason);
+	mutex_lock(&d->lock);
+	if (d->state == PL_ERROR)
+		n = sysfs_emit(b, "error:%s\n", d->reason);
 	else
-		n = sysfs_emit(b, "%s\n", pl_state_name(pl.state));
-	mutex_unlock(&pl.lock);
+		n = sysfs_emit(b, "%s\n", pl_state_name(d->state));
+	mutex_unlock(&d->lock);
 	return n;
 }
 
 static ssize_t last_error_show(struct kobject *k, struct kobj_attribute *a, char *b)
 {
+	struct pl_dev *d = pl_dev_of(k);
 	ssize_t n;
 
-	mutex_lock(&pl.lock);
-	n = sysfs_emit(b, "%s\n", pl.last_error);
-	mutex_unlock(&pl.lock);
+	mutex_lock(&d->lock);
+	n = sysfs_emit(b, "%s\n", d->last_error);
+	mutex_unlock(&d->lock);
 	return n;
 }
 
 static ssize_t run_id_show(struct kobject *k, struct kobj_attribute *a, char *b)
 {
+	struct pl_dev *d = pl_dev_of(k);
 	ssize_t n;
 
-	mutex_lock(&pl.lock);
-	n = sysfs_emit(b, "%llu\n", pl.run_id);
-	mutex_unlock(&pl.lock);
+	mutex_lock(&d->lock);
+	n = sysfs_emit(b, "%llu\n", d->run_id);
+	mutex_unlock(&d->lock);
 	return n;
 }
 
@@ -323,32 +377,32 @@ RO(run_id, 0444);
 enum pl_bin { PL_BIN_RESULT, PL_BIN_HISTO, PL_BIN_SAMPLES };
 
 /*
- * The buffer and its length are read under pl.lock: a run that starts
+ * The buffer and its length are read under the target's lock: a run that starts
  * frees them (pl_run_start -> pl_results_free) under the same lock.
  */
-static ssize_t pl_bin_read(char *dst, loff_t off, size_t count, int which)
+static ssize_t pl_bin_read(struct pl_dev *d, char *dst, loff_t off, size_t count, int which)
 {
 	const void *src;
 	size_t len;
 	ssize_t n;
 
-	mutex_lock(&pl.lock);
+	mutex_lock(&d->lock);
 	switch (which) {
 	case PL_BIN_RESULT:
-		src = pl.result;
-		len = pl.result_len;
+		src = d->result;
+		len = d->result_len;
 		break;
 	case PL_BIN_HISTO:
-		src = pl.histo;
-		len = pl.histo_len;
+		src = d->histo;
+		len = d->histo_len;
 		break;
 	default:
-		src = pl.samples;
-		len = pl.samples_len;
+		src = d->samples;
+		len = d->samples_len;
 		break;
 	}
 	n = src ? memory_read_from_buffer(dst, count, &off, src, len) : 0;
-	mutex_unlock(&pl.lock);
+	mutex_unlock(&d->lock);
 	return n;
 }
 
@@ -356,21 +410,27 @@ static ssize_t result_read(struct file *f, struct kobject *k,
 			   PL_BIN_CONST struct bin_attribute *a, char *buf,
 			   loff_t off, size_t count)
 {
-	return pl_bin_read(buf, off, count, PL_BIN_RESULT);
+	struct pl_dev *d = pl_dev_of(k);
+
+	return pl_bin_read(d, buf, off, count, PL_BIN_RESULT);
 }
 
 static ssize_t histogram_read(struct file *f, struct kobject *k,
 			      PL_BIN_CONST struct bin_attribute *a, char *buf,
 			      loff_t off, size_t count)
 {
-	return pl_bin_read(buf, off, count, PL_BIN_HISTO);
+	struct pl_dev *d = pl_dev_of(k);
+
+	return pl_bin_read(d, buf, off, count, PL_BIN_HISTO);
 }
 
 static ssize_t samples_read(struct file *f, struct kobject *k,
 			    PL_BIN_CONST struct bin_attribute *a, char *buf,
 			    loff_t off, size_t count)
 {
-	return pl_bin_read(buf, off, count, PL_BIN_SAMPLES);
+	struct pl_dev *d = pl_dev_of(k);
+
+	return pl_bin_read(d, buf, off, count, PL_BIN_SAMPLES);
 }
 
 static struct bin_attribute pl_bin_result = {
@@ -407,21 +467,22 @@ struct pl_rattr {
 
 static ssize_t pl_rattr_show(struct kobject *k, struct kobj_attribute *a, char *b)
 {
+	struct pl_dev *d = pl_dev_of(k);
 	const struct pl_rattr *ra = container_of(a, struct pl_rattr, attr);
 	ssize_t n;
 	u64 v;
 
-	mutex_lock(&pl.lock);
-	if (!pl.agg_valid || (ra->lat && !pl.agg.lat) || (ra->bw && !pl.agg.ceil)) {
+	mutex_lock(&d->lock);
+	if (!d->agg_valid || (ra->lat && !d->agg.lat) || (ra->bw && !d->agg.ceil)) {
 		n = sysfs_emit(b, "\n");
 	} else {
-		v = *(const u64 *)((const char *)&pl.agg + ra->off);
+		v = *(const u64 *)((const char *)&d->agg + ra->off);
 		if (ra->milli)
 			n = sysfs_emit(b, "%llu.%03llu\n", v / 1000, v % 1000);
 		else
 			n = sysfs_emit(b, "%llu\n", v);
 	}
-	mutex_unlock(&pl.lock);
+	mutex_unlock(&d->lock);
 	return n;
 }
 
@@ -459,32 +520,110 @@ static struct pl_rattr pl_rattrs[] = {
 
 static struct attribute *pl_rattr_list[ARRAY_SIZE(pl_rattrs) + 1];
 
-static struct attribute_group pl_results_group = {
+static const struct attribute_group pl_results_group = {
 	.name = "results",
 	.attrs = pl_rattr_list,
 };
 
+/*
+ * ---- the groups of a target, one list: the module's own files (every
+ * directory has them; a top level without target= has only them), the
+ * target's, its results ----
+ */
+static struct attribute *pl_mod_attrs[] = {
+	&pl_attr_version.attr, &pl_attr_tsc_khz.attr, &pl_attr_cpu_features.attr,
+	&pl_attr_widths.attr, &pl_attr_op_table.attr, &pl_attr_prefetch_control.attr,
+	&pl_attr_tsc_invariant.attr, &pl_attr_tsc_reliable.attr, &pl_attr_last_error.attr,
+	NULL,
+};
+
+static const struct attribute_group pl_mod_group = {
+	.attrs = pl_mod_attrs,
+};
+
 static struct kobj_attribute *pl_fixed_attrs[] = {
-	&pl_attr_version, &pl_attr_target, &pl_attr_target_kind, &pl_attr_target_size,
+	&pl_attr_target, &pl_attr_target_kind, &pl_attr_target_size,
 	&pl_attr_target_node, &pl_attr_target_phys, &pl_attr_target_page_size,
 	&pl_attr_target_nodes, &pl_attr_target_weights, &pl_attr_target_node_bytes,
-	&pl_attr_target_placement,
-	&pl_attr_tsc_khz, &pl_attr_cpu_features, &pl_attr_widths, &pl_attr_op_table,
-	&pl_attr_prefetch_control, &pl_attr_fs_signature,
-	&pl_attr_run, &pl_attr_check, &pl_attr_abort, &pl_attr_state, &pl_attr_last_error, &pl_attr_run_id,
+	&pl_attr_target_placement, &pl_attr_fs_signature, &pl_attr_target_partitions,
+	&pl_attr_run, &pl_attr_check, &pl_attr_abort, &pl_attr_state, &pl_attr_run_id,
 };
 
 static struct attribute *pl_attrs[PL_NPARAMS + ARRAY_SIZE(pl_fixed_attrs) + 1];
 
-static struct attribute_group pl_group = {
+static const struct attribute_group pl_target_group = {
 	.attrs = pl_attrs,
 	.PL_BIN_ATTRS = pl_bin_attrs,
 };
 
-int pl_sysfs_init(void)
+const struct attribute_group *pl_dev_groups[] = {
+	&pl_mod_group, &pl_target_group, &pl_results_group, NULL,
+};
+
+const struct attribute_group *pl_bare_groups[] = {
+	&pl_mod_group, NULL,
+};
+
+static void pl_dev_release(struct kobject *k)
+{
+	struct pl_dev *d = pl_dev_of(k);
+
+	kfree(d->spec);
+	kfree(d);
+}
+
+struct kobj_type pl_dev_ktype = {
+	.release = pl_dev_release,
+	.sysfs_ops = &kobj_sysfs_ops,
+};
+
+/* ---- targets/add and targets/remove: their refusals go to the top level ---- */
+static ssize_t add_store(struct kobject *k, struct kobj_attribute *a,
+			 const char *buf, size_t count)
+{
+	char *line;
+	int err;
+
+	if (count - (count && buf[count - 1] == '\n') > PL_TEXT_MAX)
+		return pl_targets_fail(-EINVAL, "targets/add: a line of %zu bytes: at most %d fit in one sysfs write",
+				       count, PL_TEXT_MAX);
+	line = kmemdup_nul(buf, count, GFP_KERNEL);
+	if (!line)
+		return -ENOMEM;
+	err = pl_targets_add_line(line);
+	kfree(line);
+	return err ? err : count;
+}
+
+static ssize_t remove_store(struct kobject *k, struct kobj_attribute *a,
+			    const char *buf, size_t count)
+{
+	char *name;
+	int err;
+
+	name = kmemdup_nul(buf, min_t(size_t, count, 64), GFP_KERNEL);
+	if (!name)
+		return -ENOMEM;
+	err = pl_targets_remove(strim(name));
+	kfree(name);
+	return err ? err : count;
+}
+
+static struct kobj_attribute pl_attr_add = __ATTR(add, 0200, NULL, add_store);
+static struct kobj_attribute pl_attr_remove = __ATTR(remove, 0200, NULL, remove_store);
+
+static struct attribute *pl_targets_attrs[] = {
+	&pl_attr_add.attr, &pl_attr_remove.attr, NULL,
+};
+
+static const struct attribute_group pl_targets_group = {
+	.attrs = pl_targets_attrs,
+};
+
+/* the attribute lists, once at load */
+void pl_sysfs_init(void)
 {
 	unsigned int i, n = 0;
-	int err;
 
 	for (i = 0; i < PL_NPARAMS; i++) {
 		pl_param_attrs[i].id = i;
@@ -500,37 +639,35 @@ int pl_sysfs_init(void)
 	for (i = 0; i < ARRAY_SIZE(pl_rattrs); i++)
 		pl_rattr_list[i] = &pl_rattrs[i].attr.attr;
 	pl_rattr_list[i] = NULL;
+}
 
-	pl.kobj = kobject_create_and_add("pmemlab", kernel_kobj);
-	if (!pl.kobj)
+/* /sys/kernel/pmemlab/targets, under the top level's kobject */
+int pl_sysfs_targets_init(void)
+{
+	int err;
+
+	pl_mod.targets = kobject_create_and_add("targets", &pl_mod.top->kobj);
+	if (!pl_mod.targets)
 		return -ENOMEM;
-	err = sysfs_create_group(pl.kobj, &pl_group);
-	if (!err) {
-		err = sysfs_create_group(pl.kobj, &pl_results_group);
-		if (err)
-			sysfs_remove_group(pl.kobj, &pl_group);
-	}
-	if (!err) {
-		err = sysfs_create_group(pl.kobj, &pl_guard_group);
-		if (err) {
-			sysfs_remove_group(pl.kobj, &pl_results_group);
-			sysfs_remove_group(pl.kobj, &pl_group);
-		}
-	}
+	err = sysfs_create_group(pl_mod.targets, &pl_targets_group);
 	if (err) {
-		kobject_put(pl.kobj);
-		pl.kobj = NULL;
+		kobject_put(pl_mod.targets);
+		pl_mod.targets = NULL;
 	}
 	return err;
 }
 
-void pl_sysfs_exit(void)
+/* add and remove go first (no store runs after it), the directory last */
+void pl_sysfs_targets_close(void)
 {
-	if (!pl.kobj)
+	if (pl_mod.targets)
+		sysfs_remove_group(pl_mod.targets, &pl_targets_group);
+}
+
+void pl_sysfs_targets_exit(void)
+{
+	if (!pl_mod.targets)
 		return;
-	sysfs_remove_group(pl.kobj, &pl_guard_group);
-	sysfs_remove_group(pl.kobj, &pl_results_group);
-	sysfs_remove_group(pl.kobj, &pl_group);
-	kobject_put(pl.kobj);
-	pl.kobj = NULL;
+	kobject_put(pl_mod.targets);
+	pl_mod.targets = NULL;
 }

@@ -23,14 +23,28 @@
 #include <asm/io.h>
 #include "pmemlab.h"
 
+/* why a target is refused: kept in t->why (for targets/add's last_error) and logged */
+static __printf(2, 3) void pl_terr(struct pl_target *t, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vscnprintf(t->why, sizeof(t->why), fmt, ap);
+	va_end(ap);
+	pl_printable(t->why);
+	pr_err("%s%s\n", t->who, t->why);
+}
+
 #if PL_HAVE_HOLDER_OPS
 /* 6.5+: the disk is going away (e.g. ndctl disable-namespace): stop using it */
 static void pl_mark_dead(struct block_device *bdev, bool surprise)
 	__releases(&bdev->bd_holder_lock)
 {
-	WRITE_ONCE(pl.t.dead, 1);
+	struct pl_target *t = bdev->bd_holder;
+
+	WRITE_ONCE(t->dead, 1);
 	pl_holder_unlock(bdev);
-	pr_warn("target %pg is going away; runs stop\n", bdev);
+	pr_warn("%starget %pg is going away; runs stop\n", t->who, bdev);
 }
 
 static const struct blk_holder_ops pl_hops = {
@@ -126,21 +140,21 @@ static int pl_fsdax_open(struct pl_target *t, const char *path)
 		err = PTR_ERR(t->bdev);
 		t->bdev = NULL;
 		if (err == -EBUSY)
-			pr_err("%s is held (mounted, or claimed by dm/md or another exclusive opener)\n",
+			pl_terr(t, "%s is held (mounted, or claimed by dm/md or another exclusive opener)",
 			       path);
 		else
-			pr_err("cannot open %s exclusively: error %d\n", path, err);
+			pl_terr(t, "cannot open %s exclusively: error %d", path, err);
 		return err;
 	}
 	bdev = pl_bdev(t->bdev);
 	if (!blk_queue_dax(bdev_get_queue(bdev))) {
-		pr_err("%s is not DAX-capable (need an fsdax namespace)\n", path);
+		pl_terr(t, "%s is not DAX-capable (need an fsdax namespace)", path);
 		err = -EOPNOTSUPP;
 		goto err_close;
 	}
 	t->dax = pl_dax_get(bdev, &start, t);
 	if (!t->dax) {
-		pr_err("%s: no DAX device (not fsdax, misaligned, or claimed by a DAX file system)\n",
+		pl_terr(t, "%s: no DAX device (not fsdax, misaligned, or claimed by a DAX file system)",
 		       path);
 		err = -EOPNOTSUPP;
 		goto err_close;
@@ -148,13 +162,13 @@ static int pl_fsdax_open(struct pl_target *t, const char *path)
 	bytes = pl_bdev_nr_bytes(bdev);
 	pages = PHYS_PFN(bytes);
 	if (!pages) {
-		pr_err("%s is empty\n", path);
+		pl_terr(t, "%s is empty", path);
 		err = -ENOSPC;
 		goto err_put;
 	}
 	got = pl_dax_map_all(t->dax, PHYS_PFN(start), pages, &kaddr);
 	if (got < 0) {
-		pr_err("%s: dax_direct_access failed: %ld\n", path, got);
+		pl_terr(t, "%s: dax_direct_access failed: %ld", path, got);
 		err = got;
 		goto err_put;
 	}
@@ -179,11 +193,6 @@ err_close:
 	t->bdev = NULL;
 	return err;
 }
-
-static bool dram_node_strict = true;
-module_param(dram_node_strict, bool, 0444);
-MODULE_PARM_DESC(dram_node_strict,
-		 "refuse to load when the DRAM target's pages are not where dram_node or dram_nodes/dram_weights say (default 1; 0: load and log it)");
 
 /*
  * filling and node checks go in chunks of this, with a cond_resched() between: 2 MiB, so that
@@ -227,7 +236,7 @@ static int pl_dram_alloc_fn(void *arg)
 	return 0;
 }
 
-static void *pl_dram_alloc_on_cpu(u64 size, int node)
+static void *pl_dram_alloc_on_cpu(struct pl_target *t, u64 size, int node)
 {
 	struct pl_dram_alloc a = { .size = size };
 	struct task_struct *k;
@@ -235,7 +244,7 @@ static void *pl_dram_alloc_on_cpu(u64 size, int node)
 
 	cpu = cpumask_any_and(cpumask_of_node(node), cpu_online_mask);
 	if (cpu >= nr_cpu_ids) {
-		pr_err("dram_pages=2m above %d bytes needs an online CPU on node %d (node %d has none: use dram_pages=4k or a smaller dram_size)\n",
+		pl_terr(t, "dram_pages=2m above %d bytes needs an online CPU on node %d (node %d has none: use dram_pages=4k or a smaller dram_size)",
 		       INT_MAX, node, node);
 		return NULL;
 	}
@@ -265,13 +274,13 @@ static void *pl_dram_alloc_on_cpu(u64 size, int node)
  * target is the first size bytes.  Above INT_MAX bytes kvmalloc refuses:
  * then vmalloc_huge() runs on a CPU of the node, which needs one.
  */
-static void *pl_dram_alloc_huge(u64 size, int node)
+static void *pl_dram_alloc_huge(struct pl_target *t, u64 size, int node)
 {
 	u64 len = max_t(u64, size, KMALLOC_MAX_SIZE + PAGE_SIZE);
 
 	if (len <= INT_MAX)
 		return kvmalloc_node(len, PL_DRAM_GFP | __GFP_THISNODE, node);
-	return pl_dram_alloc_on_cpu(size, node);
+	return pl_dram_alloc_on_cpu(t, size, node);
 }
 
 /*
@@ -407,7 +416,7 @@ static void pl_dram_fill(char *p, u64 size)
 }
 
 /* every node of the target online and with memory; -1 (one node, unset): this CPU's */
-static int pl_dram_nodes(struct pl_tier *tier)
+static int pl_dram_nodes(struct pl_target *t, struct pl_tier *tier)
 {
 	unsigned int i;
 	int node;
@@ -417,11 +426,11 @@ static int pl_dram_nodes(struct pl_tier *tier)
 		if (node == -1 && !tier->listed)
 			node = tier->node[i] = numa_node_id();
 		if (node < 0 || node >= MAX_NUMNODES || !node_online(node)) {
-			pr_err("%s %d is not an online node\n", tier->listed ? "dram_nodes: node" : "dram_node", node);
+			pl_terr(t, "%s %d is not an online node", tier->listed ? "dram_nodes: node" : "dram_node", node);
 			return -EINVAL;
 		}
 		if (tier->weight[i] && !node_state(node, N_MEMORY)) {
-			pr_err("%s %d has no memory\n", tier->listed ? "dram_nodes: node" : "dram_node", node);
+			pl_terr(t, "%s %d has no memory", tier->listed ? "dram_nodes: node" : "dram_node", node);
 			return -EINVAL;
 		}
 	}
@@ -435,7 +444,8 @@ static int pl_dram_nodes(struct pl_tier *tier)
  * allocation is made on the heaviest node; for several nodes without
  * __GFP_THISNODE (a page elsewhere is moved like any other).
  */
-static int pl_dram_open(struct pl_target *t, u64 size, const struct pl_tier *tier, bool huge)
+static int pl_dram_open(struct pl_target *t, u64 size, const struct pl_tier *tier, bool huge,
+			bool strict)
 {
 	struct pl_dram_place *d = &t->dram;
 	char why[PL_WHY_LEN];
@@ -443,22 +453,22 @@ static int pl_dram_open(struct pl_target *t, u64 size, const struct pl_tier *tie
 	bool one;
 
 	d->tier = *tier;
-	err = pl_dram_nodes(&d->tier);
+	err = pl_dram_nodes(t, &d->tier);
 	if (err)
 		return err;
 	if (size < PAGE_SIZE || size > (1ULL << 46) || size % PAGE_SIZE) {
-		pr_err("dram_size %llu: need a multiple of 4096 between 4K and 64T\n", size);
+		pl_terr(t, "dram_size %llu: need a multiple of 4096 between 4K and 64T", size);
 		return -EINVAL;
 	}
 	/* vmalloc_node() takes no flags: above what is available it would call the OOM killer */
 	if (size > ((u64)si_mem_available() << PAGE_SHIFT)) {
-		pr_err("dram_size %llu exceeds the %llu bytes of memory available (MemAvailable): refused rather than taken from other processes\n",
+		pl_terr(t, "dram_size %llu exceeds the %llu bytes of memory available (MemAvailable): refused rather than taken from other processes",
 		       size, (u64)si_mem_available() << PAGE_SHIFT);
 		return -ENOMEM;
 	}
 	one = pl_tier_used(&d->tier) == 1;
 	if (!one && !PL_KERNEL_TLB_FLUSH) {
-		pr_err("dram_nodes over several nodes: this kernel (6.19 and later) lets no module flush the kernel's TLB after moving pages; use the user backend (pmemlab-run dram_nodes=..., MPOL_WEIGHTED_INTERLEAVE)\n");
+		pl_terr(t, "dram_nodes over several nodes: this kernel (6.19 and later) lets no module flush the kernel's TLB after moving pages; use the user backend (pmemlab-run dram_nodes=..., MPOL_WEIGHTED_INTERLEAVE)");
 		return -EOPNOTSUPP;
 	}
 	node = d->tier.node[pl_tier_heaviest(&d->tier)];
@@ -466,7 +476,7 @@ static int pl_dram_open(struct pl_target *t, u64 size, const struct pl_tier *tie
 	d->unit = huge && PL_HUGE_VMALLOC ? PMD_SIZE : PAGE_SIZE;
 	d->how = one ? "node" : "module";
 	if (one)
-		t->kaddr = huge ? pl_dram_alloc_huge(size, node) : vmalloc_node(size, node);
+		t->kaddr = huge ? pl_dram_alloc_huge(t, size, node) : vmalloc_node(size, node);
 	else if (!huge)
 		t->kaddr = vmalloc_node(size, node);
 	else if (max_t(u64, size, KMALLOC_MAX_SIZE + PAGE_SIZE) <= INT_MAX)
@@ -475,7 +485,7 @@ static int pl_dram_open(struct pl_target *t, u64 size, const struct pl_tier *tie
 	else
 		t->kaddr = vmalloc_huge(size, PL_DRAM_GFP);
 	if (!t->kaddr) {
-		pr_err("cannot allocate %llu bytes of DRAM on node %d\n", size, node);
+		pl_terr(t, "cannot allocate %llu bytes of DRAM on node %d", size, node);
 		return -ENOMEM;
 	}
 	t->allocated = true;
@@ -484,7 +494,7 @@ static int pl_dram_open(struct pl_target *t, u64 size, const struct pl_tier *tie
 	if (!one) {
 		err = pl_dram_place(t);
 		if (err) {
-			pr_err("dram target: no memory to keep the pages placed\n");
+			pl_terr(t, "dram target: no memory to keep the pages placed");
 			pl_target_close(t);
 			return err;
 		}
@@ -492,12 +502,12 @@ static int pl_dram_open(struct pl_target *t, u64 size, const struct pl_tier *tie
 	pl_dram_tally(t, &first);
 	t->node = d->tier.node[pl_tier_first(&d->tier)];
 	if (pl_tally_judge(&d->found, why, sizeof(why))) {
-		if (dram_node_strict) {
-			pr_err("dram target: %s (load with dram_node_strict=0 to accept that)\n", why);
+		if (strict) {
+			pl_terr(t, "dram target: %s (load with dram_node_strict=0 to accept that)", why);
 			pl_target_close(t);
 			return -ENOMEM;
 		}
-		pr_warn("dram target: %s (the first page on node %d)\n", why, first);
+		pr_warn("%sdram target: %s (the first page on node %d)\n", t->who, why, first);
 		if (one)
 			t->node = first;
 	}
@@ -512,21 +522,22 @@ static int pl_dram_open(struct pl_target *t, u64 size, const struct pl_tier *tie
 	return 0;
 }
 
-int pl_target_open(struct pl_target *t, const char *spec, u64 dram_size,
-		   const struct pl_tier *dram_nodes, bool dram_huge)
+int pl_target_open(struct pl_target *t, const struct pl_load *l)
 {
+	const char *spec = l->spec;
+
 	if (!spec || !*spec) {
-		pr_err("no target: load with target=/dev/pmemN or target=dram\n");
+		pl_terr(t, "no target: load with target=/dev/pmemN or target=dram");
 		return -EINVAL;
 	}
 	if (!strcmp(spec, "dram"))
-		return pl_dram_open(t, dram_size, dram_nodes, dram_huge);
+		return pl_dram_open(t, l->dram_size, &l->tier, l->huge, l->strict);
 	if (strncmp(spec, "/dev/", 5)) {
-		pr_err("target '%s': want /dev/pmemN or dram\n", spec);
+		pl_terr(t, "target '%s': want /dev/pmemN or dram", spec);
 		return -EINVAL;
 	}
-	if (dram_nodes->listed) {
-		pr_err("dram_nodes: only for target=dram, not %s\n", spec);
+	if (l->tier.listed) {
+		pl_terr(t, "dram_nodes: only for target=dram, not %s", spec);
 		return -EINVAL;
 	}
 	return pl_fsdax_open(t, spec);

@@ -353,8 +353,8 @@ static int pl_named_param(const char *why)
  * name the parameters in words: the first one named is the one at fault;
  * a region too small names none, and is the hotspot's or the window's.
  */
-static int pl_check_regions(const struct pl_params *p, const struct pl_facts *f, unsigned int n,
-			    struct pl_verdict *v)
+static int pl_check_regions(const struct pl_params *p, bool known, u64 target_size,
+			    unsigned int from, unsigned int n, struct pl_verdict *v)
 {
 	struct pl_region reg;
 	struct pl_place in;
@@ -363,29 +363,77 @@ static int pl_check_regions(const struct pl_params *p, const struct pl_facts *f,
 	u64 size;
 	int err, id;
 
-	if (pl_known(f, PL_FACT_TARGET))
-		size = f->target_size;
+	if (known)
+		size = target_size;
 	else if (p->working_set)
 		size = p->window_offset + p->working_set;	/* the least target it needs */
 	else	/* the largest window: what fails there fails on every target */
 		size = p->window_offset + pl_params[PL_P_working_set].hi;
-	for (i = 0; i < n; i++) {
+	for (i = from; i < n; i++) {
 		pl_place_input(p, size, i, n, &in);
 		err = pl_place_worker(&in, &reg, why, sizeof(why));
 		if (err) {
 			id = pl_named_param(why);
 			if (id < 0)
 				id = p->pattern == PL_PAT_HOTSPOT ? PL_P_hotspot_size : PL_P_working_set;
-			return pl_refuse(v, err, id,
-					 pl_known(f, PL_FACT_TARGET) && !p->working_set, "%s", why);
+			return pl_refuse(v, err, id, known && !p->working_set, "%s", why);
 		}
 	}
+	return 0;
+}
+
+/* some thread of from..n-1 writes */
+static bool pl_threads_write(const struct pl_params *p, const struct pl_facts *f,
+			     unsigned int from, unsigned int n)
+{
+	unsigned int i;
+
+	for (i = from; i < n && i < PL_MAX_THREADS; i++)
+		if (pl_op_writes(f, p->ops[i % p->nops]) && p->read_pct < 100)
+			return true;
+	return false;
+}
+
+/* the overwrite guard of one target ("the target", "the load target"): what it carries, or its partitions */
+static int pl_guard_target(const char *fs_sig, unsigned int nparts, const char *what,
+			   struct pl_verdict *v)
+{
+	if (fs_sig && !strcmp(fs_sig, "unreadable"))
+		return pl_refuse(v, -EPERM, PL_P_op, true,
+				 "refusing a write run: %s's signature area is unreadable (a bad range or media error), so what it carries is unknown (load with allow_overwrite=1)",
+				 what);
+	if (fs_sig && strcmp(fs_sig, "none"))
+		return pl_refuse(v, -EPERM, PL_P_op, true,
+				 "refusing a write run: %s carries a %s signature (load with allow_overwrite=1)",
+				 what, fs_sig);
+	if (nparts)
+		return pl_refuse(v, -EPERM, PL_P_op, true,
+				 "refusing a write run: %s has %u partitions (load with allow_overwrite=1)",
+				 what, nparts);
+	return 0;
+}
+
+/* the window on a target of size bytes: the bytes it spans (working_set, or up to the end) */
+static int pl_check_window(const struct pl_params *p, u64 size, const char *what, u64 *ws,
+			   struct pl_verdict *v)
+{
+	if (p->window_offset >= size)
+		return pl_refuse(v, -ERANGE, PL_P_window_offset, true,
+				 "window_offset %llu is not below the size of %s (%llu bytes)",
+				 p->window_offset, what, size);
+	*ws = p->working_set ? p->working_set : size - p->window_offset;
+	if (*ws > size - p->window_offset)
+		return pl_refuse(v, -ERANGE, PL_P_working_set, true,
+				 "window_offset + working_set = %llu exceeds %s (%llu bytes)",
+				 p->window_offset + *ws, what, size);
 	return 0;
 }
 
 int pl_check_run(const struct pl_params *p, const struct pl_facts *f, struct pl_plan *plan,
 		 struct pl_verdict *v)
 {
+	bool load = p->load_target[0] && pl_known(f, PL_FACT_LOAD);
+	u64 load_ws = 0;
 	bool used[PL_OP_ANY];
 	unsigned int n = p->threads;
 	u64 size, ws, lat_threads;
@@ -405,6 +453,9 @@ int pl_check_run(const struct pl_params *p, const struct pl_facts *f, struct pl_
 		case PL_K_CPUS:
 			err = pl_judge_cpus(pl_cpu_top(p->cpus), f, v);
 			break;
+		case PL_K_NAME:
+			err = 0;	/* judged below (load_target) */
+			break;
 		default:
 			err = pl_judge_value(id, *(const u64 *)((const char *)p + pl_params[id].off),
 					     f, v);
@@ -415,6 +466,11 @@ int pl_check_run(const struct pl_params *p, const struct pl_facts *f, struct pl_
 	}
 	if (pl_known(f, PL_FACT_TARGET) && f->dead)
 		return pl_refuse(v, -ENXIO, -1, true, "the target is gone");
+	if (p->load_target[0] && (!p->probe || n < 2 || p->mode != PL_MODE_BW))
+		return pl_refuse(v, -EINVAL, PL_P_load_target, false,
+				 "load_target needs probe=1 (mode=bandwidth, threads >= 2): the load threads run there while thread 0 probes this target");
+	if (load && f->load.dead)
+		return pl_refuse(v, -ENXIO, PL_P_load_target, true, "load_target: the load target is gone");
 	pl_used_ops(p, f, n, used);
 	err = pl_check_xops(p, used, v);
 	if (!err)
@@ -423,29 +479,38 @@ int pl_check_run(const struct pl_params *p, const struct pl_facts *f, struct pl_
 		return err;
 	plan->n = n;
 	plan->writes = pl_run_writes(p, f);
-	/* the overwrite guard: what the target carries (sig.c), or its partitions */
-	if (plan->writes && pl_known(f, PL_FACT_FS) && !f->allow_overwrite) {
-		if (f->fs_sig && !strcmp(f->fs_sig, "unreadable"))
-			return pl_refuse(v, -EPERM, PL_P_op, true,
-					 "refusing a write run: the target's signature area is unreadable (a bad range or media error), so what it carries is unknown (load with allow_overwrite=1)");
-		if (f->fs_sig && strcmp(f->fs_sig, "none"))
-			return pl_refuse(v, -EPERM, PL_P_op, true,
-					 "refusing a write run: the target carries a %s signature (load with allow_overwrite=1)",
-					 f->fs_sig);
-		if (f->nparts)
-			return pl_refuse(v, -EPERM, PL_P_op, true,
-					 "refusing a write run: the target has %u partitions (load with allow_overwrite=1)",
-					 f->nparts);
+	/*
+	 * The overwrite guard: what the target carries (sig.c), or its
+	 * partitions; with a load target, each target for the threads on it.
+	 */
+	if (pl_known(f, PL_FACT_FS) && !f->allow_overwrite &&
+	    pl_threads_write(p, f, 0, load ? 1 : n)) {
+		err = pl_guard_target(f->fs_sig, f->nparts, "the target", v);
+		if (err)
+			return err;
+	}
+	if (load && pl_known(f, PL_FACT_FS) && !f->load.allow_overwrite &&
+	    pl_threads_write(p, f, 1, n)) {
+		err = pl_guard_target(f->load.fs_sig, f->load.nparts, "the load target", v);
+		if (err)
+			return err;
 	}
 	if (pl_known(f, PL_FACT_TARGET)) {
 		size = f->target_size;
-		ws = p->working_set ? p->working_set : size - p->window_offset;
-		if (ws > size - p->window_offset)
-			return pl_refuse(v, -ERANGE, PL_P_working_set, true,
-					 "window_offset + working_set = %llu exceeds the target (%llu bytes)",
-					 p->window_offset + ws, size);
+		err = pl_check_window(p, size, "the target", &ws, v);
+		if (err)
+			return err;
 	} else {
 		ws = p->working_set;
+	}
+	if (load) {
+		err = pl_check_window(p, f->load.size, "the load target", &load_ws, v);
+		if (err)
+			return err;
+		if (load_ws < p->access_size)
+			return pl_refuse(v, -ERANGE, PL_P_working_set, !p->working_set,
+					 "working_set %llu is smaller than access_size %llu (on the load target)",
+					 load_ws, p->access_size);
 	}
 	if (ws && ws < p->access_size)
 		return pl_refuse(v, -ERANGE, PL_P_working_set, !p->working_set,
@@ -487,5 +552,9 @@ int pl_check_run(const struct pl_params *p, const struct pl_facts *f, struct pl_
 		return pl_refuse(v, -EINVAL, PL_P_samples, false,
 				 "samples: %llu x %llu threads exceeds %llu MiB", p->samples,
 				 lat_threads, PL_MAX_SAMPLE_BYTES >> 20);
-	return pl_check_regions(p, f, n, v);
+	/* each thread's region on the target it runs on */
+	err = pl_check_regions(p, pl_known(f, PL_FACT_TARGET), f->target_size, 0, load ? 1 : n, v);
+	if (!err && load)
+		err = pl_check_regions(p, true, f->load.size, 1, n, v);
+	return err;
 }

@@ -40,6 +40,7 @@ _Static_assert(PL_OP_ANY <= 256, "ops are stored in a u8");
 #define PL_OFF_ENUM(n)		offsetof(struct pl_params, n)
 #define PL_OFF_OPS(n)		0
 #define PL_OFF_CPUS(n)		0
+#define PL_OFF_NAME(n)		offsetof(struct pl_params, n)
 
 const struct pl_param pl_params[PL_NPARAMS] = {
 #define PL_PARAM(_name, _kind, _rule, _unit, _lo, _hi, _def, _mult, _names, _desc)	\
@@ -77,7 +78,8 @@ void pl_params_defaults(struct pl_params *p)
 
 	memset(p, 0, sizeof(*p));
 	for (i = 0; i < PL_NPARAMS; i++)
-		if (pl_params[i].kind != PL_K_OPS && pl_params[i].kind != PL_K_CPUS)
+		if (pl_params[i].kind != PL_K_OPS && pl_params[i].kind != PL_K_CPUS &&
+		    pl_params[i].kind != PL_K_NAME)
 			*pl_value(p, i) = pl_params[i].def;
 	p->ops[0] = PL_OP_LOAD;
 	p->nops = 1;
@@ -338,6 +340,23 @@ static int pl_set_cpus(struct pl_params *p, const char *s, size_t len, const str
 	return 0;
 }
 
+/* a NAME value: printable, no white space (its meaning is the backend's: check.c, the module, the runner) */
+static int pl_set_name(struct pl_params *p, int id, const char *s, size_t len, struct pl_verdict *v)
+{
+	char *dst = (char *)p + pl_params[id].off;
+	size_t i;
+
+	if (len > PL_NAME_MAX)
+		return pl_refuse(v, -EINVAL, id, false, "%zu characters: at most %d", len, PL_NAME_MAX);
+	for (i = 0; i < len; i++)
+		if (s[i] <= ' ' || s[i] > '~')
+			return pl_refuse(v, -EINVAL, id, false,
+					 "want printable characters without spaces (character %zu is not)", i + 1);
+	memcpy(dst, s, len);
+	dst[len] = '\0';
+	return 0;
+}
+
 int pl_param_set(struct pl_params *p, int id, const char *text, size_t len,
 		 const struct pl_facts *f, struct pl_verdict *v)
 {
@@ -353,9 +372,11 @@ int pl_param_set(struct pl_params *p, int id, const char *text, size_t len,
 	if (memchr(text, '\0', len))
 		return pl_refuse(v, -EINVAL, id, false, "value contains a NUL byte");
 	pl_trim(&s, &len);
-	if (!len && pl_params[id].kind != PL_K_CPUS)
+	if (!len && pl_params[id].kind != PL_K_CPUS && pl_params[id].kind != PL_K_NAME)
 		return pl_refuse(v, -EINVAL, id, false, "empty value");
 	switch (pl_params[id].kind) {
+	case PL_K_NAME:
+		return pl_set_name(p, id, s, len, v);
 	case PL_K_OPS:
 		return pl_set_ops(p, s, len, f, v);
 	case PL_K_CPUS:
@@ -437,6 +458,9 @@ size_t pl_param_show(const struct pl_params *p, int id, char *buf, size_t len)
 	case PL_K_CPUS:
 		pl_out_cpus(&t, p->cpus);
 		break;
+	case PL_K_NAME:
+		pl_out(&t, "%s", (const char *)p + pl_params[id].off);
+		break;
 	case PL_K_ENUM:
 		pl_out(&t, "%s", pl_params[id].names[pl_value_of(p, id)]);
 		break;
@@ -483,6 +507,9 @@ size_t pl_param_allowed(int id, char *buf, size_t len)
 		break;
 	case PL_K_CPUS:
 		pl_out(&t, "a CPU list such as 0-3,6, or empty");
+		break;
+	case PL_K_NAME:
+		pl_out(&t, "a name of up to %d printable characters without spaces, or empty", PL_NAME_MAX);
 		break;
 	case PL_K_BOOL:
 		pl_out(&t, "0 or 1");

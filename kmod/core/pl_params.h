@@ -43,7 +43,10 @@ enum pl_placement { PL_PLACE_GLOBAL, PL_PLACE_THREAD, PL_PLACE_DIMM };
 #define PL_OP_ANY	(PL_OP_CHASE + 1)
 _Static_assert(PL_NXOPS == 3, "pl_xop_names: copy, ntcopy, chase");
 
-enum pl_kind { PL_K_NUM, PL_K_SIZE, PL_K_BOOL, PL_K_ENUM, PL_K_OPS, PL_K_CPUS };
+enum pl_kind { PL_K_NUM, PL_K_SIZE, PL_K_BOOL, PL_K_ENUM, PL_K_OPS, PL_K_CPUS, PL_K_NAME };
+
+/* a NAME value: printable, no white space, at most this long; empty is its default */
+#define PL_NAME_MAX		255
 
 enum pl_rule {
 	PL_R_NONE,
@@ -76,6 +79,7 @@ enum pl_param_id {
 #define PL_FIELD_ENUM(n)	u64 n;
 #define PL_FIELD_OPS(n)		u8 ops[PL_MAX_THREADS]; unsigned int nops;
 #define PL_FIELD_CPUS(n)	u64 cpus[PL_CPU_WORDS];	/* none: default placement */
+#define PL_FIELD_NAME(n)	char n[PL_NAME_MAX + 1];
 
 /* one run's parameters (enums as the index of their name) */
 struct pl_params {
@@ -92,7 +96,7 @@ struct pl_param {
 	u64 lo, hi, def, mult;		/* range, default, 0 or the multiple */
 	const char *const *names;	/* PL_K_ENUM: NULL-terminated */
 	const char *desc;		/* NULL in the module */
-	size_t off;			/* of the u64 value (not OPS, CPUS) */
+	size_t off;			/* of the u64 value (not OPS, CPUS), of the string (NAME) */
 };
 
 extern const struct pl_param pl_params[PL_NPARAMS];
@@ -105,6 +109,7 @@ extern const struct pl_param pl_params[PL_NPARAMS];
 #define PL_FACT_PREFETCH	(1u << 4)	/* prefetch */
 #define PL_FACT_BACKEND		(1u << 5)	/* user */
 #define PL_FACT_FS		(1u << 6)	/* fs_sig, nparts, allow_overwrite */
+#define PL_FACT_LOAD		(1u << 7)	/* load: the load_target's facts */
 
 struct pl_facts {
 	u32 known;			/* PL_FACT_* of the fields set */
@@ -121,6 +126,14 @@ struct pl_facts {
 	const char *fs_sig;		/* "none", "unreadable" or the signature found (sig.c) */
 	unsigned int nparts;		/* partitions of the target's disk */
 	bool allow_overwrite;
+	/* load_target's target, where the load threads run (PL_FACT_LOAD; its FS facts with PL_FACT_FS) */
+	struct pl_load_facts {
+		u64 size;
+		bool dead;
+		const char *fs_sig;
+		unsigned int nparts;
+		bool allow_overwrite;
+	} load;
 };
 
 struct pl_verdict {

@@ -46,6 +46,7 @@ VALID: dict[str, list[str]] = {
     "duration_ms": ["5", "30"], "count": ["0", "100", "2000"], "delay_ticks": ["0", "200"], "probe": ["0", "1"],
     "seed": ["1", "42"], "prefetch": ["on", "off"], "cold": ["0", "1"], "samples": ["0", "10", "100"],
     "warm": ["0", "1"], "segment_ms": ["1", "5"], "warmup_ms": ["0", "10"],
+    "load_target": ["", "dram", "dram:0", "dram:x", "data", "/nonexistent/x"],
     # the runner's own options (the target)
     "dram_size": ["4M", "16M"], "dram_pages": ["4k", "2m", "hugetlb"], "dram_node": ["-1", "0", "7"],
     "size": ["4M", "8M", "12K"], "allow_overwrite": ["0", "1"], "allow_file": ["0", "1"],

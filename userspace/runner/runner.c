@@ -255,6 +255,7 @@ static struct run {
 	struct pl_params c;
 	struct pl_facts f;
 	struct plu_target t;
+	struct plu_target lt;		/* load_target's: the load threads' memory (lt.addr NULL: none) */
 	unsigned int n, width;
 	u64 tsc_khz;
 	int stop, probe_stop;
@@ -601,6 +602,44 @@ static bool run_writes(const char *const *vals, const struct pl_facts *f)
 	return pl_run_writes(&p, f);
 }
 
+/*
+ * Open a target: dram or dram:NODE (of dram_size and dram_pages; the main
+ * target also takes dram_node, dram_nodes and dram_weights: tiered), or a
+ * file or devdax device.  Returns the one node asked for, else -1.
+ */
+static long open_target(struct plu_target *t, const char *spec, const struct opts *o, bool tiered,
+			const struct plu_path_opts *po)
+{
+	const char *what = tiered ? "target" : "load_target";
+	long node = tiered ? o->dram_node : -1;
+
+	if (!strncmp(spec, "dram", 4) && (!spec[4] || spec[4] == ':')) {
+		struct pl_tier tier;
+		char why[PL_WHY_LEN];
+
+		if (spec[4] == ':') {
+			char *end;
+
+			node = strtol(spec + 5, &end, 10);
+			if (!spec[5] || *end || node < 0 || node > PL_TIER_NODE_MAX)
+				refuse(EINVAL, "%s '%s': not dram or dram:NODE", what, spec);
+			if (tiered && o->dram_node != -1 && o->dram_node != node)
+				refuse(EINVAL, "dram_node: %ld, but target %s", o->dram_node, spec);
+		}
+		if (pl_tier_parse(&tier, tiered ? o->dram_nodes : "", tiered ? o->dram_weights : "",
+				  node, why, sizeof(why)))
+			refuse(EINVAL, "%s", why);
+		plu_open_dram(t, o->dram_size, o->dram_pages, &tier, o->dram_node_strict);
+		if (t->tier.listed)
+			node = -1;	/* the nodes are checked one by one (plu_prefault) */
+		return node;
+	}
+	if (tiered && ((o->dram_nodes && *o->dram_nodes) || (o->dram_weights && *o->dram_weights)))
+		refuse(EINVAL, "dram_nodes: only for target=dram, not %s", spec);
+	plu_open_path(t, spec, po);
+	return -1;
+}
+
 /* --check-batch: one verdict per line of KEY=VALUEs */
 static int check_batch(const struct pl_facts *f)
 {
@@ -640,7 +679,8 @@ int main(int argc, char **argv)
 			  .dram_node_strict = 1 };
 	const char *vals[PL_NPARAMS] = { 0 };
 	enum { RUN, FACTS, CHECK, BATCH } mode = RUN;
-	struct pl_setup setup;
+	struct pl_setup setup, lsetup;
+	const char *load_spec;
 	struct pl_verdict v;
 	struct pl_plan plan;
 	cpu_set_t allowed;
@@ -674,6 +714,12 @@ int main(int argc, char **argv)
 	}
 	if (!o.target)
 		refuse(EINVAL, "target: give target=dram[:NODE], a file on a DAX file system, or /dev/daxX.Y");
+	load_spec = vals[PL_P_load_target] && *vals[PL_P_load_target] ? vals[PL_P_load_target] : NULL;
+	if (load_spec) {	/* its text judged before anything is opened with it */
+		pl_params_defaults(&R.c);
+		if (pl_param_set(&R.c, PL_P_load_target, load_spec, strlen(load_spec), &R.f, &v))
+			refuse(-v.err, "%s", v.why);
+	}
 	features = hide_features(detect_features());
 	R.tsc_khz = o.tsc_khz ? o.tsc_khz : read_tsc_khz();
 	if (sched_getaffinity(0, sizeof(allowed), &allowed))
@@ -681,37 +727,26 @@ int main(int argc, char **argv)
 	plu_user_ops(&R.f);
 	if (mode == RUN || mode == CHECK)
 		writes = run_writes(vals, &R.f);
-	if (!strncmp(o.target, "dram", 4) && (!o.target[4] || o.target[4] == ':')) {
-		struct pl_tier tier;
-		char why[PL_WHY_LEN];
-
-		node = o.dram_node;
-		if (o.target[4] == ':') {
-			char *end;
-
-			node = strtol(o.target + 5, &end, 10);
-			if (!o.target[5] || *end || node < 0 || node > PL_TIER_NODE_MAX)
-				refuse(EINVAL, "target '%s': not dram or dram:NODE", o.target);
-			if (o.dram_node != -1 && o.dram_node != node)
-				refuse(EINVAL, "dram_node: %ld, but target %s", o.dram_node, o.target);
-		}
-		if (pl_tier_parse(&tier, o.dram_nodes, o.dram_weights, node, why, sizeof(why)))
-			refuse(EINVAL, "%s", why);
-		plu_open_dram(&R.t, o.dram_size, o.dram_pages, &tier, o.dram_node_strict);
-		if (R.t.tier.listed)
-			node = -1;	/* the nodes are checked one by one (plu_prefault) */
-	} else {
+	{
 		/* --facts and --check-batch do not know whether a run writes: judged as if it may */
 		struct plu_path_opts po = { .size = o.size, .may_write = writes || mode == FACTS ||
 					    mode == BATCH, .probe = mode != RUN,
 					    .allow_file = o.allow_file };
 
-		node = -1;
-		if ((o.dram_nodes && *o.dram_nodes) || (o.dram_weights && *o.dram_weights))
-			refuse(EINVAL, "dram_nodes: only for target=dram, not %s", o.target);
-		plu_open_path(&R.t, o.target, &po);
+		node = open_target(&R.t, o.target, &o, true, &po);
+		if (load_spec) {
+			/* the load target: dram[:NODE] of dram_size, or a file or device as it is */
+			po.size = 0;
+			open_target(&R.lt, load_spec, &o, false, &po);
+		}
 	}
 	fill_facts(&R.f, &R.t, &o, &allowed);
+	if (load_spec) {
+		R.f.known |= PL_FACT_LOAD;
+		R.f.load.size = R.lt.run_size;
+		R.f.load.fs_sig = R.lt.fs_sig;
+		R.f.load.allow_overwrite = o.allow_overwrite;
+	}
 	if (mode == BATCH)
 		return check_batch(&R.f);
 	if (mode != FACTS) {
@@ -729,9 +764,17 @@ int main(int argc, char **argv)
 	plu_map(&R.t, o.target, mode == RUN && writes);
 	/* pre-fault what the run touches: the window (all of it for --facts: 4 MiB) */
 	plu_prefault(&R.t, writes, mode == FACTS ? 4ULL << 20 : ~0ULL);
+	if (load_spec) {
+		plu_map(&R.lt, load_spec, mode == RUN && writes);
+		plu_prefault(&R.lt, writes, mode == FACTS ? 4ULL << 20 : ~0ULL);
+	}
 	if (node >= 0 && R.t.node >= 0 && R.t.node != node)
 		fprintf(stderr, "pmemlab-run: asked for node %ld, got node %ld\n", node, R.t.node);
 	print_facts(o.target);
+	if (load_spec)
+		printf("#fact load_target %s\n#fact load_target_kind %s\n#fact load_target_size %llu\n"
+		       "#fact load_target_node %ld\n#fact load_target_page_size %llu\n",
+		       load_spec, R.lt.kind, R.lt.run_size, R.lt.node, R.lt.page_size);
 	if (mode == FACTS)
 		return 0;
 	R.n = plan.n;
@@ -741,8 +784,14 @@ int main(int argc, char **argv)
 	setup = (struct pl_setup){ .p = &R.c, .f = &R.f, .target = R.t.addr,
 				   .target_size = R.t.size, .n = R.n, .width = R.width,
 				   .stop = &R.stop, .probe_stop = &R.probe_stop };
+	/* with load_target, the load threads (1..n-1) run on its memory, on windows of its size */
+	lsetup = setup;
+	if (load_spec) {
+		lsetup.target = R.lt.addr;
+		lsetup.target_size = R.lt.size;
+	}
 	for (i = 0; i < (int)R.n; i++)
-		setup_worker(&R.w[i], &setup, i, cpus[i]);
+		setup_worker(&R.w[i], i ? &lsetup : &setup, i, cpus[i]);
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = on_signal;
 	sigaction(SIGINT, &sa, NULL);

@@ -11,7 +11,7 @@
 
 static const char *const kind_names[] = {
 	[PL_K_NUM] = "num", [PL_K_SIZE] = "size", [PL_K_BOOL] = "bool",
-	[PL_K_ENUM] = "enum", [PL_K_OPS] = "ops", [PL_K_CPUS] = "cpus",
+	[PL_K_ENUM] = "enum", [PL_K_OPS] = "ops", [PL_K_CPUS] = "cpus", [PL_K_NAME] = "name",
 };
 
 static const char *const rule_names[] = {
