@@ -278,3 +278,19 @@ def test_loaded_latency_probe_on_one_target_load_on_another(fake_bed, capsys, tm
     rows = pd.read_csv(csv, dtype={"thread": str})
     assert set(rows["load_target"]) == {"dram"} and set(rows["target_label"]) == {"cxl"}
     assert set(rows["target_size"]) == {32 << 20}, "the probe's target"
+
+
+def test_loaded_latency_on_the_user_backend_loads_another_target(tmp_path, capsys):
+    """The runner for real: thread 0 probes target=dram while the load thread runs on the runner's
+    second target, load_target=dram:0; -o's rows carry it (and give the table, as memory does)."""
+    out = tmp_path / "ll.csv"
+    code = cli.main(["loaded-latency", "--backend", "user", "--probe-target", "dram", "--load-target", "dram:0",
+                     "--duration-ms", "20", "--delays", "0", "--threads", "2", "--working-set", "4M", "--repeats", "1",
+                     "--json", "-o", str(out)])
+    doc, err = capsys.readouterr()
+    assert code == 0, err
+    (row,) = json.loads(doc)["rows"]
+    assert (row["probe_target"], row["load_target"], row["runs"]) == ("dram", "dram:0", 1)
+    assert row["bw_gbps_mean"] > 0 and row["latency_median_ns"] is not None
+    rows = pd.read_csv(out, dtype={"thread": str})
+    assert set(rows["load_target"]) == {"dram:0"} and set(rows["status"]) == {"ok"}

@@ -878,18 +878,22 @@ def _run(cfg: SweepConfig, bed: Bed, args: argparse.Namespace) -> tuple[SweepRep
 
         hpath = histogram_path(args.output)
         hist = read_rows(hpath, HIST_CSV_COLUMNS, "histogram CSV") if hpath.exists() else pd.DataFrame()
-        return report, read_rows(args.output), hist
+        return report, *_labelled(read_rows(args.output), hist)
     recorder = MemoryRecorder()
     plan = Plan(points, policy_for(cfg))
     sweep = Sweep(cfg.name, plan, executor, recorder,
                   progress=Progress(plan.planned_runs(), cfg.name, enabled=progress))
     report = sweep.run()
-    rows = pd.DataFrame(recorder.rows)
-    hist = pd.DataFrame(recorder.hist)
+    return report, *_labelled(pd.DataFrame(recorder.rows), pd.DataFrame(recorder.hist))
+
+
+def _labelled(rows: pd.DataFrame, hist: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The rows and histograms with target_label '' where a run had no target axis (the tables
+    look rows up by it; a CSV gives it as empty, memory not at all)."""
     for frame in (rows, hist):
-        if not frame.empty and "target_label" not in frame:
-            frame["target_label"] = ""
-    return report, rows, hist
+        if not frame.empty:
+            frame["target_label"] = frame["target_label"].fillna("") if "target_label" in frame else ""
+    return rows, hist
 
 
 def commands() -> dict[str, Callable[[argparse.Namespace], int]]:
