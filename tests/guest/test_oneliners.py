@@ -1,7 +1,8 @@
 """The target axis and the MLC-style one-liners against the real module in the guest (TCG: the
-numbers show function only): one CSV from a sweep over the pmem namespace and DRAM, each
-one-liner's table on the module and on the user backend, and the NUMA matrices with the runs
-checked against the nodes when the guest has two (scripts/vm --numa-nodes 2)."""
+numbers show function only): one CSV from a sweep over the pmem namespace and DRAM (each a named
+target of the one load, no reload), each one-liner's table on the module and on the user
+backend, and the NUMA matrices with the runs checked against the nodes when the guest has two
+(scripts/vm --numa-nodes 2)."""
 from __future__ import annotations
 
 import contextlib
@@ -29,13 +30,12 @@ def pmemlab(*args: str) -> subprocess.CompletedProcess:
     return res
 
 
-def module_loaded() -> bool:
-    return Path("/sys/module/pmemlab").exists()
+TARGETS = Path("/sys/kernel/pmemlab/targets")
 
 
-def unload() -> None:
-    if module_loaded():
-        subprocess.run(["rmmod", "pmemlab"], check=True)
+def named_targets() -> list[str]:
+    """The module's named targets now."""
+    return sorted(p.name for p in TARGETS.iterdir() if p.is_dir())
 
 
 def table(out: str) -> dict[str, list[str]]:
@@ -82,16 +82,21 @@ op = ["load", "ntstore"]
 """
 
 
-def test_sweep_over_pmem_and_dram_into_one_csv(tmp_path: Path, ko: Path, pmem_dev: str) -> None:
-    """pmemlab sweep loads the module on each target itself: one CSV, a target_label column, each
-    target's own conditions, the sidecar describing both; resumed, nothing runs again."""
-    unload()
+def test_sweep_over_pmem_and_dram_into_one_csv(tmp_path: Path, module, pmem_dev: str) -> None:
+    """pmemlab sweep makes each target a named target of the module loaded without target= (no
+    reload): one CSV, a target_label column, each target's own conditions, the sidecar describing
+    both, the targets removed after; resumed, nothing runs again."""
     cfg = tmp_path / "two.toml"
     cfg.write_text(TWO_TARGETS)
     out = tmp_path / "two.csv"
-    res = pmemlab("sweep", str(cfg), "-o", str(out), "--pmem", pmem_dev, "--ko", str(ko), "--no-progress")
-    assert res.returncode == 0, res.stderr
-    assert not module_loaded(), "not loaded before: unloaded after"
+    with module():
+        loaded_at = os.stat("/sys/module/pmemlab").st_ino
+        res = pmemlab("sweep", str(cfg), "-o", str(out), "--pmem", pmem_dev, "--no-progress")
+        assert res.returncode == 0, res.stderr
+        assert os.stat("/sys/module/pmemlab").st_ino == loaded_at, "the same load: no rmmod/insmod"
+        assert named_targets() == [], "the targets the sweep added are removed"
+        res = pmemlab("sweep", str(cfg), "-o", str(out), "--pmem", pmem_dev, "--no-progress")
+        assert res.returncode == 0 and "0 runs" in res.stdout and "4 resumed" in res.stdout, res.stdout + res.stderr
     df = pd.read_csv(out, dtype={"thread": str})
     agg = df[df["thread"] == "all"]
     assert list(agg["target_label"]) == ["pmem", "pmem", "dram", "dram"] and (agg["status"] == "ok").all()
@@ -101,9 +106,29 @@ def test_sweep_over_pmem_and_dram_into_one_csv(tmp_path: Path, ko: Path, pmem_de
     assert (agg["bw_gbps"] > 0).all()
     side = json.loads(out.with_suffix(".json").read_text())
     assert side["targets"]["pmem"]["load"] == f"target={pmem_dev}"
-    assert side["targets"]["dram"]["module"]["parameters"]["dram_size"] == "64M"
-    res = pmemlab("sweep", str(cfg), "-o", str(out), "--pmem", pmem_dev, "--ko", str(ko), "--no-progress")
-    assert res.returncode == 0 and "0 runs" in res.stdout and "4 resumed" in res.stdout, res.stdout + res.stderr
+    assert side["targets"]["dram"]["conditions"]["target_kind"] == "dram"
+
+
+def test_sweep_over_two_targets_beside_the_top_level_one(tmp_path: Path, module, pmem_dev: str) -> None:
+    """insmod target= stays as it is: a sweep over two DRAM targets beside it adds them as named
+    targets, finds one that is there already (and leaves it), runs each through its own directory
+    while both are loaded, and never touches the top level's target or its runs."""
+    cfg = tmp_path / "two.toml"
+    cfg.write_text(TWO_TARGETS)
+    out = tmp_path / "two.csv"
+    with module(target=pmem_dev, targets='"kept dram dram_size=32M"') as sysfs:  # quoted for the kernel's parser
+        run_id = (sysfs / "run_id").read_text()
+        res = pmemlab("sweep", str(cfg), "-o", str(out), "--no-progress",
+                      "--targets", "kept=dram dram_size=32M,added=dram dram_size=16M dram_pages=4k")
+        assert res.returncode == 0, res.stderr
+        assert named_targets() == ["kept"], "the one it added went, the one it found stays"
+        assert (sysfs / "target").read_text().strip() == pmem_dev and (sysfs / "run_id").read_text() == run_id
+    df = pd.read_csv(out, dtype={"thread": str})
+    agg = df[df["thread"] == "all"]
+    assert list(dict.fromkeys(agg["target_label"])) == ["kept", "added"] and (agg["status"] == "ok").all()
+    by = agg.drop_duplicates("target_label").set_index("target_label")
+    assert by.loc["kept", "target_size"] == 32 << 20 and by.loc["added", "target_size"] == 16 << 20
+    assert by.loc["added", "target_page_size"] == 4096
 
 
 def test_one_liners_on_the_module(module, pmem_dev: str) -> None:
@@ -125,17 +150,38 @@ def test_one_liners_on_the_module(module, pmem_dev: str) -> None:
         assert all(r["runs"] == 2 and r["bw_gbps_mean"] > 0 for r in done.values())
 
 
-def test_one_liner_over_pmem_and_dram(ko: Path, pmem_dev: str) -> None:
-    unload()
-    res = pmemlab("idle-latency", "--backend", "kernel", "--targets", "pmem,dram=dram dram_size=64M",
-                  "--pmem", pmem_dev, "--ko", str(ko), "--count", "1000", "--json")
-    assert res.returncode == 0, res.stderr
+def test_one_liner_over_pmem_and_dram(module, pmem_dev: str) -> None:
+    with module():
+        res = pmemlab("idle-latency", "--backend", "kernel", "--targets", "pmem,dram=dram dram_size=64M",
+                      "--pmem", pmem_dev, "--count", "1000", "--json")
+        assert res.returncode == 0, res.stderr
+        assert named_targets() == []
     rows = json.loads(res.stdout)["rows"]
     assert [r["target"] for r in rows] == ["pmem"] * 4 + ["dram"] * 4
     # a median, never a missing one; under TCG an access can cost no more than the empty
     # bracket subtracted from it, so 0 ns is a real median here (bare metal: tens of ns)
     assert all(r["median_ns"] is not None and r["median_ns"] >= 0 for r in rows if r["op"] in ("load", "ntstore"))
-    assert not module_loaded()
+
+
+def test_loaded_latency_probe_on_one_target_load_on_another(module, tmp_path: Path) -> None:
+    """loaded-latency with thread 0 probing one named target while the load thread runs on another,
+    both made at load (targets=), found and left as they were; the rows carry the probe's target
+    and load_target."""
+    out = tmp_path / "ll.csv"
+    with module(targets='"probe dram dram_size=16M;load dram dram_size=32M"'):
+        res = pmemlab("loaded-latency", "--backend", "kernel", "--probe-target", "probe", "--load-target", "load",
+                      "--duration-ms", "40", "--delays", "0,2000", "--working-set", "8M", "--repeats", "1",
+                      "--threads", "2", "--json", "-o", str(out))
+        assert res.returncode == 0, res.stderr
+        assert named_targets() == ["load", "probe"], "found, and left as they were"
+    doc = json.loads(res.stdout)
+    assert doc["title"].endswith(", load threads on load") and len(doc["rows"]) == 2
+    assert all(r["probe_target"] == "probe" and r["load_target"] == "load" for r in doc["rows"])
+    assert all(r["latency_median_ns"] is not None and r["bw_gbps_mean"] > 0 for r in doc["rows"])
+    df = pd.read_csv(out, dtype={"thread": str})
+    assert set(df["load_target"]) == {"load"} and set(df["target_label"]) == {"probe"}
+    agg = df[df["thread"] == "all"]
+    assert set(agg["status"]) == {"ok"} and set(agg["target_size"]) == {16 << 20}, "the probe's target"
 
 
 def test_one_liner_on_the_user_backend() -> None:
@@ -147,19 +193,20 @@ def test_one_liner_on_the_user_backend() -> None:
 
 @pytest.mark.two_nodes
 @pytest.mark.parametrize("command", ["latency-matrix", "bw-matrix"])
-def test_matrices_across_two_nodes(tmp_path: Path, ko: Path, command: str) -> None:
+def test_matrices_across_two_nodes(tmp_path: Path, module, command: str) -> None:
     """Each cell ran on the CPUs of its row's node against the memory of its column: the runs'
     thread_node and target_node say so."""
     nodes = nodes_with_cpus_and_memory()
     if len(nodes) < 2:
         pytest.skip("guest with one NUMA node (scripts/vm --numa-nodes 2 gives two)")
-    unload()
     out = tmp_path / f"{command}.csv"
     extra = ["--count", "1000"] if command == "latency-matrix" else ["--duration-ms", "30", "--repeats", "1"]
     # 16 MiB targets: in the CXL guest a column is the CXL node, whose memory is emulated MMIO
-    res = pmemlab(command, "--backend", "kernel", "--ko", str(ko), "--dram-size", "16M", "--working-set", "8M",
-                  "-o", str(out), *extra)
-    assert res.returncode == 0, res.stderr
+    with module():
+        res = pmemlab(command, "--backend", "kernel", "--dram-size", "16M", "--working-set", "8M",
+                      "-o", str(out), *extra)
+        assert res.returncode == 0, res.stderr
+        assert named_targets() == []
     rows = table(res.stdout)
     assert list(rows)[-2:] == ["advertised (access0)", "measured / advertised"]
     adv = rows.pop("advertised (access0)")
@@ -185,4 +232,3 @@ def test_matrices_across_two_nodes(tmp_path: Path, ko: Path, command: str) -> No
     for label, grp in threads.groupby("target_label"):
         if label.startswith("dram-node"):
             assert set(grp["target_node"]) == {int(label[len("dram-node"):])}
-    assert not module_loaded()

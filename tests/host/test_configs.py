@@ -16,7 +16,8 @@ import pandas as pd
 import pytest
 
 import pmemlab.cli as cli
-from pmemlab.config import expand, load_config, parse_config, target_loads
+from pmemlab.config import expand, load_config, parse_config
+from pmemlab.targets.spec import target_loads
 from pmemlab.errors import ConfigError
 from pmemlab.params import GiB, KiB, MiB, TargetFacts, parse_size
 
@@ -406,12 +407,15 @@ def test_run_configs_fills_pmem_dram_or_skips_the_target():
 
 def test_run_configs_one_csv_per_config_and_the_old_files_go(tmp_path):
     """One CSV per config, written by pmemlab sweep over its targets; the earlier one-CSV-per-load
-    files of that config and its SKIPPED lines are removed (the figures would merge them). insmod
-    is a stand-in that refuses every load, so nothing is measured: every target's rows say why."""
+    files of that config and its SKIPPED lines are removed (the figures would merge them). The
+    script loads the module once, without target= (insmod and rmmod are stand-ins that log their
+    arguments), and unloads it at the end; the stand-in loads nothing, so no target can be added and
+    every target's rows say why."""
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
-    (bin_dir / "insmod").write_text("#!/bin/sh\necho 'insmod: ERROR: Invalid parameters' >&2\nexit 1\n")
-    (bin_dir / "rmmod").write_text("#!/bin/sh\nexit 0\n")
+    calls = tmp_path / "calls"
+    (bin_dir / "insmod").write_text(f"#!/bin/sh\necho insmod \"$@\" >>{calls}\n")
+    (bin_dir / "rmmod").write_text(f"#!/bin/sh\necho rmmod \"$@\" >>{calls}\n")
     (bin_dir / "dmesg").write_text("#!/bin/sh\nexit 0\n")
     for tool in ("insmod", "rmmod", "dmesg"):
         (bin_dir / tool).chmod(0o755)
@@ -427,17 +431,18 @@ def test_run_configs_one_csv_per_config_and_the_old_files_go(tmp_path):
                       "configs/emulation.toml", "configs/xpbuffer.toml",
                       env={"PMEMLAB_PMEM": "/dev/pmem0", "PMEMLAB_KO": str(ko)}, path_prefix=bin_dir)
     assert res.returncode == 1, res.stderr  # every run failed
+    assert calls.read_text() == f"insmod {ko}\nrmmod pmemlab\n", "loaded once, no target=, unloaded after"
     assert (out_dir / "SKIPPED").read_text() == "bw-size@dram: kept\n"
     assert sorted(p.name for p in out_dir.iterdir()) == [
         "SKIPPED", "bw-size@dram.csv", "emulation.csv", "emulation.json", "emulation.summary.csv",
         "xpbuffer.csv", "xpbuffer.json", "xpbuffer.summary.csv"]
     plain = pd.read_csv(out_dir / "xpbuffer.csv", dtype={"thread": str})  # no [sweep.targets]: the namespace
-    assert set(plain["target_label"]) == {"pmem"} and plain["error"].str.contains("Invalid parameters").all()
+    assert set(plain["target_label"]) == {"pmem"} and plain["error"].str.contains("holds no named targets").all()
     df = pd.read_csv(out_dir / "emulation.csv", dtype={"thread": str})
     status = df.groupby("target_label")["status"].agg(lambda s: ",".join(sorted(set(s)))).to_dict()
     assert status == {"pmem": "error", "dram": "error", "dram-remote": "skipped", "emulated": "skipped",
                       "dram-cpuless": "skipped"}
-    assert df[df["target_label"] == "pmem"]["error"].str.contains("Invalid parameters").all()
+    assert df[df["target_label"] == "pmem"]["error"].str.contains("holds no named targets").all()
 
 
 OVERLAY = dedent("""\

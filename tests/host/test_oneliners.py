@@ -17,6 +17,7 @@ from oneliner_bed import fake_module_bed  # noqa: E402
 import pmemlab.cli as cli  # noqa: E402
 import pmemlab.machine as machine  # noqa: E402
 from pmemlab import oneliners  # noqa: E402
+from pmemlab import params as P  # noqa: E402
 
 TWO_NODES = {"nodes": [{"node": 0, "cpus": "0", "mem_total_kib": 1 << 20, "distances": [10, 20]},
                        {"node": 1, "cpus": "1", "mem_total_kib": 1 << 20, "distances": [20, 10]}],
@@ -25,11 +26,11 @@ TWO_NODES = {"nodes": [{"node": 0, "cpus": "0", "mem_total_kib": 1 << 20, "dista
 
 @pytest.fixture
 def fake_bed(tmp_path, monkeypatch):
-    """The fake module as the loaded kernel backend, reloadable; 2 online CPUs on one node."""
-    fake, commands = fake_module_bed(tmp_path, monkeypatch, cpu_features="sse2 avx avx2 clflush clflushopt rdtscp")  # no clwb
+    """The fake module as the loaded kernel backend, with named targets; 2 online CPUs on one node."""
+    fake = fake_module_bed(tmp_path, monkeypatch, cpu_features="sse2 avx avx2 clflush clflushopt rdtscp")  # no clwb
     monkeypatch.setattr(oneliners, "fsdax_namespaces", lambda host: ["/dev/pmem0"])
     monkeypatch.delenv("PMEMLAB_PMEM_DRAM", raising=False)
-    return fake, commands
+    return fake
 
 
 def run(capsys, *argv: str) -> tuple[int, str]:
@@ -53,7 +54,7 @@ def table_rows(out: str) -> dict[str, list[str]]:
 
 
 def test_idle_latency_table_on_the_module(fake_bed, capsys):
-    fake, _ = fake_bed
+    fake = fake_bed
     code, out = run(capsys, "idle-latency", "--backend", "kernel", "--count", "500")
     assert code == 0
     lines = out.splitlines()
@@ -73,7 +74,7 @@ def test_idle_latency_table_on_the_module(fake_bed, capsys):
 
 
 def test_idle_latency_json_and_two_targets(fake_bed, capsys):
-    fake, commands = fake_bed
+    fake = fake_bed
     code, out = run(capsys, "idle-latency", "--backend", "kernel", "--count", "500", "--json",
                     "--targets", "pmem=/dev/pmem0,dram=dram dram_size=64M")
     assert code == 0
@@ -84,14 +85,14 @@ def test_idle_latency_json_and_two_targets(fake_bed, capsys):
     assert (doc["rows"][0]["target"], doc["rows"][0]["access"]) == ("pmem", "load, random, cold line")
     assert (doc["rows"][4]["target"], doc["rows"][4]["median_ns"]) == ("dram", 306.0)
     assert doc["rows"][2]["median_ns"] is None
-    assert [c for c in commands.calls if c.startswith("insmod")][:2] == ["insmod target=dram dram_size=64M",
-                                                                         "insmod target=/dev/pmem0"]
+    assert fake.adds == ["pmem /dev/pmem0", "dram dram dram_size=64M"], "a named target each, no reload"
+    assert fake.removes == ["dram", "pmem"] and not fake.named, "removed after: the command added them"
     # the 64 MiB DRAM target sizes the window of both
     assert {r["working_set"] for r in fake.runs} == {str(64 << 20)}
 
 
 def test_loaded_latency_latency_and_bandwidth_per_delay(fake_bed, capsys):
-    fake, _ = fake_bed
+    fake = fake_bed
     code, out = run(capsys, "loaded-latency", "--backend", "kernel", "--duration-ms", "5", "--delays",
                     "0,1000,10000", "--repeats", "2")
     assert code == 0
@@ -106,7 +107,7 @@ def test_loaded_latency_latency_and_bandwidth_per_delay(fake_bed, capsys):
 
 
 def test_peak_bandwidth_per_op_and_mix(fake_bed, capsys):
-    fake, _ = fake_bed
+    fake = fake_bed
     code, out = run(capsys, "peak-bw", "--backend", "kernel", "--duration-ms", "5", "--json")
     assert code == 0
     doc = json.loads(out)
@@ -123,7 +124,7 @@ def test_peak_bandwidth_per_op_and_mix(fake_bed, capsys):
 
 @pytest.mark.parametrize("command", ["latency-matrix", "bw-matrix"])
 def test_matrices_nodes_by_memories(fake_bed, capsys, monkeypatch, command):
-    fake, commands = fake_bed
+    fake = fake_bed
     monkeypatch.setattr(machine, "numa_info", lambda host: TWO_NODES)
     extra = ["--count", "500"] if command == "latency-matrix" else ["--duration-ms", "5", "--repeats", "1"]
     code, out = run(capsys, command, "--backend", "kernel", *extra)
@@ -140,9 +141,8 @@ def test_matrices_nodes_by_memories(fake_bed, capsys, monkeypatch, command):
                           "measured / advertised"]
     assert all(len(cells) == 3 for cells in rows.values())
     assert all("n/a" not in rows[f"node {n} (CPU {cpus[n]})"] for n in (0, 1))
-    loads = [c for c in commands.calls if c.startswith("insmod")]
-    assert loads[:3] == ["insmod target=/dev/pmem0", "insmod target=dram dram_node=1 dram_size=256M",
-                         "insmod target=dram dram_node=0 dram_size=256M"]
+    assert fake.adds[:3] == ["dram-node0 dram dram_node=0 dram_size=256M", "dram-node1 dram dram_node=1 dram_size=256M",
+                             "pmem0 /dev/pmem0"]
     # each cell ran on the row's CPUs against the column's target
     assert sorted({(r["cpus"], r["threads"]) for r in fake.runs}) == [("0", "1"), ("1", "1")]
     assert len(fake.runs) == 6
@@ -153,7 +153,7 @@ def test_matrices_nodes_by_memories(fake_bed, capsys, monkeypatch, command):
 
 
 def test_one_liner_output_is_a_sweep_csv_the_figures_render(fake_bed, capsys, tmp_path):
-    fake, _ = fake_bed
+    fake = fake_bed
     out = tmp_path / "res" / "idle-latency.csv"
     code, _ = run(capsys, "idle-latency", "--backend", "kernel", "--count", "500", "-o", str(out),
                   "--targets", "pmem=/dev/pmem0,dram")
@@ -193,12 +193,12 @@ def test_bad_options_are_one_line_errors(fake_bed, capsys):
 
 def test_output_checked_before_anything_runs(fake_bed, capsys, tmp_path):
     """-o as `pmemlab sweep` checks it: a NAME.csv name, and never a file a sweep did not write."""
-    fake, commands = fake_bed
+    fake = fake_bed
     mine = tmp_path / "idle-latency.csv"
     mine.write_text("mine,not,pmemlab\n1,2,3\n")
     assert cli.main(["idle-latency", "--backend", "kernel", "--count", "500", "-o", str(mine)]) == 2
     assert "not a pmemlab sweep CSV; not taking it over" in capsys.readouterr().err
-    assert mine.read_text() == "mine,not,pmemlab\n1,2,3\n" and not fake.runs and not commands.calls
+    assert mine.read_text() == "mine,not,pmemlab\n1,2,3\n" and not fake.runs and not fake.adds
     assert cli.main(["peak-bw", "--backend", "kernel", "-o", str(tmp_path / "peak.txt")]) == 2
     assert "not a NAME.csv name" in capsys.readouterr().err and not fake.runs
     assert cli.main(["loaded-latency", "--backend", "kernel", "--timeout", "0"]) == 2
@@ -228,3 +228,69 @@ def test_advertised_beside_measured() -> None:
     assert all(math.isnan(none[k]) for k in ("read_ns", "write_ns", "read_gbps", "write_gbps"))
     assert math.isnan(ol.advertised_bandwidth(none, "store", 75))
     assert "no HMAT" in ol.advertised_note(rows[rows["target_label"] == "dram"])[0]
+
+
+# --------------------------------------------------------------------------
+# named targets: --target NAME, loaded-latency's --probe-target and --load-target
+# --------------------------------------------------------------------------
+def test_one_liner_on_a_named_target(fake_bed, capsys):
+    """--target NAME on the module: the named target targets/NAME, found (never added or removed),
+    its rows labelled with the name; a name the module does not hold is one line."""
+    fake = fake_bed
+    fake.write(fake.root / "targets" / "add", "cxl dram dram_size=32M dram_node=0\n")
+    code, out = run(capsys, "idle-latency", "--backend", "kernel", "--target", "cxl", "--count", "500", "--json")
+    assert code == 0
+    doc = json.loads(out)
+    assert doc["title"].endswith(" on dram (dram, node 0)") and len(doc["rows"]) == 4
+    assert {r["working_set"] for r in fake.runs} == {str(32 << 20)}, "sized by the named target"
+    assert fake.adds == ["cxl dram dram_size=32M dram_node=0"] and fake.removes == [] and "cxl" in fake.named
+    assert (fake.root / "run_id").read_text() == "", "the top level ran nothing"
+    code = cli.main(["idle-latency", "--backend", "kernel", "--target", "nosuch", "--count", "500"])
+    err = capsys.readouterr().err
+    assert code == 1 and "pmemlab: target nosuch: the module holds no target named nosuch" in err
+
+
+def test_loaded_latency_probe_on_one_target_load_on_another(fake_bed, capsys, tmp_path):
+    fake = fake_bed
+    for line in ("cxl dram dram_size=32M dram_node=0", "dram dram dram_size=64M"):
+        fake.write(fake.root / "targets" / "add", line + "\n")
+    argv = ["loaded-latency", "--backend", "kernel", "--duration-ms", "5", "--delays", "0,1000", "--repeats", "1",
+            "--probe-target", "cxl"]
+    code, out = run(capsys, *argv, "--json")
+    assert code == 0
+    assert json.loads(out)["title"].endswith(" on dram (dram, node 0)")
+    assert len(fake.runs) == 2 and {r.get("load_target", "") for r in fake.runs} == {""}
+    code = cli.main(["loaded-latency", "--backend", "kernel", "--probe-target", "cxl", "--target", "dram"])
+    assert code == 2 and "--probe-target cxl with --target dram" in capsys.readouterr().err
+    code = cli.main([*argv, "--load-target", "dram", "--targets", "pmem"])
+    assert code == 2 and "--load-target dram with --targets pmem" in capsys.readouterr().err
+    csv = tmp_path / "ll.csv"
+    code = cli.main([*argv, "--load-target", "dram", "--json", "-o", str(csv)])
+    out, err = capsys.readouterr()
+    if "load_target" not in P.PARAMS:  # the module and runner of this tree before the parameter
+        assert code == 2 and "this build's parameter table has no load_target" in err
+        return
+    assert code == 0, err
+    doc = json.loads(out)
+    assert doc["title"].endswith(", load threads on dram") and "inject loads into dram" in doc["statistic"]
+    assert {(r["probe_target"], r["load_target"]) for r in doc["rows"]} == {("cxl", "dram")}
+    assert {r["load_target"] for r in fake.runs[2:]} == {"dram"}, "the runs carry the load target"
+    rows = pd.read_csv(csv, dtype={"thread": str})
+    assert set(rows["load_target"]) == {"dram"} and set(rows["target_label"]) == {"cxl"}
+    assert set(rows["target_size"]) == {32 << 20}, "the probe's target"
+
+
+def test_loaded_latency_on_the_user_backend_loads_another_target(tmp_path, capsys):
+    """The runner for real: thread 0 probes target=dram while the load thread runs on the runner's
+    second target, load_target=dram:0; -o's rows carry it (and give the table, as memory does)."""
+    out = tmp_path / "ll.csv"
+    code = cli.main(["loaded-latency", "--backend", "user", "--probe-target", "dram", "--load-target", "dram:0",
+                     "--duration-ms", "20", "--delays", "0", "--threads", "2", "--working-set", "4M", "--repeats", "1",
+                     "--json", "-o", str(out)])
+    doc, err = capsys.readouterr()
+    assert code == 0, err
+    (row,) = json.loads(doc)["rows"]
+    assert (row["probe_target"], row["load_target"], row["runs"]) == ("dram", "dram:0", 1)
+    assert row["bw_gbps_mean"] > 0 and row["latency_median_ns"] is not None
+    rows = pd.read_csv(out, dtype={"thread": str})
+    assert set(rows["load_target"]) == {"dram:0"} and set(rows["status"]) == {"ok"}

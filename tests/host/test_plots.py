@@ -24,13 +24,14 @@ from matplotlib.container import BarContainer, ErrorbarContainer
 from scipy import stats as scipy_stats
 
 import pmemlab.cli as cli  # noqa: E402
-from pmemlab.config import expand, load_config, target_loads  # noqa: E402
+from pmemlab.config import expand, load_config  # noqa: E402
+from pmemlab.targets.spec import target_loads  # noqa: E402
 from pmemlab.plots.data import load_results  # noqa: E402
 from pmemlab.plots.recipes import RECIPES  # noqa: E402
 from pmemlab.plots.render import find_experiments  # noqa: E402
 from pmemlab.plots.marks import WATERMARK_GID, notice_of  # noqa: E402
 from pmemlab.plots.style import caption_of, dropped_on_log_scale, is_reference_label, references_of  # noqa: E402
-from pmemlab.sweep.over_targets import target_points  # noqa: E402
+from pmemlab.targets.sweep import target_points  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "fixtures"))
 from recorded_targets import RECORDED, one_target  # noqa: E402

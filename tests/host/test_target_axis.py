@@ -1,7 +1,8 @@
-"""The target axis: `--targets` and [sweep.targets] parsed and filled, the module reloaded on each
-target (the fake module, reloadable), one CSV with a target_label column, resume per target,
-targets that cannot be loaded, the user backend re-pointed for real, and the figures reading
-the one-CSV form."""
+"""The target axis: `--targets` and [sweep.targets] parsed and filled, each target a named target
+of the module (the fake module's targets/add and targets/remove: added when absent, found when
+present, removed after only when the sweep added it, never a reload), one CSV with a target_label
+column, resume per target, targets that cannot be opened, the user backend re-pointed for real,
+and the figures reading the one-CSV form."""
 
 from __future__ import annotations
 
@@ -15,17 +16,20 @@ import pandas as pd
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "fixtures"))
-from fake_pmemlab import FakeModuleCommands, make_fake  # noqa: E402
+from fake_pmemlab import make_fake  # noqa: E402
 from recorded_targets import RECORDED, one_target  # noqa: E402
 
 import pmemlab.cli as cli  # noqa: E402
 import pmemlab.machine as machine  # noqa: E402
-from pmemlab import exitcodes, target_axis, targets_cli, taskstats  # noqa: E402
+from pmemlab import exitcodes, taskstats  # noqa: E402
+from pmemlab.targets import cli as targets_cli  # noqa: E402
 from pmemlab.config import parse_config  # noqa: E402
 from pmemlab.errors import ConfigError  # noqa: E402
 from pmemlab.plots.data import load_results  # noqa: E402
 from pmemlab.table import read_rows  # noqa: E402
-from pmemlab.target_axis import KernelLoader, Substitutes, TargetLoad, parse_load, parse_targets_option  # noqa: E402
+from pmemlab.targets.open import LoadRefused, NamedTargets, open_loader  # noqa: E402
+from pmemlab.targets.spec import Substitutes, TargetLoad, choose_loads, parse_load, parse_targets_option  # noqa: E402
+from pmemlab.targets.spec import target_name  # noqa: E402
 
 CONFIG = """
 [sweep]
@@ -120,43 +124,96 @@ def test_substitutes_from_the_environment_and_the_nodes(tmp_path, monkeypatch):
 def test_choose_loads_config_option_or_none():
     cfg = parse_config(CONFIG)
     subs = Substitutes(pmem="/dev/pmem0")
-    assert [t.label for t in target_axis.choose_loads(cfg, None, subs)] == ["pmem", "dram", "emulated"]
-    assert [t.label for t in target_axis.choose_loads(cfg, "dram,pmem", subs)] == ["dram", "pmem"]
-    assert target_axis.choose_loads(cfg, "loaded", subs) is None
-    assert target_axis.choose_loads(parse_config("[base]\nmode = 'latency'\n"), None, subs) is None
+    assert [t.label for t in choose_loads(cfg.targets, None, subs)] == ["pmem", "dram", "emulated"]
+    assert [t.label for t in choose_loads(cfg.targets, "dram,pmem", subs)] == ["dram", "pmem"]
+    assert choose_loads(cfg.targets, "loaded", subs) is None
+    assert choose_loads(parse_config("[base]\nmode = 'latency'\n").targets, None, subs) is None
 
 
 # --------------------------------------------------------------------------
-# reloading the module
+# the module's named targets
 # --------------------------------------------------------------------------
-def test_kernel_loader_reloads_and_puts_back_what_was_loaded(tmp_path):
+def test_a_label_is_the_name_of_its_module_target():
+    assert [target_name(label) for label in ("dram", "dram-node1", "pmem0", "dram_4k")] == \
+        ["dram", "dram-node1", "pmem0", "dram_4k"]
+    assert target_name("DRAM.2m") == "dram-2m" and target_name("x" * 40) == "x" * 31
+    assert TargetLoad("cxl", (("target", "cxl"),)).named == "cxl", "a bare name: a target the module holds"
+    assert not TargetLoad("dram", (("target", "dram"),)).named
+    assert not TargetLoad("p", (("target", "/dev/pmem0"),)).named
+    assert not TargetLoad("c", (("target", "cxl"), ("dram_size", "1G"))).named
+
+
+def test_named_targets_added_found_and_removed_only_when_added(tmp_path):
     fake = make_fake(tmp_path)
-    commands = FakeModuleCommands(fake)
-    original = commands.parameters()
-    loader = KernelLoader(tmp_path / "pmemlab.ko", fake.root, commands, module=fake.module())
-    mod = loader.open(TargetLoad("dram", (("target", "dram"), ("dram_size", "64M"), ("dram_node", "0"))))
-    assert mod.facts()["target_kind"] == "dram" and mod.facts()["target_size"] == 64 << 20
-    assert commands.calls == ["rmmod", "insmod target=dram dram_size=64M dram_node=0"]
-    mod = loader.open(TargetLoad("pmem", (("target", "/dev/pmem0"),)))
-    assert mod.facts()["target"] == "/dev/pmem0"
+    loader = NamedTargets(fake.root, io=fake)
+    dram = loader.open(TargetLoad("dram", (("target", "dram"), ("dram_size", "64M"), ("dram_node", "0"))))
+    assert dram.root == fake.root / "targets" / "dram"
+    assert dram.facts()["target_kind"] == "dram" and dram.facts()["target_size"] == 64 << 20
+    assert fake.adds == ["dram dram dram_size=64M dram_node=0"]
+    # present already (insmod targets=..., or an earlier targets/add): found, the same target, kept after
+    fake.write(fake.root / "targets" / "add", "cxl dram dram_node=0 dram_size=32M\n")
+    fake.adds.clear()
+    cxl = loader.open(TargetLoad("cxl", (("target", "dram"), ("dram_size", "32M"))))
+    assert cxl.facts()["target_size"] == 32 << 20 and fake.adds == []
+    assert loader.open(TargetLoad("c", (("target", "cxl"),))).root == cxl.root, "a bare name: that target"
+    # the top level (insmod target=) is not touched: no reload, its facts as they were
+    assert fake.loads == [] and (fake.root / "target").read_text() == "/dev/pmem0\n"
+    # a named target's resume identity is what it is, not the module's load parameters (the top level's)
+    assert cxl.identity() == {"backend": "kernel", "load": {
+        "target": "dram", "target_node": "0", "target_nodes": "0", "target_weights": "1",
+        "target_page_size": "2097152", "target_size": str(32 << 20)}}
     loader.close()
-    assert commands.calls[-1].startswith("insmod ") and commands.parameters() == original
-
-    fake = make_fake(tmp_path / "b")
-    commands = FakeModuleCommands(fake, loaded=False)
-    loader = KernelLoader(tmp_path / "pmemlab.ko", fake.root, commands, module=fake.module())
-    loader.open(TargetLoad("dram", (("target", "dram"),)))
-    loader.close()
-    assert commands.calls[-1] == "rmmod" and commands.parameters() is None, "not loaded before: unloaded after"
+    assert fake.removes == ["dram"] and set(fake.named) == {"cxl"}, "only what the loader added goes"
 
 
-def test_kernel_loader_needs_the_real_module_root_and_a_ko(tmp_path, monkeypatch):
-    with pytest.raises(target_axis.PmemlabError, match="real module only"):
-        target_axis.kernel_loader(None, tmp_path)
-    monkeypatch.setenv("PMEMLAB_KO", str(tmp_path / "none.ko"))
-    with pytest.raises(target_axis.PmemlabError, match="none.ko does not exist"):
-        target_axis.kernel_object()
-    assert target_axis.kernel_object(str(Path(__file__))) == Path(__file__)
+def test_named_targets_refused_with_the_reason(tmp_path):
+    fake = make_fake(tmp_path, refuse_add=lambda p: "dram_size 1T: not enough memory"
+                     if p.get("dram_size") == "1T" else None)
+    loader = NamedTargets(fake.root, io=fake)
+    fake.write(fake.root / "targets" / "add", "dram dram dram_size=64M\n")
+    for load, what in (
+            (TargetLoad("dram", (("target", "dram"), ("dram_size", "32M"))),
+             "the module's target dram is not target=dram dram_size=32M: its target_size is 67108864, not "
+             "dram_size=32M"),
+            (TargetLoad("dram", (("target", "/dev/pmem0"),)), "is not target=/dev/pmem0: it is target dram"),
+            (TargetLoad("big", (("target", "dram"), ("dram_size", "1T"))),
+             "targets/add big dram dram_size=1T refused: big: dram_size 1T: not enough memory"),
+            (TargetLoad("f", (("target", "dram"), ("size", "1G"))), "size is not a key of a module target"),
+            (TargetLoad("Bad.", (("target", "/dev/sda"),)), "targets/add bad- /dev/sda refused: /dev/sda: not"),
+            (TargetLoad("cxl", (("target", "cxl"),)), "the module holds no target named cxl")):
+        with pytest.raises(LoadRefused, match=what.replace("(", r"\(").replace(")", r"\)")):
+            loader.open(load)
+    assert loader.added == [] and set(fake.named) == {"dram"}
+    # a module without targets/ (built before named targets): refused, saying what to load
+    (fake.root / "targets" / "add").unlink()
+    (fake.root / "targets" / "remove").unlink()
+    for d in (fake.root / "targets").iterdir():
+        for f in d.iterdir():
+            f.unlink()
+        d.rmdir()
+    (fake.root / "targets").rmdir()
+    with pytest.raises(LoadRefused, match="holds no named targets"):
+        loader.open(TargetLoad("x", (("target", "dram"),)))
+
+
+def test_a_target_its_run_holds_stays_and_says_so(tmp_path, capsys):
+    fake = make_fake(tmp_path, run_s=30.0)
+    loader = NamedTargets(fake.root, io=fake)
+    mod = loader.open(TargetLoad("dram", (("target", "dram"),)))
+    mod.write("run", "1")
+    log = tmp_path / "log"
+    with log.open("w") as fh:
+        loader.log = fh
+        loader.close()
+    assert "the target dram added for the sweep stays: targets/remove: dram: its run is active" in log.read_text()
+    mod.abort()
+
+
+def test_the_loader_of_each_backend(tmp_path):
+    assert isinstance(open_loader("kernel", str(tmp_path)), NamedTargets)
+    with pytest.raises(ConfigError, match="size: options of backend=user"):
+        open_loader("kernel", None, {"size": "1G"})
+    assert open_loader("user", None, {"size": "1G", "backend": "user"}).options == {"size": "1G"}
 
 
 # --------------------------------------------------------------------------
@@ -165,10 +222,9 @@ def test_kernel_loader_needs_the_real_module_root_and_a_ko(tmp_path, monkeypatch
 @pytest.fixture
 def bed(tmp_path, monkeypatch):
     fake = make_fake(tmp_path)
-    commands = FakeModuleCommands(fake)
-    monkeypatch.setattr(target_axis, "kernel_loader",
-                        lambda ko, sysfs: KernelLoader(tmp_path / "pmemlab.ko", fake.root, commands,
-                                                       module=fake.module(), settle_s=0.5))
+    monkeypatch.setattr(targets_cli, "open_loader",
+                        lambda kind, sysfs, opts=None: NamedTargets(fake.root, io=fake) if kind == "kernel"
+                        else open_loader(kind, sysfs, opts))
     monkeypatch.setattr(targets_cli, "online_cpus", lambda: 2)
     monkeypatch.setattr(cli, "_module", lambda args: fake.module())  # --targets loaded: the module as it is
     monkeypatch.setattr(cli, "_online_cpus", lambda: 2)
@@ -176,7 +232,7 @@ def bed(tmp_path, monkeypatch):
     monkeypatch.delenv("PMEMLAB_PMEM_DRAM", raising=False)
     cfg = tmp_path / "cmp.toml"
     cfg.write_text(CONFIG)
-    return fake, commands, cfg, tmp_path / "results" / "cmp.csv"
+    return fake, cfg, tmp_path / "results" / "cmp.csv"
 
 
 def sweep(cfg: Path, out: Path, *extra: str) -> int:
@@ -184,7 +240,7 @@ def sweep(cfg: Path, out: Path, *extra: str) -> int:
 
 
 def test_one_csv_with_every_target(bed, capsys):
-    fake, commands, cfg, out = bed
+    fake, cfg, out = bed
     assert sweep(cfg, out) == 0
     err = capsys.readouterr().err
     assert "target emulated not measured: no DRAM-emulated fsdax namespace" in err
@@ -202,12 +258,11 @@ def test_one_csv_with_every_target(bed, capsys):
     # the same points on each target, told apart by their keys
     keys = agg.groupby("target_label")["point_key"].apply(set)
     assert not keys["pmem"] & keys["dram"] and agg.groupby("target_label")["point"].nunique().eq(4).all()
-    # the module ran dram's runs loaded on dram, pmem's on pmem: 8 runs each, in target order
+    # each target a named target of the module, added once, both there at once, no reload: 8 runs each,
+    # in target order, each in its own directory; removed after (the sweep added them)
     assert [r["op"] for r in fake.runs[:2]] == ["load", "load"] and len(fake.runs) == 16
-    loads = [c for c in commands.calls if c.startswith("insmod")]
-    assert loads == ["insmod target=dram dram_size=64M", "insmod target=/dev/pmem0",  # probed last to first
-                     "insmod target=dram dram_size=64M",  # pmem ran first (open), then dram
-                     "insmod allow_overwrite=0 target=/dev/pmem0"]  # put back as it was
+    assert fake.adds == ["pmem /dev/pmem0", "dram dram dram_size=64M"] and fake.removes == ["dram", "pmem"]
+    assert fake.loads == [] and (fake.root / "run_id").read_text() == "", "the top level ran nothing"
     side = json.loads(out.with_suffix(".json").read_text())
     assert list(side["targets"]) == ["pmem", "dram", "emulated"]
     assert side["targets"]["dram"]["load"] == "target=dram dram_size=64M"
@@ -218,11 +273,30 @@ def test_one_csv_with_every_target(bed, capsys):
     assert set(summary["target_label"]) == {"pmem", "dram"} and len(summary) == 8
 
 
+def test_a_target_the_module_holds_is_used_and_kept(bed, capsys):
+    """A named target there before the sweep (insmod targets=..., targets/add) is used as it is and
+    stays after; a bare name in --targets is such a target; one of that name that is another
+    target is refused with the reason (error rows), the others still run."""
+    fake, cfg, out = bed
+    fake.write(fake.root / "targets" / "add", "dram dram dram_size=64M\n")
+    fake.write(fake.root / "targets" / "add", "cxl dram dram_size=32M dram_node=0\n")
+    fake.adds.clear()
+    assert sweep(cfg, out, "--targets", "pmem,dram,cxl") == 0
+    assert fake.adds == ["pmem /dev/pmem0"] and fake.removes == ["pmem"] and set(fake.named) == {"dram", "cxl"}
+    agg = pd.read_csv(out, dtype={"thread": str}).query("thread == 'all'")
+    assert agg.groupby("target_label")["target_size"].first().to_dict() == {"cxl": 32 << 20, "dram": 64 << 20,
+                                                                            "pmem": 1 << 30}
+    capsys.readouterr()
+    assert sweep(cfg, out.with_name("b.csv"), "--targets", "pmem,dram=dram dram_size=16M") == exitcodes.PARTIAL
+    assert "target dram: the module's target dram is not target=dram dram_size=16M: its target_size is " \
+           "67108864, not dram_size=16M" in capsys.readouterr().err
+
+
 def test_default_targets_only_for_a_config_that_declares_none(bed, tmp_path, capsys):
     """--default-targets (what scripts/run-configs gives where it loads the module itself): the
     targets of a config without [sweep.targets]; a config that declares targets keeps its own, and
     --targets wins over both."""
-    fake, commands, cfg, out = bed
+    fake, cfg, out = bed
     plain = tmp_path / "plain.toml"
     plain.write_text(CONFIG.replace('name = "cmp"', 'name = "plain"').split("[sweep.targets]")[0]
                      + "[base]" + CONFIG.split("[base]")[1])
@@ -232,7 +306,7 @@ def test_default_targets_only_for_a_config_that_declares_none(bed, tmp_path, cap
     labels = {name: set(pd.read_csv(outdir / f"{name}.csv", dtype=str)["target_label"])
               for name in ("cmp", "plain")}
     assert labels == {"cmp": {"pmem", "dram", "emulated"}, "plain": {"pmem"}}
-    assert "insmod target=/dev/pmem0" in commands.calls, "the module was loaded on the namespace"
+    assert "pmem /dev/pmem0" in fake.adds, "the namespace was a named target"
     assert cli.main(["sweep", str(plain), "-o", str(tmp_path / "both.csv"), "--no-progress", "--pmem", "/dev/pmem0",
                      "--default-targets", "pmem", "--targets", "dram"]) == 0
     assert set(pd.read_csv(tmp_path / "both.csv", dtype=str)["target_label"]) == {"dram"}
@@ -243,7 +317,7 @@ def test_default_targets_only_for_a_config_that_declares_none(bed, tmp_path, cap
 
 
 def test_resume_per_target(bed, capsys):
-    fake, commands, cfg, out = bed
+    fake, cfg, out = bed
     fake.interrupt_at_run = 11  # during dram's third run
     assert sweep(cfg, out, "--targets", "pmem,dram") == 130
     done = pd.read_csv(out, dtype={"thread": str})
@@ -274,39 +348,39 @@ def test_resume_per_target(bed, capsys):
 
 
 def test_a_load_the_module_refuses_gives_error_rows(bed, capsys):
-    fake, commands, cfg, out = bed
-    commands.refuse = lambda p: "dram_size 1T: not enough memory" if p.get("dram_size") == "1T" else None
+    fake, cfg, out = bed
+    fake.refuse_add = lambda p: "dram_size 1T: not enough memory" if p.get("dram_size") == "1T" else None
     # some runs ok, those of big failed: a partial sweep
     assert sweep(cfg, out, "--targets", "pmem,big=dram dram_size=1T") == exitcodes.PARTIAL
     df = pd.read_csv(out, dtype={"thread": str})
     big = df[df["target_label"] == "big"]
     assert set(big["status"]) == {"error"} and big["error"].str.contains("not enough memory").all()
-    assert "target big: insmod target=dram dram_size=1T refused: dram_size 1T: not enough memory" in \
+    assert "target big: targets/add big dram dram_size=1T refused: big: dram_size 1T: not enough memory" in \
         capsys.readouterr().err
     res = load_results([out])
-    assert res.not_run == ["big: target big not opened: insmod target=dram dram_size=1T refused: dram_size 1T: "
-                           "not enough memory"]
+    assert res.not_run == ["big: target big not opened: targets/add big dram dram_size=1T refused: big: "
+                           "dram_size 1T: not enough memory"]
 
 
 def test_dry_run_lists_the_targets_and_loads_nothing(bed, capsys):
-    fake, commands, cfg, out = bed
+    fake, cfg, out = bed
     assert sweep(cfg, out, "--dry-run") == 0
     text = capsys.readouterr().out
     assert "target pmem: load target=/dev/pmem0" in text and "target emulated: not measured" in text
-    assert commands.calls == [] and not out.exists()
+    assert fake.adds == [] and not out.exists()
 
 
 def test_target_option_and_axis_do_not_mix(bed, capsys):
-    fake, commands, cfg, out = bed
+    fake, cfg, out = bed
     assert sweep(cfg, out, "--target", "/dev/pmem0") == 2
     assert "--targets" in capsys.readouterr().err
 
 
 def test_the_module_as_loaded_without_an_axis(bed, tmp_path):
-    fake, commands, cfg, out = bed
+    fake, cfg, out = bed
     assert sweep(cfg, out, "--targets", "loaded") == 0
     df = pd.read_csv(out, dtype={"thread": str, "target_label": str})
-    assert df["target_label"].isna().all() and commands.calls == []
+    assert df["target_label"].isna().all() and fake.adds == []
 
 
 # --------------------------------------------------------------------------
@@ -349,7 +423,7 @@ def test_user_backend_over_two_dram_targets(tmp_path, capsys):
 # figures: one CSV of several targets, and the files of one load each
 # --------------------------------------------------------------------------
 def test_figures_read_the_target_label_column(bed):
-    fake, commands, cfg, out = bed
+    fake, cfg, out = bed
     assert sweep(cfg, out) == 0
     res = load_results([out])
     assert set(res.ok()["target_label"]) == {"pmem", "dram"}
@@ -423,7 +497,7 @@ def test_tail_latency_puts_every_target_on_shared_axes(tmp_path):
 
 def test_several_configs_in_one_process(bed, tmp_path, capsys):
     """pmemlab sweep A B: each into OUT_DIR/NAME.csv, in turn; a bad config stops all before any run."""
-    fake, commands, cfg, out = bed
+    fake, cfg, out = bed
     other = tmp_path / "other.toml"
     other.write_text(CONFIG.replace('name = "cmp"', 'name = "other"').replace('op = ["load", "ntstore"]',
                                                                               'op = ["load"]'))
@@ -465,12 +539,12 @@ def test_several_configs_end_with_their_verdict(tmp_path, monkeypatch, capsys):
 # the command line's manners over targets: --json, -o checked first, resume only with its sidecar
 # --------------------------------------------------------------------------
 def test_json_over_targets_and_several_configs(bed, tmp_path, capsys):
-    fake, commands, cfg, out = bed
+    fake, cfg, out = bed
     capsys.readouterr()
     assert sweep(cfg, out, "--targets", "pmem,dram", "--dry-run", "--json") == 0
     dry = json.loads(capsys.readouterr().out)
     assert [t["label"] for t in dry["targets"]] == ["pmem", "dram"] and dry["runs_per_target"] == 8
-    assert dry["output"] == str(out) and commands.calls == [] and not out.exists()
+    assert dry["output"] == str(out) and fake.adds == [] and not out.exists()
     assert sweep(cfg, out, "--targets", "pmem,dram", "--json") == 0
     done = json.loads(capsys.readouterr().out)  # one document, nothing else on stdout
     assert done["targets"] == ["pmem", "dram"] and done["exit_code"] == 0 and done["ok"] == 16
@@ -492,12 +566,12 @@ def test_json_over_targets_and_several_configs(bed, tmp_path, capsys):
 
 
 def test_over_targets_output_checked_and_resumed_only_with_its_sidecar(bed, capsys):
-    fake, commands, cfg, out = bed
+    fake, cfg, out = bed
     out.parent.mkdir(parents=True)
     out.write_text("a,b\n1,2\n")
     assert sweep(cfg, out, "--targets", "pmem,dram", "--fresh") == 2
     assert "not a pmemlab sweep CSV; not taking it over" in capsys.readouterr().err
-    assert out.read_text() == "a,b\n1,2\n" and commands.calls == [] and not fake.runs
+    assert out.read_text() == "a,b\n1,2\n" and fake.adds == [] and not fake.runs
     assert sweep(cfg, out.with_name("x.txt"), "--targets", "pmem") == 2
     assert "not a NAME.csv name" in capsys.readouterr().err
     out.unlink()

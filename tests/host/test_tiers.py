@@ -38,9 +38,9 @@ from oneliner_bed import fake_module_bed  # noqa: E402
 
 import pmemlab.cli as cli  # noqa: E402
 import pmemlab.machine as machine  # noqa: E402
-from pmemlab import target_axis, tiers  # noqa: E402
+from pmemlab import tiers  # noqa: E402
 from pmemlab.errors import ConfigError  # noqa: E402
-from pmemlab.target_axis import Substitutes, TargetLoad, derived_label  # noqa: E402
+from pmemlab.targets.spec import Substitutes, TargetLoad, derived_label  # noqa: E402
 from testlib import TOP  # noqa: E402
 
 LIB = TOP / "userspace" / "runner" / "libplcore.so"
@@ -393,14 +393,14 @@ def peaked(load: dict[str, str]) -> float:
 
 @pytest.fixture
 def tier_bed(tmp_path, monkeypatch):
-    fake, commands = fake_module_bed(tmp_path, monkeypatch, cpu_features="sse2 avx avx2 clflush clflushopt rdtscp",
-                                     bw_of_load=peaked)
+    fake = fake_module_bed(tmp_path, monkeypatch, cpu_features="sse2 avx avx2 clflush clflushopt rdtscp",
+                           bw_of_load=peaked)
     monkeypatch.setattr(machine, "numa_info", lambda host: NODES)
-    return fake, commands
+    return fake
 
 
 def test_tier_bw_table(tier_bed, capsys) -> None:
-    fake, commands = tier_bed
+    fake = tier_bed
     assert cli.main(["tier-bw", "--backend", "kernel", "--duration-ms", "5"]) == 0
     out = capsys.readouterr().out
     lines = out.splitlines()
@@ -419,9 +419,9 @@ def test_tier_bw_table(tier_bed, capsys) -> None:
     assert rows["1:0"][4] == "ref" and rows["1:0"][7] == "ref"
     assert re.fullmatch(r"\+\d+\.\d %", rows["3:1"][4]) and rows["0:1"][4].startswith("-")
     assert any(ln.startswith("best for load: 3:1: ") and "% over DRAM alone" in ln for ln in lines)
-    loads = [c for c in commands.calls if c.startswith("insmod")]
-    assert sorted(loads[:7]) == sorted(f"insmod target=dram dram_nodes=0,1 dram_weights={d},{c} dram_size=256M"
-                                       for d, c in ((1, 0), (9, 1), (4, 1), (3, 1), (2, 1), (1, 1), (0, 1)))
+    assert [a.split(" ", 1)[1] for a in fake.adds] == [f"dram dram_nodes=0,1 dram_weights={d},{c} dram_size=256M"
+                                                       for d, c in ((1, 0), (9, 1), (4, 1), (3, 1), (2, 1), (1, 1), (0, 1))]
+    assert fake.removes == [a.split()[0] for a in reversed(fake.adds)], "a named target per ratio, removed after"
     assert {(r["threads"], r["cpus"], r["op"], r["read_pct"]) for r in fake.runs} == {
         ("2", "0-1", "load", "0"), ("2", "0-1", "store", "67")}
     assert len(fake.runs) == 7 * 2 * 3
@@ -491,7 +491,7 @@ def check_figure(csv: Path, doc: dict) -> None:
 
 
 def test_tier_bw_bad_options_are_one_line(tier_bed, capsys, monkeypatch) -> None:
-    fake, commands = tier_bed
+    fake = tier_bed
     for argv, what in ((["--weights", "3:1,6:2"], "the ratio of an earlier one"),
                        (["--cxl-node", "0"], "--dram-node and --cxl-node are both 0"),
                        (["--threads", "3"], "--threads 3: node 0 has 2 CPU(s)"),

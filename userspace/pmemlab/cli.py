@@ -9,6 +9,7 @@ import errno
 import math
 import os
 import sys
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, NoReturn, Sequence
 
@@ -16,14 +17,14 @@ from pmemlab import __version__, exitcodes, guard, ipmctl, machine, noise, oneli
 from pmemlab import params as P
 from pmemlab.backend import Backend, BackendSpec
 from pmemlab.config import Point, SweepConfig, command_line_problems, count_points, expand, load_config, one_point
-from pmemlab.config import target_loads
-from pmemlab.errors import ConfigError, PmemlabError, UsageError, user_message
+from pmemlab.errors import ConfigError, Interrupted, PmemlabError, UsageError, user_message
 from pmemlab.output import add_json, examples, print_json, text_table
 from pmemlab.sweep import Bench, Sweep, SweepFiles, SweepOptions, SweepReport, check_output, sidecar_path, summary_path
 from pmemlab.sweep import summarize_csv, write_summary
 from pmemlab.table import BASE_COLUMNS, csv_text
-from pmemlab.targets_cli import add_target_options, check_target_option, chosen_loads, print_targets_dry_run
-from pmemlab.targets_cli import sweep_each, sweep_output, sweep_over_targets
+from pmemlab.targets.cli import add_target_options, check_target_option, chosen_loads, print_targets_dry_run
+from pmemlab.targets.cli import sweep_over_targets
+from pmemlab.targets.spec import target_loads
 
 if TYPE_CHECKING:  # pandas is imported where tables are read or summarized: run, info, params never need it
     import pandas as pd
@@ -287,8 +288,51 @@ def run_table(rows: Sequence[dict[str, Any]]) -> list[str]:
     return text_table(cols, [[cell(r.get(c)) for c in cols] for r in rows])
 
 
+def sweep_output(args: argparse.Namespace, cfg: SweepConfig) -> Path:
+    """-o, else OUT_DIR/NAME.csv."""
+    return Path(args.output) if args.output else Path(args.out_dir) / f"{cfg.name}.csv"
+
+
+def sweep_each(args: argparse.Namespace,
+               one: Callable[[argparse.Namespace], tuple[int, dict[str, Any]]]) -> list[tuple[int, dict[str, Any]]]:
+    """`pmemlab sweep A.toml B.toml ...`: every config is read first (a bad one stops all before
+    anything runs), then each runs in turn in this process (in an emulated guest a Python start
+    and the pandas import take tens of seconds each). With several, a config that ends in an
+    error does not stop the next: its error line is printed and its outcome is its exit code and
+    the error. `one` runs one config: its exit code and its --json document."""
+    paths = list(args.config)
+    if len(paths) == 1:
+        return [one(argparse.Namespace(**{**vars(args), "config": paths[0]}))]
+    if args.output:
+        raise ConfigError(f"-o {args.output} with {len(paths)} configs", "give --out-dir DIR: each writes DIR/NAME.csv")
+    from pmemlab.backend_user import split_backend_args
+
+    overrides, _ = split_backend_args(parse_assignments(args.set, "--set"))
+    for path in paths:
+        load_config(path, overrides=overrides, scale=args.scale)
+    outcomes: list[tuple[int, dict[str, Any]]] = []
+    for path in paths:
+        started = time.monotonic()
+        try:
+            outcomes.append(one(argparse.Namespace(**{**vars(args), "config": path})))
+        except Interrupted:
+            raise
+        except PmemlabError as exc:
+            print(user_message(exc), file=sys.stderr)
+            outcomes.append((exc.exit_code, {"config": path, "exit_code": exc.exit_code, "error": exc.one_line()}))
+        print(f"pmemlab: {path} took {time.monotonic() - started:.0f} s", file=sys.stderr)
+    bad = [str(path) for path, (code, _) in zip(paths, outcomes) if code != exitcodes.OK]
+    if bad:  # the last line is the verdict, as for one config
+        print(f"pmemlab: {MULTI_VERDICT.format(bad=len(bad), all=len(paths))} ({', '.join(bad)}); "
+              "fix: see each config's line above", file=sys.stderr)
+    return outcomes
+
+
+MULTI_VERDICT = "{bad} of {all} configs did not end well"  # the last stderr line of several configs
+
+
 def cmd_sweep(args: argparse.Namespace) -> int:
-    """`pmemlab sweep CONFIG...`: each config in turn (targets_cli.sweep_each); the exit code is the
+    """`pmemlab sweep CONFIG...`: each config in turn (sweep_each); the exit code is the
     worst of them; --json prints one document (a list of them for several configs)."""
     outcomes = sweep_each(args, _sweep_config)
     code = max(c for c, _ in outcomes)

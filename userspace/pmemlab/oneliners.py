@@ -47,10 +47,11 @@ from pmemlab.sweep import Bench, Executor, MemoryRecorder, Plan, Progress, Sweep
 from pmemlab.sweep import policy_for
 from pmemlab.sweep.core import SweepReport
 from pmemlab.sweep.execute import PointExecutor
-from pmemlab.sweep.over_targets import TargetBench, TargetExecutor, expand_targets, first_open, open_targets
 from pmemlab.table import HIST_CSV_COLUMNS, read_rows
-from pmemlab.target_axis import Loader, Substitutes, TargetLoad, UserLoader, choose_loads, derived_label
-from pmemlab import target_axis
+from pmemlab.targets.cli import add_target_options
+from pmemlab.targets.open import Loader, is_name, open_loader
+from pmemlab.targets.spec import Substitutes, TargetLoad, choose_loads, derived_label
+from pmemlab.targets.sweep import TargetBench, TargetExecutor, expand_targets, open_targets, targets_sweep
 
 if TYPE_CHECKING:  # pandas is imported by the functions that use it: `pmemlab run` never needs it
     import pandas as pd
@@ -156,11 +157,7 @@ def open_bed(args: argparse.Namespace, loads: list[TargetLoad] | None, online: i
         if kind == "kernel":
             backend.check_target(args.target)
         return Bed(kind, [Bench.probe(backend, online)])
-    loader: Loader
-    if kind == "user":
-        loader = UserLoader()
-    else:
-        loader = target_axis.kernel_loader(args.ko, Path(args.sysfs) if args.sysfs else None)
+    loader = open_loader(kind, args.sysfs)
     try:
         targets = open_targets(loads, loader, online)
     except BaseException:
@@ -398,7 +395,8 @@ def loaded_config(args: argparse.Namespace, size: Sizing) -> str:
     return config_text("loaded-latency", "pmemlab loaded-latency: probe latency under injected load", args.repeats,
                        {"mode": "bandwidth", "probe": 1, "op": args.op, "pattern": args.pattern, "access_size": 64,
                         "placement": "per-thread", "threads": threads,
-                        "working_set": size.working_set(args.working_set), "duration_ms": args.duration_ms},
+                        "working_set": size.working_set(args.working_set), "duration_ms": args.duration_ms,
+                        **({"load_target": args.load_target} if args.load_target else {})},
                        axes={"delay_ticks": list(args.delays)})
 
 
@@ -407,6 +405,7 @@ def loaded_table(args: argparse.Namespace, rows: pd.DataFrame, hist: pd.DataFram
     stats = latency_of(rows, hist, keys)
     bw = bandwidth_of(rows, keys)
     khz = bed.sizing().tsc_khz
+    where = {"probe_target": args.target, "load_target": args.load_target} if args.load_target else {}
     names = target_names(rows, bed)
     multi = len(bed.targets or []) > 1
     out, reasons, records = [], {}, []
@@ -423,15 +422,17 @@ def loaded_table(args: argparse.Namespace, rows: pd.DataFrame, hist: pd.DataFram
             else:
                 lat = [hit.iloc[0]["p50"], hit.iloc[0]["p5"], hit.iloc[0]["p95"]]
             out.append([*([names.get(target, target)] if multi else []), delay, delay_ns, *lat, mean, ci])
-            records.append({**({"target": target} if target else {}), "delay_ticks": delay, "delay_ns": delay_ns,
+            records.append({**({"target": target} if target else {}), **where, "delay_ticks": delay, "delay_ns": delay_ns,
                             "latency_median_ns": lat[0], "latency_p5_ns": lat[1], "latency_p95_ns": lat[2],
                             "bw_gbps_mean": mean, "bw_gbps_ci95": ci, "runs": n})
     first = rows[rows["thread"].astype(str) == "all"].head(1)
     threads = int(first["threads"].iloc[0]) if not first.empty else 0
     return Table(
-        title=headline("loaded-latency", rows, bed) + (f" on {_only_target(rows)}" if not multi else ""),
+        title=headline("loaded-latency", rows, bed) + (f" on {_only_target(rows)}" if not multi else "")
+        + (f", load threads on {args.load_target}" if args.load_target else ""),
         statistic=(f"thread 0 probes the latency of single {args.op}s ({args.pattern}) while {threads - 1} thread(s) "
-                   f"inject {args.op}s with the delay between accesses; latency ns: median, p5, p95 of the probe's "
+                   f"inject {args.op}s{' into ' + args.load_target if args.load_target else ''} with the delay "
+                   f"between accesses; latency ns: median, p5, p95 of the probe's "
                    f"samples; bandwidth GB/s (1e9 B/s) of all threads: mean over {args.repeats} run(s) of "
                    f"{args.duration_ms} ms and its 95 % CI"),
         columns=[*(["target"] if multi else []), "delay ticks", "delay ns", "latency median ns", "p5 ns", "p95 ns",
@@ -698,7 +699,8 @@ COMMANDS: tuple[OneLiner, ...] = (
               "pmemlab idle-latency --backend user --target dram --count 20000 --json"), idle_config, idle_table, "latency"),
     OneLiner("loaded-latency", "probe latency vs bandwidth under injected load (mlc --loaded_latency)",
              ("pmemlab loaded-latency", "pmemlab loaded-latency --op ntstore --delays 0,1000,10000",
-              "pmemlab loaded-latency --threads 4 --duration-ms 200 -o results/loaded-latency.csv"), loaded_config, loaded_table, "bandwidth",
+              "pmemlab loaded-latency --threads 4 --duration-ms 200 -o results/loaded-latency.csv",
+              "pmemlab loaded-latency --probe-target cxl --load-target dram"), loaded_config, loaded_table, "bandwidth",
              duration_ms=1000),
     OneLiner("peak-bw", "bandwidth per op and load:store mix, a node's threads (mlc --peak_injection_bandwidth)",
              ("pmemlab peak-bw", "pmemlab peak-bw --targets pmem,dram --duration-ms 200",
@@ -743,7 +745,6 @@ def _delays(text: str) -> tuple[int, ...]:
 
 def add_parsers(sub: Any) -> None:
     from pmemlab.cli import positive_seconds
-    from pmemlab.targets_cli import add_target_options
 
     for one in COMMANDS:
         p = sub.add_parser(one.name, help=one.help, description=f"{one.help[:1].upper()}{one.help[1:]}.",
@@ -752,12 +753,10 @@ def add_parsers(sub: Any) -> None:
                        help="kernel (pmemlab.ko; the default when it is loaded) or user (pmemlab-run)")
         if one.axis is None or one.matrix:
             p.add_argument("--target", help="user backend: the target (dram, dram:NODE, a DAX file; default dram); "
-                                            "kernel: refuse unless the module runs on it")
+                                            "kernel: a named target of the module (targets/NAME), else refuse "
+                                            "unless the module runs on it")
             add_target_options(p, "the backend as it is" if not one.matrix else
                                "the DRAM of each node with memory and, on the module, each fsdax namespace")
-        else:
-            p.add_argument("--ko", metavar="PATH", help="the pmemlab.ko loaded on each target (default: $PMEMLAB_KO, "
-                                                        "else build/$(uname -r)/pmemlab.ko)")
         p.add_argument("--repeats", type=int, default=one.repeats, metavar="N", help=f"runs per row ({one.repeats})")
         p.add_argument("--working-set", type=_size, metavar="SIZE",
                        help="window of the accesses (default: 1 GiB or the smallest target)")
@@ -789,6 +788,12 @@ def add_parsers(sub: Any) -> None:
             p.add_argument("--op", choices=("load", "ntload", "ntstore", "store+clwb"), default="load",
                            help="what the probe and the injectors issue (load)")
             p.add_argument("--pattern", choices=("rand", "seq"), default="rand", help="access pattern (rand)")
+            p.add_argument("--probe-target", metavar="TARGET",
+                           help="the target thread 0 probes, as --target takes it: on the module a named target "
+                                "(targets/NAME), on the user backend dram, dram:NODE or a DAX file")
+            p.add_argument("--load-target", metavar="TARGET",
+                           help="the target the load threads run on (run parameter load_target): on the module a "
+                                "named target, on the user backend dram:NODE or a DAX file (default: the probe's)")
             p.add_argument("--delays", type=_delays, default=LOADED_DELAYS, metavar="TICKS,...",
                            help="TSC ticks between injected accesses (" + ",".join(map(str, LOADED_DELAYS)) + ")")
         if one.matrix:
@@ -807,10 +812,13 @@ def run_command(one: OneLiner, args: argparse.Namespace) -> int:
     if args.output:
         check_output(args.output)  # before anything is opened or run
         SweepFiles(args.output).check_ours()  # -o replaces only what a sweep wrote
+    probe_and_load(args)
     kind = pick_backend(args)
     subs = Substitutes.probe(getattr(args, "pmem", None), getattr(args, "pmem_dram", None))
     if getattr(args, "targets", None) is not None:
-        loads = choose_loads(None, args.targets, subs)
+        loads = choose_loads({}, args.targets, subs)
+    elif kind == "kernel" and is_name(getattr(args, "target", None)):  # a named target of the module
+        loads = [TargetLoad(args.target, (("target", args.target),))]
     elif one.axis is not None:
         loads = [subs.resolve(t) for t in one.axis(args, kind)]
     else:
@@ -831,6 +839,22 @@ def run_command(one: OneLiner, args: argparse.Namespace) -> int:
     return exitcodes.for_sweep(report)
 
 
+def probe_and_load(args: argparse.Namespace) -> None:
+    """loaded-latency's --probe-target (the --target of the run) and --load-target (its run
+    parameter load_target), checked before anything is opened."""
+    probe, load = getattr(args, "probe_target", None), getattr(args, "load_target", None)
+    if probe:
+        if args.target and args.target != probe:
+            raise ConfigError(f"--probe-target {probe} with --target {args.target}", "give one of them")
+        args.target = probe
+    if load and args.targets is not None:
+        raise ConfigError(f"--load-target {load} with --targets {args.targets}",
+                          "probe one target: give it with --probe-target")
+    if load and "load_target" not in P.PARAMS:
+        raise ConfigError(f"--load-target {load}: this build's parameter table has no load_target",
+                          "build the module and pmemlab-run of this tree (make)")
+
+
 def _run(cfg: SweepConfig, bed: Bed, args: argparse.Namespace) -> tuple[SweepReport, pd.DataFrame, pd.DataFrame]:
     """The sweep of the command's config: into memory, or with -o into its files."""
     import pandas as pd
@@ -840,33 +864,36 @@ def _run(cfg: SweepConfig, bed: Bed, args: argparse.Namespace) -> tuple[SweepRep
     if bed.targets is not None and bed.loader is not None:
         expand_targets(cfg, bed.targets)
         points = [p for t in bed.targets for p in t.points]
-        executor: PointExecutor = TargetExecutor(bed.targets, bed.loader, args.timeout,
-                                                 open_label=first_open(bed.targets))
+        executor: PointExecutor = TargetExecutor(bed.targets, args.timeout)
     else:
         bench = bed.benches[0]
         points = expand(cfg, bench.facts, bench.discovered)
         executor = Executor(bench.backend, bench.conditions, bench.facts, args.timeout)
     if args.output:
         opts = SweepOptions(output=args.output, fresh=True, progress=progress, argv=sys.argv[:])
-        sweep = (Sweep.over_targets(cfg, bed.targets, bed.loader, opts) if bed.targets is not None and bed.loader
+        sweep = (targets_sweep(cfg, bed.targets, opts) if bed.targets is not None
                  else Sweep.for_config(cfg, points, bed.benches[0], opts))  # runs through their own executor
         report = sweep.run()
         from pmemlab.plots.data import histogram_path
 
         hpath = histogram_path(args.output)
         hist = read_rows(hpath, HIST_CSV_COLUMNS, "histogram CSV") if hpath.exists() else pd.DataFrame()
-        return report, read_rows(args.output), hist
+        return report, *_labelled(read_rows(args.output), hist)
     recorder = MemoryRecorder()
     plan = Plan(points, policy_for(cfg))
     sweep = Sweep(cfg.name, plan, executor, recorder,
                   progress=Progress(plan.planned_runs(), cfg.name, enabled=progress))
     report = sweep.run()
-    rows = pd.DataFrame(recorder.rows)
-    hist = pd.DataFrame(recorder.hist)
+    return report, *_labelled(pd.DataFrame(recorder.rows), pd.DataFrame(recorder.hist))
+
+
+def _labelled(rows: pd.DataFrame, hist: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The rows and histograms with target_label '' where a run had no target axis (the tables
+    look rows up by it; a CSV gives it as empty, memory not at all)."""
     for frame in (rows, hist):
-        if not frame.empty and "target_label" not in frame:
-            frame["target_label"] = ""
-    return report, rows, hist
+        if not frame.empty:
+            frame["target_label"] = frame["target_label"].fillna("") if "target_label" in frame else ""
+    return rows, hist
 
 
 def commands() -> dict[str, Callable[[argparse.Namespace], int]]:

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 from pmemlab.errors import ConfigError
 from pmemlab.stats import summarize as stat_summary
-from pmemlab.target_axis import TargetLoad
+from pmemlab.targets.spec import TargetLoad
 
 if TYPE_CHECKING:  # pandas is imported by the functions that use it
     import pandas as pd

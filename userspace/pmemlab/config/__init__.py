@@ -42,12 +42,11 @@ from pmemlab.config.parse import SWEEP_KEYS, TOP_KEYS, load_config, parse_config
 from pmemlab.config.problems import Problems
 from pmemlab.config.ranges import MAX_RANGE_VALUES, RANGE_RE, axis_values, expand_range
 from pmemlab.config.scales import apply_scale
-from pmemlab.config.targets import PMEM_DRAM_PLACEHOLDER, PMEM_PLACEHOLDER, target_loads
 
 __all__ = [
-    "ADAPTIVE_KEYS", "FULL_SCALE", "MAX_POINTS", "MAX_RANGE_VALUES", "PMEM_DRAM_PLACEHOLDER", "PMEM_PLACEHOLDER",
+    "ADAPTIVE_KEYS", "FULL_SCALE", "MAX_POINTS", "MAX_RANGE_VALUES",
     "RANGE_RE", "SET_ORIGIN", "SWEEP_KEYS", "TOP_KEYS",
     "Adaptive", "Axis", "LineIndex", "Point", "Problems", "SweepConfig",
     "adaptive_metrics", "apply_scale", "axis_values", "command_line_problems", "compile_filter", "count_points",
-    "eval_filter", "expand", "expand_range", "load_config", "one_point", "parse_config", "point_key", "target_loads",
+    "eval_filter", "expand", "expand_range", "load_config", "one_point", "parse_config", "point_key",
 ]

@@ -15,7 +15,6 @@ from pmemlab.config.lines import LineIndex
 from pmemlab.config.model import FULL_SCALE, SET_ORIGIN, SweepConfig
 from pmemlab.config.problems import Problems, show
 from pmemlab.config.scales import apply_scale, chosen_scale, scale_names
-from pmemlab.config.targets import parse_targets
 from pmemlab.errors import ConfigError
 
 SWEEP_KEYS = frozenset({"name", "description", "repeats", "filters", "target", "timeout_s", "on_unsupported", "adaptive",
@@ -134,6 +133,23 @@ def parse_config(text: str, source: str = "<config>", path: Path | None = None,
     return cfg
 
 
+def _parse_targets(cfg: SweepConfig, targets: Any, lines: LineIndex, probs: Problems) -> None:
+    """[sweep.targets]: label = "load" per target the experiment compares (pmemlab.targets reads them)."""
+    line = lines.line("sweep.targets") or lines.line("sweep", "targets")
+    if not isinstance(targets, dict) or not targets:
+        probs.add(line, 'sweep.targets must be a table of label = "load" (e.g. dram-4k = "target=dram dram_pages=4k")')
+        return
+    for label, args in targets.items():
+        where = lines.line("sweep.targets", label) or line
+        if not re.fullmatch(r"[A-Za-z0-9_.\-]+", label):
+            probs.add(where, f"sweep.targets.{label}: a label takes letters, digits, _ . - only")
+        elif not isinstance(args, str) or not re.search(r"(^|\s)target=\S", args):
+            probs.add(where, f"sweep.targets.{label} = {show(args)}: must hold target=/dev/pmemN, target=@PMEM@ "
+                      "or target=dram")
+        else:
+            cfg.targets[label] = args
+
+
 def _parse_sweep_section(cfg: SweepConfig, sweep: dict[str, Any], lines: LineIndex, probs: Problems) -> None:
     for key in sweep:
         if key not in SWEEP_KEYS:
@@ -145,7 +161,7 @@ def _parse_sweep_section(cfg: SweepConfig, sweep: dict[str, Any], lines: LineInd
             probs.add(lines.line("sweep", "name"), f"sweep.name = {show(sweep['name'])}: letters, digits, _ . - only")
     cfg.description = str(sweep.get("description", ""))
     if "targets" in sweep:
-        parse_targets(cfg, sweep["targets"], lines, probs)
+        _parse_targets(cfg, sweep["targets"], lines, probs)
     if "repeats" in sweep:
         r = sweep["repeats"]
         if isinstance(r, int) and not isinstance(r, bool) and 1 <= r <= 10000:

@@ -11,7 +11,6 @@ The parts, each its own module:
   summary   NAME.summary.csv: mean, stddev, 95 % CI per point
   progress  the progress bar
   files     the four file names of a sweep
-  over_targets  one config on several targets into one CSV (a target_label column)
   core      Sweep: the loop that ties them together
 """
 

@@ -5,22 +5,20 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 from pmemlab import ipmctl
 from pmemlab.backend import Backend
 from pmemlab.config import Point, SweepConfig
 from pmemlab.errors import Interrupted, PmemlabError
 from pmemlab.runcond import RunWatch
-from pmemlab.target_axis import Loader
 from pmemlab.sweep.bench import Bench
 from pmemlab.sweep.execute import Executor, PointExecutor, RunResult
 from pmemlab.sweep.files import SweepFiles, check_output
 from pmemlab.sweep.plan import FixedRepeats, Observations, Plan, Slot, policy_for
 from pmemlab.sweep.progress import Progress
 from pmemlab.sweep.record import CsvRecorder, MemoryRecorder, Recorder
-from pmemlab.sweep.resume import ResumeState, resume, resume_identity, resume_targets
-from pmemlab.sweep.over_targets import TargetBench, TargetExecutor, first_open, targets_identity
+from pmemlab.sweep.resume import ResumeState, resume, resume_identity
 from pmemlab.sweep.sidecar import Sidecar, media_notes, read_previous
 from pmemlab.sweep.summary import write_summary
 
@@ -98,71 +96,47 @@ class Sweep:
     @classmethod
     def for_config(cls, cfg: SweepConfig, points: list[Point], bench: Bench, opts: SweepOptions,
                    media: ipmctl.MediaCounters | None = None) -> Sweep:
-        """The sweep of a config into opts.output: --fresh, resume (or refuse to), the files
-        started, the sidecar written."""
+        """The sweep of a config on one backend into opts.output."""
+        info = bench.info or {}
+        cond = bench.conditions
+        identity = resume_identity(cfg, cond, bench.backend.identity())
+        dimms = ipmctl.region_dimm_ids(info)
+        return cls.into_files(
+            cfg, points, opts, info, cond, identity, media_notes(info, media, dimms),
+            lambda csv, previous: resume(csv, previous, identity, points, cond),
+            lambda watch: Executor(bench.backend, cond, bench.facts, cfg.timeout_s, opts.poll_s, media, dimms, watch))
+
+    @classmethod
+    def into_files(cls, cfg: SweepConfig, points: list[Point], opts: SweepOptions, info: dict[str, Any],
+                   cond: dict[str, Any], identity: dict[str, Any], notes: list[str],
+                   resume_from: Callable[[Path, dict[str, Any]], ResumeState | None],
+                   executor: Callable[[RunWatch | None], PointExecutor], sidecar_extra: dict[str, Any] | None = None,
+                   ) -> Sweep:
+        """The sweep of points into opts.output: --fresh, resume (`resume_from(csv, previous
+        sidecar)` gives what is kept, or refuses before anything is written), the files started,
+        the sidecar written (with `sidecar_extra`), the executor made with the run watch."""
         files = SweepFiles(opts.output)
         check_output(files.csv)
         files.check_ours()  # neither --fresh nor resume touches files a sweep did not write
         files.csv.parent.mkdir(parents=True, exist_ok=True)
         if opts.fresh:
             files.remove()
-        info = bench.info or {}
-        cond = bench.conditions
-        identity = resume_identity(cfg, cond, bench.backend.identity())
         previous = read_previous(files.sidecar)
-        state = resume(files.csv, previous, identity, points, cond)  # refuses before anything is written
+        state = resume_from(files.csv, previous)
         if state is None:
             previous = {}  # a sidecar without its CSV describes nothing that is kept
         recorder = CsvRecorder(files)
         recorder.start(state)
-        dimms = ipmctl.region_dimm_ids(info)
         resumed = len(state.done) if state else 0
-        resumed_ok = resumed_ok_runs(state)
-        sidecar = Sidecar.begin(files, cfg, points, info, cond, identity, media_notes(info, media, dimms), previous,
-                                opts.argv, resumed)
+        sidecar = Sidecar.begin(files, cfg, points, info, cond, identity, notes, previous, opts.argv, resumed)
+        if sidecar_extra:
+            sidecar.doc.update(sidecar_extra)
+            sidecar.write()
         plan = Plan(points, policy_for(cfg), state.done if state else ())
-        executor = Executor(bench.backend, cond, bench.facts, cfg.timeout_s, opts.poll_s, media, dimms,
-                            RunWatch.open() if opts.run_conditions else None)
-        return cls(cfg.name, plan, executor, recorder, observations=Observations(state.kept if state else ()),
-                   files=files, sidecar=sidecar, progress=Progress(plan.planned_runs(), cfg.name, opts.progress),
-                   fail_fast=opts.fail_fast, resumed=resumed, resumed_ok=resumed_ok)
-
-    @classmethod
-    def over_targets(cls, cfg: SweepConfig, targets: Sequence[TargetBench], loader: Loader, opts: SweepOptions,
-                     media: ipmctl.MediaCounters | None = None) -> Sweep:
-        """The sweep of a config over a target axis into one CSV (sweep/over_targets.py): as
-        for_config, with every target's rows, resume check and sidecar entry."""
-        files = SweepFiles(opts.output)
-        check_output(files.csv)
-        files.check_ours()  # neither --fresh nor resume touches files a sweep did not write
-        files.csv.parent.mkdir(parents=True, exist_ok=True)
-        if opts.fresh:
-            files.remove()
-        points = [p for t in targets for p in t.points]
-        opened = [t for t in targets if t.bench is not None]
-        first = opened[0].bench if opened else None
-        info = (first.info if first else None) or {}
-        identity = targets_identity(cfg, targets)
-        previous = read_previous(files.sidecar)
-        conds = {t.label: t.conditions for t in opened}
-        state = resume_targets(files.csv, previous, identity, points, conds)  # refuses before anything is written
-        if state is None:
-            previous = {}
-        recorder = CsvRecorder(files)
-        recorder.start(state)
-        resumed = len(state.done) if state else 0
-        resumed_ok = resumed_ok_runs(state)
-        notes = media_notes(info, media, ipmctl.region_dimm_ids(info))
-        sidecar = Sidecar.begin(files, cfg, points, info, first.conditions if first else {}, identity, notes, previous,
-                                opts.argv, resumed)
-        sidecar.doc["targets"] = {t.label: t.describe() for t in targets}
-        sidecar.write()
-        plan = Plan(points, policy_for(cfg), state.done if state else ())
-        executor = TargetExecutor(targets, loader, cfg.timeout_s, opts.poll_s, media, open_label=first_open(targets),
-                                  watch=RunWatch.open() if opts.run_conditions else None)
-        return cls(cfg.name, plan, executor, recorder, observations=Observations(state.kept if state else ()),
-                   files=files, sidecar=sidecar, progress=Progress(plan.planned_runs(), cfg.name, opts.progress),
-                   fail_fast=opts.fail_fast, resumed=resumed, resumed_ok=resumed_ok)
+        return cls(cfg.name, plan, executor(RunWatch.open() if opts.run_conditions else None), recorder,
+                   observations=Observations(state.kept if state else ()), files=files, sidecar=sidecar,
+                   progress=Progress(plan.planned_runs(), cfg.name, opts.progress), fail_fast=opts.fail_fast,
+                   resumed=resumed, resumed_ok=resumed_ok_runs(state))
 
     @classmethod
     def one_point(cls, point: Point, bench: Bench, timeout_s: float, name: str = "run",

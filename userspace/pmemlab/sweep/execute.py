@@ -65,7 +65,7 @@ def classify(outcome: RunOutcome) -> tuple[str, str]:
 
 
 class PointExecutor(Protocol):
-    """What the sweep runs its slots through: an Executor, or one per target (over_targets)."""
+    """What the sweep runs its slots through: an Executor, or one per target (targets.sweep)."""
 
     @property
     def backend(self) -> Backend:

@@ -2,11 +2,11 @@
 namespaces, a memmap= namespace, DRAM with 4k and 2m pages) into one CSV whose `target_label`
 column says which target each row measured.
 
-Every target is opened once before anything runs: its facts decide which points it can run,
-its conditions go into its rows, the sidecar describes it, and resume checks its rows. Then
-the points run target by target (the targets are probed last to first, so the first is open
-when the runs begin), the loader opening each in turn. A point's key includes its target's
-label, so resume, the repeat policy and the histogram rows keep the targets apart.
+Every target is opened once before anything runs (on the module: a named target each, all
+present at once, no reload): its facts decide which points it can run, its conditions go into
+its rows, the sidecar describes it, and resume checks its rows. Then the points run target by
+target, each through its own backend. A point's key includes its target's label, so resume,
+the repeat policy and the histogram rows keep the targets apart.
 """
 
 from __future__ import annotations
@@ -19,17 +19,20 @@ from pmemlab import ipmctl, machine
 from pmemlab.backend import Backend
 from pmemlab.config import Point, SweepConfig, expand, point_key
 from pmemlab.errors import PmemlabError
+from pmemlab.runcond import RunWatch
+from pmemlab.sweep import Sweep, SweepOptions
 from pmemlab.sweep.bench import Bench
 from pmemlab.sweep.execute import Executor, RunResult
-from pmemlab.runcond import RunWatch
-from pmemlab.sweep.resume import config_identity, target_identity
+from pmemlab.sweep.resume import config_identity, resume_targets, target_identity
+from pmemlab.sweep.sidecar import media_notes
 from pmemlab.table import rows_for_outcome
-from pmemlab.target_axis import Loader, LoadRefused, TargetLoad
+from pmemlab.targets.open import Loader, LoadRefused
+from pmemlab.targets.spec import TargetLoad
 
 
 class RememberingRunner:
     """Runs each tool command once and gives the same answer after: what ndctl, ipmctl and
-    systemd-detect-virt say does not change when the module is reloaded on another target."""
+    systemd-detect-virt say does not change from one target to the next."""
 
     def __init__(self, runner: machine.ToolRunner | None = None) -> None:
         self.runner = runner or (lambda argv: machine.run_tool(argv))
@@ -96,13 +99,13 @@ def target_points(points: Sequence[Point], label: str, skip: str = "") -> list[P
 
 def open_targets(loads: Sequence[TargetLoad], loader: Loader, online_cpus: int,
                  runner: machine.ToolRunner | None = None, log: TextIO | None = None) -> list[TargetBench]:
-    """Open every target (last to first, so the first is open at the end) and probe it; a
-    target that is unavailable or whose load is refused is kept with the reason. No points yet:
-    `expand_targets` gives them (a one-liner sizes its config by the targets' facts first)."""
+    """Open every target and probe it; a target that is unavailable or whose load is refused is
+    kept with the reason. No points yet: `expand_targets` gives them (a one-liner sizes its
+    config by the targets' facts first)."""
     runner = runner or RememberingRunner()
     log = log if log is not None else sys.stderr
     out: list[TargetBench] = []
-    for load in reversed(loads):
+    for load in loads:
         if load.unavailable:
             print(f"pmemlab: target {load.label} not measured: {load.unavailable}", file=log)
             out.append(TargetBench(load, None, []))
@@ -114,7 +117,6 @@ def open_targets(loads: Sequence[TargetLoad], loader: Loader, online_cpus: int,
             out.append(TargetBench(load, None, [], refused=exc.cause))
             continue
         out.append(TargetBench(load, Bench.probe(backend, online_cpus, runner=runner), []))
-    out.reverse()
     return out
 
 
@@ -137,25 +139,18 @@ def probe_targets(cfg: SweepConfig, loads: Sequence[TargetLoad], loader: Loader,
     return targets
 
 
-def first_open(targets: Sequence[TargetBench]) -> str | None:
-    """The label of the target open when the runs begin (open_targets opens the first last)."""
-    return next((t.label for t in targets if t.bench is not None), None)
-
-
 def targets_identity(cfg: SweepConfig, targets: Sequence[TargetBench]) -> dict[str, Any]:
     return {"config": config_identity(cfg), "targets": {t.label: t.identity() for t in targets}}
 
 
 class TargetExecutor:
-    """Runs each point on its target: an Executor per opened target, the loader re-opening
-    the target a point needs when another is open. A target that could not be opened gives
-    its points status error with the reason (skipped when it is unavailable)."""
+    """Runs each point on its target: an Executor per opened target, each on its own backend. A
+    target that could not be opened gives its points status error with the reason (skipped
+    when it is unavailable)."""
 
-    def __init__(self, targets: Sequence[TargetBench], loader: Loader, timeout_s: float, poll_s: float = 0.002,
-                 media: ipmctl.MediaCounters | None = None, open_label: str | None = None,
-                 watch: RunWatch | None = None) -> None:
+    def __init__(self, targets: Sequence[TargetBench], timeout_s: float, poll_s: float = 0.002,
+                 media: ipmctl.MediaCounters | None = None, watch: RunWatch | None = None) -> None:
         self.targets = {t.label: t for t in targets}
-        self.loader = loader
         self.watch = watch  # one for every target: the runs' own conditions (runcond)
         self.executors: dict[str, Executor] = {}
         for t in targets:
@@ -165,16 +160,13 @@ class TargetExecutor:
                 self.executors[t.label] = Executor(t.bench.backend, t.conditions, t.bench.facts, timeout_s, poll_s,
                                                    media if pmem else None, ipmctl.region_dimm_ids(info) if pmem else None,
                                                    watch)
-        self.open_label = open_label
-        self.failed: dict[str, str] = {t.label: t.refused for t in targets if t.refused}
 
     @property
     def backend(self) -> Backend:
-        """The backend of the open target."""
-        label = self.open_label or next(iter(self.executors), None)
-        if label is None or label not in self.executors:
+        """The backend of the first target opened."""
+        if not self.executors:
             raise PmemlabError("no target of the sweep could be opened", "see the reasons above")
-        return self.executors[label].backend
+        return next(iter(self.executors.values())).backend
 
     def _rows(self, pt: Point, ids: Mapping[str, Any], status: str, reason: str) -> RunResult:
         return RunResult(rows_for_outcome(ids, pt.params, None, status, reason, None,
@@ -187,18 +179,28 @@ class TargetExecutor:
     def run(self, pt: Point, ids: Mapping[str, Any]) -> RunResult:
         if pt.skip_reason:
             return self.skipped(pt, ids, pt.skip_reason)
-        if pt.target in self.failed:
-            return self._rows(pt, ids, "error", f"target {pt.target} not opened: {self.failed[pt.target]}")
-        if self.open_label != pt.target:
-            self.open_label = None
-            try:
-                self.loader.open(self.targets[pt.target].load)
-            except PmemlabError as exc:
-                self.failed[pt.target] = exc.cause
-                return self.run(pt, ids)
-            self.open_label = pt.target
+        if pt.target not in self.executors:
+            return self._rows(pt, ids, "error", f"target {pt.target} not opened: {self.targets[pt.target].refused}")
         return self.executors[pt.target].run(pt, ids)
 
     def close(self) -> None:
         if self.watch is not None:
             self.watch.close()
+
+
+def targets_sweep(cfg: SweepConfig, targets: Sequence[TargetBench], opts: SweepOptions,
+                  media: ipmctl.MediaCounters | None = None) -> Sweep:
+    """The sweep of a config over a target axis into one CSV: as Sweep.for_config, with every
+    target's rows, resume check and sidecar entry."""
+    points = [p for t in targets for p in t.points]
+    opened = [t for t in targets if t.bench is not None]
+    first = opened[0].bench if opened else None
+    info = (first.info if first else None) or {}
+    identity = targets_identity(cfg, targets)
+    conds = {t.label: t.conditions for t in opened}
+    return Sweep.into_files(
+        cfg, points, opts, info, first.conditions if first else {}, identity,
+        media_notes(info, media, ipmctl.region_dimm_ids(info)),
+        lambda csv, previous: resume_targets(csv, previous, identity, points, conds),
+        lambda watch: TargetExecutor(targets, cfg.timeout_s, opts.poll_s, media, watch),
+        {"targets": {t.label: t.describe() for t in targets}})
