@@ -84,9 +84,10 @@ def fuzz_worker(seed: int, names: list[str], count: int) -> tuple[int, int, list
                 mod.write_raw("check", rng.choice([b"1\n", b"1", b"0\n", data]))
             except OSError:
                 pass
-        if rng.random() < 0.02:
+        if data and rng.random() < 0.02:
             # targets/add and targets/remove with the same data: refused (no target is ever made:
-            # no line of it has a valid name and spec), or a name that is not there
+            # no line of it has a valid name and spec), or a name that is not there (an empty
+            # write never reaches a store)
             for ctl in ("add", "remove"):
                 try:
                     Module(SYSFS / "targets").write_raw(ctl, data)
@@ -139,14 +140,14 @@ def test_fuzz_every_attribute(module, pmem_dev: str) -> None:
                 working_set=8 * MiB, pattern="seq", passes=1, pass_offset=0, fence="none", fence_interval=0,
                 flush="line", threads=2, cpus="", placement="per-thread", interleave_ways=1,
                 interleave_gran=4096, dimms_per_thread=1, duration_ms=50, count=0, delay_ticks=0, probe=0,
-                seed=1, prefetch="on", cold=0, warm=0, samples=0, segment_ms=5)
+                seed=1, prefetch="on", cold=0, warm=0, samples=0, segment_ms=5, load_target="")
         check_consistent(mod.run(), "bandwidth", 256, 2)
         named = Module(sysfs / "targets" / "fz")
         named.set(mode="bandwidth", op="load", read_pct=0, width=0, access_size=256, stride=0, window_offset=0,
                   working_set=4 * MiB, pattern="seq", passes=1, pass_offset=0, fence="none", fence_interval=0,
                   flush="line", threads=2, cpus="", placement="per-thread", interleave_ways=1,
                   interleave_gran=4096, dimms_per_thread=1, duration_ms=50, count=0, delay_ticks=0, probe=0,
-                  seed=1, prefetch="on", cold=0, warm=0, samples=0, segment_ms=5)
+                  seed=1, prefetch="on", cold=0, warm=0, samples=0, segment_ms=5, load_target="")
         check_consistent(named.run(), "bandwidth", 256, 2)
 
 
