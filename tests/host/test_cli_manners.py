@@ -23,7 +23,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent / "fixtures"))
 from fake_pmemlab import make_fake  # noqa: E402
 
 import pmemlab.cli as cli  # noqa: E402
-import pmemlab.machine as machine  # noqa: E402
+import pmemlab.host.machine as machine  # noqa: E402
+import pmemlab.host.probe as probe  # noqa: E402
 from pmemlab import exitcodes, noise  # noqa: E402
 from pmemlab.sweep import summarize_csv  # noqa: E402
 from pmemlab.table import BASE_COLUMNS, TEXT_COLUMNS, CsvSink, read_rows  # noqa: E402
@@ -52,7 +53,7 @@ def env(tmp_path, monkeypatch):
     fake = make_fake(tmp_path)
     monkeypatch.setattr(cli, "_module", lambda args: fake.module())
     monkeypatch.setattr(cli, "_online_cpus", lambda: 2)
-    monkeypatch.setattr(machine, "run_tool", lambda argv: machine.ToolResult(127, "", "not installed"))
+    monkeypatch.setattr(probe, "run_tool", lambda argv: probe.ToolResult(127, "", "not installed"))
     monkeypatch.chdir(tmp_path)
     cfg = tmp_path / "t.toml"
     cfg.write_text(CONFIG)

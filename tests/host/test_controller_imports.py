@@ -15,7 +15,6 @@ import ast
 from dataclasses import dataclass
 from pathlib import Path
 
-import pytest
 
 PACKAGE = Path(__file__).resolve().parents[2] / "userspace" / "pmemlab"
 # the third-party modules `pmemlab run` must not import (each costs 50-300 ms at start)
@@ -139,17 +138,12 @@ def _where(found: list[Import], part: list[str]) -> list[str]:
                               for i in found if i.importer in part and i.target in part))
 
 
-# the four cycles on main (3cb414f), each closed by an import inside a function: backend <->
-# backend_user <-> sysfs, cli <-> oneliners <-> targets_cli, errors <-> exitcodes,
-# guard <-> machine <-> runcond; the package moves (backends/, host/) take these marks off
-@pytest.mark.xfail(strict=True, reason="four import cycles on main, undone by the package moves")
 def test_no_import_cycle() -> None:
     found = imports()
     problems = [" | ".join(_where(found, part)) for part in cycles(found)]
     assert not problems, "import cycles in userspace/pmemlab:\n  " + "\n  ".join(problems)
 
 
-@pytest.mark.xfail(strict=True, reason="21 imports inside functions of light modules on main")
 def test_imports_in_functions_only_defer_heavy_modules() -> None:
     found = imports()
     heavy = heavy_modules(found) | HEAVY

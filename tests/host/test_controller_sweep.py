@@ -15,8 +15,9 @@ from fake_pmemlab import make_fake  # noqa: E402
 
 import pmemlab.cli as cli  # noqa: E402
 from pmemlab import exitcodes  # noqa: E402
-import pmemlab.machine as machine  # noqa: E402
-from pmemlab import ipmctl  # noqa: E402
+import pmemlab.host.machine as machine  # noqa: E402
+import pmemlab.host.probe as probe  # noqa: E402
+from pmemlab.host import ipmctl  # noqa: E402
 from pmemlab.params import PARAM_NAMES  # noqa: E402
 from pmemlab.table import CONDITION_COLUMNS, ID_COLUMNS  # noqa: E402
 
@@ -43,7 +44,7 @@ def env(tmp_path, monkeypatch):
     fake = make_fake(tmp_path)
     monkeypatch.setattr(cli, "_module", lambda args: fake.module())
     monkeypatch.setattr(cli, "_online_cpus", lambda: 2)
-    monkeypatch.setattr(machine, "run_tool", lambda argv: machine.ToolResult(127, "", "not installed"))
+    monkeypatch.setattr(probe, "run_tool", lambda argv: probe.ToolResult(127, "", "not installed"))
     cfg = tmp_path / "t.toml"
     cfg.write_text(CONFIG)
     return fake, cfg, tmp_path / "results" / "t.csv"
@@ -188,7 +189,7 @@ def test_bad_config_never_touches_the_module(env, capsys):
 
 
 def test_module_not_loaded(tmp_path, capsys, monkeypatch):
-    monkeypatch.setattr(machine, "run_tool", lambda argv: machine.ToolResult(127, "", ""))
+    monkeypatch.setattr(probe, "run_tool", lambda argv: probe.ToolResult(127, "", ""))
     cfg = tmp_path / "t.toml"
     cfg.write_text(CONFIG)
     rc = cli.main(["--sysfs", str(tmp_path / "none"), "sweep", str(cfg), "-o", str(tmp_path / "o.csv"), "--no-progress"])
@@ -259,10 +260,10 @@ def test_media_counters_from_ipmctl(env, monkeypatch):
     def tool(argv):
         if argv[0] == "ipmctl":
             calls["n"] += 1
-            return machine.ToolResult(0, snaps[(calls["n"] - 1) % 2])
-        return machine.ToolResult(127, "", "")
+            return probe.ToolResult(0, snaps[(calls["n"] - 1) % 2])
+        return probe.ToolResult(127, "", "")
 
-    monkeypatch.setattr(machine, "run_tool", tool)
+    monkeypatch.setattr(probe, "run_tool", tool)
     cfg.write_text(CONFIG.replace("repeats = 2", "repeats = 1"))
     # probe call (1) then before/after per run: keep before=odd calls after the probe
     calls["n"] = 1
@@ -509,12 +510,12 @@ def test_media_counters_only_over_the_target_regions_dimms(env, monkeypatch):
     def tool(argv):
         if argv[0] == "ipmctl":
             calls["n"] += 1
-            return machine.ToolResult(0, snaps[(calls["n"] - 1) % 2])
+            return probe.ToolResult(0, snaps[(calls["n"] - 1) % 2])
         if argv[0] == "ndctl":
-            return machine.ToolResult(0, json.dumps(doc))
-        return machine.ToolResult(127, "", "")
+            return probe.ToolResult(0, json.dumps(doc))
+        return probe.ToolResult(127, "", "")
 
-    monkeypatch.setattr(machine, "run_tool", tool)
+    monkeypatch.setattr(probe, "run_tool", tool)
     cfg.write_text(CONFIG.replace("repeats = 2", "repeats = 1"))
     assert sweep(cfg, out) == 0
     agg = pd.read_csv(out).query("thread == 'all'")

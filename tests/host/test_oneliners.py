@@ -15,7 +15,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent / "fixtures"))
 from oneliner_bed import fake_module_bed  # noqa: E402
 
 import pmemlab.cli as cli  # noqa: E402
-import pmemlab.machine as machine  # noqa: E402
+import pmemlab.host.machine as machine  # noqa: E402
 from pmemlab import oneliners  # noqa: E402
 
 TWO_NODES = {"nodes": [{"node": 0, "cpus": "0", "mem_total_kib": 1 << 20, "distances": [10, 20]},

@@ -19,8 +19,10 @@ from fake_pmemlab import FakeModuleCommands, make_fake  # noqa: E402
 from recorded_targets import RECORDED, one_target  # noqa: E402
 
 import pmemlab.cli as cli  # noqa: E402
-import pmemlab.machine as machine  # noqa: E402
-from pmemlab import exitcodes, target_axis, targets_cli, taskstats  # noqa: E402
+import pmemlab.host.machine as machine  # noqa: E402
+import pmemlab.host.probe as probe  # noqa: E402
+from pmemlab import exitcodes, target_axis, targets_cli  # noqa: E402
+from pmemlab.host import taskstats  # noqa: E402
 from pmemlab.config import parse_config  # noqa: E402
 from pmemlab.errors import ConfigError  # noqa: E402
 from pmemlab.plots.data import load_results  # noqa: E402
@@ -104,7 +106,7 @@ def test_substitutes_from_the_environment_and_the_nodes(tmp_path, monkeypatch):
         (nodes / f"node{n}" / "meminfo").write_text(f"Node {n} MemTotal:       {kib} kB\n")
         (nodes / f"node{n}" / "distance").write_text("10 20 20\n")
     (tmp_path / "dev").mkdir()
-    host = machine.HostPaths(proc=tmp_path / "proc", sys=tmp_path / "sys", dev=tmp_path / "dev")
+    host = probe.HostPaths(proc=tmp_path / "proc", sys=tmp_path / "sys", dev=tmp_path / "dev")
     monkeypatch.setenv("PMEMLAB_PMEM", "/dev/pmem4 /dev/pmem5")
     monkeypatch.setenv("PMEMLAB_PMEM_DRAM", "/dev/pmem9")
     subs = Substitutes.probe(host=host)
@@ -172,7 +174,7 @@ def bed(tmp_path, monkeypatch):
     monkeypatch.setattr(targets_cli, "online_cpus", lambda: 2)
     monkeypatch.setattr(cli, "_module", lambda args: fake.module())  # --targets loaded: the module as it is
     monkeypatch.setattr(cli, "_online_cpus", lambda: 2)
-    monkeypatch.setattr(machine, "run_tool", lambda argv: machine.ToolResult(127, "", "not installed"))
+    monkeypatch.setattr(probe, "run_tool", lambda argv: probe.ToolResult(127, "", "not installed"))
     monkeypatch.delenv("PMEMLAB_PMEM_DRAM", raising=False)
     cfg = tmp_path / "cmp.toml"
     cfg.write_text(CONFIG)
@@ -448,7 +450,7 @@ def test_several_configs_end_with_their_verdict(tmp_path, monkeypatch, capsys):
     many did not end well (a script reading the last line learns the outcome, as for one config);
     the exit code is the worst."""
     monkeypatch.setenv("PMEMLAB_SYSFS", str(tmp_path / "no-module"))
-    monkeypatch.setattr(machine, "run_tool", lambda argv: machine.ToolResult(127, "", "not installed"))
+    monkeypatch.setattr(probe, "run_tool", lambda argv: probe.ToolResult(127, "", "not installed"))
     plain = tmp_path / "plain.toml"
     plain.write_text("[base]\nduration_ms = 1\n")
     other = tmp_path / "other.toml"

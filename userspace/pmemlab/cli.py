@@ -12,9 +12,13 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, NoReturn, Sequence
 
-from pmemlab import __version__, exitcodes, guard, ipmctl, machine, noise, oneliners
+from pmemlab import __version__, exitcodes, noise, oneliners
+from pmemlab.host import guard, ipmctl, machine, probe
 from pmemlab import params as P
-from pmemlab.backend import Backend, BackendSpec
+from pmemlab.backends.protocol import Backend
+from pmemlab.backends.spec import BackendSpec
+from pmemlab.backends.user import split_backend_args
+from pmemlab.cliargs import parse_assignments, positive_seconds
 from pmemlab.config import Point, SweepConfig, command_line_problems, count_points, expand, load_config, one_point
 from pmemlab.config import target_loads
 from pmemlab.errors import ConfigError, PmemlabError, UsageError, user_message
@@ -24,6 +28,7 @@ from pmemlab.sweep import summarize_csv, write_summary
 from pmemlab.table import BASE_COLUMNS, csv_text
 from pmemlab.targets_cli import add_target_options, check_target_option, chosen_loads, print_targets_dry_run
 from pmemlab.targets_cli import sweep_each, sweep_output, sweep_over_targets
+from pmemlab.errors import BadInput
 
 if TYPE_CHECKING:  # pandas is imported where tables are read or summarized: run, info, params never need it
     import pandas as pd
@@ -50,16 +55,6 @@ def _command_parser(sub: Any, name: str, help: str, example_lines: Sequence[str]
                                epilog=examples(*example_lines), formatter_class=argparse.RawDescriptionHelpFormatter,
                                **kw)
     return p
-
-
-def positive_seconds(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
-    if not (math.isfinite(value) and value > 0):
-        raise argparse.ArgumentTypeError(f"{text!r}: give a number of seconds > 0")
-    return value
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -171,16 +166,6 @@ def build_parser() -> argparse.ArgumentParser:
     return ap
 
 
-def parse_assignments(items: Sequence[str], what: str = "argument") -> dict[str, str]:
-    out: dict[str, str] = {}
-    for item in items:
-        if "=" not in item:
-            raise ConfigError(f"{what} {item!r} is not KEY=VALUE", "write e.g. access_size=256")
-        k, v = item.split("=", 1)
-        out[k.strip()] = v.strip()
-    return out
-
-
 def _module(args: argparse.Namespace) -> Backend:
     return BackendSpec("kernel", sysfs=Path(args.sysfs) if args.sysfs else None).open()
 
@@ -199,7 +184,7 @@ def _backend(args: argparse.Namespace, opts: dict[str, str]) -> Backend:
 
 
 def _online_cpus() -> int:
-    return int(machine.cpu_info(machine.HostPaths())["online_cpus"])
+    return int(machine.cpu_info(probe.HostPaths())["online_cpus"])
 
 
 
@@ -230,8 +215,6 @@ def cmd_params(args: argparse.Namespace) -> int:
 
 def cmd_run(args: argparse.Namespace) -> int:
     """One point, once: a sweep of one point whose rows are printed, not written."""
-    from pmemlab.backend_user import split_backend_args
-
     raw, backend_opts = split_backend_args(parse_assignments(args.assignments))
     values, problems = P.normalize(raw)
     backend = _backend(args, backend_opts)
@@ -301,8 +284,6 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 def _sweep_config(args: argparse.Namespace) -> tuple[int, dict[str, Any]]:
     """One config: the backend as it is loaded, or over the config's target axis into one CSV.
     Returns the exit code and the --json document (the text is printed here)."""
-    from pmemlab.backend_user import split_backend_args
-
     overrides, backend_opts = split_backend_args(parse_assignments(args.set, "--set"))
     cfg = load_config(args.config, overrides=overrides, scale=args.scale)
     if args.strict:
@@ -338,7 +319,7 @@ def _sweep_config(args: argparse.Namespace) -> tuple[int, dict[str, Any]]:
         print(f"pmemlab: {len(skipped)} of {len(points)} points cannot run here and are recorded as skipped: "
               + "; ".join(reasons[:5]), file=sys.stderr)
     info = bench.info or {}
-    media = ipmctl.MediaCounters(runner=machine.run_tool, available=bool(info.get("ipmctl", {}).get("available")))
+    media = ipmctl.MediaCounters(runner=probe.run_tool, available=bool(info.get("ipmctl", {}).get("available")))
     opts = SweepOptions(output=output, fail_fast=args.fail_fast, fresh=args.fresh,
                         progress=not args.no_progress, argv=sys.argv[:])
     report = Sweep.for_config(cfg, points, bench, opts, media).run()
@@ -434,7 +415,6 @@ SUMMARY_TABLE_LIMIT = 60  # rows printed (the CSV and --json have all)
 
 
 def cmd_summarize(args: argparse.Namespace) -> int:
-    from pmemlab.errors import BadInput
     from pmemlab.plots.data import is_sweep_csv
 
     if not args.csv.exists():

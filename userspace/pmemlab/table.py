@@ -12,12 +12,12 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
 
-from pmemlab import ipmctl
+from pmemlab.host import ipmctl
 from pmemlab.errors import NotPmemlabFile
 from pmemlab.params import PARAM_NAMES, PARAMS
 from pmemlab.results import KNOWN_RESULT_COLUMNS, parse_result
-from pmemlab.backend import RunOutcome
-from pmemlab.sysfs import PLACEMENT_FACTS
+from pmemlab.backends.protocol import RunOutcome
+from pmemlab.backends.facts import PLACEMENT_FACTS
 
 if TYPE_CHECKING:  # pandas is imported where a table is read: `pmemlab run` never needs it
     import pandas as pd

@@ -22,12 +22,13 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Mapping, Protocol, Sequence
 
-from pmemlab import machine
-from pmemlab.backend import Backend, BackendKind, BackendSpec
+from pmemlab.host import machine, probe
+from pmemlab.backends.protocol import Backend, BackendKind
+from pmemlab.backends.spec import BackendSpec
 from pmemlab.config.model import SweepConfig
 from pmemlab.config.targets import PMEM_DRAM_PLACEHOLDER, PMEM_PLACEHOLDER
 from pmemlab.errors import ConfigError, PmemlabError
-from pmemlab.sysfs import DEFAULT_SYSFS, Module, module_path, sysfs_root
+from pmemlab.backends.module import DEFAULT_SYSFS, Module, module_path, sysfs_root
 
 CPULESS_NODE_PLACEHOLDER = "@CPULESS_NODE@"
 LOADED = "loaded"  # --targets loaded: the module as it is loaded now, no target axis
@@ -161,10 +162,10 @@ class Substitutes:
 
     @classmethod
     def probe(cls, pmem: str | None = None, pmem_dram: str | None = None,
-              host: machine.HostPaths | None = None) -> Substitutes:
+              host: probe.HostPaths | None = None) -> Substitutes:
         """--pmem / --pmem-dram, else the first of $PMEMLAB_PMEM / $PMEMLAB_PMEM_DRAM (scripts/vm
         sets them in the guest), else /dev/pmem0 if it exists; the nodes from sysfs."""
-        host = host or machine.HostPaths()
+        host = host or probe.HostPaths()
         pmem = pmem or _first_word(os.environ.get("PMEMLAB_PMEM"))
         if not pmem and (host.dev / "pmem0").exists():
             pmem = str(host.dev / "pmem0")

@@ -10,8 +10,11 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
-from pmemlab import exitcodes, ipmctl, machine, target_axis
-from pmemlab.backend_user import TARGET_KEYS
+from pmemlab import exitcodes, target_axis
+
+from pmemlab.host import ipmctl, machine, probe
+from pmemlab.backends.user import TARGET_KEYS, split_backend_args
+from pmemlab.cliargs import parse_assignments
 from pmemlab.config import SweepConfig, count_points, expand, load_config
 from pmemlab.errors import ConfigError, Interrupted, PmemlabError, user_message
 from pmemlab.sweep.core import Sweep, SweepOptions, SweepReport
@@ -80,9 +83,6 @@ def sweep_each(args: argparse.Namespace,
         return [one(argparse.Namespace(**{**vars(args), "config": paths[0]}))]
     if args.output:
         raise ConfigError(f"-o {args.output} with {len(paths)} configs", "give --out-dir DIR: each writes DIR/NAME.csv")
-    from pmemlab.backend_user import split_backend_args
-    from pmemlab.cli import parse_assignments
-
     overrides, _ = split_backend_args(parse_assignments(args.set, "--set"))
     for path in paths:
         load_config(path, overrides=overrides, scale=args.scale)
@@ -108,7 +108,7 @@ MULTI_VERDICT = "{bad} of {all} configs did not end well"  # the last stderr lin
 
 
 def online_cpus() -> int:
-    return int(machine.cpu_info(machine.HostPaths())["online_cpus"])
+    return int(machine.cpu_info(probe.HostPaths())["online_cpus"])
 
 
 def check_target_option(args: argparse.Namespace, loads: Sequence[TargetLoad]) -> None:
@@ -132,7 +132,7 @@ def sweep_over_targets(args: argparse.Namespace, cfg: SweepConfig, loads: list[T
             print(f"pmemlab: {len(skipped)} points cannot run on their target and are recorded as skipped: "
                   + "; ".join(reasons[:5]), file=sys.stderr)
         info = next((t.bench.info for t in targets if t.bench and t.bench.info), None) or {}
-        media = ipmctl.MediaCounters(runner=machine.run_tool, available=bool(info.get("ipmctl", {}).get("available")))
+        media = ipmctl.MediaCounters(runner=probe.run_tool, available=bool(info.get("ipmctl", {}).get("available")))
         opts = SweepOptions(output=output, fail_fast=args.fail_fast, fresh=args.fresh,
                             progress=not args.no_progress, argv=sys.argv[:])
         return Sweep.over_targets(cfg, targets, loader, opts, media).run()

@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 
 from pmemlab.errors import PmemlabError
-from pmemlab.machine import emulation_conditions
+from pmemlab.host.machine import emulation_conditions
 from pmemlab.stats import summarize
 from pmemlab.table import HIST_CSV_COLUMNS, is_pmemlab_csv, read_rows
 

@@ -1,7 +1,7 @@
 """The visible mark on a figure whose numbers are not persistent-memory performance: runs under a
 hypervisor, or on a namespace that only emulates pmem (memmap= DRAM, a hypervisor's NVDIMM, the
 kernel's nfit_test bus). Decided from the run conditions every CSV row carries (`hypervisor`,
-`target_emulated`: pmemlab.machine), never from the file name."""
+`target_emulated`: pmemlab.host.machine), never from the file name."""
 
 from __future__ import annotations
 

@@ -18,6 +18,7 @@ from pmemlab.plots.recipes import ALL_RECIPES
 from pmemlab.plots.style import (
     bytes_axis, data_ticks, finish, legend, log_label, new_figure, note, series, zero_based,
 )
+from pmemlab.params import PARAM_NAMES
 
 SIZE_COLUMNS = frozenset({"access_size", "stride", "working_set", "window_offset", "hotspot_size", "pass_offset",
                           "fence_interval", "interleave_gran", "target_size", "target_page_size"})
@@ -43,8 +44,6 @@ def default_y(df: pd.DataFrame) -> str:
 
 def varied_parameters(results: Results) -> list[str]:
     """Parameters that take more than one value among the successful runs, in parameter order."""
-    from pmemlab.params import PARAM_NAMES
-
     ok = results.ok()
     return [key for key in PARAM_NAMES if key in ok and ok[key].nunique() > 1]
 

@@ -7,11 +7,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
-from pmemlab import ipmctl
-from pmemlab.backend import Backend
+from pmemlab.host import ipmctl
+from pmemlab.backends.protocol import Backend
 from pmemlab.config import Point, SweepConfig
 from pmemlab.errors import Interrupted, PmemlabError
-from pmemlab.runcond import RunWatch
+from pmemlab.host.runcond import RunWatch
 from pmemlab.target_axis import Loader
 from pmemlab.sweep.bench import Bench
 from pmemlab.sweep.execute import Executor, PointExecutor, RunResult
