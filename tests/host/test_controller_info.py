@@ -3,18 +3,16 @@
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import pandas as pd
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent / "fixtures"))
-from fake_pmemlab import make_fake  # noqa: E402
+from fake_pmemlab import make_fake
 
-import pmemlab.cli as cli  # noqa: E402
-import pmemlab.host.machine as machine  # noqa: E402
-import pmemlab.host.probe as probe  # noqa: E402
+import pmemlab.cli as cli
+import pmemlab.host.machine as machine
+import pmemlab.host.probe as probe
 
 FIX = Path(__file__).resolve().parent / "fixtures"
 

@@ -10,27 +10,23 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent / "fixtures"))
-from fake_pmemlab import _put as put_atomically, make_fake  # noqa: E402
+from fake_pmemlab import _put as put_atomically, make_fake
 
-import pmemlab.cli as cli  # noqa: E402
-import pmemlab.host.machine as machine  # noqa: E402
-import pmemlab.host.probe as probe  # noqa: E402
-from pmemlab import params as P  # noqa: E402
-from pmemlab.errors import (  # noqa: E402
+import pmemlab.cli as cli
+import pmemlab.host.machine as machine
+import pmemlab.host.probe as probe
+from pmemlab import params as P
+from pmemlab.errors import (
     Interrupted, ModuleAccessError, ModuleBusy, ModuleNotLoaded, ParamRefused, WrongTarget,
 )
-from pmemlab.results import parse_result, ticks_to_ns  # noqa: E402
-from pmemlab.backends.module import Module  # noqa: E402
+from pmemlab.results import parse_result, ticks_to_ns
+from pmemlab.backends.module import Module
 
 
 @pytest.fixture
-def fake(tmp_path, monkeypatch):
-    f = make_fake(tmp_path)
-    monkeypatch.setattr(cli, "_module", lambda args: f.module())
-    monkeypatch.setattr(cli, "_online_cpus", lambda: 4)
-    monkeypatch.setattr(probe, "run_tool", lambda argv: probe.ToolResult(127, "", "not installed"))
-    return f
+def online_cpus() -> int:
+    """conftest's fake module with 4 CPUs online."""
+    return 4
 
 
 def values(**kw):
@@ -349,7 +345,7 @@ def test_sysfs_io_returns_what_write_took(tmp_path, monkeypatch):
     """SysfsIO.write is one write() whose count the caller checks (a short write raises)."""
     import os as _os
 
-    from fake_pmemlab import FakeModule  # noqa: E402
+    from fake_pmemlab import FakeModule
     from pmemlab.backends.module import SysfsIO
 
     target = tmp_path / "op"

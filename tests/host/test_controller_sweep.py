@@ -10,44 +10,24 @@ from textwrap import dedent
 import pandas as pd
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent / "fixtures"))
-from fake_pmemlab import make_fake  # noqa: E402
+from sweep_toml import bandwidth_toml
 
-import pmemlab.cli as cli  # noqa: E402
-from pmemlab import exitcodes  # noqa: E402
-import pmemlab.host.machine as machine  # noqa: E402
-import pmemlab.host.probe as probe  # noqa: E402
-from pmemlab.host import ipmctl  # noqa: E402
-from pmemlab.params import PARAM_NAMES  # noqa: E402
-from pmemlab.table import CONDITION_COLUMNS, ID_COLUMNS  # noqa: E402
+import pmemlab.cli as cli
+from pmemlab import exitcodes
+import pmemlab.host.machine as machine
+import pmemlab.host.probe as probe
+from pmemlab.host import ipmctl
+from pmemlab.params import PARAM_NAMES
+from pmemlab.table import CONDITION_COLUMNS, ID_COLUMNS
 
 FIX = Path(__file__).resolve().parent / "fixtures"
 
-CONFIG = """
-[sweep]
-name = "t"
-repeats = 2
-
-[base]
-mode = "bandwidth"
-duration_ms = 2
-working_set = "1M"
-
-[axes]
-op = ["load", "ntstore", "store+clwb"]
-access_size = "64..4096 *8"
-"""
+CONFIG = bandwidth_toml('op = ["load", "ntstore", "store+clwb"]\naccess_size = "64..4096 *8"')
 
 
 @pytest.fixture
-def env(tmp_path, monkeypatch):
-    fake = make_fake(tmp_path)
-    monkeypatch.setattr(cli, "_module", lambda args: fake.module())
-    monkeypatch.setattr(cli, "_online_cpus", lambda: 2)
-    monkeypatch.setattr(probe, "run_tool", lambda argv: probe.ToolResult(127, "", "not installed"))
-    cfg = tmp_path / "t.toml"
-    cfg.write_text(CONFIG)
-    return fake, cfg, tmp_path / "results" / "t.csv"
+def config_text() -> str:
+    return CONFIG
 
 
 def sweep(cfg, out, *extra):

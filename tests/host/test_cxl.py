@@ -2,20 +2,18 @@
 `pmemlab info`, the CSV's condition columns and per-device placement defaults built on them."""
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pandas as pd
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent / "fixtures"))
-from cxl_sysfs import MiB, PMEM, RAM0, RAM1, make_cxl_sysfs  # noqa: E402
-from fake_pmemlab import make_fake  # noqa: E402
+from cxl_sysfs import MiB, PMEM, RAM0, RAM1, make_cxl_sysfs
+from fake_pmemlab import make_fake
 
-import pmemlab.cli as cli  # noqa: E402
-import pmemlab.host.machine as machine  # noqa: E402
-import pmemlab.host.probe as probe  # noqa: E402
-from pmemlab import cxl  # noqa: E402
+import pmemlab.cli as cli
+import pmemlab.host.machine as machine
+import pmemlab.host.probe as probe
+from pmemlab import cxl
 
 
 @pytest.fixture

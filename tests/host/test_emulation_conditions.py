@@ -6,19 +6,17 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 from pathlib import Path
 
 import pandas as pd
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent / "fixtures"))
-from fake_pmemlab import make_fake  # noqa: E402
+from fake_pmemlab import make_fake
 
-import pmemlab.cli as cli  # noqa: E402
-import pmemlab.host.machine as machine  # noqa: E402
-import pmemlab.host.probe as probe  # noqa: E402
-from pmemlab.table import CONDITION_COLUMNS  # noqa: E402
+import pmemlab.cli as cli
+import pmemlab.host.machine as machine
+import pmemlab.host.probe as probe
+from pmemlab.table import CONDITION_COLUMNS
 
 RECORDED = Path(__file__).resolve().parent / "fixtures" / "recorded"
 FLAGS = "fpu sse2 avx clflush clwb rdtscp"

@@ -4,7 +4,7 @@ Both run the module's own table and validator (kmod/core/params.def, params.c, c
 runner compiled into pmemlab-run, the controller through libplcore.so. Thousands of random sets
 (tests/param_sets.py: edges of every range, junk, the machine's limits, the six inputs that once
 drifted) get the same verdict from both (accepted, or the same errno) naming the same parameter.
-The module joins the comparison in the guest (tests/guest/test_params_diff.py).
+The module joins the comparison in the guest (tests/guest/test_params_three_ways.py).
 """
 from __future__ import annotations
 

@@ -7,47 +7,33 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 from pathlib import Path
 from textwrap import dedent
 
 import pandas as pd
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent / "fixtures"))
-from fake_pmemlab import FakeModuleCommands, make_fake  # noqa: E402
-from recorded_targets import RECORDED, one_target  # noqa: E402
+from fake_pmemlab import FakeModuleCommands, make_fake
+from sweep_toml import bandwidth_toml
+from recorded_targets import RECORDED, one_target
 
-import pmemlab.cli as cli  # noqa: E402
-import pmemlab.host.machine as machine  # noqa: E402
-import pmemlab.host.probe as probe  # noqa: E402
-from pmemlab import exitcodes, target_axis, targets_cli  # noqa: E402
-from pmemlab.host import taskstats  # noqa: E402
-from pmemlab.config import parse_config  # noqa: E402
-from pmemlab.errors import ConfigError  # noqa: E402
-from pmemlab.plots.data import load_results  # noqa: E402
-from pmemlab.table import read_rows  # noqa: E402
-from pmemlab.target_axis import KernelLoader, Substitutes, TargetLoad, parse_load, parse_targets_option  # noqa: E402
+import pmemlab.cli as cli
+import pmemlab.host.machine as machine
+import pmemlab.host.probe as probe
+from pmemlab import exitcodes, target_axis, targets_cli
+from pmemlab.host import taskstats
+from pmemlab.config import parse_config
+from pmemlab.errors import ConfigError
+from pmemlab.plots.data import load_results
+from pmemlab.table import read_rows
+from pmemlab.target_axis import KernelLoader, Substitutes, TargetLoad, parse_load, parse_targets_option
 
-CONFIG = """
-[sweep]
-name = "cmp"
-repeats = 2
-
+CONFIG = bandwidth_toml('op = ["load", "ntstore"]\naccess_size = [64, 256]', name="cmp", sweep='''
 [sweep.targets]
 pmem = "target=@PMEM@"
 dram = "target=dram dram_size=64M"
 emulated = "target=@PMEM_DRAM@"
-
-[base]
-mode = "bandwidth"
-duration_ms = 2
-working_set = "1M"
-
-[axes]
-op = ["load", "ntstore"]
-access_size = [64, 256]
-"""
+''')
 
 
 # --------------------------------------------------------------------------
@@ -165,16 +151,12 @@ def test_kernel_loader_needs_the_real_module_root_and_a_ko(tmp_path, monkeypatch
 # a sweep over targets into one CSV
 # --------------------------------------------------------------------------
 @pytest.fixture
-def bed(tmp_path, monkeypatch):
-    fake = make_fake(tmp_path)
+def bed(fake, tmp_path, monkeypatch):
     commands = FakeModuleCommands(fake)
     monkeypatch.setattr(target_axis, "kernel_loader",
                         lambda ko, sysfs: KernelLoader(tmp_path / "pmemlab.ko", fake.root, commands,
                                                        module=fake.module(), settle_s=0.5))
     monkeypatch.setattr(targets_cli, "online_cpus", lambda: 2)
-    monkeypatch.setattr(cli, "_module", lambda args: fake.module())  # --targets loaded: the module as it is
-    monkeypatch.setattr(cli, "_online_cpus", lambda: 2)
-    monkeypatch.setattr(probe, "run_tool", lambda argv: probe.ToolResult(127, "", "not installed"))
     monkeypatch.delenv("PMEMLAB_PMEM_DRAM", raising=False)
     cfg = tmp_path / "cmp.toml"
     cfg.write_text(CONFIG)

@@ -26,23 +26,21 @@ import math
 import random
 import re
 import subprocess
-import sys
 from pathlib import Path
 
 import pandas as pd
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent / "fixtures"))
-from fake_pmemlab import make_fake, placement  # noqa: E402
-from oneliner_bed import fake_module_bed  # noqa: E402
+from fake_pmemlab import make_fake, placement
+from oneliner_bed import fake_module_bed
 
-import pmemlab.cli as cli  # noqa: E402
-import pmemlab.host.machine as machine  # noqa: E402
-import pmemlab.host.probe as probe  # noqa: E402
-from pmemlab import target_axis, tiers  # noqa: E402
-from pmemlab.errors import ConfigError  # noqa: E402
-from pmemlab.target_axis import Substitutes, TargetLoad, derived_label  # noqa: E402
-from testlib import TOP  # noqa: E402
+import pmemlab.cli as cli
+import pmemlab.host.machine as machine
+import pmemlab.host.probe as probe
+from pmemlab import target_axis, tiers
+from pmemlab.errors import ConfigError
+from pmemlab.target_axis import Substitutes, TargetLoad, derived_label
+from testlib import TOP
 
 LIB = TOP / "userspace" / "runner" / "libplcore.so"
 RUNNER = TOP / "userspace" / "runner" / "pmemlab-run"
