@@ -100,12 +100,7 @@ class Sweep:
                    media: ipmctl.MediaCounters | None = None) -> Sweep:
         """The sweep of a config into opts.output: --fresh, resume (or refuse to), the files
         started, the sidecar written."""
-        files = SweepFiles(opts.output)
-        check_output(files.csv)
-        files.check_ours()  # neither --fresh nor resume touches files a sweep did not write
-        files.csv.parent.mkdir(parents=True, exist_ok=True)
-        if opts.fresh:
-            files.remove()
+        files = _output_files(opts)
         info = bench.info or {}
         cond = bench.conditions
         identity = resume_identity(cfg, cond, bench.backend.identity())
@@ -132,12 +127,7 @@ class Sweep:
                      media: ipmctl.MediaCounters | None = None) -> Sweep:
         """The sweep of a config over a target axis into one CSV (sweep/over_targets.py): as
         for_config, with every target's rows, resume check and sidecar entry."""
-        files = SweepFiles(opts.output)
-        check_output(files.csv)
-        files.check_ours()  # neither --fresh nor resume touches files a sweep did not write
-        files.csv.parent.mkdir(parents=True, exist_ok=True)
-        if opts.fresh:
-            files.remove()
+        files = _output_files(opts)
         points = [p for t in targets for p in t.points]
         opened = [t for t in targets if t.bench is not None]
         first = opened[0].bench if opened else None
@@ -252,3 +242,14 @@ class Sweep:
             )
         return exc
 
+
+def _output_files(opts: SweepOptions) -> SweepFiles:
+    """The files of a sweep into opts.output, checked as ours (neither --fresh nor resume touches
+    files a sweep did not write), their directory made, removed first with --fresh."""
+    files = SweepFiles(opts.output)
+    check_output(files.csv)
+    files.check_ours()
+    files.csv.parent.mkdir(parents=True, exist_ok=True)
+    if opts.fresh:
+        files.remove()
+    return files
