@@ -49,6 +49,9 @@ BASE_COLUMNS: tuple[str, ...] = (
 RESERVED: frozenset[str] = frozenset(set(ID_COLUMNS) | set(PARAM_NAMES) | set(CONDITION_COLUMNS)
                                      | set(RUN_STATE_COLUMNS) | set(NOISE_COLUMNS) | set(TIME_COLUMNS))
 
+# the run parameters that are sizes in bytes (the parameter table's kind "size")
+SIZE_PARAMS: tuple[str, ...] = tuple(p.name for p in PARAMS.values() if p.kind == "size")
+
 COLUMN_DOC: dict[str, str] = {
     "sweep": "sweep name",
     "target_label": "the target's label when one command measured several (pmem, dram, ...; the sidecar's "
@@ -116,8 +119,7 @@ COLUMN_DOC: dict[str, str] = {
     "ctx_voluntary": "voluntary context switches of the thread (aggregate: all threads) over its life "
                      "(taskstats at its exit; empty: not available)",
     "ctx_involuntary": "involuntary context switches (preemptions) of the thread, as ctx_voluntary",
-    "access_size": "bytes", "stride": "bytes", "working_set": "bytes", "window_offset": "bytes",
-    "hotspot_size": "bytes", "pass_offset": "bytes", "fence_interval": "bytes", "interleave_gran": "bytes",
+    **{name: "bytes" for name in SIZE_PARAMS},
     "width": "bytes per instruction", "duration_ms": "ms", "delay_ticks": "TSC ticks",
     "target_interleave_ways": "devices in the target's interleave set (ndctl's region, or the CXL region)",
     "target_interleave_gran": "interleave granularity of the target's CXL region, bytes (empty: not known, "
