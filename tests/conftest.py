@@ -1,5 +1,6 @@
-"""Make tests/testlib.py and the userspace package importable from every test directory, with
-the library it loads (libplcore.so: the module's parameter table and validator) built."""
+"""Make tests/testlib.py and the userspace package importable from every test directory, and
+build the library the package loads (libplcore.so: the module's parameter table and validator)
+when a session starts."""
 from __future__ import annotations
 
 import signal
@@ -7,16 +8,24 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 _TESTS = Path(__file__).resolve().parent
 for _path in (_TESTS, _TESTS.parent / "userspace"):
     if str(_path) not in sys.path:
         sys.path.insert(0, str(_path))
 
-# pmemlab.params loads the table from the library when imported; make rebuilds what is stale
-_make = subprocess.run(["make", "-s", "-C", str(_TESTS.parent / "userspace" / "runner"), "libplcore.so"],
-                       capture_output=True, text=True)
-if _make.returncode != 0:
-    raise RuntimeError("building userspace/runner/libplcore.so failed:\n" + _make.stdout + _make.stderr)
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """Build libplcore.so once a session, before collection: pmemlab.params loads the parameter
+    table from it when a test module imports the package. make rebuilds only what is stale; under
+    pytest-xdist only the controlling process builds, and its workers start after this hook."""
+    if hasattr(session.config, "workerinput"):
+        return
+    make = subprocess.run(["make", "-s", "-C", str(_TESTS.parent / "userspace" / "runner"), "libplcore.so"],
+                          capture_output=True, text=True)
+    if make.returncode != 0:
+        raise pytest.UsageError("building userspace/runner/libplcore.so failed:\n" + make.stdout + make.stderr)
 
 
 def pytest_configure(config) -> None:

@@ -1,5 +1,5 @@
 """Random run-parameter sets for the differential tests (tests/host/test_params_diff.py: runner
-against controller; tests/guest/test_params_diff.py: module against runner against controller).
+against controller; tests/guest/test_params_three_ways.py: module against runner against controller).
 
 A set is a dict name -> text in table order: the text the module's sysfs file is written with.
 The values lean on the edges of every range (lo - 1, lo, hi, hi + 1, the multiples around them),

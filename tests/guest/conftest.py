@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from kmod_driver import Module
 from testlib import load_vm_script
 
 SYSFS = Path("/sys/kernel/pmemlab")
@@ -91,6 +92,14 @@ def module(ko: Path):
     def factory(**params: str):
         return loaded(ko, **params)
     return factory
+
+
+@pytest.fixture(scope="module")
+def mod(ko: Path, pmem_dev: str) -> Iterator[Module]:
+    """The module loaded on the pmem namespace for one test file (kmod_driver.Module over its
+    sysfs directory), unloaded after the file's last test."""
+    with loaded(ko, target=pmem_dev):
+        yield Module(SYSFS)
 
 
 _shared_load: tuple[int, tuple] | None = None  # (sysfs inode, params) of the load shared_module made

@@ -111,7 +111,7 @@ def test_same_counts_dax_file(module, runner: Path, ext4_mount: tuple[str, Path]
 def test_map_sync_on_an_ext4_dax_file(runner: Path, ext4_mount: tuple[str, Path]) -> None:
     """MAP_SYNC on ext4 mounted with dax (writes, reads, --facts, and the CSV; size= creates the
     file); without dax the file is page cache: refused unless allow_file=1."""
-    from pmemlab.backend_user import UserBackend
+    from pmemlab.backends.user import UserBackend
 
     dev, mnt = ext4_mount
     subprocess.run(["mount", "-o", "dax", dev, str(mnt)], check=True)

@@ -61,7 +61,7 @@ def test_backend_reads_raw_samples(loaded: Module) -> None:
     """The controller's kernel backend returns the module's raw_samples with a run that asks
     for them: `samples` u64 ticks per latency thread, within the run's min and max."""
     from pmemlab import params as P
-    from pmemlab.sysfs import Module as KernelBackend
+    from pmemlab.backends.module import Module as KernelBackend
 
     values, problems = P.normalize({"mode": "latency", "op": "load", "count": "400", "samples": "100",
                                     "threads": "2", "pattern": "rand", "working_set": "1M"})

@@ -7,7 +7,6 @@ from __future__ import annotations
 import errno
 import math
 import struct
-import subprocess
 import time
 from pathlib import Path
 
@@ -18,16 +17,6 @@ from test_module import check_consistent, milli
 
 MiB = 1 << 20
 SYSFS = Path("/sys/kernel/pmemlab")
-
-
-@pytest.fixture(scope="module")
-def mod(ko: Path, pmem_dev: str):
-    """One load for the whole file, reset to defaults before each test by `fresh`."""
-    subprocess.run(["rmmod", "pmemlab"], capture_output=True)
-    res = subprocess.run(["insmod", str(ko), f"target={pmem_dev}"], capture_output=True, text=True)
-    assert res.returncode == 0, res.stderr
-    yield Module(SYSFS)
-    subprocess.run(["rmmod", "pmemlab"], capture_output=True)
 
 
 DEFAULTS = dict(mode="bandwidth", op="load", read_pct=0, width=0, access_size=64, stride=0,

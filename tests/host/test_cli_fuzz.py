@@ -19,7 +19,8 @@ from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
 import pmemlab.cli as cli  # noqa: E402
-import pmemlab.machine as machine  # noqa: E402
+import pmemlab.host.machine as machine  # noqa: E402
+import pmemlab.host.probe as probe  # noqa: E402
 from pmemlab import exitcodes  # noqa: E402
 from pmemlab.params import PARAM_NAMES  # noqa: E402
 
@@ -108,7 +109,7 @@ def check_manners(code: int, err: str) -> None:
 
 @pytest.fixture
 def quiet_machine(monkeypatch):
-    monkeypatch.setattr(machine, "run_tool", lambda argv: machine.ToolResult(127, "", "not installed"))
+    monkeypatch.setattr(probe, "run_tool", lambda argv: probe.ToolResult(127, "", "not installed"))
     monkeypatch.delenv("PMEMLAB_SCALE", raising=False)
 
 

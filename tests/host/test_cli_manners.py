@@ -19,44 +19,31 @@ from textwrap import dedent
 import pandas as pd
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent / "fixtures"))
-from fake_pmemlab import make_fake  # noqa: E402
+from sweep_toml import bandwidth_toml
 
-import pmemlab.cli as cli  # noqa: E402
-import pmemlab.machine as machine  # noqa: E402
-from pmemlab import exitcodes, noise  # noqa: E402
-from pmemlab.sweep import summarize_csv  # noqa: E402
-from pmemlab.table import BASE_COLUMNS, TEXT_COLUMNS, CsvSink, read_rows  # noqa: E402
+import pmemlab.cli as cli
+import pmemlab.host.machine as machine
+import pmemlab.host.probe as probe
+from pmemlab import exitcodes, noise
+from pmemlab.sweep import summarize_csv
+from pmemlab.table import BASE_COLUMNS, TEXT_COLUMNS, CsvSink, read_rows
 
 TOP = Path(__file__).resolve().parents[2]
 RECORDED = Path(__file__).resolve().parent / "fixtures" / "recorded"
 
-CONFIG = """
-[sweep]
-name = "t"
-repeats = 3
-
-[base]
-mode = "bandwidth"
-duration_ms = 2
-working_set = "1M"
-
-[axes]
-op = ["load", "ntstore"]
-access_size = [64, 256]
-"""
+CONFIG = bandwidth_toml('op = ["load", "ntstore"]\naccess_size = [64, 256]', repeats=3)
 
 
 @pytest.fixture
-def env(tmp_path, monkeypatch):
-    fake = make_fake(tmp_path)
-    monkeypatch.setattr(cli, "_module", lambda args: fake.module())
-    monkeypatch.setattr(cli, "_online_cpus", lambda: 2)
-    monkeypatch.setattr(machine, "run_tool", lambda argv: machine.ToolResult(127, "", "not installed"))
+def config_text() -> str:
+    return CONFIG
+
+
+@pytest.fixture
+def env(env, tmp_path, monkeypatch):
+    """conftest's env, run from tmp_path."""
     monkeypatch.chdir(tmp_path)
-    cfg = tmp_path / "t.toml"
-    cfg.write_text(CONFIG)
-    return fake, cfg, tmp_path / "results" / "t.csv"
+    return env
 
 
 def subcommands() -> dict[str, argparse.ArgumentParser]:

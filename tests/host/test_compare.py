@@ -8,7 +8,6 @@ import io
 import json
 import math
 import shutil
-import sys
 from pathlib import Path
 
 import pandas as pd
@@ -18,8 +17,7 @@ from scipy import stats as scipy_stats
 import pmemlab.cli as cli
 from pmemlab.compare import compare, verdict
 
-sys.path.insert(0, str(Path(__file__).resolve().parent / "fixtures"))
-from recorded_targets import RECORDED, one_target  # noqa: E402
+from recorded_targets import RECORDED, one_target
 
 
 def write_sweep(path: Path, points: dict[int, list[float]], mode: str = "bandwidth", target: str = "/dev/pmem0",

@@ -1,4 +1,4 @@
-"""The conditions of each run (pmemlab.runcond, pmemlab.taskstats): machine state from fixture
+"""The conditions of each run (pmemlab.host.runcond, pmemlab.host.taskstats): machine state from fixture
 /sys and /proc trees, steal and sibling time from /proc/stat deltas, per-thread context switches
 from taskstats records (parsed, mapped to threads, and received live from the kernel), and the
 columns in the rows of a real user-backend sweep."""
@@ -15,11 +15,11 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from pmemlab import runcond, taskstats
-from pmemlab.machine import HostPaths
-from pmemlab.runcond import CpuTime, RunWatch
+from pmemlab.host import runcond, taskstats
+from pmemlab.host.probe import HostPaths
+from pmemlab.host.runcond import CpuTime, RunWatch
 from pmemlab.table import NOISE_COLUMNS, RUN_STATE_COLUMNS, read_rows
-from pmemlab.taskstats import TaskExit
+from pmemlab.host.taskstats import TaskExit
 
 TOP = Path(__file__).resolve().parents[2]
 
@@ -266,7 +266,7 @@ def test_taskstats_listener_sees_real_threads_exit() -> None:
 def test_taskstats_is_refused_without_privilege() -> None:
     if os.geteuid() != 0 or not shutil.which("setpriv"):
         pytest.skip("needs root to drop to nobody")
-    code = f"import sys; sys.path.insert(0, {str(TOP / 'userspace')!r}); from pmemlab.taskstats import ExitListener; " \
+    code = f"import sys; sys.path.insert(0, {str(TOP / 'userspace')!r}); from pmemlab.host.taskstats import ExitListener; " \
            "print(ExitListener.open())"
     out = subprocess.run(["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups", "/usr/bin/python3", "-c",
                           code], capture_output=True, text=True, cwd="/")

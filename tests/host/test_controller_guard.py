@@ -1,4 +1,4 @@
-"""The controller's own overwrite guard and bad-range listing (pmemlab.guard): write runs on a
+"""The controller's own overwrite guard and bad-range listing (pmemlab.host.guard): write runs on a
 device that blkid or lsblk finds something on are refused unless the module was loaded with
 allow_overwrite=1, with what was found named; read runs, DRAM, files and devdax pass without a
 probe; bad ranges come from /sys/block/<disk>/badblocks (partition offsets applied) and ndctl.
@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from pmemlab import guard
+from pmemlab.host import guard
 from pmemlab.errors import PmemlabError
-from pmemlab.machine import ToolResult
+from pmemlab.host.probe import ToolResult
 
 MiB = 1 << 20
 

@@ -3,17 +3,16 @@
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import pandas as pd
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent / "fixtures"))
-from fake_pmemlab import make_fake  # noqa: E402
+from fake_pmemlab import make_fake
 
-import pmemlab.cli as cli  # noqa: E402
-import pmemlab.machine as machine  # noqa: E402
+import pmemlab.cli as cli
+import pmemlab.host.machine as machine
+import pmemlab.host.probe as probe
 
 FIX = Path(__file__).resolve().parent / "fixtures"
 
@@ -47,13 +46,13 @@ def host(tmp_path):
         (d / "cpulist").write_text(cpus + "\n")
         (d / "distance").write_text(dist + "\n")
         (d / "meminfo").write_text(f"Node {n} MemTotal:       196608000 kB\nNode {n} MemFree: 1 kB\n")
-    return machine.HostPaths(proc=proc, sys=sysd, dev=tmp_path / "dev")
+    return probe.HostPaths(proc=proc, sys=sysd, dev=tmp_path / "dev")
 
 
 def ndctl_runner(argv):
     if argv[:2] == ["ndctl", "list"]:
-        return machine.ToolResult(0, (FIX / "ndctl-list-RNDi.json").read_text())
-    return machine.ToolResult(127, "", "not installed")
+        return probe.ToolResult(0, (FIX / "ndctl-list-RNDi.json").read_text())
+    return probe.ToolResult(127, "", "not installed")
 
 
 def test_info_facts(tmp_path, host):
@@ -101,13 +100,13 @@ def test_ndctl_shapes():
 
 
 def test_ndctl_missing_or_broken():
-    assert machine.ndctl_info(lambda a: machine.ToolResult(127, "", ""))["available"] is False
-    assert "unparsable" in machine.ndctl_info(lambda a: machine.ToolResult(0, "{oops"))["error"]
-    assert "no NVDIMM" in machine.ndctl_info(lambda a: machine.ToolResult(0, ""))["note"]
+    assert machine.ndctl_info(lambda a: probe.ToolResult(127, "", ""))["available"] is False
+    assert "unparsable" in machine.ndctl_info(lambda a: probe.ToolResult(0, "{oops"))["error"]
+    assert "no NVDIMM" in machine.ndctl_info(lambda a: probe.ToolResult(0, ""))["note"]
 
 
 def test_info_without_module(tmp_path, host):
-    from pmemlab.sysfs import Module
+    from pmemlab.backends.module import Module
 
     info = machine.gather_info(Module(tmp_path / "absent"), host, runner=ndctl_runner)
     assert info["module"]["loaded"] is False and "insmod" in info["module"]["note"]
@@ -118,7 +117,7 @@ def test_info_without_module(tmp_path, host):
 def test_cli_info_json(tmp_path, host, monkeypatch, capsys):
     fake = make_fake(tmp_path)
     monkeypatch.setattr(cli, "_module", lambda args: fake.module())
-    monkeypatch.setattr(machine, "run_tool", ndctl_runner)
+    monkeypatch.setattr(probe, "run_tool", ndctl_runner)
     monkeypatch.setattr(machine, "HostPaths", lambda: host)
     assert cli.main(["info", "--json"]) == 0
     info = json.loads(capsys.readouterr().out)
@@ -132,7 +131,7 @@ def test_sweep_takes_interleave_geometry_from_ndctl(tmp_path, host, monkeypatch)
     fake = make_fake(tmp_path)
     monkeypatch.setattr(cli, "_module", lambda args: fake.module())
     monkeypatch.setattr(cli, "_online_cpus", lambda: 2)
-    monkeypatch.setattr(machine, "run_tool", ndctl_runner)
+    monkeypatch.setattr(probe, "run_tool", ndctl_runner)
     cfg = tmp_path / "c.toml"
     cfg.write_text('[base]\nduration_ms = 1\nplacement = "per-dimm"\n[axes]\ndimms_per_thread = [1, 6]\n')
     out = tmp_path / "c.csv"

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pmemlab import ipmctl
-from pmemlab.machine import ToolResult
+from pmemlab.host import ipmctl
+from pmemlab.host.probe import ToolResult
 
 FIX = Path(__file__).resolve().parent / "fixtures"
 
@@ -61,8 +61,8 @@ def test_delta_over_the_region_dimms_by_handle():
 def test_region_dimm_ids_from_info():
     import json
 
-    from pmemlab import machine
-    from pmemlab.sysfs import Module
+    from pmemlab.host import machine
+    from pmemlab.backends.module import Module
 
     ndctl = (FIX / "ndctl-list-RNDi.json").read_text()
     info = {"target": {}, "ndctl": {}}

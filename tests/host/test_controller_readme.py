@@ -11,7 +11,9 @@ from pathlib import Path
 import pytest
 
 import pmemlab.cli as cli
-import pmemlab.machine as machine
+import pmemlab.cliargs as cliargs
+import pmemlab.host.machine as machine
+import pmemlab.host.probe as probe
 from pmemlab import params as P
 
 README = Path(__file__).resolve().parents[2] / "README.md"
@@ -55,12 +57,12 @@ def test_cli_table_names_real_commands_and_options():
 def test_run_example_is_valid():
     m = re.search(r"Example: `pmemlab run ([^`]+)`", section())
     assert m
-    values, problems = P.normalize(cli.parse_assignments(shlex.split(m.group(1))))
+    values, problems = P.normalize(cliargs.parse_assignments(shlex.split(m.group(1))))
     assert problems == [] and not P.check_point(values)
 
 
 def test_config_example_expands_with_dry_run(tmp_path, capsys, monkeypatch):
-    monkeypatch.setattr(machine, "run_tool", lambda argv: machine.ToolResult(127, "", ""))
+    monkeypatch.setattr(probe, "run_tool", lambda argv: probe.ToolResult(127, "", ""))
     blocks = re.findall(r"```toml\n(.*?)```", section(), re.S)
     assert len(blocks) == 1, "the controller section has one complete config example"
     config = tmp_path / "example.toml"

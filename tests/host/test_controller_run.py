@@ -10,26 +10,23 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent / "fixtures"))
-from fake_pmemlab import _put as put_atomically, make_fake  # noqa: E402
+from fake_pmemlab import _put as put_atomically, make_fake
 
-import pmemlab.cli as cli  # noqa: E402
-import pmemlab.machine as machine  # noqa: E402
-from pmemlab import params as P  # noqa: E402
-from pmemlab.errors import (  # noqa: E402
+import pmemlab.cli as cli
+import pmemlab.host.machine as machine
+import pmemlab.host.probe as probe
+from pmemlab import params as P
+from pmemlab.errors import (
     Interrupted, ModuleAccessError, ModuleBusy, ModuleNotLoaded, ParamRefused, WrongTarget,
 )
-from pmemlab.results import parse_result, ticks_to_ns  # noqa: E402
-from pmemlab.sysfs import Module  # noqa: E402
+from pmemlab.results import parse_result, ticks_to_ns
+from pmemlab.backends.module import Module
 
 
 @pytest.fixture
-def fake(tmp_path, monkeypatch):
-    f = make_fake(tmp_path)
-    monkeypatch.setattr(cli, "_module", lambda args: f.module())
-    monkeypatch.setattr(cli, "_online_cpus", lambda: 4)
-    monkeypatch.setattr(machine, "run_tool", lambda argv: machine.ToolResult(127, "", "not installed"))
-    return f
+def online_cpus() -> int:
+    """conftest's fake module with 4 CPUs online."""
+    return 4
 
 
 def values(**kw):
@@ -240,8 +237,8 @@ def test_cli_run_timeout_and_refusal_say_what_to_do(fake, capsys):
 
 def test_cli_run_applies_the_interleave_ndctl_found(fake, capsys, monkeypatch):
     ndctl = (Path(__file__).resolve().parent / "fixtures" / "ndctl-list-RNDi.json").read_text()
-    monkeypatch.setattr(machine, "run_tool", lambda argv: machine.ToolResult(0, ndctl) if argv[0] == "ndctl"
-                        else machine.ToolResult(127, "", ""))
+    monkeypatch.setattr(probe, "run_tool", lambda argv: probe.ToolResult(0, ndctl) if argv[0] == "ndctl"
+                        else probe.ToolResult(127, "", ""))
     assert cli.main(["run", "duration_ms=2", "--json"]) == 0
     rows = json.loads(capsys.readouterr().out)
     assert rows[-1]["interleave_ways"] == 6 and fake.runs[-1]["interleave_ways"] == "6"
@@ -279,8 +276,8 @@ def test_load_hints_name_the_built_module(tmp_path, fake):
     """Fix hints point at build/<kernel release>/pmemlab.ko, where the top Makefile's `module` puts it."""
     import platform
 
-    from pmemlab import machine
-    from pmemlab.sysfs import load_hint, module_path
+    from pmemlab.host import machine
+    from pmemlab.backends.module import load_hint, module_path
 
     top = Path(__file__).resolve().parents[2]
     makefile = (top / "Makefile").read_text()
@@ -348,8 +345,8 @@ def test_sysfs_io_returns_what_write_took(tmp_path, monkeypatch):
     """SysfsIO.write is one write() whose count the caller checks (a short write raises)."""
     import os as _os
 
-    from fake_pmemlab import FakeModule  # noqa: E402
-    from pmemlab.sysfs import SysfsIO
+    from fake_pmemlab import FakeModule
+    from pmemlab.backends.module import SysfsIO
 
     target = tmp_path / "op"
     target.write_text("load\n")
@@ -371,12 +368,12 @@ sys.path.insert(0, sys.argv[1])
 from fake_pmemlab import make_fake
 
 import pmemlab.cli as cli
-import pmemlab.machine as machine
+import pmemlab.host.probe as probe
 
 fake = make_fake(Path(sys.argv[2]))
 cli._module = lambda args: fake.module()
 cli._online_cpus = lambda: 2
-machine.run_tool = lambda argv: machine.ToolResult(127, "", "not installed")
+probe.run_tool = lambda argv: probe.ToolResult(127, "", "not installed")
 argv = sys.argv[3:]
 try:
     code = cli.main(argv)

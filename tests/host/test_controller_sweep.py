@@ -10,43 +10,24 @@ from textwrap import dedent
 import pandas as pd
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent / "fixtures"))
-from fake_pmemlab import make_fake  # noqa: E402
+from sweep_toml import bandwidth_toml
 
-import pmemlab.cli as cli  # noqa: E402
-from pmemlab import exitcodes  # noqa: E402
-import pmemlab.machine as machine  # noqa: E402
-from pmemlab import ipmctl  # noqa: E402
-from pmemlab.params import PARAM_NAMES  # noqa: E402
-from pmemlab.table import CONDITION_COLUMNS, ID_COLUMNS  # noqa: E402
+import pmemlab.cli as cli
+from pmemlab import exitcodes
+import pmemlab.host.machine as machine
+import pmemlab.host.probe as probe
+from pmemlab.host import ipmctl
+from pmemlab.params import PARAM_NAMES
+from pmemlab.table import CONDITION_COLUMNS, ID_COLUMNS
 
 FIX = Path(__file__).resolve().parent / "fixtures"
 
-CONFIG = """
-[sweep]
-name = "t"
-repeats = 2
-
-[base]
-mode = "bandwidth"
-duration_ms = 2
-working_set = "1M"
-
-[axes]
-op = ["load", "ntstore", "store+clwb"]
-access_size = "64..4096 *8"
-"""
+CONFIG = bandwidth_toml('op = ["load", "ntstore", "store+clwb"]\naccess_size = "64..4096 *8"')
 
 
 @pytest.fixture
-def env(tmp_path, monkeypatch):
-    fake = make_fake(tmp_path)
-    monkeypatch.setattr(cli, "_module", lambda args: fake.module())
-    monkeypatch.setattr(cli, "_online_cpus", lambda: 2)
-    monkeypatch.setattr(machine, "run_tool", lambda argv: machine.ToolResult(127, "", "not installed"))
-    cfg = tmp_path / "t.toml"
-    cfg.write_text(CONFIG)
-    return fake, cfg, tmp_path / "results" / "t.csv"
+def config_text() -> str:
+    return CONFIG
 
 
 def sweep(cfg, out, *extra):
@@ -188,7 +169,7 @@ def test_bad_config_never_touches_the_module(env, capsys):
 
 
 def test_module_not_loaded(tmp_path, capsys, monkeypatch):
-    monkeypatch.setattr(machine, "run_tool", lambda argv: machine.ToolResult(127, "", ""))
+    monkeypatch.setattr(probe, "run_tool", lambda argv: probe.ToolResult(127, "", ""))
     cfg = tmp_path / "t.toml"
     cfg.write_text(CONFIG)
     rc = cli.main(["--sysfs", str(tmp_path / "none"), "sweep", str(cfg), "-o", str(tmp_path / "o.csv"), "--no-progress"])
@@ -259,10 +240,10 @@ def test_media_counters_from_ipmctl(env, monkeypatch):
     def tool(argv):
         if argv[0] == "ipmctl":
             calls["n"] += 1
-            return machine.ToolResult(0, snaps[(calls["n"] - 1) % 2])
-        return machine.ToolResult(127, "", "")
+            return probe.ToolResult(0, snaps[(calls["n"] - 1) % 2])
+        return probe.ToolResult(127, "", "")
 
-    monkeypatch.setattr(machine, "run_tool", tool)
+    monkeypatch.setattr(probe, "run_tool", tool)
     cfg.write_text(CONFIG.replace("repeats = 2", "repeats = 1"))
     # probe call (1) then before/after per run: keep before=odd calls after the probe
     calls["n"] = 1
@@ -509,12 +490,12 @@ def test_media_counters_only_over_the_target_regions_dimms(env, monkeypatch):
     def tool(argv):
         if argv[0] == "ipmctl":
             calls["n"] += 1
-            return machine.ToolResult(0, snaps[(calls["n"] - 1) % 2])
+            return probe.ToolResult(0, snaps[(calls["n"] - 1) % 2])
         if argv[0] == "ndctl":
-            return machine.ToolResult(0, json.dumps(doc))
-        return machine.ToolResult(127, "", "")
+            return probe.ToolResult(0, json.dumps(doc))
+        return probe.ToolResult(127, "", "")
 
-    monkeypatch.setattr(machine, "run_tool", tool)
+    monkeypatch.setattr(probe, "run_tool", tool)
     cfg.write_text(CONFIG.replace("repeats = 2", "repeats = 1"))
     assert sweep(cfg, out) == 0
     agg = pd.read_csv(out).query("thread == 'all'")

@@ -22,9 +22,9 @@ def test_backends_meet_the_protocol_only_where_mypy_says(tmp_path: Path) -> None
     """The check is not vacuous: a backend without `run` is refused where a Backend is meant."""
     probe = tmp_path / "probe.py"
     probe.write_text(
-        "from pmemlab.backend import Backend\n"
-        "from pmemlab.backend_user import UserBackend\n"
-        "from pmemlab.sysfs import Module\n"
+        "from pmemlab.backends.protocol import Backend\n"
+        "from pmemlab.backends.user import UserBackend\n"
+        "from pmemlab.backends.module import Module\n"
         "class Half:\n"
         "    kind = 'kernel'\n"
         "ok: list[Backend] = [Module(), UserBackend('dram')]\n"

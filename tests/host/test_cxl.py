@@ -2,19 +2,18 @@
 `pmemlab info`, the CSV's condition columns and per-device placement defaults built on them."""
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pandas as pd
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent / "fixtures"))
-from cxl_sysfs import MiB, PMEM, RAM0, RAM1, make_cxl_sysfs  # noqa: E402
-from fake_pmemlab import make_fake  # noqa: E402
+from cxl_sysfs import MiB, PMEM, RAM0, RAM1, make_cxl_sysfs
+from fake_pmemlab import make_fake
 
-import pmemlab.cli as cli  # noqa: E402
-import pmemlab.machine as machine  # noqa: E402
-from pmemlab import cxl  # noqa: E402
+import pmemlab.cli as cli
+import pmemlab.host.machine as machine
+import pmemlab.host.probe as probe
+from pmemlab import cxl
 
 
 @pytest.fixture
@@ -97,18 +96,18 @@ def test_target_cxl(sysd: Path) -> None:
 
 
 @pytest.fixture
-def host(tmp_path: Path) -> machine.HostPaths:
+def host(tmp_path: Path) -> probe.HostPaths:
     proc = tmp_path / "proc"
     proc.mkdir()
     (proc / "cpuinfo").write_text("processor\t: 0\nmodel name\t: QEMU TCG\nflags\t\t: sse2 clflush\n")
     sysd = make_cxl_sysfs(tmp_path / "sys")
     (sysd / "devices/system/cpu").mkdir(parents=True)
     (sysd / "devices/system/cpu/online").write_text("0-1\n")
-    return machine.HostPaths(proc=proc, sys=sysd, dev=tmp_path / "dev")
+    return probe.HostPaths(proc=proc, sys=sysd, dev=tmp_path / "dev")
 
 
-def no_tools(argv: list[str]) -> machine.ToolResult:
-    return machine.ToolResult(127, "", "not installed")
+def no_tools(argv: list[str]) -> probe.ToolResult:
+    return probe.ToolResult(127, "", "not installed")
 
 
 def cxl_fake(tmp_path: Path, phys: int):
@@ -117,7 +116,7 @@ def cxl_fake(tmp_path: Path, phys: int):
     return fake
 
 
-def test_info_shows_the_region_geometry_and_advertised_values(tmp_path: Path, host: machine.HostPaths) -> None:
+def test_info_shows_the_region_geometry_and_advertised_values(tmp_path: Path, host: probe.HostPaths) -> None:
     fake = cxl_fake(tmp_path, PMEM + 2 * MiB + 4096)
     info = machine.gather_info(fake.module(), host, runner=no_tools)
     t = info["target"]
@@ -145,7 +144,7 @@ def test_info_without_advertised_values_leaves_them_empty(tmp_path: Path) -> Non
     proc = tmp_path / "proc"
     proc.mkdir()
     (proc / "cpuinfo").write_text("processor\t: 0\nflags\t\t: sse2\n")
-    host = machine.HostPaths(proc=proc, sys=make_cxl_sysfs(tmp_path / "sys", advertised="none"), dev=tmp_path / "dev")
+    host = probe.HostPaths(proc=proc, sys=make_cxl_sysfs(tmp_path / "sys", advertised="none"), dev=tmp_path / "dev")
     info = machine.gather_info(cxl_fake(tmp_path, PMEM).module(), host, runner=no_tools)
     cond = machine.conditions(info)
     assert cond["adv_node"] == 2 and all(cond[k] is None for k in ("adv_read_latency_ns", "adv_write_latency_ns",
@@ -161,7 +160,7 @@ def test_a_cxl_node_without_access0_takes_its_regions(tmp_path: Path) -> None:
     proc.mkdir()
     (proc / "cpuinfo").write_text("processor\t: 0\nflags\t\t: sse2\n")
     sysd = make_cxl_sysfs(tmp_path / "sys", advertised="region")
-    host = machine.HostPaths(proc=proc, sys=sysd, dev=tmp_path / "dev")
+    host = probe.HostPaths(proc=proc, sys=sysd, dev=tmp_path / "dev")
     info = machine.gather_info(cxl_fake(tmp_path, PMEM).module(), host, runner=no_tools)
     cond = machine.conditions(info)
     assert (cond["adv_read_latency_ns"], cond["adv_write_latency_ns"], cond["adv_read_bw_mbps"],
@@ -175,12 +174,12 @@ def test_a_cxl_node_without_access0_takes_its_regions(tmp_path: Path) -> None:
     assert full["source"] == "node2 access0" and full["initiators"] == "0"
 
 
-def test_sweep_takes_ways_and_granularity_from_the_cxl_region(tmp_path: Path, host: machine.HostPaths,
+def test_sweep_takes_ways_and_granularity_from_the_cxl_region(tmp_path: Path, host: probe.HostPaths,
                                                               monkeypatch: pytest.MonkeyPatch) -> None:
     fake = cxl_fake(tmp_path, PMEM)
     monkeypatch.setattr(cli, "_module", lambda args: fake.module())
     monkeypatch.setattr(cli, "_online_cpus", lambda: 2)
-    monkeypatch.setattr(machine, "run_tool", no_tools)
+    monkeypatch.setattr(probe, "run_tool", no_tools)
     monkeypatch.setattr(machine, "HostPaths", lambda: host)
     cfg = tmp_path / "c.toml"
     cfg.write_text('[base]\nduration_ms = 1\nthreads = 2\nplacement = "per-dimm"\n')

@@ -6,25 +6,24 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 from pathlib import Path
 
 import pandas as pd
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent / "fixtures"))
-from fake_pmemlab import make_fake  # noqa: E402
+from fake_pmemlab import make_fake
 
-import pmemlab.cli as cli  # noqa: E402
-import pmemlab.machine as machine  # noqa: E402
-from pmemlab.table import CONDITION_COLUMNS  # noqa: E402
+import pmemlab.cli as cli
+import pmemlab.host.machine as machine
+import pmemlab.host.probe as probe
+from pmemlab.table import CONDITION_COLUMNS
 
 RECORDED = Path(__file__).resolve().parent / "fixtures" / "recorded"
 FLAGS = "fpu sse2 avx clflush clwb rdtscp"
 
 
 def make_host(root: Path, *, flag: bool, dmi_vendor: str | None = None, provider: str | None = None,
-              xen: str | None = None) -> machine.HostPaths:
+              xen: str | None = None) -> probe.HostPaths:
     """A /proc and /sys tree: cpuinfo (with or without the hypervisor flag), DMI, and /dev/pmem0's
     device link into an NVDIMM bus whose provider is `provider` (the fsdax pfn device, as on 6.1)."""
     proc, sysd = root / "proc", root / "sys"
@@ -46,15 +45,15 @@ def make_host(root: Path, *, flag: bool, dmi_vendor: str | None = None, provider
         (bus / "provider").write_text(provider + "\n")
         (sysd / "class/block/pmem0").mkdir(parents=True)
         os.symlink(os.path.relpath(pfn, sysd / "class/block/pmem0"), sysd / "class/block/pmem0/device")
-    return machine.HostPaths(proc=proc, sys=sysd, dev=root / "dev")
+    return probe.HostPaths(proc=proc, sys=sysd, dev=root / "dev")
 
 
 def tools(virt: str | None):
     """systemd-detect-virt prints the hypervisor (exit 0) or 'none' (exit 1); no other tool."""
     def run(argv):
         if argv[0] == "systemd-detect-virt":
-            return machine.ToolResult(0, virt + "\n") if virt else machine.ToolResult(1, "none\n")
-        return machine.ToolResult(127, "", "not installed")
+            return probe.ToolResult(0, virt + "\n") if virt else probe.ToolResult(1, "none\n")
+        return probe.ToolResult(127, "", "not installed")
     return run
 
 
@@ -110,7 +109,7 @@ def test_sweep_writes_the_columns_into_every_row(tmp_path, monkeypatch):
     fake = make_fake(tmp_path / "fake")
     monkeypatch.setattr(cli, "_module", lambda args: fake.module())
     monkeypatch.setattr(cli, "_online_cpus", lambda: 2)
-    monkeypatch.setattr(machine, "run_tool", tools("qemu"))
+    monkeypatch.setattr(probe, "run_tool", tools("qemu"))
     real_gather = machine.gather_info
     monkeypatch.setattr(machine, "gather_info", lambda mod, *a, **k: real_gather(mod, host, *a[1:], **k))
     cfg = tmp_path / "c.toml"

@@ -5,19 +5,17 @@ with units and statistics, --json, -o into a sweep CSV the figures render."""
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import pandas as pd
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent / "fixtures"))
-from oneliner_bed import fake_module_bed  # noqa: E402
+from oneliner_bed import fake_module_bed
 
-import pmemlab.cli as cli  # noqa: E402
-import pmemlab.machine as machine  # noqa: E402
-from pmemlab import oneliners  # noqa: E402
-from pmemlab import params as P  # noqa: E402
+import pmemlab.cli as cli
+import pmemlab.host.machine as machine
+from pmemlab import oneliners
+from pmemlab import params as P
 
 TWO_NODES = {"nodes": [{"node": 0, "cpus": "0", "mem_total_kib": 1 << 20, "distances": [10, 20]},
                        {"node": 1, "cpus": "1", "mem_total_kib": 1 << 20, "distances": [20, 10]}],

@@ -4,7 +4,7 @@ Both run the module's own table and validator (core/params.def, params.c, check.
 runner compiled into pmemlab-run, the controller through libplcore.so. Thousands of random sets
 (tests/param_sets.py: edges of every range, junk, the machine's limits, the six inputs that once
 drifted) get the same verdict from both (accepted, or the same errno) naming the same parameter.
-The module joins the comparison in the guest (tests/guest/test_params_diff.py).
+The module joins the comparison in the guest (tests/guest/test_params_three_ways.py).
 """
 from __future__ import annotations
 
@@ -15,11 +15,11 @@ import subprocess
 import pytest
 from hypothesis import HealthCheck, given, settings
 
-from pmemlab import machine
+from pmemlab.host import machine, probe
 from param_sets import DRIFTED, RUNNER, Machine, RunnerJudge, controller_verdict, param_sets
 from pmemlab import params as P
 from pmemlab import plcore
-from pmemlab.backend_user import UserBackend
+from pmemlab.backends.user import UserBackend
 
 MiB = 1 << 20
 TSC_KHZ = 2_000_000
@@ -30,7 +30,7 @@ TARGET = ("target=dram", "dram_size=64M", f"tsc_khz={TSC_KHZ}", "dram_pages=4k")
 def user_facts() -> P.TargetFacts:
     """What the controller knows of the user backend's target, found as `pmemlab run` finds it."""
     backend = UserBackend("dram", {"dram_size": "64M", "tsc_khz": str(TSC_KHZ), "dram_pages": "4k"})
-    return machine.target_facts(backend, int(machine.cpu_info(machine.HostPaths())["online_cpus"]))
+    return machine.target_facts(backend, int(machine.cpu_info(probe.HostPaths())["online_cpus"]))
 
 
 @pytest.fixture(scope="module")

@@ -14,7 +14,6 @@ from __future__ import annotations
 import json
 import math
 import re
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -23,18 +22,17 @@ import pytest
 from matplotlib.container import BarContainer, ErrorbarContainer
 from scipy import stats as scipy_stats
 
-import pmemlab.cli as cli  # noqa: E402
-from pmemlab.config import expand, load_config  # noqa: E402
-from pmemlab.targets.spec import target_loads  # noqa: E402
-from pmemlab.plots.data import load_results  # noqa: E402
-from pmemlab.plots.recipes import RECIPES  # noqa: E402
-from pmemlab.plots.render import find_experiments  # noqa: E402
-from pmemlab.plots.marks import WATERMARK_GID, notice_of  # noqa: E402
-from pmemlab.plots.style import caption_of, dropped_on_log_scale, is_reference_label, references_of  # noqa: E402
-from pmemlab.targets.sweep import target_points  # noqa: E402
+import pmemlab.cli as cli
+from pmemlab.config import expand, load_config
+from pmemlab.targets.spec import target_loads
+from pmemlab.plots.data import load_results
+from pmemlab.plots.recipes import RECIPES
+from pmemlab.plots.render import find_experiments
+from pmemlab.plots.marks import WATERMARK_GID, notice_of
+from pmemlab.plots.style import caption_of, dropped_on_log_scale, is_reference_label, references_of
+from pmemlab.targets.sweep import target_points
 
-sys.path.insert(0, str(Path(__file__).resolve().parent / "fixtures"))
-from recorded_targets import RECORDED, one_target  # noqa: E402
+from recorded_targets import RECORDED, one_target
 
 TOP = Path(__file__).resolve().parents[2]
 BW = "Bandwidth (GB/s)"

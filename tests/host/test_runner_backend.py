@@ -11,8 +11,8 @@ import pandas as pd
 import pytest
 
 from pmemlab import cli
-from pmemlab.backend import SAMPLE_NONE
-from pmemlab.backend_user import UserBackend, UserRunOutcome, run_conditions, split_backend_args, split_output
+from pmemlab.backends.protocol import SAMPLE_NONE
+from pmemlab.backends.user import UserBackend, UserRunOutcome, run_conditions, split_backend_args, split_output
 from pmemlab.errors import ParamRefused, PmemlabError
 from pmemlab.table import BASE_COLUMNS, rows_for_outcome
 

@@ -16,8 +16,9 @@ import pytest
 
 from pmemlab import exitcodes
 from pmemlab import params as P
-from pmemlab.backend import Backend, BackendSpec, RunOutcome, load_identity
-from pmemlab.backend_user import UserBackend
+from pmemlab.backends.protocol import Backend, RunOutcome, load_identity
+from pmemlab.backends.spec import BackendSpec
+from pmemlab.backends.user import UserBackend
 from pmemlab.config import Point, SweepConfig, expand, one_point, parse_config
 from pmemlab.errors import ConfigError, Interrupted, ModuleBusy, ParamRefused, PmemlabError, ResumeMismatch
 from pmemlab.errors import user_message
@@ -27,7 +28,7 @@ from pmemlab.sweep import (
     media_notes, metric_values, policy_for, read_previous, resume, resume_identity, summarize_csv,
 )
 from pmemlab.sweep.resume import identity_diff
-from pmemlab.sysfs import Module
+from pmemlab.backends.module import Module
 from pmemlab.table import BASE_COLUMNS, HIST_COLUMNS
 
 COND = {"target": "/dev/pmem0", "target_kind": "fsdax", "target_size": 1 << 30, "target_node": 0,

@@ -8,48 +8,36 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 from pathlib import Path
 from textwrap import dedent
 
 import pandas as pd
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent / "fixtures"))
-from fake_pmemlab import make_fake  # noqa: E402
-from recorded_targets import RECORDED, one_target  # noqa: E402
+from fake_pmemlab import make_fake
+from sweep_toml import bandwidth_toml
+from recorded_targets import RECORDED, one_target
 
-import pmemlab.cli as cli  # noqa: E402
-import pmemlab.machine as machine  # noqa: E402
-from pmemlab import exitcodes, taskstats  # noqa: E402
-from pmemlab.targets import cli as targets_cli  # noqa: E402
-from pmemlab.config import parse_config  # noqa: E402
-from pmemlab.errors import ConfigError  # noqa: E402
-from pmemlab.plots.data import load_results  # noqa: E402
-from pmemlab.table import read_rows  # noqa: E402
-from pmemlab.targets.open import LoadRefused, NamedTargets, open_loader  # noqa: E402
-from pmemlab.targets.spec import Substitutes, TargetLoad, choose_loads, parse_load, parse_targets_option  # noqa: E402
-from pmemlab.targets.spec import target_name  # noqa: E402
+import pmemlab.cli as cli
+import pmemlab.host.machine as machine
+import pmemlab.host.probe as probe
+from pmemlab import exitcodes
+from pmemlab.host import taskstats
+from pmemlab.targets import cli as targets_cli
+from pmemlab.config import parse_config
+from pmemlab.errors import ConfigError
+from pmemlab.plots.data import load_results
+from pmemlab.table import read_rows
+from pmemlab.targets.open import LoadRefused, NamedTargets, open_loader
+from pmemlab.targets.spec import Substitutes, TargetLoad, choose_loads, parse_load, parse_targets_option
+from pmemlab.targets.spec import target_name
 
-CONFIG = """
-[sweep]
-name = "cmp"
-repeats = 2
-
+CONFIG = bandwidth_toml('op = ["load", "ntstore"]\naccess_size = [64, 256]', name="cmp", sweep='''
 [sweep.targets]
 pmem = "target=@PMEM@"
 dram = "target=dram dram_size=64M"
 emulated = "target=@PMEM_DRAM@"
-
-[base]
-mode = "bandwidth"
-duration_ms = 2
-working_set = "1M"
-
-[axes]
-op = ["load", "ntstore"]
-access_size = [64, 256]
-"""
+''')
 
 
 # --------------------------------------------------------------------------
@@ -108,7 +96,7 @@ def test_substitutes_from_the_environment_and_the_nodes(tmp_path, monkeypatch):
         (nodes / f"node{n}" / "meminfo").write_text(f"Node {n} MemTotal:       {kib} kB\n")
         (nodes / f"node{n}" / "distance").write_text("10 20 20\n")
     (tmp_path / "dev").mkdir()
-    host = machine.HostPaths(proc=tmp_path / "proc", sys=tmp_path / "sys", dev=tmp_path / "dev")
+    host = probe.HostPaths(proc=tmp_path / "proc", sys=tmp_path / "sys", dev=tmp_path / "dev")
     monkeypatch.setenv("PMEMLAB_PMEM", "/dev/pmem4 /dev/pmem5")
     monkeypatch.setenv("PMEMLAB_PMEM_DRAM", "/dev/pmem9")
     subs = Substitutes.probe(host=host)
@@ -226,9 +214,6 @@ def bed(tmp_path, monkeypatch):
                         lambda kind, sysfs, opts=None: NamedTargets(fake.root, io=fake) if kind == "kernel"
                         else open_loader(kind, sysfs, opts))
     monkeypatch.setattr(targets_cli, "online_cpus", lambda: 2)
-    monkeypatch.setattr(cli, "_module", lambda args: fake.module())  # --targets loaded: the module as it is
-    monkeypatch.setattr(cli, "_online_cpus", lambda: 2)
-    monkeypatch.setattr(machine, "run_tool", lambda argv: machine.ToolResult(127, "", "not installed"))
     monkeypatch.delenv("PMEMLAB_PMEM_DRAM", raising=False)
     cfg = tmp_path / "cmp.toml"
     cfg.write_text(CONFIG)
@@ -522,7 +507,7 @@ def test_several_configs_end_with_their_verdict(tmp_path, monkeypatch, capsys):
     many did not end well (a script reading the last line learns the outcome, as for one config);
     the exit code is the worst."""
     monkeypatch.setenv("PMEMLAB_SYSFS", str(tmp_path / "no-module"))
-    monkeypatch.setattr(machine, "run_tool", lambda argv: machine.ToolResult(127, "", "not installed"))
+    monkeypatch.setattr(probe, "run_tool", lambda argv: probe.ToolResult(127, "", "not installed"))
     plain = tmp_path / "plain.toml"
     plain.write_text("[base]\nduration_ms = 1\n")
     other = tmp_path / "other.toml"

@@ -26,22 +26,21 @@ import math
 import random
 import re
 import subprocess
-import sys
 from pathlib import Path
 
 import pandas as pd
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent / "fixtures"))
-from fake_pmemlab import make_fake, placement  # noqa: E402
-from oneliner_bed import fake_module_bed  # noqa: E402
+from fake_pmemlab import make_fake, placement
+from oneliner_bed import fake_module_bed
 
-import pmemlab.cli as cli  # noqa: E402
-import pmemlab.machine as machine  # noqa: E402
-from pmemlab import tiers  # noqa: E402
-from pmemlab.errors import ConfigError  # noqa: E402
-from pmemlab.targets.spec import Substitutes, TargetLoad, derived_label  # noqa: E402
-from testlib import TOP  # noqa: E402
+import pmemlab.cli as cli
+import pmemlab.host.machine as machine
+import pmemlab.host.probe as probe
+from pmemlab import tiers
+from pmemlab.errors import ConfigError
+from pmemlab.targets.spec import Substitutes, TargetLoad, derived_label
+from testlib import TOP
 
 LIB = TOP / "userspace" / "runner" / "libplcore.so"
 RUNNER = TOP / "userspace" / "runner" / "pmemlab-run"
@@ -295,7 +294,7 @@ def test_labels_and_nodes_of_a_weighted_load() -> None:
 
 def test_info_of_a_target_over_two_nodes(tmp_path, monkeypatch) -> None:
     """`pmemlab info` (and so every row's conditions) reads the placement the module reports."""
-    monkeypatch.setattr(machine, "run_tool", lambda argv: machine.ToolResult(127, "", "not installed"))
+    monkeypatch.setattr(probe, "run_tool", lambda argv: probe.ToolResult(127, "", "not installed"))
     fake = make_fake(tmp_path)
     fake.reload({"target": "dram", "dram_nodes": "0,1", "dram_weights": "3,1", "dram_size": "64M"})
     info = machine.gather_info(fake.module())

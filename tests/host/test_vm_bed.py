@@ -273,8 +273,8 @@ def test_two_node_tests_run_in_make_test() -> None:
     selects them there beside the kernel matrix."""
     markers = guest_test_markers()
     two = {name for name, marks in markers.items() if "two_nodes" in marks}
-    assert {"test_oneliners.py::test_matrices_across_two_nodes[latency-matrix]",
-            "test_oneliners.py::test_matrices_across_two_nodes[bw-matrix]"} <= two
+    assert {"test_oneliners_on_module.py::test_matrices_across_two_nodes[latency-matrix]",
+            "test_oneliners_on_module.py::test_matrices_across_two_nodes[bw-matrix]"} <= two
     script = (TOP / "scripts" / "run-tests").read_text()
     branch = script[script.index('[ "$kernel" = "$last" ]'):]
     branch = branch[:branch.index("elif")]

@@ -2,12 +2,12 @@
 
 import sys
 
+from pmemlab.errors import PmemlabError
+
 
 def run() -> int:
     """main(), or the one line that says what is missing when the controller cannot start
     (libplcore.so not built: the parameter table is loaded when pmemlab.params is imported)."""
-    from pmemlab.errors import PmemlabError
-
     try:
         from pmemlab.cli import main
     except PmemlabError as exc:

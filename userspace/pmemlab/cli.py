@@ -13,9 +13,13 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, NoReturn, Sequence
 
-from pmemlab import __version__, exitcodes, guard, ipmctl, machine, noise, oneliners
+from pmemlab import __version__, exitcodes, noise, oneliners
+from pmemlab.host import guard, ipmctl, machine, probe
 from pmemlab import params as P
-from pmemlab.backend import Backend, BackendSpec
+from pmemlab.backends.protocol import Backend
+from pmemlab.backends.spec import BackendSpec
+from pmemlab.backends.user import split_backend_args
+from pmemlab.cliargs import parse_assignments, positive_seconds
 from pmemlab.config import Point, SweepConfig, command_line_problems, count_points, expand, load_config, one_point
 from pmemlab.errors import ConfigError, Interrupted, PmemlabError, UsageError, user_message
 from pmemlab.output import add_json, examples, print_json, text_table
@@ -25,6 +29,7 @@ from pmemlab.table import BASE_COLUMNS, csv_text
 from pmemlab.targets.cli import add_target_options, check_target_option, chosen_loads, print_targets_dry_run
 from pmemlab.targets.cli import sweep_over_targets
 from pmemlab.targets.spec import target_loads
+from pmemlab.errors import BadInput
 
 if TYPE_CHECKING:  # pandas is imported where tables are read or summarized: run, info, params never need it
     import pandas as pd
@@ -51,16 +56,6 @@ def _command_parser(sub: Any, name: str, help: str, example_lines: Sequence[str]
                                epilog=examples(*example_lines), formatter_class=argparse.RawDescriptionHelpFormatter,
                                **kw)
     return p
-
-
-def positive_seconds(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
-    if not (math.isfinite(value) and value > 0):
-        raise argparse.ArgumentTypeError(f"{text!r}: give a number of seconds > 0")
-    return value
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -172,16 +167,6 @@ def build_parser() -> argparse.ArgumentParser:
     return ap
 
 
-def parse_assignments(items: Sequence[str], what: str = "argument") -> dict[str, str]:
-    out: dict[str, str] = {}
-    for item in items:
-        if "=" not in item:
-            raise ConfigError(f"{what} {item!r} is not KEY=VALUE", "write e.g. access_size=256")
-        k, v = item.split("=", 1)
-        out[k.strip()] = v.strip()
-    return out
-
-
 def _module(args: argparse.Namespace) -> Backend:
     return BackendSpec("kernel", sysfs=Path(args.sysfs) if args.sysfs else None).open()
 
@@ -200,7 +185,7 @@ def _backend(args: argparse.Namespace, opts: dict[str, str]) -> Backend:
 
 
 def _online_cpus() -> int:
-    return int(machine.cpu_info(machine.HostPaths())["online_cpus"])
+    return int(machine.cpu_info(probe.HostPaths())["online_cpus"])
 
 
 
@@ -231,8 +216,6 @@ def cmd_params(args: argparse.Namespace) -> int:
 
 def cmd_run(args: argparse.Namespace) -> int:
     """One point, once: a sweep of one point whose rows are printed, not written."""
-    from pmemlab.backend_user import split_backend_args
-
     raw, backend_opts = split_backend_args(parse_assignments(args.assignments))
     values, problems = P.normalize(raw)
     backend = _backend(args, backend_opts)
@@ -305,8 +288,6 @@ def sweep_each(args: argparse.Namespace,
         return [one(argparse.Namespace(**{**vars(args), "config": paths[0]}))]
     if args.output:
         raise ConfigError(f"-o {args.output} with {len(paths)} configs", "give --out-dir DIR: each writes DIR/NAME.csv")
-    from pmemlab.backend_user import split_backend_args
-
     overrides, _ = split_backend_args(parse_assignments(args.set, "--set"))
     for path in paths:
         load_config(path, overrides=overrides, scale=args.scale)
@@ -345,8 +326,6 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 def _sweep_config(args: argparse.Namespace) -> tuple[int, dict[str, Any]]:
     """One config: the backend as it is loaded, or over the config's target axis into one CSV.
     Returns the exit code and the --json document (the text is printed here)."""
-    from pmemlab.backend_user import split_backend_args
-
     overrides, backend_opts = split_backend_args(parse_assignments(args.set, "--set"))
     cfg = load_config(args.config, overrides=overrides, scale=args.scale)
     if args.strict:
@@ -382,7 +361,7 @@ def _sweep_config(args: argparse.Namespace) -> tuple[int, dict[str, Any]]:
         print(f"pmemlab: {len(skipped)} of {len(points)} points cannot run here and are recorded as skipped: "
               + "; ".join(reasons[:5]), file=sys.stderr)
     info = bench.info or {}
-    media = ipmctl.MediaCounters(runner=machine.run_tool, available=bool(info.get("ipmctl", {}).get("available")))
+    media = ipmctl.MediaCounters(runner=probe.run_tool, available=bool(info.get("ipmctl", {}).get("available")))
     opts = SweepOptions(output=output, fail_fast=args.fail_fast, fresh=args.fresh,
                         progress=not args.no_progress, argv=sys.argv[:])
     report = Sweep.for_config(cfg, points, bench, opts, media).run()
@@ -478,7 +457,6 @@ SUMMARY_TABLE_LIMIT = 60  # rows printed (the CSV and --json have all)
 
 
 def cmd_summarize(args: argparse.Namespace) -> int:
-    from pmemlab.errors import BadInput
     from pmemlab.plots.data import is_sweep_csv
 
     if not args.csv.exists():

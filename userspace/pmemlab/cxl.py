@@ -19,6 +19,8 @@ import os
 from pathlib import Path
 from typing import Any
 
+from pmemlab.params import parse_cpulist
+
 CXL = "bus/cxl/devices"
 ADV_ATTRS = ("read_latency", "write_latency", "read_bandwidth", "write_bandwidth")
 
@@ -246,8 +248,6 @@ def advertised(sys: Path, node: int | None, regions: list[str] | None = None) ->
 def memory_tier(sys: Path, node: int | None) -> dict[str, Any]:
     """The memory tier of a node (/sys/devices/virtual/memory_tiering/memory_tierN/nodelist): the
     tier's number (lower: faster, the kernel's abstract distance) and its nodes."""
-    from pmemlab.params import parse_cpulist
-
     if node is None or node < 0:
         return {"tier": None, "nodes": None}
     for tier, t in numbered(sys / "devices/virtual/memory_tiering", "memory_tier"):

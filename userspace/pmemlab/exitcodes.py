@@ -6,7 +6,7 @@ apart by the code alone.
 
 from __future__ import annotations
 
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 OK = 0
 FAILED = 1
@@ -61,11 +61,16 @@ def for_run(report: Tally) -> int:
     return OK if report.runs and report.ok == report.runs else FAILED
 
 
+@runtime_checkable
+class CarriesCode(Protocol):
+    """An error that knows its exit code: every errors.PmemlabError (its class says which)."""
+
+    exit_code: int
+
+
 def for_error(exc: BaseException) -> int:
     """An error that ended the command (each PmemlabError class carries its code)."""
-    from pmemlab.errors import PmemlabError
-
-    if isinstance(exc, PmemlabError):
+    if isinstance(exc, CarriesCode) and isinstance(exc.exit_code, int):
         return exc.exit_code
     if isinstance(exc, KeyboardInterrupt):
         return INTERRUPTED

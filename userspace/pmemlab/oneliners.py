@@ -35,10 +35,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
-from pmemlab import exitcodes, machine, tiers
+from pmemlab import exitcodes, tiers
+
+from pmemlab.host import machine, probe
 from pmemlab.advertised import advertised_bandwidth, advertised_latency, advertised_of, ratio
 from pmemlab import params as P
-from pmemlab.backend import Backend, BackendKind, BackendSpec
+from pmemlab.backends.module import Module, sysfs_root
+from pmemlab.backends.protocol import Backend, BackendKind
+from pmemlab.backends.spec import BackendSpec
+from pmemlab.cliargs import positive_seconds
 from pmemlab.config import SweepConfig, expand, parse_config
 from pmemlab.errors import ConfigError, PmemlabError
 from pmemlab.stats import summarize
@@ -137,8 +142,6 @@ def pick_backend(args: argparse.Namespace) -> BackendKind:
     """--backend, else the module when it is loaded, else the user backend."""
     if args.backend:
         return "kernel" if args.backend == "kernel" else "user"
-    from pmemlab.sysfs import Module, sysfs_root
-
     return "kernel" if Module(sysfs_root(args.sysfs)).loaded() else "user"
 
 
@@ -167,7 +170,7 @@ def open_bed(args: argparse.Namespace, loads: list[TargetLoad] | None, online: i
 
 
 def online_cpus() -> int:
-    return int(machine.cpu_info(machine.HostPaths())["online_cpus"])
+    return int(machine.cpu_info(probe.HostPaths())["online_cpus"])
 
 
 # --------------------------------------------------------------------------
@@ -597,7 +600,7 @@ def _initiators(rows: pd.DataFrame, target: str) -> list[int]:
 def matrix_loads(args: argparse.Namespace, kind: BackendKind) -> list[TargetLoad]:
     """The columns of a matrix: the DRAM of each node with memory, and each fsdax namespace (the
     module only: the user backend takes a DAX file, given with --targets)."""
-    host = machine.HostPaths()
+    host = probe.HostPaths()
     nodes = machine.numa_info(host)["nodes"]
     loads = []
     for n in nodes:
@@ -609,7 +612,7 @@ def matrix_loads(args: argparse.Namespace, kind: BackendKind) -> list[TargetLoad
     return loads
 
 
-def fsdax_namespaces(host: machine.HostPaths) -> list[str]:
+def fsdax_namespaces(host: probe.HostPaths) -> list[str]:
     """The block devices of fsdax namespaces (DAX-capable pmem disks), pmem0 first."""
     out = []
     for dev in sorted(host.sys.glob("block/pmem*"), key=lambda p: (len(p.name), p.name)):
@@ -620,7 +623,7 @@ def fsdax_namespaces(host: machine.HostPaths) -> list[str]:
 
 def tier_nodes(args: argparse.Namespace) -> tuple[int, int]:
     """--dram-node and --cxl-node, else the first node with CPUs and the first without (tiers.node_pair)."""
-    return tiers.node_pair(machine.numa_info(machine.HostPaths())["nodes"], args.dram_node, args.cxl_node)
+    return tiers.node_pair(machine.numa_info(probe.HostPaths())["nodes"], args.dram_node, args.cxl_node)
 
 
 def tier_loads(args: argparse.Namespace, kind: BackendKind) -> list[TargetLoad]:
@@ -744,8 +747,6 @@ def _delays(text: str) -> tuple[int, ...]:
 
 
 def add_parsers(sub: Any) -> None:
-    from pmemlab.cli import positive_seconds
-
     for one in COMMANDS:
         p = sub.add_parser(one.name, help=one.help, description=f"{one.help[:1].upper()}{one.help[1:]}.",
                            epilog=examples(*one.examples), formatter_class=argparse.RawDescriptionHelpFormatter)

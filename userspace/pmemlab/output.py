@@ -10,6 +10,8 @@ import sys
 from pathlib import Path
 from typing import Any, Sequence, TextIO
 
+from pmemlab.errors import OutputError
+
 
 def jsonable(value: Any) -> Any:
     """`value` with what JSON cannot hold made plain: NaN and infinities -> null, numpy and pandas
@@ -81,8 +83,6 @@ def check_writable(path: Path, option: str = "-o", directory: bool = True) -> No
     import errno
     import os
     import tempfile
-
-    from pmemlab.errors import OutputError
 
     if any(len(part.encode()) > NAME_MAX for part in path.parts):
         raise OutputError(f"{option} {str(path)[:60]}...: a name on the path is longer than {NAME_MAX} bytes",

@@ -80,6 +80,7 @@ _OPS = plcore.schema()["ops"]
 # the module's ops (the user backend adds copy, ntcopy, chase)
 OPS: tuple[str, ...] = tuple(op["name"] for op in _OPS if not op["user_only"])
 WRITE_OPS: frozenset[str] = frozenset(op["name"] for op in _OPS if op["writes"] and not op["user_only"])
+READ_OPS: frozenset[str] = frozenset(OPS) - WRITE_OPS  # the module's ops that only read
 WIDTHS: tuple[int, ...] = PARAMS["width"].choices
 MAX_ACCESS: int = PARAMS["access_size"].hi or 0
 MAX_SAMPLES: int = PARAMS["samples"].hi or 0
@@ -215,11 +216,12 @@ def remote_cpus(threads: int, f: TargetFacts) -> list[int] | str:
                     key=lambda n: (dist.get(n, 1 << 30), n))
     if not others:
         return f"no NUMA node other than the target's node {f.target_node} has online CPUs"
+    node_cpus = f.node_cpus
     for node in others:
-        if len(f.node_cpus[node]) >= threads:
-            return list(f.node_cpus[node][:threads])
-    most = max(others, key=lambda n: len(f.node_cpus[n]))
-    return f"no other node has {threads} online CPUs (node {most} has {len(f.node_cpus[most])})"
+        if len(node_cpus[node]) >= threads:
+            return list(node_cpus[node][:threads])
+    most = max(others, key=lambda n: len(node_cpus[n]))
+    return f"no other node has {threads} online CPUs (node {most} has {len(node_cpus[most])})"
 
 
 def resolve_cpus(params: Mapping[str, Any], facts: TargetFacts | None) -> dict[str, Any]:

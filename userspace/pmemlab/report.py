@@ -43,6 +43,8 @@ from pmemlab.noise import CV_WARN, FEW_REPEATS, STEAL_WARN_PCT, judge, metric_of
 from pmemlab.output import add_json, check_writable, examples, print_json
 from pmemlab.advertised import advertised_bandwidth, advertised_latency, advertised_of, ratio
 from pmemlab.stats import summarize
+from pmemlab.host.machine import toolkit_revision
+from pmemlab.plots.references import EXPERIMENT_ORDER, FIGURES, figure_of
 
 if TYPE_CHECKING:  # imported by the functions that use them: the command line is built without them
     import pandas as pd
@@ -244,7 +246,6 @@ def values_text(values: Iterable[Any], sizes: bool = False) -> str:
 def build_sections(results_dir: Path, dpi: int = 110) -> list[Section]:
     from pmemlab.plots.data import find_experiments, load_results
     from pmemlab.plots.recipes import ALL_RECIPES
-    from pmemlab.plots.references import EXPERIMENT_ORDER, figure_of
     from pmemlab.plots.render import fallback_figure
     from pmemlab.plots.style import Frame, caption_of, framed
     from pmemlab.plots.tables import figure_tables
@@ -358,8 +359,6 @@ def coverage_table(sections: Sequence[Section]) -> pd.DataFrame:
 
 
 def not_run(sections: Sequence[Section]) -> list[PaperFigure]:
-    from pmemlab.plots.references import FIGURES
-
     done = {s.name for s in sections}
     return [f for f in FIGURES if f.experiment not in done]
 
@@ -878,8 +877,6 @@ def write_report(results_dir: Path, out_dir: Path, name: str = "report") -> tupl
     figures.mkdir(exist_ok=True)
     for s in sections:
         (figures / f"{s.name}.png").write_bytes(s.png)
-    from pmemlab.machine import toolkit_revision
-
     generated = (f"Generated {datetime.now(timezone.utc).isoformat(timespec='seconds')} by pmemlab {__version__} "
                  f"({toolkit_revision()}) from {len(sections)} experiments.")
     html_path, md_path = out_dir / f"{name}.html", out_dir / f"{name}.md"

@@ -12,12 +12,12 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
 
-from pmemlab import ipmctl
+from pmemlab.host import ipmctl
 from pmemlab.errors import NotPmemlabFile
 from pmemlab.params import PARAM_NAMES, PARAMS
 from pmemlab.results import KNOWN_RESULT_COLUMNS, parse_result
-from pmemlab.backend import RunOutcome
-from pmemlab.sysfs import PLACEMENT_FACTS
+from pmemlab.backends.protocol import RunOutcome
+from pmemlab.backends.facts import PLACEMENT_FACTS
 
 if TYPE_CHECKING:  # pandas is imported where a table is read: `pmemlab run` never needs it
     import pandas as pd
@@ -48,6 +48,9 @@ BASE_COLUMNS: tuple[str, ...] = (
 )
 RESERVED: frozenset[str] = frozenset(set(ID_COLUMNS) | set(PARAM_NAMES) | set(CONDITION_COLUMNS)
                                      | set(RUN_STATE_COLUMNS) | set(NOISE_COLUMNS) | set(TIME_COLUMNS))
+
+# the run parameters that are sizes in bytes (the parameter table's kind "size")
+SIZE_PARAMS: tuple[str, ...] = tuple(p.name for p in PARAMS.values() if p.kind == "size")
 
 COLUMN_DOC: dict[str, str] = {
     "sweep": "sweep name",
@@ -116,8 +119,7 @@ COLUMN_DOC: dict[str, str] = {
     "ctx_voluntary": "voluntary context switches of the thread (aggregate: all threads) over its life "
                      "(taskstats at its exit; empty: not available)",
     "ctx_involuntary": "involuntary context switches (preemptions) of the thread, as ctx_voluntary",
-    "access_size": "bytes", "stride": "bytes", "working_set": "bytes", "window_offset": "bytes",
-    "hotspot_size": "bytes", "pass_offset": "bytes", "fence_interval": "bytes", "interleave_gran": "bytes",
+    **{name: "bytes" for name in SIZE_PARAMS},
     "width": "bytes per instruction", "duration_ms": "ms", "delay_ticks": "TSC ticks",
     "target_interleave_ways": "devices in the target's interleave set (ndctl's region, or the CXL region)",
     "target_interleave_gran": "interleave granularity of the target's CXL region, bytes (empty: not known, "

@@ -7,6 +7,8 @@ from typing import Any
 from pmemlab.config.lines import LineIndex
 from pmemlab.config.model import Adaptive, SweepConfig
 from pmemlab.config.problems import Problems, show
+from pmemlab.host import ipmctl
+from pmemlab.results import KNOWN_RESULT_COLUMNS
 
 ADAPTIVE_KEYS = frozenset({"metric", "ci_target", "max_repeats", "min_repeats"})
 
@@ -14,9 +16,6 @@ ADAPTIVE_KEYS = frozenset({"metric", "ci_target", "max_repeats", "min_repeats"})
 def adaptive_metrics() -> tuple[str, ...]:
     """What [sweep.adaptive] metric may name: the numeric result columns of an aggregate row
     the controller knows (module fields and Optane media counters), not ids such as cpu."""
-    from pmemlab import ipmctl
-    from pmemlab.results import KNOWN_RESULT_COLUMNS
-
     return tuple(c for c in (*KNOWN_RESULT_COLUMNS, *ipmctl.COLUMNS) if c != "cpu" and not c.startswith("thread"))
 
 

@@ -8,13 +8,13 @@ import math
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any, Callable, Iterable, Sequence
 
 import numpy as np
 import pandas as pd
 
 from pmemlab.errors import PmemlabError
-from pmemlab.machine import emulation_conditions
+from pmemlab.host.machine import emulation_conditions
 from pmemlab.stats import summarize
 from pmemlab.table import HIST_CSV_COLUMNS, is_pmemlab_csv, read_rows
 
@@ -191,8 +191,10 @@ def _target_labels(rows: pd.DataFrame, file_labels: dict[str, str]) -> pd.Series
     labels = base.copy()
     for k in base.unique():
         same = base == k
-        for column, show in (("target", str), ("target_node", lambda v: f"node {int(v)}"),
-                             ("target_page_size", lambda v: f"{size_label(int(v))} pages")):
+        shown: tuple[tuple[str, Callable[[Any], str]], ...] = (
+            ("target", str), ("target_node", lambda v: f"node {int(v)}"),
+            ("target_page_size", lambda v: f"{size_label(int(v))} pages"))
+        for column, show in shown:
             if column in rows and rows.loc[same, column].dropna().nunique() > 1:
                 labels[same] = labels[same] + " " + rows.loc[same, column].map(
                     lambda v: show(v) if pd.notna(v) else "?")
@@ -204,7 +206,7 @@ def _target_labels(rows: pd.DataFrame, file_labels: dict[str, str]) -> pd.Series
 # --------------------------------------------------------------------------
 # statistics over repeats
 # --------------------------------------------------------------------------
-def groups(df: pd.DataFrame, keys: Sequence[str]) -> Iterable[tuple[tuple, pd.DataFrame]]:
+def groups(df: pd.DataFrame, keys: Sequence[str]) -> Iterable[tuple[tuple[Any, ...], pd.DataFrame]]:
     """(key tuple, rows) per combination of `keys` (one group of everything when there are none)."""
     if not keys:
         yield (), df
@@ -297,7 +299,7 @@ SPREAD_TEXT = "p5-p95"
 RUN_KEYS = ["source_csv", "point_key", "repeat"]
 
 
-def pooled_buckets(results: Results, runs: pd.DataFrame, keys: Sequence[str]) -> dict[tuple, pd.DataFrame]:
+def pooled_buckets(results: Results, runs: pd.DataFrame, keys: Sequence[str]) -> dict[tuple[Any, ...], pd.DataFrame]:
     """Per combination of `keys` among the aggregate rows `runs`: the histogram of every sample of
     those runs (all repeats pooled), one row per bucket in ascending order with lo_ns, hi_ns,
     mid_ns (the module's midpoint: lo + (hi - lo) / 2 in whole TSC ticks) and count. The runs'
@@ -321,7 +323,7 @@ def pooled_buckets(results: Results, runs: pd.DataFrame, keys: Sequence[str]) ->
     merged = merged[is_all | ~has_all]
     ticks = {"lo_ticks", "hi_ticks"} <= set(merged.columns)
     bounds = ["lo_ns", "hi_ns", *(["lo_ticks", "hi_ticks"] if ticks else [])]
-    out: dict[tuple, pd.DataFrame] = {}
+    out: dict[tuple[Any, ...], pd.DataFrame] = {}
     for key, grp in groups(merged, keys):
         b = grp.groupby(bounds, sort=True)["count"].sum().reset_index()
         b = b[b["count"] > 0].sort_values("lo_ns", kind="stable").reset_index(drop=True)
@@ -497,7 +499,7 @@ UNDECIDED = "undecided"  # a run too narrow to tell (all its samples on one or t
 AGAINST = "against"  # a run whose samples are no lattice
 
 
-def _lattice_step(values: np.ndarray, counts: np.ndarray, share: float = 0.01) -> tuple[int, list[float]] | str:
+def _lattice_step(values: np.ndarray[Any, Any], counts: np.ndarray[Any, Any], share: float = 0.01) -> tuple[int, list[float]] | str:
     """One run's exact sample values: (step in ticks, the first lattice values in ticks), or
     AGAINST (its values are no lattice of 4 ticks or more), or UNDECIDED (fewer than 3 narrow
     clusters: nothing to tell a lattice by; a bare-metal TSC's two modes are no evidence of one)."""

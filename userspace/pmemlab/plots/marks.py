@@ -1,13 +1,17 @@
 """The visible mark on a figure whose numbers are not persistent-memory performance: runs under a
 hypervisor, or on a namespace that only emulates pmem (memmap= DRAM, a hypervisor's NVDIMM, the
 kernel's nfit_test bus). Decided from the run conditions every CSV row carries (`hypervisor`,
-`target_emulated`: pmemlab.machine), never from the file name."""
+`target_emulated`: pmemlab.host.machine), never from the file name."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import pandas as pd
+
+if TYPE_CHECKING:  # matplotlib is imported by the functions that draw
+    from matplotlib.figure import Figure
 
 MARK_GID = "pmemlab-emulated-mark"
 WATERMARK_GID = "pmemlab-emulated-watermark"
@@ -57,7 +61,7 @@ def emulation_notice(rows: pd.DataFrame) -> Notice | None:
 NOTICE_FONT = 7.5
 
 
-def _notice_lines(fig, notice: Notice) -> list[str]:
+def _notice_lines(fig: Figure, notice: Notice) -> list[str]:
     """The banner's text broken into lines that fit the figure's width."""
     per_line = max(int(fig.get_size_inches()[0] * 0.92 / (NOTICE_FONT * 0.62 / 72)), 30)
     words, lines, line = notice.text.split(" "), [], ""
@@ -70,14 +74,14 @@ def _notice_lines(fig, notice: Notice) -> list[str]:
     return [*lines, line]
 
 
-def notice_height(fig, notice: Notice | None) -> float:
+def notice_height(fig: Figure, notice: Notice | None) -> float:
     """Inches the banner takes at the top of the figure (0 without one)."""
     if notice is None:
         return 0.0
     return len(_notice_lines(fig, notice)) * NOTICE_FONT * 1.35 / 72 + 0.1
 
 
-def draw_notice(fig, notice: Notice | None, banner: bool = True) -> None:
+def draw_notice(fig: Figure, notice: Notice | None, banner: bool = True) -> None:
     """A red banner across the top of the figure (unless `banner` is False: the page around it
     says it); for a whole-figure mark also a faint diagonal watermark over the plots, so a
     cropped panel still carries it."""
@@ -96,6 +100,6 @@ def draw_notice(fig, notice: Notice | None, banner: bool = True) -> None:
                  gid=WATERMARK_GID, zorder=0.5)
 
 
-def notice_of(fig) -> str:
+def notice_of(fig: Figure) -> str:
     """The mark's text on a rendered figure ('' when it carries none)."""
     return next((t.get_text().replace("\n", " ") for t in fig.texts if t.get_gid() == MARK_GID), "")

@@ -11,14 +11,14 @@ CCDF on a log axis; ticks sit at the swept values; heatmaps of one figure share 
 from __future__ import annotations
 
 import math
-from typing import Callable, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 import pandas as pd
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
-from pmemlab.params import WRITE_OPS
+from pmemlab.params import OPS, READ_OPS, WRITE_OPS
 from pmemlab.plots.data import (
     Results, bucket_quantiles, count_text, latency_stats, loop_bound_rows, mean_over_repeats, pooled_buckets,
     repeats_text, size_label,
@@ -32,11 +32,20 @@ from pmemlab.plots.style import (
 )
 
 Recipe = Callable[[Results], Figure]
-OP_SHORT = {"load": "L", "ntload": "LN", "store": "S", "ntstore": "SN", "store+clwb": "SW",
-            "store+clflushopt": "SO", "store+clflush": "SF"}
-OP_LABEL = {"load": "Read (load)", "ntload": "Read (ntload)", "store": "Write (store)",
-            "ntstore": "Write (ntstore)", "store+clwb": "Write (clwb)", "store+clflushopt": "Write (clflushopt)",
-            "store+clflush": "Write (clflush)"}
+
+
+def instruction(op: str) -> str:
+    """What an op is named by in a figure: its instruction, the flush of a store+flush."""
+    return op.partition("+")[2] or op
+
+
+# REPORT fig 8's letter for each flush instruction (Size_Type names: 64_SW is a store+clwb)
+FLUSH_LETTER = {"clwb": "W", "clflushopt": "O", "clflush": "F"}
+# each op of the module (the parameter table's, in its order): Read (load), Write (clwb), ...
+OP_LABEL = {op: f"{'Write' if op in WRITE_OPS else 'Read'} ({instruction(op)})" for op in OPS}
+# and REPORT fig 8's short name: L load, S store, N non-temporal, then the flush's letter
+OP_SHORT = {op: ("S" if op in WRITE_OPS else "L") + ("N" if op.startswith("nt") else "")
+            + FLUSH_LETTER.get(op.partition("+")[2], "") for op in OPS}
 NO_DATA = "no successful runs in this CSV\n(see its status and error columns)"
 # what a recipe draws where that is another statistic than its paper figure's (references.FIGURES)
 STATISTIC = {"idle-latency": "median of the samples, whiskers p5-p95, the mean marked"}
@@ -162,8 +171,9 @@ def idle_latency(results: Results) -> Figure:
         for target in targets:
             refs = [r for r in notes.refs("idle-latency", target_kind(df, target), target_dimms(df, target), target)
                     if (r.series, target) in where]
-            draw_references(ax, refs, at=lambda r, t=target: where[(r.series, t)],
-                            candidates=lambda r, t=target: bar_candidates(ax, r.series, t))
+            # called while drawing, in this iteration: `target` is this target's
+            draw_references(ax, refs, at=lambda r: where[(r.series, target)],
+                            candidates=lambda r: bar_candidates(ax, r.series, target))
         cap_whiskers(ax, stats, where, "access", "target_label")
         zero_based(ax)
         mark_timer_step(ax, step)
@@ -178,7 +188,7 @@ def idle_latency(results: Results) -> Figure:
                    "(median, whiskers p5-p95)", notes)
 
 
-def _one_value(df: pd.DataFrame, column: str, fmt: Callable[[object], str] = str) -> str:
+def _one_value(df: pd.DataFrame, column: str, fmt: Callable[[Any], str] = str) -> str:
     """The value every row has in `column`, formatted ('' when they differ or there is none)."""
     if df.empty or column not in df:
         return ""
@@ -188,20 +198,20 @@ def _one_value(df: pd.DataFrame, column: str, fmt: Callable[[object], str] = str
 
 def access_name(op: str, pattern: str) -> str:
     """The bar's name in idle-latency: 'Read (seq)', 'Write (clwb)'."""
-    return f"{'Read' if op in ('load', 'ntload') else 'Write'} ({_access_kind(op, pattern)})"
+    return f"{'Read' if op in READ_OPS else 'Write'} ({_access_kind(op, pattern)})"
 
 
 def _access_kind(op: str, pattern: str) -> str:
     """Bar names: a 64 B stride of 8 B loads is the paper's sequential read."""
-    if op in ("load", "ntload"):
+    if op in READ_OPS:
         return "seq" if pattern == "stride" else pattern
-    return {"store+clwb": "clwb", "ntstore": "ntstore"}.get(op, op)
+    return instruction(op)
 
 
 INSTR_ORDER = ("load", "ntload", "store+clflush", "ntstore", "store+clflushopt", "store+clwb")
 
 
-def instr_category(access_size: object, op: object) -> str:
+def instr_category(access_size: Any, op: Any) -> str:
     """REPORT fig 8's Size_Type names: 64_L, 128_SW, ..."""
     return f"{int(access_size)}_{OP_SHORT.get(str(op), str(op))}"
 
@@ -286,7 +296,7 @@ def tail_latency(results: Results) -> Figure:
         refs = notes.refs("tail-latency", kind, None, str(target))
         _tail_percentiles(left, sub, buckets, notes, name, TARGET_STYLES[i % len(TARGET_STYLES)])
         draw_references(left, [r for r in refs if r.series == "max"],
-                        candidates=lambda r, n=name: [c for c in series_on(left) if c[0].endswith(n) or not n])
+                        candidates=lambda r: [c for c in series_on(left) if c[0].endswith(name) or not name])
         _latency_ccdf(ax, results, sub, buckets, notes, [r for r in refs if r.series == "ccdf"])
         ax.set_title(f"{target}: latency CCDF per hotspot size" if len(targets) > 1 else "Latency CCDF per hotspot size",
                      fontsize=9)
@@ -306,7 +316,7 @@ def tail_latency(results: Results) -> Figure:
                    + (f" ({threads} thread{'s' if threads != '1' else ''})" if threads else ""), notes)
 
 
-def _tail_percentiles(ax: Axes, df: pd.DataFrame, buckets: dict, notes: Notes, name: str,
+def _tail_percentiles(ax: Axes, df: pd.DataFrame, buckets: dict[Any, Any], notes: Notes, name: str,
                       style: tuple[str, str]) -> None:
     """One target's p99.9, p99.99 and max per hotspot size on `ax` (`name` ends each label)."""
     linestyle, marker = style
@@ -326,14 +336,14 @@ def _tail_percentiles(ax: Axes, df: pd.DataFrame, buckets: dict, notes: Notes, n
         if xs:
             line = ax.errorbar(xs, ys, marker=marker, markersize=4, capsize=0, linestyle=linestyle,
                                color=TAIL_COLORS[label], label=label + name)
-            line._pmemlab_conditions = {"series": label, "statistic": label, **threads}  # type: ignore[attr-defined]
+            line._pmemlab_conditions = {"series": label, "statistic": label, **threads}
             hollow(ax, xs, ys, thin, TAIL_COLORS[label], f"hollow: fewer than {FEW_ABOVE} samples above the percentile",
                    THIN_GID, marker)
     if sizes:
         peak = df.groupby("hotspot_size")["lat_ns_max"].max()
         line = ax.errorbar(list(peak.index), list(peak.values), marker=marker, markersize=4, linestyle=linestyle,
                            color=TAIL_COLORS["max"], label="max" + name)
-        line._pmemlab_conditions = {"series": "max", "statistic": "max", **threads}  # type: ignore[attr-defined]
+        line._pmemlab_conditions = {"series": "max", "statistic": "max", **threads}
         samples = [int(buckets[(s,)]["count"].sum()) for s in sizes if (s,) in buckets]
         if samples:
             few = round(min(samples) * (1 - TAIL_QUANTILES[1][0]))
@@ -345,7 +355,7 @@ def _tail_percentiles(ax: Axes, df: pd.DataFrame, buckets: dict, notes: Notes, n
         notes.add("max: exact, the largest over repeats")
 
 
-def _latency_ccdf(ax: Axes, results: Results, df: pd.DataFrame, buckets: dict, notes: Notes,
+def _latency_ccdf(ax: Axes, results: Results, df: pd.DataFrame, buckets: dict[Any, Any], notes: Notes,
                   refs: Sequence[Reference] = ()) -> None:
     """P(latency > x) per hotspot size from the pooled histogram: a step per bucket, down to one
     sample in n, the floor the data can show (drawn, with n); the log axis cannot show the zero
@@ -483,7 +493,7 @@ def bw_size(results: Results) -> Figure:
         for threads, op in sorted({(r.threads, r.series) for r in refs if r.threads is not None}):
             own = sub[(sub["op"] == op) & (sub["threads"] == threads)]
             if best.get(op) != threads and not own.empty:  # the paper's thread count: its own curve
-                series(ax, own, "access_size", "bw_gbps", "op", label_of=lambda o, t=threads: f"{op_label(o)} ({t} thr)",
+                series(ax, own, "access_size", "bw_gbps", "op", label_of=lambda o: f"{op_label(o)} ({threads} thr)",
                        linestyle="--", marker=".", log_x=True, linewidth=1.0)
         bytes_axis(ax, sizes)
         draw_references(ax, refs)
@@ -531,7 +541,7 @@ def _latency_vs_bandwidth(ax: Axes, results: Results, df: pd.DataFrame, hue: str
             if curve["from_histogram"].any() else None
         line = ax.errorbar(curve["mean"], curve["p50"], xerr=xerr, yerr=yerr,
                            marker="o", markersize=4, capsize=2.5, label=label_of(value))
-        line._pmemlab_conditions = {"series": name_of(value), "statistic": "max"}  # type: ignore[attr-defined]
+        line._pmemlab_conditions = {"series": name_of(value), "statistic": "max"}
         mark_loop_bound(ax, curve["mean"], curve["p50"], curve["loop_bound"], line.lines[0].get_color())
         every.append(curve)
     ax.set_xlabel(BW_LABEL)
@@ -614,7 +624,7 @@ def loaded_latency(results: Results) -> Figure:
             sub = sub.assign(workload=[_workload(str(o).split(",")[-1], p) for o, p in zip(sub["op"], sub["pattern"])],
                              load=[f"{str(o).split(',')[-1]} {p}" for o, p in zip(sub["op"], sub["pattern"])])
             names = dict(zip(sub["workload"], sub["load"]))
-            every.append(_latency_vs_bandwidth(ax, results, sub, "workload", name_of=lambda w: names[str(w)]))
+            every.append(_latency_vs_bandwidth(ax, results, sub, "workload", name_of=lambda w: str(names[str(w)])))
             draw_references(ax, notes.refs("loaded-latency", target_kind(df, target), target_dimms(df, target),
                                            str(target)))
         delays = _delay_range(sub)
@@ -785,7 +795,7 @@ def numa_mix(results: Results) -> Figure:
     if df.empty:
         note(ax, "no successful runs")
     else:
-        df["read_share"] = [100 if op in ("load", "ntload") else int(rp) for op, rp in zip(df["op"], df["read_pct"])]
+        df["read_share"] = [100 if op in READ_OPS else int(rp) for op, rp in zip(df["op"], df["read_pct"])]
         df["curve"] = numa_curves(results, df)
         series(ax, df, "read_share", "bw_gbps", "curve", log_x=False)
         data_ticks(ax, df["read_share"], lambda v: f"{v:g}")
@@ -831,10 +841,10 @@ def _locality(results: Results, agg: pd.DataFrame) -> list[str]:
 def _mixed_family(ops: str) -> tuple[str, int, int, str]:
     """(part, readers, threads, writer op) of an op list of mixed-threads.toml."""
     items = ops.split(",")
-    readers = sum(op in ("load", "ntload") for op in items)
+    readers = sum(op in READ_OPS for op in items)
     writers = [op for op in items if op in WRITE_OPS]
     writer = writers[0] if writers else ""
-    part = "ratio" if items[0] in ("load", "ntload") and writers else "split"
+    part = "ratio" if items[0] in READ_OPS and writers else "split"
     return part, readers, len(items), writer
 
 
@@ -906,7 +916,7 @@ def _ratio_name(ops: str) -> str:
     items = ops.split(",")
     period = 2 if len(items) > 1 and items[1] in WRITE_OPS else 3
     cycle = items[:period]
-    readers = sum(op in ("load", "ntload") for op in cycle)
+    readers = sum(op in READ_OPS for op in cycle)
     writer = "nt" if "ntstore" in cycle else "w"
     return f"{readers}r:{len(cycle) - readers}{writer}"
 
@@ -985,7 +995,7 @@ def tier_bw(results: Results) -> Figure:
                             xytext=(0, 9), ha="center", fontsize=7)
         for mix, text in tiers.best_text(stats).items():
             notes.add(f"best for {mix}: {text}")
-        data_ticks(ax, list(ratios), lambda v: ratios[v].text if v in ratios else f"{v:g}")
+        data_ticks(ax, list(ratios), lambda v: str(ratios[v].text) if v in ratios else f"{v:g}")
         zero_based(ax)
         nodes = sorted({str(n) for n in df.get("target_nodes", pd.Series(dtype=str)).dropna()})
         notes.add(f"x: DRAM:CXL page weights of the target (nodes {', '.join(nodes)}: DRAM first), from 100 % "

@@ -6,7 +6,7 @@ import argparse
 import sys
 from collections import defaultdict
 from pathlib import Path
-from typing import Sequence
+from typing import Any, Callable, Sequence
 
 import pandas as pd
 from matplotlib.figure import Figure
@@ -18,9 +18,11 @@ from pmemlab.plots.recipes import ALL_RECIPES
 from pmemlab.plots.style import (
     bytes_axis, data_ticks, finish, legend, log_label, new_figure, note, series, zero_based,
 )
+from pmemlab.params import PARAM_NAMES
+from pmemlab.table import SIZE_PARAMS
 
-SIZE_COLUMNS = frozenset({"access_size", "stride", "working_set", "window_offset", "hotspot_size", "pass_offset",
-                          "fence_interval", "interleave_gran", "target_size", "target_page_size"})
+# the columns in bytes: the size parameters (the parameter table's) and the target's sizes
+SIZE_COLUMNS = frozenset({*SIZE_PARAMS, "target_size", "target_page_size"})
 Y_UNITS = {"bw_gbps": "Bandwidth (GB/s)", "bw_mbps": "Bandwidth (MB/s)", "ewr": "Effective write ratio"}
 
 
@@ -43,8 +45,6 @@ def default_y(df: pd.DataFrame) -> str:
 
 def varied_parameters(results: Results) -> list[str]:
     """Parameters that take more than one value among the successful runs, in parameter order."""
-    from pmemlab.params import PARAM_NAMES
-
     ok = results.ok()
     return [key for key in PARAM_NAMES if key in ok and ok[key].nunique() > 1]
 
@@ -112,7 +112,7 @@ def fallback_figure(results: Results) -> Figure:
     return generic_figure(results, x, default_y(results.ok()), default_hue(results, x), logx=x in SIZE_COLUMNS)
 
 
-def _value_label(column: str | None):
+def _value_label(column: str | None) -> Callable[[Any], str]:
     if column in SIZE_COLUMNS:
         return lambda v: size_label(v)
     return str
@@ -325,7 +325,7 @@ def write_gallery(out: Path, groups: dict[str, list[Path]], written: dict[str, l
             if made[0].resolve() != png.resolve():
                 shutil.copyfile(made[0], png)
         else:
-            fig = recipe_figure(load_results(paths)) if name in RECIPES else fallback_figure(load_results(paths))
+            fig = recipe_figure(load_results(paths)) if name in ALL_RECIPES else fallback_figure(load_results(paths))
             (png,) = save_figure(fig, out, name, ("png",))
         figures[name] = {"png": png.name, "sha256": hashlib.sha256(png.read_bytes()).hexdigest()}
     for stale in out.glob("*.png"):

@@ -114,7 +114,7 @@ def finish(fig: Figure, results: Results, title: str, extra: Sequence[str] = ())
     fig.suptitle(title, fontsize=10, y=1 - (0.04 + banner) / height, va="top")
     # tight_layout adds the title's height below the rect's top itself: the rect only leaves the banner
     text = caption(results, extra)
-    fig._pmemlab_caption = text  # type: ignore[attr-defined]
+    fig._pmemlab_caption = text
     top = 1 - max(banner - 0.08, 0.0) / height
     place_legends_below(fig)  # under the tick labels and the x label, then the layout makes room for it
     add_caption(fig, text if frame.caption else "", top=top)
@@ -143,7 +143,7 @@ def say_what_log_scale_drops(ax: Axes) -> None:
     if not zeros:
         return
     text = f"{zeros} point{'s' if zeros > 1 else ''} at 0 (no tick between start and end): not drawn on the log scale"
-    ax._pmemlab_dropped = text  # type: ignore[attr-defined]
+    ax._pmemlab_dropped = text
     if hasattr(ax, "_pmemlab_legend"):  # with the legend's other notes (the data's bottom edge has no room for text)
         add_note(ax, text)
     else:
@@ -199,7 +199,7 @@ def add_note(ax: Axes, text: str) -> None:
     notes: list[str] = getattr(ax, "_pmemlab_notes", [])
     if text and text not in notes:
         notes.append(text)
-    ax._pmemlab_notes = notes  # type: ignore[attr-defined]
+    ax._pmemlab_notes = notes
 
 
 def notes_of(ax: Axes) -> list[str]:
@@ -215,7 +215,7 @@ def legend(ax: Axes, title: str | None = None, outside: bool = True, below: bool
     beside it (decided when the figure is finished, once every panel exists; `below` forces
     either); its title says what the glyphs mean (error bars, hollow markers). `outside` is kept
     for callers that name it: every legend is outside."""
-    ax._pmemlab_legend = (title, below)  # type: ignore[attr-defined]
+    ax._pmemlab_legend = (title, below)
     _place_legend(ax, below if below is not None else False)
 
 
@@ -226,7 +226,7 @@ def _place_legend(ax: Axes, below: bool) -> None:
     for text in ax.texts:
         if text.get_gid() == LEGEND_NOTE_GID:
             text.remove()
-    ax._pmemlab_legend_below = below  # type: ignore[attr-defined]
+    ax._pmemlab_legend_below = below
     if handles:
         labels = [textwrap.fill(label, LEGEND_WRAP) for label in labels]
         if below:
@@ -343,7 +343,7 @@ DODGE_LOG2 = 0.09  # octaves between neighbouring series' points on a log2 axis
 DODGE_LINEAR = 0.035  # of the smallest step between x values on a linear axis
 
 
-def dodge(xs: Sequence[float], index: int, count: int, log: bool | None) -> np.ndarray:
+def dodge(xs: Sequence[float], index: int, count: int, log: bool | None) -> np.ndarray[Any, Any]:
     """The x positions of series `index` of `count` that share x values, moved apart so that
     their error bars do not hide each other (log: by octaves; linear: by a share of the smallest
     x step; None: not moved)."""
@@ -351,10 +351,13 @@ def dodge(xs: Sequence[float], index: int, count: int, log: bool | None) -> np.n
     if log is None or count < 2:
         return values
     shift = index - (count - 1) / 2
+    moved: np.ndarray[Any, Any]
     if log:
-        return values * 2.0 ** (shift * DODGE_LOG2)
+        moved = values * 2.0 ** (shift * DODGE_LOG2)
+        return moved
     steps = np.diff(np.unique(values))
-    return values + shift * DODGE_LINEAR * (float(steps.min()) if len(steps) else 1.0)
+    moved = values + shift * DODGE_LINEAR * (float(steps.min()) if len(steps) else 1.0)
+    return moved
 
 
 def series_conditions(grp: pd.DataFrame, name: Any, statistic: str, x: str) -> dict[str, Any]:
@@ -392,8 +395,8 @@ def series(ax: Axes, df: pd.DataFrame, x: str, y: str, hue: str | None = None,
         yerr = [stats["mean"] - stats["lo"], stats["hi"] - stats["mean"]] if (stats["spread"] != "").any() else None
         container = ax.errorbar(xs, stats["mean"], yerr=yerr, marker=marker, markersize=4, linestyle=linestyle,
                                 capsize=2.5, label=label, **style)
-        container._pmemlab_x = np.asarray(stats[x], float)  # type: ignore[attr-defined]
-        container._pmemlab_conditions = series_conditions(grp, name_of(value), "mean", x)  # type: ignore[attr-defined]
+        container._pmemlab_x = np.asarray(stats[x], float)
+        container._pmemlab_conditions = series_conditions(grp, name_of(value), "mean", x)
         mark_loop_bound(ax, xs, stats["mean"], stats["loop_bound"], container.lines[0].get_color(), marker)
         drawn.append(stats.assign(series=label))
     if drawn:
@@ -451,7 +454,7 @@ def latency_bars(ax: Axes, stats: pd.DataFrame, category: str, hue: str, categor
                       capsize=2.5, label=label_of(h), error_kw={"elinewidth": 0.9})
         color = bars.patches[0].get_facecolor() if bars.patches else "0.5"
         if conditions is not None:
-            bars._pmemlab_conditions = {c: {**conditions(c, h), "statistic": "median"}  # type: ignore[attr-defined]
+            bars._pmemlab_conditions = {c: {**conditions(c, h), "statistic": "median"}
                                         for c in categories}
         if means and "mean" in sub:
             mean = np.array([sub["mean"].get(c, np.nan) for c in categories], float)
@@ -459,9 +462,9 @@ def latency_bars(ax: Axes, stats: pd.DataFrame, category: str, hue: str, categor
                             markeredgecolor="black", markeredgewidth=0.9, zorder=4, gid=MEAN_GID,
                             label=MEAN_LABEL if i == 0 else "_nolegend_")[0]
             if conditions is not None:
-                marks._pmemlab_conditions = {c: {**conditions(c, h), "statistic": "mean"}  # type: ignore[attr-defined]
+                marks._pmemlab_conditions = {c: {**conditions(c, h), "statistic": "mean"}
                                              for c in categories}
-            marks._pmemlab_hue = h  # type: ignore[attr-defined]
+            marks._pmemlab_hue = h
         if step is not None and step.resolved:
             for x, value in zip(pos, heights):
                 if np.isfinite(value) and value < step.ns:
@@ -524,8 +527,8 @@ def latency_series(ax: Axes, stats: pd.DataFrame, x: str, label: str, marker: st
     hi = np.clip(stats["p95"].to_numpy(float) - shown, 0, None)
     yerr = [lo, hi] if stats["from_histogram"].any() else None
     container = ax.errorbar(xs, shown, yerr=yerr, marker=marker, markersize=4, capsize=2.5, label=label)
-    container._pmemlab_x = np.asarray(stats[x], float)  # type: ignore[attr-defined]
-    container._pmemlab_conditions = dict(conditions or {"series": label, "statistic": "median"})  # type: ignore[attr-defined]
+    container._pmemlab_x = np.asarray(stats[x], float)
+    container._pmemlab_conditions = dict(conditions or {"series": label, "statistic": "median"})
     if unresolved.any() and step is not None:
         ax.plot(xs[unresolved], [step.ns] * int(unresolved.sum()), linestyle="none", marker="v", markersize=5,
                 color=container.lines[0].get_color(), markerfacecolor="white", gid=TIMER_STEP_GID, zorder=5)
@@ -660,7 +663,7 @@ def shared_colorbar(fig: Figure, cax: Axes, norm: Normalize, label: str, cmap: s
 # --------------------------------------------------------------------------
 # the papers' values
 # --------------------------------------------------------------------------
-Candidate = tuple[str, dict, Any]  # a series a paper value may sit on: (label, conditions, colour)
+Candidate = tuple[str, dict[str, Any], Any]  # a series a paper value may sit on: (label, conditions, colour)
 
 
 def series_on(ax: Axes) -> list[Candidate]:
@@ -779,7 +782,7 @@ def draw_references(ax: Axes, refs: Sequence[Reference], at: Callable[[Reference
                 log = ax.get_xscale() == "log"
                 x0 = min(x0, ref.value / 1.3) if log else min(x0, ref.value)
                 x1 = max(x1, ref.value * 1.3) if log else max(x1, ref.value * 1.05)
-    ax._pmemlab_refs = drawn  # type: ignore[attr-defined]
+    ax._pmemlab_refs = drawn
     if (x0, x1) != tuple(ax.get_xlim()):
         ax.set_xlim(x0, x1)
     if (y0, y1) != tuple(ax.get_ylim()):

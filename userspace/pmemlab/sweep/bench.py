@@ -5,9 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from pmemlab import machine
+from pmemlab.host import machine, probe
 from pmemlab import params as P
-from pmemlab.backend import Backend
+from pmemlab.backends.protocol import Backend
 
 
 @dataclass
@@ -22,7 +22,7 @@ class Bench:
 
     @classmethod
     def probe(cls, backend: Backend, online_cpus: int, *, facts: bool = True, info: bool = True,
-              runner: machine.ToolRunner | None = None) -> Bench:
+              runner: probe.ToolRunner | None = None) -> Bench:
         """`runner` runs the tools info asks (ndctl, ipmctl, ...); a sweep over targets gives one
         that remembers their answers, which do not change when the module is reloaded."""
         target = machine.target_facts(backend, online_cpus) if facts else None

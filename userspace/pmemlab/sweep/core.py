@@ -7,11 +7,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from pmemlab import ipmctl
-from pmemlab.backend import Backend
+from pmemlab.host import ipmctl
+from pmemlab.backends.protocol import Backend
 from pmemlab.config import Point, SweepConfig
 from pmemlab.errors import Interrupted, PmemlabError
-from pmemlab.runcond import RunWatch
+from pmemlab.host.runcond import RunWatch
 from pmemlab.sweep.bench import Bench
 from pmemlab.sweep.execute import Executor, PointExecutor, RunResult
 from pmemlab.sweep.files import SweepFiles, check_output
@@ -115,12 +115,7 @@ class Sweep:
         """The sweep of points into opts.output: --fresh, resume (`resume_from(csv, previous
         sidecar)` gives what is kept, or refuses before anything is written), the files started,
         the sidecar written (with `sidecar_extra`), the executor made with the run watch."""
-        files = SweepFiles(opts.output)
-        check_output(files.csv)
-        files.check_ours()  # neither --fresh nor resume touches files a sweep did not write
-        files.csv.parent.mkdir(parents=True, exist_ok=True)
-        if opts.fresh:
-            files.remove()
+        files = _output_files(opts)
         previous = read_previous(files.sidecar)
         state = resume_from(files.csv, previous)
         if state is None:
@@ -226,3 +221,14 @@ class Sweep:
             )
         return exc
 
+
+def _output_files(opts: SweepOptions) -> SweepFiles:
+    """The files of a sweep into opts.output, checked as ours (neither --fresh nor resume touches
+    files a sweep did not write), their directory made, removed first with --fresh."""
+    files = SweepFiles(opts.output)
+    check_output(files.csv)
+    files.check_ours()
+    files.csv.parent.mkdir(parents=True, exist_ok=True)
+    if opts.fresh:
+        files.remove()
+    return files

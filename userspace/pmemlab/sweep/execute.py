@@ -11,13 +11,13 @@ import time
 from dataclasses import dataclass
 from typing import Any, Mapping, Protocol, Sequence
 
-from pmemlab import ipmctl
+from pmemlab.host import ipmctl
 from pmemlab import params as P
-from pmemlab.backend import Backend, RunOutcome
+from pmemlab.backends.protocol import Backend, RunOutcome
 from pmemlab.config import Point
 from pmemlab.errors import ParamRefused
 from pmemlab.results import parse_histogram
-from pmemlab.runcond import RunWatch
+from pmemlab.host.runcond import RunWatch
 from pmemlab.table import rows_for_outcome
 
 FAILED_STATUSES = frozenset({"error", "timeout", "refused"})

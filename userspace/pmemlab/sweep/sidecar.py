@@ -9,7 +9,7 @@ import json
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from pmemlab import ipmctl
+from pmemlab.host import ipmctl
 from pmemlab.config import Point, SweepConfig
 from pmemlab.sweep.files import SweepFiles, write_json_atomic
 from pmemlab.sweep.resume import fingerprint

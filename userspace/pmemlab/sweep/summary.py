@@ -11,7 +11,7 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pmemlab import ipmctl
+from pmemlab.host import ipmctl
 from pmemlab.noise import judge_runs, metric_of
 from pmemlab.params import PARAM_NAMES
 from pmemlab.results import KNOWN_RESULT_COLUMNS

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from pmemlab import ipmctl, machine
+from pmemlab.host import ipmctl, machine, probe
 from pmemlab.config import SweepConfig, count_points, expand
 from pmemlab.errors import ConfigError
 from pmemlab.sweep import SweepOptions, SweepReport
@@ -46,7 +46,7 @@ def chosen_loads(args: argparse.Namespace, cfg: SweepConfig | None) -> list[Targ
 
 
 def online_cpus() -> int:
-    return int(machine.cpu_info(machine.HostPaths())["online_cpus"])
+    return int(machine.cpu_info(probe.HostPaths())["online_cpus"])
 
 
 def check_target_option(args: argparse.Namespace, loads: Sequence[TargetLoad]) -> None:
@@ -71,7 +71,7 @@ def sweep_over_targets(args: argparse.Namespace, cfg: SweepConfig, loads: list[T
             print(f"pmemlab: {len(skipped)} points cannot run on their target and are recorded as skipped: "
                   + "; ".join(reasons[:5]), file=sys.stderr)
         info = next((t.bench.info for t in targets if t.bench and t.bench.info), None) or {}
-        media = ipmctl.MediaCounters(runner=machine.run_tool, available=bool(info.get("ipmctl", {}).get("available")))
+        media = ipmctl.MediaCounters(runner=probe.run_tool, available=bool(info.get("ipmctl", {}).get("available")))
         opts = SweepOptions(output=output, fail_fast=args.fail_fast, fresh=args.fresh,
                             progress=not args.no_progress, argv=sys.argv[:])
         return targets_sweep(cfg, targets, opts, media).run()

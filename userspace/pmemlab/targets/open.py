@@ -15,10 +15,11 @@ from pathlib import Path
 from typing import Any, Mapping, Protocol, TextIO
 
 from pmemlab import params as P
-from pmemlab.backend import Backend, BackendKind, BackendSpec, load_identity
-from pmemlab.backend_user import TARGET_KEYS
+from pmemlab.backends.protocol import Backend, BackendKind, load_identity
+from pmemlab.backends.spec import BackendSpec
+from pmemlab.backends.user import TARGET_KEYS
 from pmemlab.errors import ConfigError, PmemlabError
-from pmemlab.sysfs import Module, SysfsIO, sysfs_root
+from pmemlab.backends.module import Module, SysfsIO, sysfs_root
 from pmemlab.targets.spec import MODULE_KEYS, NAME_RE, TargetLoad, target_name
 
 TARGETS_DIR = "targets"

@@ -16,7 +16,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Mapping, Protocol, Sequence
 
-from pmemlab import machine
+from pmemlab.host import machine, probe
 from pmemlab.errors import ConfigError
 
 PMEM_PLACEHOLDER = "@PMEM@"
@@ -183,10 +183,10 @@ class Substitutes:
 
     @classmethod
     def probe(cls, pmem: str | None = None, pmem_dram: str | None = None,
-              host: machine.HostPaths | None = None) -> Substitutes:
+              host: probe.HostPaths | None = None) -> Substitutes:
         """--pmem / --pmem-dram, else the first of $PMEMLAB_PMEM / $PMEMLAB_PMEM_DRAM (scripts/vm
         sets them in the guest), else /dev/pmem0 if it exists; the nodes from sysfs."""
-        host = host or machine.HostPaths()
+        host = host or probe.HostPaths()
         pmem = pmem or _first_word(os.environ.get("PMEMLAB_PMEM"))
         if not pmem and (host.dev / "pmem0").exists():
             pmem = str(host.dev / "pmem0")

@@ -15,11 +15,11 @@ import sys
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence, TextIO
 
-from pmemlab import ipmctl, machine
-from pmemlab.backend import Backend
+from pmemlab.host import ipmctl, machine, probe
+from pmemlab.backends.protocol import Backend
 from pmemlab.config import Point, SweepConfig, expand, point_key
 from pmemlab.errors import PmemlabError
-from pmemlab.runcond import RunWatch
+from pmemlab.host.runcond import RunWatch
 from pmemlab.sweep import Sweep, SweepOptions
 from pmemlab.sweep.bench import Bench
 from pmemlab.sweep.execute import Executor, RunResult
@@ -34,11 +34,11 @@ class RememberingRunner:
     """Runs each tool command once and gives the same answer after: what ndctl, ipmctl and
     systemd-detect-virt say does not change from one target to the next."""
 
-    def __init__(self, runner: machine.ToolRunner | None = None) -> None:
-        self.runner = runner or (lambda argv: machine.run_tool(argv))
-        self.answers: dict[tuple[str, ...], machine.ToolResult] = {}
+    def __init__(self, runner: probe.ToolRunner | None = None) -> None:
+        self.runner = runner or (lambda argv: probe.run_tool(argv))
+        self.answers: dict[tuple[str, ...], probe.ToolResult] = {}
 
-    def __call__(self, argv: list[str]) -> machine.ToolResult:
+    def __call__(self, argv: list[str]) -> probe.ToolResult:
         key = tuple(argv)
         if key not in self.answers:
             self.answers[key] = self.runner(argv)
@@ -98,7 +98,7 @@ def target_points(points: Sequence[Point], label: str, skip: str = "") -> list[P
 
 
 def open_targets(loads: Sequence[TargetLoad], loader: Loader, online_cpus: int,
-                 runner: machine.ToolRunner | None = None, log: TextIO | None = None) -> list[TargetBench]:
+                 runner: probe.ToolRunner | None = None, log: TextIO | None = None) -> list[TargetBench]:
     """Open every target and probe it; a target that is unavailable or whose load is refused is
     kept with the reason. No points yet: `expand_targets` gives them (a one-liner sizes its
     config by the targets' facts first)."""
@@ -132,7 +132,7 @@ def expand_targets(cfg: SweepConfig, targets: Sequence[TargetBench]) -> None:
 
 
 def probe_targets(cfg: SweepConfig, loads: Sequence[TargetLoad], loader: Loader, online_cpus: int,
-                  runner: machine.ToolRunner | None = None, log: TextIO | None = None) -> list[TargetBench]:
+                  runner: probe.ToolRunner | None = None, log: TextIO | None = None) -> list[TargetBench]:
     """open_targets, then expand_targets."""
     targets = open_targets(loads, loader, online_cpus, runner, log)
     expand_targets(cfg, targets)

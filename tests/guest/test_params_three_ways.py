@@ -22,11 +22,11 @@ from collections import Counter
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pmemlab import machine as host_machine
+from pmemlab.host import machine as host_machine, probe
 from kmod_driver import Module
 from param_sets import DRIFTED, RUNNER, Machine, RunnerJudge, Verdict, controller_verdict, errno_name, param_sets
 from pmemlab import params as P
-from pmemlab.sysfs import Module as ControllerModule
+from pmemlab.backends.module import Module as ControllerModule
 
 MiB = 1 << 20
 EXAMPLES = int(os.environ.get("PMEMLAB_DIFF_EXAMPLES", "3000"))  # parameter sets judged
@@ -76,7 +76,7 @@ def test_module_runner_and_controller_give_the_same_verdict(module) -> None:
         facts = subprocess.run([str(RUNNER), "--facts", *target], capture_output=True, text=True, check=True).stdout
         assert f"#fact cpu_features {mod.read('cpu_features')}\n" in facts
         assert mod.read("prefetch_control") == "none" and mod.read("fs_signature") == "none"
-        online_cpus = int(host_machine.cpu_info(host_machine.HostPaths())["online_cpus"])
+        online_cpus = int(host_machine.cpu_info(probe.HostPaths())["online_cpus"])
         controller_facts = host_machine.target_facts(ControllerModule(sysfs), online_cpus)
         online = controller_facts.online_cpus or 1
         judge = ModuleJudge(mod)

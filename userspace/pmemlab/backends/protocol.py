@@ -1,6 +1,6 @@
 """The backend contract: what `pmemlab info`, `run` and `sweep` need from whatever runs a
 measurement. Two implement it: the kernel module through its sysfs directory
-(`sysfs.Module`) and the userspace runner (`backend_user.UserBackend`).
+(`module.Module`) and the userspace runner (`user.UserBackend`).
 
 A backend tells its facts (target, CPU features, widths, TSC rate), runs one parameter set
 (writes the parameters, starts, waits, aborts on timeout or Ctrl-C) and returns a
@@ -134,23 +134,3 @@ def load_identity(kind: str, load_params: Mapping[str, Any]) -> dict[str, Any]:
     what a run measures."""
     return {"backend": kind,
             "load": {k: str(v) for k, v in sorted(load_params.items()) if k not in LOAD_PARAMS_IGNORED}}
-
-
-@dataclass(frozen=True)
-class BackendSpec:
-    """Which backend to open: the module (through a sysfs directory) or the runner on a target
-    with its options. One place that turns command-line choices into a Backend."""
-
-    kind: BackendKind = "kernel"
-    sysfs: Path | None = None
-    target: str = ""
-    options: Mapping[str, str] = field(default_factory=dict)
-
-    def open(self) -> Backend:
-        if self.kind == "user":
-            from pmemlab.backend_user import UserBackend
-
-            return UserBackend(self.target, self.options)
-        from pmemlab.sysfs import Module, sysfs_root
-
-        return Module(sysfs_root(self.sysfs))

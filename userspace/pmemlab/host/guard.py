@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping
 
 from pmemlab.errors import PmemlabError
+from pmemlab.host import probe
 from pmemlab.params import WRITE_OPS
 
 SECTOR = 512
@@ -96,8 +97,7 @@ def check_overwrite(info: Mapping[str, Any], will_write: bool,
     if not dev.startswith("/dev/") or not is_block_device(dev):
         return
     if runner is None:
-        from pmemlab.machine import run_tool
-        runner = run_tool
+        runner = probe.run_tool
     found = probe_device(dev, runner)
     if found:
         raise OverwriteRefused(

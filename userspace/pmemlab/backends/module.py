@@ -1,6 +1,6 @@
 """Talking to pmemlab.ko through /sys/kernel/pmemlab (docs/interface.md).
 
-`Module` is the kernel backend (`backend.Backend`). The root is configurable (`--sysfs`, env PMEMLAB_SYSFS) so tests can drive a fake
+`Module` is the kernel backend (`protocol.Backend`). The root is configurable (`--sysfs`, env PMEMLAB_SYSFS) so tests can drive a fake
 module: a directory tree plus an `SysfsIO` whose `write` emulates the module.
 """
 
@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import Any, Callable, Mapping
 
 from pmemlab import params as P
-from pmemlab.backend import BackendKind, load_identity
-from pmemlab.backend import RunOutcome as RunOutcome  # re-exported: older callers import it from here
+from pmemlab.backends.protocol import BackendKind, RunOutcome, load_identity
+from pmemlab.backends.facts import FACT_FILES, PLACEMENT_FACTS, fact_value
 from pmemlab.errors import (
     Interrupted,
     ModuleAccessError,
@@ -28,28 +28,6 @@ from pmemlab.errors import (
 DEFAULT_SYSFS = Path("/sys/kernel/pmemlab")
 DEFAULT_MODPARAMS = Path("/sys/module/pmemlab/parameters")
 
-# a DRAM target's placement (docs/interface.md): its nodes and weights, the bytes found on each node
-# ("0:201326592,1:67108864"), how the pages got there; condition columns of every row
-PLACEMENT_FACTS: tuple[str, ...] = ("target_nodes", "target_weights", "target_node_bytes", "target_placement")
-FACT_FILES: tuple[str, ...] = (
-    "version",
-    "target",
-    "target_kind",
-    "target_size",
-    "target_node",
-    "target_page_size",
-    *PLACEMENT_FACTS,
-    "tsc_khz",
-    "cpu_features",
-    "widths",
-    "prefetch_control",
-    "fs_signature",
-    "target_partitions",
-    "tsc_invariant",
-    "tsc_reliable",
-)
-INT_FACTS = frozenset({"target_size", "target_node", "target_page_size", "tsc_khz", "target_partitions",
-                       "tsc_invariant", "tsc_reliable"})
 
 
 def sysfs_root(option: str | os.PathLike[str] | None = None) -> Path:
@@ -87,7 +65,7 @@ def _shown(value: str, room: int = 80) -> str:
 
 def source_tree() -> Path | None:
     """The pmemlab tree this package runs from (None when installed from a wheel)."""
-    top = Path(__file__).resolve().parents[2]
+    top = Path(__file__).resolve().parents[3]
     return top if (top / "Kbuild").is_file() and (top / "kmod").is_dir() else None
 
 
@@ -117,7 +95,7 @@ _LOAD_FIX = (
 
 
 class Module:
-    """The loaded module, seen through its sysfs directory (a `backend.Backend`)."""
+    """The loaded module, seen through its sysfs directory (a `protocol.Backend`)."""
 
     kind: BackendKind = "kernel"
 
@@ -213,13 +191,7 @@ class Module:
             text = self.read_opt(name)
             if text is None:
                 continue
-            if name in INT_FACTS:
-                try:
-                    out[name] = int(text, 0)
-                    continue
-                except ValueError:
-                    pass
-            out[name] = text
+            out[name] = fact_value(name, text)
         phys = self.read_opt("target_phys")
         if phys is not None:
             out["target_phys"] = phys

@@ -10,7 +10,6 @@ import functools
 import json
 import os
 import platform
-import shutil
 import socket
 import struct
 import subprocess
@@ -19,46 +18,21 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
-from pmemlab import __version__, guard
+from pmemlab import __version__, cxl
 from pmemlab import params as P
-from pmemlab.backend import Backend
+from pmemlab.backends.facts import PLACEMENT_FACTS
+from pmemlab.backends.module import load_hint
+from pmemlab.backends.protocol import Backend
 from pmemlab.cxl import numbered
+from pmemlab.host import guard, ipmctl, probe, runcond
+from pmemlab.host.probe import HostPaths, ToolRunner
 from pmemlab.params import parse_cpulist
-from pmemlab.sysfs import PLACEMENT_FACTS, load_hint
 
 CPU_FEATURES_OF_INTEREST: tuple[str, ...] = (
     "clflush", "clflushopt", "clwb", "sse2", "avx", "avx2", "avx512f", "rdtscp", "constant_tsc", "nonstop_tsc",
 )
 MSR_MISC_FEATURE_CONTROL = 0x1A4
 
-ToolRunner = Callable[[list[str]], "ToolResult"]
-
-
-@dataclass
-class ToolResult:
-    returncode: int
-    stdout: str
-    stderr: str = ""
-
-
-def run_tool(argv: list[str], timeout: float = 20.0) -> ToolResult:
-    """Run an external tool; a missing tool gives returncode 127."""
-    if shutil.which(argv[0]) is None:
-        return ToolResult(127, "", f"{argv[0]}: not installed")
-    try:
-        cp = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, check=False)
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        return ToolResult(126, "", str(exc))
-    return ToolResult(cp.returncode, cp.stdout, cp.stderr)
-
-
-@dataclass
-class HostPaths:
-    """Where /proc and /sys are (tests point these at fixture trees)."""
-
-    proc: Path = Path("/proc")
-    sys: Path = Path("/sys")
-    dev: Path = Path("/dev")
 
 
 def _read(path: Path) -> str | None:
@@ -372,7 +346,7 @@ def ndctl_info(runner: ToolRunner) -> dict[str, Any]:
 def gather_info(module: Backend | None, host: HostPaths | None = None,
                 runner: ToolRunner | None = None, with_tools: bool = True) -> dict[str, Any]:
     host = host or HostPaths()
-    runner = runner or run_tool
+    runner = runner or probe.run_tool
     uname = platform.uname()
     cpu = cpu_info(host)
     info: dict[str, Any] = {
@@ -429,14 +403,10 @@ def gather_info(module: Backend | None, host: HostPaths | None = None,
                 target["interleave_ways"] = region.get("interleave_ways")
                 target["mappings"] = region.get("mappings", [])
                 target["dimms"] = [m.get("dimm") for m in region.get("mappings", [])]
-        from pmemlab import ipmctl
-
         info["ipmctl"] = ipmctl.probe(runner)
     if target["device"] is not None or target["kind"] is not None:
         add_cxl_and_advertised(target, facts, host)
     info["target"] = target
-
-    from pmemlab import runcond
 
     vulns = runcond.vulnerabilities(host)
     info["mitigations"] = {"summary": runcond.mitigations_summary(vulns), "cmdline": runcond.mitigations_cmdline(host),
@@ -466,8 +436,6 @@ def add_cxl_and_advertised(target: dict[str, Any], facts: Mapping[str, Any], hos
     bridge, and which memdev is device i of per-device placement) and its memory node's advertised
     performance and tier. Interleave geometry from a CXL region replaces ndctl's view of the
     nvdimm region it became: the CXL region knows the granularity and the memdevs."""
-    from pmemlab import cxl
-
     node = target.get("node") if isinstance(target.get("node"), int) else None
     mem = cxl.mem_node(host.sys, target.get("device"), target.get("kind"), node)
     found = cxl.target_cxl(host.sys, target.get("device"), target.get("kind"), _phys(facts), mem)

@@ -1,6 +1,6 @@
 """The user backend: runs the module's own kernels in userspace (userspace/runner/pmemlab-run).
 
-`UserBackend` implements `backend.Backend` as `sysfs.Module` does (facts, target_facts, run ->
+`UserBackend` implements `protocol.Backend` as `module.Module` does (facts, target_facts, run ->
 RunOutcome with the module's `result` and `histogram` text), so `pmemlab run` and
 `pmemlab sweep` drive either backend and write the same CSV columns.
 
@@ -29,8 +29,8 @@ from typing import Any, Callable, Mapping
 
 from pmemlab import params as P
 from pmemlab.errors import BadInput, Interrupted, ModuleNotLoaded, ParamRefused, PmemlabError, WrongTarget
-from pmemlab.backend import BACKENDS, BackendKind, RunOutcome, load_identity
-from pmemlab.sysfs import INT_FACTS, PLACEMENT_FACTS
+from pmemlab.backends.protocol import BACKENDS, BackendKind, RunOutcome, load_identity
+from pmemlab.backends.facts import PLACEMENT_FACTS, parse_fact_lines
 
 # facts of a run's own mapping that go into its CSV rows (condition columns)
 RUN_CONDITIONS = ("target_kind", "target_size", "target_node", "target_page_size", "target_pages", "map_sync",
@@ -57,7 +57,7 @@ def runner_path() -> Path:
     env = os.environ.get("PMEMLAB_RUNNER")
     if env:
         return Path(env)
-    return Path(__file__).resolve().parents[1] / "runner" / "pmemlab-run"
+    return Path(__file__).resolve().parents[2] / "runner" / "pmemlab-run"
 
 
 def split_backend_args(raw: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, str]]:
@@ -72,7 +72,7 @@ def split_backend_args(raw: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str
 
 
 class UserBackend:
-    """pmemlab-run on one target, seen like the module (a `backend.Backend`)."""
+    """pmemlab-run on one target, seen like the module (a `protocol.Backend`)."""
 
     kind: BackendKind = "user"
 
@@ -229,20 +229,8 @@ def _reason(stderr: str) -> str:
 
 
 def parse_facts(text: str) -> dict[str, Any]:
-    """`#fact NAME VALUE` lines -> facts with the module's names (ints where the module has ints)."""
-    out: dict[str, Any] = {}
-    for line in text.splitlines():
-        if not line.startswith("#fact "):
-            continue
-        parts = line[len("#fact "):].split(" ", 1)
-        name, value = parts[0], (parts[1] if len(parts) > 1 else "")
-        if name in INT_FACTS or name in ("target_node", "map_sync", "target_huge_pct", "dax"):
-            try:
-                out[name] = int(value, 0)
-                continue
-            except ValueError:
-                pass
-        out[name] = value
+    """`#fact NAME VALUE` lines -> facts with the module's names, read as the module's are."""
+    out = parse_fact_lines(text)
     if "target_kind" in out:
         out["target_kind"] = f"user-{out['target_kind']}"  # the CSV says which backend ran
     return out

@@ -28,15 +28,6 @@ ACCESS = {"movdqa", "vmovdqa", "vmovdqa64", "movntdqa", "vmovntdqa", "movntdq", 
 
 
 @pytest.fixture(scope="module")
-def mod(ko: Path, pmem_dev: str):
-    subprocess.run(["rmmod", "pmemlab"], capture_output=True)
-    res = subprocess.run(["insmod", str(ko), f"target={pmem_dev}"], capture_output=True, text=True)
-    assert res.returncode == 0, res.stderr
-    yield Module(SYSFS)
-    subprocess.run(["rmmod", "pmemlab"], capture_output=True)
-
-
-@pytest.fixture(scope="module")
 def ko_funcs(ko: Path) -> dict[str, set[str]]:
     """Function -> the mnemonics of its disassembly, for the generated loops of the .ko."""
     out = subprocess.run(["objdump", "-d", "--no-show-raw-insn", str(ko)], capture_output=True, text=True,

@@ -6,7 +6,7 @@ boot-time ones every row of a sweep carries (mitigations):
 - what happened on the run's CPUs while it ran (/proc/stat before and after): steal time in % of
   their CPU time, and how busy their SMT siblings were;
 - each thread's voluntary and involuntary context switches (taskstats records at thread exit,
-  pmemlab.taskstats): the module's `pmemlab/CPU` kthreads by CPU, the runner's worker threads in
+  pmemlab.host.taskstats): the module's `pmemlab/CPU` kthreads by CPU, the runner's worker threads in
   the order they were created.
 
 A value this machine does not expose is an empty cell, never a guess. docs/method.md says how
@@ -21,9 +21,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
-from pmemlab.machine import HostPaths as Host
+from pmemlab.host.probe import HostPaths as Host
 from pmemlab.params import parse_cpulist
-from pmemlab.taskstats import ExitListener, TaskExit
+from pmemlab.host.taskstats import ExitListener, TaskExit
 
 CPU = "devices/system/cpu"
 PID_MAX_LIMIT = 1 << 22  # the kernel's upper bound of pid_max: thread ids wrap below it

@@ -1,0 +1,53 @@
+"""What the host tests share: the fixtures directory on the import path (the fake module, the
+sweep configs, the recorded results), the fake module as the one `pmemlab` finds loaded, and a
+sweep config written beside it. The package is imported inside the fixtures: this file is read
+before the session builds libplcore.so (tests/conftest.py), which pmemlab.params loads."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent / "fixtures"))
+
+if TYPE_CHECKING:
+    from fake_pmemlab import FakeModule
+
+
+@pytest.fixture
+def no_external_tools(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every external tool (ndctl, ipmctl, blkid, ...) missing, so no test reads this host's."""
+    import pmemlab.host.probe as probe
+
+    monkeypatch.setattr(probe, "run_tool", lambda argv: probe.ToolResult(127, "", "not installed"))
+
+
+@pytest.fixture
+def online_cpus() -> int:
+    """The CPUs `pmemlab` sees online (a test file may override it)."""
+    return 2
+
+
+@pytest.fixture
+def fake(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, no_external_tools: None, online_cpus: int) -> FakeModule:
+    """The fake module (fixtures/fake_pmemlab.py) under tmp_path, as the module the command line
+    finds loaded, with `online_cpus` CPUs and no external tools."""
+    import pmemlab.cli as cli
+    from fake_pmemlab import make_fake
+
+    module = make_fake(tmp_path)
+    monkeypatch.setattr(cli, "_module", lambda args: module.module())
+    monkeypatch.setattr(cli, "_online_cpus", lambda: online_cpus)
+    return module
+
+
+@pytest.fixture
+def env(fake: FakeModule, tmp_path: Path, config_text: str) -> tuple[FakeModule, Path, Path]:
+    """`fake`, the test file's `config_text` written to tmp_path/t.toml, and the CSV a sweep of it
+    writes (tmp_path/results/t.csv)."""
+    cfg = tmp_path / "t.toml"
+    cfg.write_text(config_text)
+    return fake, cfg, tmp_path / "results" / "t.csv"
