@@ -409,8 +409,8 @@ def test_run_configs_one_csv_per_config_and_the_old_files_go(tmp_path):
     """One CSV per config, written by pmemlab sweep over its targets; the earlier one-CSV-per-load
     files of that config and its SKIPPED lines are removed (the figures would merge them). The
     script loads the module once, without target= (insmod and rmmod are stand-ins that log their
-    arguments), and unloads it at the end; the stand-in loads nothing, so no target can be added and
-    every target's rows say why."""
+    arguments), and unloads it at the end; the stand-in loads nothing, so each config's sweep stops
+    in one line (module not loaded) and writes nothing."""
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     calls = tmp_path / "calls"
@@ -433,16 +433,9 @@ def test_run_configs_one_csv_per_config_and_the_old_files_go(tmp_path):
     assert res.returncode == 1, res.stderr  # every run failed
     assert calls.read_text() == f"insmod {ko}\nrmmod pmemlab\n", "loaded once, no target=, unloaded after"
     assert (out_dir / "SKIPPED").read_text() == "bw-size@dram: kept\n"
-    assert sorted(p.name for p in out_dir.iterdir()) == [
-        "SKIPPED", "bw-size@dram.csv", "emulation.csv", "emulation.json", "emulation.summary.csv",
-        "xpbuffer.csv", "xpbuffer.json", "xpbuffer.summary.csv"]
-    plain = pd.read_csv(out_dir / "xpbuffer.csv", dtype={"thread": str})  # no [sweep.targets]: the namespace
-    assert set(plain["target_label"]) == {"pmem"} and plain["error"].str.contains("holds no named targets").all()
-    df = pd.read_csv(out_dir / "emulation.csv", dtype={"thread": str})
-    status = df.groupby("target_label")["status"].agg(lambda s: ",".join(sorted(set(s)))).to_dict()
-    assert status == {"pmem": "error", "dram": "error", "dram-remote": "skipped", "emulated": "skipped",
-                      "dram-cpuless": "skipped"}
-    assert df[df["target_label"] == "pmem"]["error"].str.contains("holds no named targets").all()
+    # the stand-in loaded nothing: each config's sweep stops in one line, before it writes a file
+    assert sorted(p.name for p in out_dir.iterdir()) == ["SKIPPED", "bw-size@dram.csv"]
+    assert res.stderr.count("pmemlab: module not loaded (/sys/kernel/pmemlab does not exist)") == 2, res.stderr
 
 
 OVERLAY = dedent("""\

@@ -25,7 +25,7 @@ from pmemlab import exitcodes
 from pmemlab.host import taskstats
 from pmemlab.targets import cli as targets_cli
 from pmemlab.config import parse_config
-from pmemlab.errors import ConfigError
+from pmemlab.errors import ConfigError, ModuleNotLoaded
 from pmemlab.plots.data import load_results
 from pmemlab.table import read_rows
 from pmemlab.targets.open import LoadRefused, NamedTargets, open_loader
@@ -180,7 +180,7 @@ def test_named_targets_refused_with_the_reason(tmp_path):
             f.unlink()
         d.rmdir()
     (fake.root / "targets").rmdir()
-    with pytest.raises(LoadRefused, match="holds no named targets"):
+    with pytest.raises(ModuleNotLoaded, match="has no named targets"):
         loader.open(TargetLoad("x", (("target", "dram"),)))
 
 
@@ -214,6 +214,9 @@ def bed(tmp_path, monkeypatch):
                         lambda kind, sysfs, opts=None: NamedTargets(fake.root, io=fake) if kind == "kernel"
                         else open_loader(kind, sysfs, opts))
     monkeypatch.setattr(targets_cli, "online_cpus", lambda: 2)
+    monkeypatch.setattr(cli, "_module", lambda args: fake.module())  # --targets loaded: the module as it is
+    monkeypatch.setattr(cli, "_online_cpus", lambda: 2)
+    monkeypatch.setattr(probe, "run_tool", lambda argv: probe.ToolResult(127, "", "not installed"))
     monkeypatch.delenv("PMEMLAB_PMEM_DRAM", raising=False)
     cfg = tmp_path / "cmp.toml"
     cfg.write_text(CONFIG)

@@ -18,7 +18,7 @@ from pmemlab import params as P
 from pmemlab.backends.protocol import Backend, BackendKind, load_identity
 from pmemlab.backends.spec import BackendSpec
 from pmemlab.backends.user import TARGET_KEYS
-from pmemlab.errors import ConfigError, PmemlabError
+from pmemlab.errors import ConfigError, ModuleNotLoaded, PmemlabError
 from pmemlab.backends.module import Module, SysfsIO, sysfs_root
 from pmemlab.targets.spec import MODULE_KEYS, NAME_RE, TargetLoad, target_name
 
@@ -73,10 +73,15 @@ class NamedTargets:
         return NamedTarget(self.top.root / TARGETS_DIR / name, io=self.top.io, modparams=self.top.modparams)
 
     def open(self, load: TargetLoad) -> Backend:
+        # no module, or one without named targets: the whole sweep stops in one line, no target is tried
+        if not self.top.root.is_dir():
+            raise ModuleNotLoaded(f"module not loaded ({self.top.root} does not exist)",
+                                  "load the pmemlab.ko of this tree: insmod build/$(uname -r)/pmemlab.ko "
+                                  "(target= is not needed), or point --sysfs / PMEMLAB_SYSFS at it")
         if not (self.top.root / TARGETS_DIR).is_dir():
-            raise LoadRefused(f"the module holds no named targets ({self.top.root / TARGETS_DIR} does not exist)",
-                              "load the pmemlab.ko of this tree (insmod build/$(uname -r)/pmemlab.ko; target= is not "
-                              "needed)")
+            raise ModuleNotLoaded(f"the loaded module has no named targets ({self.top.root / TARGETS_DIR} does not "
+                                  "exist): it is older than this tree",
+                                  "rmmod pmemlab, then insmod build/$(uname -r)/pmemlab.ko of this tree")
         name = load.named or target_name(load.label)
         mod = self.module(name)
         if mod.root.is_dir():
