@@ -79,7 +79,7 @@ static int pl_load_parse(const struct pl_load_text *x, struct pl_load *l, char *
 	return pl_tier_parse(&l->tier, x->nodes, x->weights, x->node, why, len);
 }
 
-/* insmod's top-level target (l->spec NULL or "": none was given) */
+/* insmod's top-level target (l->spec NULL: target= was not given) */
 int pl_load_top(struct pl_load *l, char *why, size_t len)
 {
 	const struct pl_load_text x = {
@@ -89,6 +89,11 @@ int pl_load_top(struct pl_load *l, char *why, size_t len)
 	};
 
 	memset(l, 0, sizeof(*l));
+	/* left out, the module loads without a top-level target; given empty, it is a mistake */
+	if (target && !*target) {
+		snprintf(why, len, "target= is empty: give /dev/pmemN or dram, or leave target= out (named targets only)");
+		return -EINVAL;
+	}
 	l->spec = target;
 	return pl_load_parse(&x, l, why, len);
 }
