@@ -18,6 +18,7 @@ import pytest
 
 from kmod_driver import Module, WriteRefused
 from test_placement import changed_ranges, device_size, restore, write_fill
+from test_reliability import meminfo
 
 MiB = 1 << 20
 SYSFS = Path("/sys/kernel/pmemlab")
@@ -246,14 +247,6 @@ def test_runs_side_by_side_on_two_targets(ko: Path) -> None:
         cxl.run()  # the CPU is free again
         remove("cxl")
         assert not (TARGETS / "cxl").exists()
-
-
-def meminfo() -> dict[str, int]:
-    out = {}
-    for line in Path("/proc/meminfo").read_text().splitlines():
-        key, value = line.split(":", 1)
-        out[key] = int(value.split()[0]) * 1024
-    return out
 
 
 @pytest.mark.kernel_matrix
