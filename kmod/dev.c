@@ -250,7 +250,12 @@ static void pl_targets_dir_exit(void)
 	pl_mod.targets = NULL;
 }
 
-/* targets= at load: each entry as a targets/add line; the first refused fails the load */
+/*
+ * targets= at load: each entry as a targets/add line; the first refused fails
+ * the load. A name given twice fails it with -EINVAL, not -EEXIST: from init,
+ * -EEXIST reads as "already loaded" to kmod (modprobe then reports success),
+ * and 7.2's loader hands it to insmod as -EBUSY.
+ */
 static int pl_targets_load(const char *list)
 {
 	char *copy, *rest, *entry;
@@ -268,7 +273,7 @@ static int pl_targets_load(const char *list)
 			err = pl_targets_add_line(entry);
 	}
 	kfree(copy);
-	return err;
+	return err == -EEXIST ? -EINVAL : err;
 }
 
 /* every named target, then the top level: runs stopped, then reaped, then closed */
