@@ -3,7 +3,9 @@
  * dev.c - the targets of one load: the top level (insmod's target=, or
  * none), named targets made by targets= at load and targets/add later,
  * removed by targets/remove (never while a run uses them), and the
- * teardown of all of them at rmmod with runs in flight.
+ * teardown of all of them at rmmod with runs in flight.  The targets/
+ * directory and its add and remove files are here, with what they do; a
+ * target's own files are sysfs.c's, which this file registers.
  */
 #define pr_fmt(fmt) "pmemlab: " fmt
 
@@ -11,15 +13,12 @@
 #include <linux/slab.h>
 #include <linux/string.h>
 #include <linux/list.h>
+#include <linux/kobject.h>
+#include <linux/sysfs.h>
 #include "pmemlab.h"
 
-struct pl_module pl_mod = {
-	.lock = __MUTEX_INITIALIZER(pl_mod.lock),
-	.named = LIST_HEAD_INIT(pl_mod.named),
-};
-
 /* a refusal of targets/add or targets/remove: the top level's last_error and the log */
-int pl_targets_fail(int err, const char *fmt, ...)
+static __printf(2, 3) int pl_targets_fail(int err, const char *fmt, ...)
 {
 	struct pl_dev *top = pl_mod.top;
 	va_list ap;
@@ -84,18 +83,8 @@ static void pl_dev_destroy(struct pl_dev *d)
 	kobject_put(&d->kobj);
 }
 
-static struct pl_dev *pl_dev_find(const char *name)
-{
-	struct pl_dev *d;
-
-	list_for_each_entry(d, &pl_mod.named, entry)
-		if (!strcmp(d->name, name))
-			return d;
-	return NULL;
-}
-
 /* "<name> <spec> [key=value ...]" (modparams.c): open it, then its directory */
-int pl_targets_add_line(char *line)
+static int pl_targets_add_line(char *line)
 {
 	struct pl_load l;
 	const char *name;
@@ -157,7 +146,7 @@ out:
 	return err;
 }
 
-int pl_targets_remove(const char *name)
+static int pl_targets_remove(const char *name)
 {
 	char l[PL_NAME_LEN + 8];
 	struct pl_dev *d;
@@ -185,6 +174,80 @@ int pl_targets_remove(const char *name)
 	pl_dev_destroy(d);
 	pr_info("target %s removed\n", name);
 	return 0;
+}
+
+/* ---- targets/add and targets/remove: their refusals go to the top level ---- */
+static ssize_t add_store(struct kobject *k, struct kobj_attribute *a,
+			 const char *buf, size_t count)
+{
+	char *line;
+	int err;
+
+	if (count - (count && buf[count - 1] == '\n') > PL_TEXT_MAX)
+		return pl_targets_fail(-EINVAL, "targets/add: a line of %zu bytes: at most %d fit in one sysfs write",
+				       count, PL_TEXT_MAX);
+	line = kmemdup_nul(buf, count, GFP_KERNEL);
+	if (!line)
+		return -ENOMEM;
+	err = pl_targets_add_line(line);
+	kfree(line);
+	return err ? err : count;
+}
+
+static ssize_t remove_store(struct kobject *k, struct kobj_attribute *a,
+			    const char *buf, size_t count)
+{
+	char *name;
+	int err;
+
+	name = kmemdup_nul(buf, min_t(size_t, count, 64), GFP_KERNEL);
+	if (!name)
+		return -ENOMEM;
+	err = pl_targets_remove(strim(name));
+	kfree(name);
+	return err ? err : count;
+}
+
+static struct kobj_attribute pl_attr_add = __ATTR(add, 0200, NULL, add_store);
+static struct kobj_attribute pl_attr_remove = __ATTR(remove, 0200, NULL, remove_store);
+
+static struct attribute *pl_targets_attrs[] = {
+	&pl_attr_add.attr, &pl_attr_remove.attr, NULL,
+};
+
+static const struct attribute_group pl_targets_group = {
+	.attrs = pl_targets_attrs,
+};
+
+/* /sys/kernel/pmemlab/targets, under the top level's kobject */
+static int pl_targets_dir_init(void)
+{
+	int err;
+
+	pl_mod.targets = kobject_create_and_add("targets", &pl_mod.top->kobj);
+	if (!pl_mod.targets)
+		return -ENOMEM;
+	err = sysfs_create_group(pl_mod.targets, &pl_targets_group);
+	if (err) {
+		kobject_put(pl_mod.targets);
+		pl_mod.targets = NULL;
+	}
+	return err;
+}
+
+/* add and remove go first (no store runs after it), the directory last */
+static void pl_targets_dir_close(void)
+{
+	if (pl_mod.targets)
+		sysfs_remove_group(pl_mod.targets, &pl_targets_group);
+}
+
+static void pl_targets_dir_exit(void)
+{
+	if (!pl_mod.targets)
+		return;
+	kobject_put(pl_mod.targets);
+	pl_mod.targets = NULL;
 }
 
 /*
@@ -218,7 +281,7 @@ static void pl_devs_teardown(void)
 {
 	struct pl_dev *d, *n;
 
-	pl_sysfs_targets_close();	/* no add or remove from here */
+	pl_targets_dir_close();	/* no add or remove from here */
 	mutex_lock(&pl_mod.lock);
 	pl_mod.closing = true;
 	pl_mod.top->gone = true;
@@ -240,7 +303,7 @@ static void pl_devs_teardown(void)
 		pl_mod.nnamed--;
 		pl_dev_destroy(d);
 	}
-	pl_sysfs_targets_exit();
+	pl_targets_dir_exit();
 	pl_dev_destroy(pl_mod.top);
 	pl_mod.top = NULL;
 }
@@ -284,7 +347,7 @@ int pl_devs_init(void)
 		return err;
 	}
 	pl_mod.top = top;
-	err = pl_sysfs_targets_init();
+	err = pl_targets_dir_init();
 	if (!err)
 		err = pl_targets_load(pl_load_targets());
 	if (err) {

@@ -146,7 +146,9 @@ struct pl_module {
 	bool prefetch_ok;
 };
 
+/* mod.c: the module's state, and a named target found by name (under pl_mod.lock) */
 extern struct pl_module pl_mod;
+struct pl_dev *pl_dev_find(const char *name);
 
 static inline struct pl_dev *pl_dev_of(struct kobject *k)
 {
@@ -179,19 +181,13 @@ void pl_guard_load_note(void);
 bool pl_tsc_invariant(void);
 bool pl_tsc_reliable(void);
 
-/* sysfs.c: the attribute groups of a dev, and the targets/ directory */
+/* sysfs.c: the attribute groups of a dev and its kobject type */
 extern const struct attribute_group *pl_dev_groups[];
 extern const struct attribute_group *pl_bare_groups[];
 extern struct kobj_type pl_dev_ktype;
 void pl_sysfs_init(void);
-int pl_sysfs_targets_init(void);
-void pl_sysfs_targets_close(void);
-void pl_sysfs_targets_exit(void);
 
-/* dev.c: the top level, named targets made and removed, and teardown */
-int pl_targets_fail(int err, const char *fmt, ...) __printf(2, 3);
-int pl_targets_add_line(char *line);
-int pl_targets_remove(const char *name);
+/* dev.c: the top level, named targets made and removed (targets/add, targets/remove), teardown */
 int pl_devs_init(void);
 void pl_devs_exit(void);
 

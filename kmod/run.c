@@ -90,10 +90,8 @@ static int pl_load_dev(struct pl_dev *d, struct pl_dev **out)
 	*out = NULL;
 	if (!name[0] || !strcmp(name, d->name))
 		return 0;
-	list_for_each_entry(o, &pl_mod.named, entry)
-		if (!strcmp(o->name, name))
-			*out = o;
-	o = *out;
+	o = pl_dev_find(name);
+	*out = o;
 	if (!o || o->gone)
 		return pl_fail(d, -ENOENT, "load_target: no target named %s", name);
 	if (o->active)

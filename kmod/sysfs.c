@@ -577,49 +577,6 @@ struct kobj_type pl_dev_ktype = {
 	.sysfs_ops = &kobj_sysfs_ops,
 };
 
-/* ---- targets/add and targets/remove: their refusals go to the top level ---- */
-static ssize_t add_store(struct kobject *k, struct kobj_attribute *a,
-			 const char *buf, size_t count)
-{
-	char *line;
-	int err;
-
-	if (count - (count && buf[count - 1] == '\n') > PL_TEXT_MAX)
-		return pl_targets_fail(-EINVAL, "targets/add: a line of %zu bytes: at most %d fit in one sysfs write",
-				       count, PL_TEXT_MAX);
-	line = kmemdup_nul(buf, count, GFP_KERNEL);
-	if (!line)
-		return -ENOMEM;
-	err = pl_targets_add_line(line);
-	kfree(line);
-	return err ? err : count;
-}
-
-static ssize_t remove_store(struct kobject *k, struct kobj_attribute *a,
-			    const char *buf, size_t count)
-{
-	char *name;
-	int err;
-
-	name = kmemdup_nul(buf, min_t(size_t, count, 64), GFP_KERNEL);
-	if (!name)
-		return -ENOMEM;
-	err = pl_targets_remove(strim(name));
-	kfree(name);
-	return err ? err : count;
-}
-
-static struct kobj_attribute pl_attr_add = __ATTR(add, 0200, NULL, add_store);
-static struct kobj_attribute pl_attr_remove = __ATTR(remove, 0200, NULL, remove_store);
-
-static struct attribute *pl_targets_attrs[] = {
-	&pl_attr_add.attr, &pl_attr_remove.attr, NULL,
-};
-
-static const struct attribute_group pl_targets_group = {
-	.attrs = pl_targets_attrs,
-};
-
 /* the attribute lists, once at load */
 void pl_sysfs_init(void)
 {
@@ -639,35 +596,4 @@ void pl_sysfs_init(void)
 	for (i = 0; i < ARRAY_SIZE(pl_rattrs); i++)
 		pl_rattr_list[i] = &pl_rattrs[i].attr.attr;
 	pl_rattr_list[i] = NULL;
-}
-
-/* /sys/kernel/pmemlab/targets, under the top level's kobject */
-int pl_sysfs_targets_init(void)
-{
-	int err;
-
-	pl_mod.targets = kobject_create_and_add("targets", &pl_mod.top->kobj);
-	if (!pl_mod.targets)
-		return -ENOMEM;
-	err = sysfs_create_group(pl_mod.targets, &pl_targets_group);
-	if (err) {
-		kobject_put(pl_mod.targets);
-		pl_mod.targets = NULL;
-	}
-	return err;
-}
-
-/* add and remove go first (no store runs after it), the directory last */
-void pl_sysfs_targets_close(void)
-{
-	if (pl_mod.targets)
-		sysfs_remove_group(pl_mod.targets, &pl_targets_group);
-}
-
-void pl_sysfs_targets_exit(void)
-{
-	if (!pl_mod.targets)
-		return;
-	kobject_put(pl_mod.targets);
-	pl_mod.targets = NULL;
 }

@@ -1,5 +1,5 @@
-"""No cycles between the C files: the objects of each binary (pmemlab-run, libplcore.so, and the
-core's objects in the module of every built kernel tree) read with nm, file A depending on file B
+"""No cycles between the C files: the objects of each binary (pmemlab-run, libplcore.so, and every
+object of pmemlab.ko, the glue in kmod/ and the core, for every built kernel tree) read with nm, file A depending on file B
 when A leaves undefined a symbol (function or data) B defines. A cycle is a set of files that
 depend on each other in a loop (a strongly connected set of more than one file): none may exist,
 so that each file can be read, tested and replaced with only the files below it in mind."""
@@ -25,9 +25,10 @@ def symbols(obj: Path) -> tuple[set[str], set[str]]:
     return names("--defined-only", "--extern-only"), names("--undefined-only")
 
 
-def depends(objs: list[Path]) -> dict[str, dict[str, set[str]]]:
-    """file -> {file it depends on: the symbols it takes from it}."""
-    table = {o.name: symbols(o) for o in objs}
+def depends(objs: list[Path], root: Path | None = None) -> dict[str, dict[str, set[str]]]:
+    """file -> {file it depends on: the symbols it takes from it}; a file is named by its path
+    under root (kmod/run.o beside core/ops.o), or by its name without one."""
+    table = {str(o.relative_to(root)) if root else o.name: symbols(o) for o in objs}
     return {a: {b: ua & db for b, (db, _) in table.items() if b != a and ua & db}
             for a, (_, ua) in table.items()}
 
@@ -110,9 +111,25 @@ def test_no_cycle_between_the_runners_and_the_librarys_files(binary: str) -> Non
     assert not found, f"{binary}: files that call each other in a loop: {explain(deps, found)}"
 
 
-def core_sources() -> list[str]:
+def module_objects() -> list[str]:
+    """The objects of pmemlab.ko as Kbuild links them (its pmemlab-y, core/core.mk's list
+    included), asked of make itself so that a file added to Kbuild or core.mk is read here."""
+    out = subprocess.run(["make", "-s", "--no-print-directory", "-f", "Kbuild", "-f", "-", "src=.", "objects"],
+                         input="objects:\n\t@echo $(pmemlab-y)\n", cwd=TOP,
+                         capture_output=True, text=True, check=True).stdout
+    return out.split()
+
+
+def test_the_modules_objects_are_read_from_kbuild() -> None:
+    """Every glue file in kmod/ and every core file of core.mk, each once, and nothing else."""
+    objs = module_objects()
+    assert len(objs) == len(set(objs))
+    assert {o for o in objs if o.startswith("kmod/")} == {
+        f"kmod/{c.stem}.o" for c in (TOP / "kmod").glob("*.c")}
     text = (TOP / "core" / "core.mk").read_text().replace("\\\n", " ")
-    return re.search(r"^PL_CORE_SRC := (.*)$", text, re.M).group(1).split()
+    core = re.search(r"^PL_CORE_SRC := (.*)$", text, re.M).group(1).split()
+    assert {o for o in objs if o.startswith("core/")} == {f"core/{c[:-2]}.o" for c in core}
+    assert all(o.startswith(("kmod/", "core/")) for o in objs)
 
 
 TREES = headers_trees()
@@ -120,17 +137,18 @@ TREES = headers_trees()
 
 @pytest.mark.skipif(not TREES, reason="no kernel headers under /lib/modules/*/build (scripts/install-deps installs them)")
 @pytest.mark.parametrize("release", [t.parent.name for t in TREES])
-def test_no_cycle_between_the_cores_files_in_the_module(release: str) -> None:
-    """The core as the kernel compiles it (its #ifdef __KERNEL__ parts included), from the bed's
-    own build of the module for each kernel (scripts/vm: make module W=1 into build/<release>/,
-    which check-build leaves up to date)."""
+def test_no_cycle_between_the_modules_files(release: str) -> None:
+    """The whole module, the glue (kmod/) and the core as the kernel compiles it (its
+    #ifdef __KERNEL__ parts included), from the bed's own build of the module for each kernel
+    (scripts/vm: make module W=1 into build/<release>/, which check-build leaves up to date)."""
     vm = load_vm_script()
     ko = vm.build_module(vm.Kernel.installed(release))
     assert ko is not None, f"no pmemlab.ko built for {release}"
-    objs = [ko.parent / "core" / src.replace(".c", ".o") for src in core_sources()]
+    objs = [ko.parent / o for o in module_objects()]
     # read under the build lock: a check-build beside this test (FRESH=1) rebuilds the tree under it
     with open(ko.parent.parent / ".module-build.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        deps = depends(objs)
+        deps = depends(objs, ko.parent)
+    assert any(a.startswith("kmod/") for a in deps) and any(a.startswith("core/") for a in deps)
     found = cycles(deps)
-    assert not found, f"{release}: core files that call each other in a loop: {explain(deps, found)}"
+    assert not found, f"{release}: module files that call each other in a loop: {explain(deps, found)}"

@@ -6,7 +6,7 @@ test_engine_exec.py (what they execute).
 - address generators: seq covers every slot once per pass; rand stays in
   the window, is aligned, uniform (chi-square) and reproducible; stride and
   hotspot;
-- worker regions (core/place.c, shared by run.c and runner.c): hotspot in the
+- worker regions (core/place.c, shared by kmod/run.c and the runner's run.c): hotspot in the
   first hotspot_size bytes of each thread's region, stride, disjoint per-thread
   slices, per-dimm chunks only on the thread's DIMMs, every offset in the window;
 - histogram percentiles agree with numpy within the bucket error;
@@ -130,7 +130,7 @@ class Place(ctypes.Structure):
 
 
 def place(lib: ctypes.CDLL, count: int = 20_000, **kw: int) -> tuple[int, int, int, np.ndarray]:
-    """(base, copy_delta, span, first `count` target offsets) of one worker, as run.c and runner.c set it up."""
+    """(base, copy_delta, span, first `count` target offsets) of one worker, as kmod/run.c and the runner's run.c set it up."""
     kw = {"target_size": 64 << 20, "access": 64, "hotspot_size": 4096, "passes": 1, "seed": 1, "n": 1, **kw}
     res = place_raw(lib, count, **kw)
     assert len(res) == 4, res

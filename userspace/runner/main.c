@@ -3,8 +3,10 @@
  * pmemlab-run - the userspace backend of pmemlab (docs/userspace.md): the
  * module's own core (core/: parameters and validator, worker set-up,
  * access kernels, timed loops, result text) on memory a user can map
- * (target.c), in threads pinned to the CPUs their result lines name; its
- * arguments in args.c, its refusals in error.c.
+ * (target.c), in threads pinned to the CPUs their result lines name (the
+ * run itself: run.c); its arguments in args.c, its refusals in error.c.
+ * main.c, as the module's: the entry, the CPU it runs on, the arguments'
+ * flow from parsing to the verdict, and the output.
  *
  *	pmemlab-run target=dram[:NODE] [dram_size=256M] [dram_pages=4k|2m|hugetlb] KEY=VALUE...
  *	pmemlab-run target=dram dram_nodes=0,1 dram_weights=3,1 [dram_node_strict=0] ...
@@ -29,18 +31,13 @@
 #define _GNU_SOURCE
 #include <cpuid.h>
 #include <errno.h>
-#include <numa.h>
-#include <pthread.h>
 #include <sched.h>
-#include <signal.h>
-#include <stdarg.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
-#include "runner.h"
+#include "run.h"
 
 #define PL_VERSION		"0.1.0"
 
@@ -145,243 +142,8 @@ static u64 read_tsc_khz(void)
 	return v[2];
 }
 
-/* ---- one run ---- */
-struct worker {
-	struct pl_thread t;
-	bool chase;
-	int pin_err;			/* errno of a failed pinning, or -1: ran elsewhere */
-	int ran_on;			/* sched_getcpu() after pinning */
-	pthread_t th;
-};
-
-static struct run {
-	struct pl_params c;
-	struct pl_facts f;
-	struct plu_target t;
-	struct plu_target lt;		/* load_target's: the load threads' memory (lt.addr NULL: none) */
-	unsigned int n, width;
-	u64 tsc_khz;
-	int stop, probe_stop;
-	atomic_uint arrived, loaders;
-	_Atomic u64 go_tsc;
-	int aborted;
-	struct worker w[PL_MAX_THREADS];
-} R;
-
-static void on_signal(int sig)
-{
-	(void)sig;
-	R.aborted = 1;
-	__atomic_store_n(&R.stop, 1, __ATOMIC_RELAXED);
-	__atomic_store_n(&R.probe_stop, 1, __ATOMIC_RELAXED);
-}
-
-/* one worker: the core's set-up (core/worker.c), its buffers, then its engine */
-static void setup_worker(struct worker *w, const struct pl_setup *s, unsigned int idx, int cpu)
-{
-	struct pl_eng_cfg *ec = &w->t.ec;
-	struct pl_eng *e = &w->t.e;
-	char why[PL_WHY_LEN];
-	int err = pl_thread_setup(&w->t, s, idx, cpu, why, sizeof(why));
-
-	if (err)
-		refuse(-err, "%s", why);
-	w->t.node = numa_available() < 0 ? 0 : numa_node_of_cpu(cpu);
-	w->chase = w->t.op == PL_OP_CHASE;
-	/* every buffer the engine writes lies between guard pages (target.c) */
-	if (ec->mode == PL_MODE_LAT) {
-		ec->hist_buckets = plu_guarded_alloc(PL_HIST_NB * sizeof(u64));
-		if (!ec->hist_buckets)
-			refuse(ENOMEM, "no memory for the histogram");
-		if (ec->nsamples_max) {
-			ec->samples = plu_guarded_alloc(ec->nsamples_max * sizeof(u64));
-			if (!ec->samples)
-				refuse(ENOMEM, "no memory for %llu samples", ec->nsamples_max);
-		}
-	} else {
-		/* the engine's ceiling buffer, first touched by the pinned thread (worker_fn) */
-		ec->ceil_len = pl_eng_ceiling_len(ec);
-		ec->ceil_buf = plu_guarded_alloc(ec->ceil_len);
-		if (!ec->ceil_buf)
-			refuse(ENOMEM, "no memory for the ceiling buffer");
-	}
-	err = pl_thread_engine(&w->t, why, sizeof(why));
-	if (err)
-		refuse(-err, "thread %u: %s", idx, why);
-	if (w->chase) {
-		/* what runs is the runner's own loop (chase.c), not the engine's */
-		snprintf(e->insn, sizeof(e->insn), "mov");
-		e->loop_name = "chase_loop";
-		if (plu_chase_build(e, R.c.seed, idx))
-			refuse(ENOMEM, "chase: no memory for %llu slots", e->gen.nslots);
-	}
-}
-
-/* all workers arrive, the last one sets a start time 1 ms ahead; latency threads calibrate again */
-static u64 barrier(struct worker *w)
-{
-	u64 go;
-
-	if (atomic_fetch_add(&R.arrived, 1) + 1 == R.n)
-		atomic_store(&R.go_tsc, pl_rdtsc() + R.tsc_khz);
-	while (!(go = atomic_load(&R.go_tsc))) {
-		if (__atomic_load_n(&R.stop, __ATOMIC_RELAXED))
-			return 0;
-		asm volatile("pause");
-	}
-	if (w->t.e.mode == PL_MODE_LAT) {
-		while (pl_rdtsc() < pl_thread_recal_at(&w->t, go))
-			asm volatile("pause");
-		pl_thread_calibrate(&w->t);
-	}
-	while (pl_rdtsc() < go)
-		asm volatile("pause");
-	return go;
-}
-
-static void *worker_fn(void *arg)
-{
-	struct worker *w = arg;
-	struct pl_eng *e = &w->t.e;
-	cpu_set_t set;
-	u64 go, t0, seg_end;
-	char *chase_p = NULL;
-
-	CPU_ZERO(&set);
-	CPU_SET(w->t.cpu, &set);
-	/* a thread that cannot run where the result will say it ran stops the run */
-	if (sched_setaffinity(0, sizeof(set), &set))
-		w->pin_err = errno ? errno : EINVAL;
-	else if ((w->ran_on = sched_getcpu()) != w->t.cpu)
-		w->pin_err = -1;
-	if (w->pin_err) {
-		__atomic_store_n(&R.stop, 1, __ATOMIC_RELAXED);
-		__atomic_store_n(&R.probe_stop, 1, __ATOMIC_RELAXED);
-		goto out;
-	}
-	if (e->mode == PL_MODE_LAT) {
-		pl_thread_calibrate(&w->t);
-	} else {
-		/* the loop on a cache-resident buffer: the engine's own ceiling */
-		memset(e->ceil_buf, 0x5a, w->t.ec.ceil_len);
-		pl_eng_ceiling(e, PL_CEILING_MS * R.tsc_khz);
-		plu_guarded_free(e->ceil_buf, w->t.ec.ceil_len);
-		e->ceil_buf = NULL;
-		w->t.ec.ceil_buf = NULL;
-	}
-	if (w->chase)
-		chase_p = e->base + pl_gen_next(&e->gen);
-	go = barrier(w);
-	if (!go)
-		goto out;
-	pl_thread_begin(&w->t, &R.c, go, R.tsc_khz);
-	while (!__atomic_load_n(e->stop, __ATOMIC_RELAXED) && e->left && pl_thread_more(&w->t, pl_rdtsc())) {
-		/* its end first: at the warm-up's end that resets the counts, outside [t0, t1) */
-		seg_end = pl_thread_until(&w->t, pl_rdtsc());
-		t0 = pl_rdtsc();
-		if (w->chase)
-			chase_p = plu_chase_loop(e, chase_p, seg_end);
-		else
-			pl_eng_run(e, seg_end);
-		pl_thread_segment(&w->t, t0, pl_rdtsc());
-	}
-out:
-	if (!w->t.probe && atomic_fetch_sub(&R.loaders, 1) == 1)
-		__atomic_store_n(&R.probe_stop, 1, __ATOMIC_RELAXED);
-	return NULL;
-}
-
-/* a CPU list file of sysfs into mask: the highest CPU + 1, 0 when unreadable */
-static unsigned int read_cpulist(const char *path, u64 *mask)
-{
-	unsigned int top = 0;
-	char buf[256];
-	FILE *f = fopen(path, "r");
-
-	if (f && fgets(buf, sizeof(buf), f) && !pl_cpus_parse(buf, strcspn(buf, "\n"), mask, &top))
-		top = 0;
-	if (f)
-		fclose(f);
-	return top;
-}
-
-static void siblings(int cpu, cpu_set_t *out)
-{
-	u64 mask[PL_CPU_WORDS] = { 0 };
-	char path[128];
-	unsigned int s;
-
-	CPU_ZERO(out);
-	CPU_SET(cpu, out);
-	snprintf(path, sizeof(path), "/sys/devices/system/cpu/cpu%d/topology/thread_siblings_list", cpu);
-	read_cpulist(path, mask);
-	for (s = pl_cpu_next(mask, 0); s < CPU_SETSIZE; s = pl_cpu_next(mask, s + 1))
-		CPU_SET(s, out);
-}
-
-/*
- * The listed CPUs (judged online, i.e. allowed, by the validator); else
- * distinct cores of the target's node, then other cores, then siblings.
- */
-static void pick_cpus(unsigned int n, const cpu_set_t *allowed, int *out)
-{
-	cpu_set_t chosen, sib, and;
-	unsigned int k = 0, cpu;
-	int pass;
-
-	for (cpu = pl_cpu_next(R.c.cpus, 0); cpu < PL_MAX_CPUS && k < n;
-	     cpu = pl_cpu_next(R.c.cpus, cpu + 1))
-		out[k++] = cpu;
-	if (k)
-		return;
-	CPU_ZERO(&chosen);
-	for (pass = 0; pass < 3 && k < n; pass++) {
-		for (cpu = 0; cpu < CPU_SETSIZE && k < n; cpu++) {
-			if (!CPU_ISSET(cpu, allowed) || CPU_ISSET(cpu, &chosen))
-				continue;
-			if (pass == 0 && (R.t.node < 0 || numa_available() < 0 ||
-					  numa_node_of_cpu(cpu) != R.t.node))
-				continue;
-			if (pass < 2) {
-				siblings(cpu, &sib);
-				CPU_AND(&and, &sib, &chosen);
-				if (CPU_COUNT(&and))
-					continue;
-			}
-			CPU_SET(cpu, &chosen);
-			out[k++] = cpu;
-		}
-	}
-	if (k < n)
-		refuse(ERANGE, "threads: %u, but only %u CPUs are allowed", n, k);
-}
-
-/* ---- the facts the validator judges against ---- */
-static void fill_facts(struct pl_facts *f, const struct plu_target *t, const struct opts *o,
-		       const cpu_set_t *allowed)
-{
-	static u64 online[PL_CPU_WORDS], possible[PL_CPU_WORDS];
-	unsigned int cpu;
-
-	memset(f, 0, sizeof(*f));
-	f->known = PL_FACT_TARGET | PL_FACT_CPU | PL_FACT_CPUS | PL_FACT_TSC | PL_FACT_PREFETCH |
-		   PL_FACT_BACKEND | PL_FACT_FS;
-	f->target_size = t->run_size;
-	f->features = features;
-	for (cpu = 0; cpu < CPU_SETSIZE; cpu++)
-		if (CPU_ISSET(cpu, allowed))
-			online[cpu / 64] |= 1ULL << (cpu % 64);
-	f->online = online;
-	f->online_bits = PL_MAX_CPUS;
-	f->nr_online = CPU_COUNT(allowed);
-	f->nr_possible = read_cpulist("/sys/devices/system/cpu/possible", possible) ?: CPU_SETSIZE;
-	f->tsc_khz = R.tsc_khz;
-	f->prefetch = false;
-	f->user = true;
-	plu_user_ops(f);
-	f->fs_sig = t->fs_sig;
-	f->allow_overwrite = o->allow_overwrite;
-}
+/* the run: its parameters, facts, targets and workers (run.c runs it) */
+static struct plu_run R;
 
 /* ---- results: the module's text (core/report.c) ---- */
 static void print_results(void)
@@ -564,15 +326,13 @@ int main(int argc, char **argv)
 			  .dram_node_strict = 1 };
 	const char *vals[PL_NPARAMS] = { 0 };
 	enum { RUN, FACTS, CHECK, BATCH } mode = RUN;
-	struct pl_setup setup, lsetup;
 	const char *load_spec;
 	struct pl_verdict v;
 	struct pl_plan plan;
 	cpu_set_t allowed;
-	int cpus[PL_MAX_THREADS], i, err;
 	bool writes = false;
-	struct sigaction sa;
 	long node;
+	int i;
 
 	for (i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--facts")) {
@@ -591,7 +351,7 @@ int main(int argc, char **argv)
 		} else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
 			printf("usage: pmemlab-run [--facts | --check | --check-batch | --schema] "
 			       "target=dram[:NODE]|PATH KEY=VALUE...\n"
-			       "(the module's run parameters, docs/interface.md; see runner.c)\n");
+			       "(the module's run parameters, docs/interface.md; see main.c)\n");
 			return 0;
 		} else {
 			plu_set_arg(&o, vals, argv[i]);
@@ -625,7 +385,7 @@ int main(int argc, char **argv)
 			open_target(&R.lt, load_spec, &o, false, &po);
 		}
 	}
-	fill_facts(&R.f, &R.t, &o, &allowed);
+	plu_facts(&R.f, &R.t, &o, &allowed, features, R.tsc_khz);
 	if (load_spec) {
 		R.f.known |= PL_FACT_LOAD;
 		R.f.load.size = R.lt.run_size;
@@ -664,46 +424,7 @@ int main(int argc, char **argv)
 		return 0;
 	R.n = plan.n;
 	R.width = plan.width;
-	pick_cpus(R.n, &allowed, cpus);
-	atomic_store(&R.loaders, R.n - (R.c.probe ? 1 : 0));
-	setup = (struct pl_setup){ .p = &R.c, .f = &R.f, .target = R.t.addr,
-				   .target_size = R.t.size, .n = R.n, .width = R.width,
-				   .stop = &R.stop, .probe_stop = &R.probe_stop };
-	/* with load_target, the load threads (1..n-1) run on its memory, on windows of its size */
-	lsetup = setup;
-	if (load_spec) {
-		lsetup.target = R.lt.addr;
-		lsetup.target_size = R.lt.size;
-	}
-	for (i = 0; i < (int)R.n; i++)
-		setup_worker(&R.w[i], i ? &lsetup : &setup, i, cpus[i]);
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = on_signal;
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
-	fflush(stdout);
-	for (i = 0; i < (int)R.n; i++) {
-		err = pthread_create(&R.w[i].th, NULL, worker_fn, &R.w[i]);
-		if (err) {
-			on_signal(0);
-			R.aborted = 0;
-			while (--i >= 0)
-				pthread_join(R.w[i].th, NULL);
-			refuse(ENOMEM, "cannot create thread: %s", strerror(err));
-		}
-	}
-	for (i = 0; i < (int)R.n; i++)
-		pthread_join(R.w[i].th, NULL);
-	for (i = 0; i < (int)R.n; i++) {
-		const struct worker *w = &R.w[i];
-
-		if (w->pin_err > 0)
-			refuse(EINVAL, "cannot pin thread %u to CPU %d: %s", w->t.idx, w->t.cpu,
-			       strerror(w->pin_err));
-		if (w->pin_err)
-			refuse(EINVAL, "thread %u: pinned to CPU %d but runs on CPU %d", w->t.idx,
-			       w->t.cpu, w->ran_on);
-	}
+	plu_run(&R, &allowed, load_spec != NULL);
 	print_results();
 	if (o.raw_samples)
 		write_samples(o.raw_samples);
