@@ -27,7 +27,6 @@ memory (dram_node=N) and every fsdax namespace (the module only); tier-bw has a 
 from __future__ import annotations
 
 import argparse
-import functools
 import json
 import math
 import sys
@@ -333,7 +332,9 @@ def reasons_note(reasons: dict[str, str]) -> list[str]:
 # --------------------------------------------------------------------------
 @dataclass(frozen=True)
 class OneLiner:
-    name: str
+    """A one-liner of the family: its command name is its key in ONELINERS (and its row in
+    cli/commands.py)."""
+
     help: str
     examples: tuple[str, ...]
     config: Callable[[argparse.Namespace, Sizing], str]
@@ -696,30 +697,30 @@ def tier_table(args: argparse.Namespace, rows: pd.DataFrame, hist: pd.DataFrame,
                "best": {s.mix: s.ratio.text for s in stats if s.best}})
 
 
-COMMANDS: tuple[OneLiner, ...] = (
-    OneLiner("idle-latency", "idle latency of single accesses (mlc --idle_latency)",
+ONELINERS: dict[str, OneLiner] = {
+    "idle-latency": OneLiner("idle latency of single accesses (mlc --idle_latency)",
              ("pmemlab idle-latency", "pmemlab idle-latency --targets pmem,dram",
               "pmemlab idle-latency --backend user --target dram --count 20000 --json"), idle_config, idle_table, "latency"),
-    OneLiner("loaded-latency", "probe latency vs bandwidth under injected load (mlc --loaded_latency)",
+    "loaded-latency": OneLiner("probe latency vs bandwidth under injected load (mlc --loaded_latency)",
              ("pmemlab loaded-latency", "pmemlab loaded-latency --op ntstore --delays 0,1000,10000",
               "pmemlab loaded-latency --threads 4 --duration-ms 200 -o results/loaded-latency.csv",
               "pmemlab loaded-latency --probe-target cxl --load-target dram"), loaded_config, loaded_table, "bandwidth",
              duration_ms=1000),
-    OneLiner("peak-bw", "bandwidth per op and load:store mix, a node's threads (mlc --peak_injection_bandwidth)",
+    "peak-bw": OneLiner("bandwidth per op and load:store mix, a node's threads (mlc --peak_injection_bandwidth)",
              ("pmemlab peak-bw", "pmemlab peak-bw --targets pmem,dram --duration-ms 200",
               "pmemlab peak-bw --backend user --target dram --json"), peak_config, peak_table, "bandwidth",
              repeats=3),
-    OneLiner("latency-matrix", "idle latency: CPUs of each NUMA node x each node's memory and pmem (mlc --latency_matrix)",
+    "latency-matrix": OneLiner("idle latency: CPUs of each NUMA node x each node's memory and pmem (mlc --latency_matrix)",
              ("pmemlab latency-matrix", "pmemlab latency-matrix --count 100000 --json"), latency_matrix_config, matrix_table("latency"), "latency",
              matrix=True, axis=lambda args, kind: matrix_loads(args, kind)),
-    OneLiner("bw-matrix", "read bandwidth: CPUs of each NUMA node x each node's memory and pmem (mlc --bandwidth_matrix)",
+    "bw-matrix": OneLiner("read bandwidth: CPUs of each NUMA node x each node's memory and pmem (mlc --bandwidth_matrix)",
              ("pmemlab bw-matrix", "pmemlab bw-matrix --duration-ms 500 --threads 2"), bw_matrix_config, matrix_table("bw"), "bandwidth", repeats=3,
              matrix=True, axis=lambda args, kind: matrix_loads(args, kind)),
-    OneLiner("tier-bw", "bandwidth per DRAM:CXL page ratio of one target, loads and a 2:1 load:store mix, a node's threads",
+    "tier-bw": OneLiner("bandwidth per DRAM:CXL page ratio of one target, loads and a 2:1 load:store mix, a node's threads",
              ("pmemlab tier-bw", "pmemlab tier-bw --weights 1:0,3:1,1:1,0:1 --duration-ms 200 --json",
               "pmemlab tier-bw --backend user --dram-node 0 --cxl-node 1 -o results/tier-bw.csv"), tier_config, tier_table,
              "bandwidth", repeats=3, axis=lambda args, kind: tier_loads(args, kind)),
-)
+}
 
 
 # --------------------------------------------------------------------------
@@ -746,68 +747,72 @@ def _delays(text: str) -> tuple[int, ...]:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
-def add_parsers(sub: Any) -> None:
-    for one in COMMANDS:
-        p = sub.add_parser(one.name, help=one.help, description=f"{one.help[:1].upper()}{one.help[1:]}.",
-                           epilog=examples(*one.examples), formatter_class=argparse.RawDescriptionHelpFormatter)
-        p.add_argument("--backend", choices=("kernel", "user"),
-                       help="kernel (pmemlab.ko; the default when it is loaded) or user (pmemlab-run)")
-        if one.axis is None or one.matrix:
-            p.add_argument("--target", help="user backend: the target (dram, dram:NODE, a DAX file; default dram); "
-                                            "kernel: a named target of the module (targets/NAME), else refuse "
-                                            "unless the module runs on it")
-            add_target_options(p, "the backend as it is" if not one.matrix else
-                               "the DRAM of each node with memory and, on the module, each fsdax namespace")
-        p.add_argument("--repeats", type=int, default=one.repeats, metavar="N", help=f"runs per row ({one.repeats})")
-        p.add_argument("--working-set", type=_size, metavar="SIZE",
-                       help="window of the accesses (default: 1 GiB or the smallest target)")
-        if one.measures == "latency":
-            p.add_argument("--count", type=int, default=DEFAULT_COUNT, metavar="N",
-                           help=f"samples per run ({DEFAULT_COUNT})")
-        else:
-            p.add_argument("--duration-ms", type=int, default=one.duration_ms, metavar="MS",
-                           help=f"length of each run ({one.duration_ms})")
-            p.add_argument("--threads", type=int, metavar="N",
-                           help="threads (default: " + ("every CPU of the DRAM node)" if one.name == "tier-bw" else
-                                                         "the CPUs of the target's node" +
-                                                         (", at least 2" if one.name == "loaded-latency" else "") + ")"))
-        if one.name in ("peak-bw", "tier-bw"):
-            p.add_argument("--access-size", type=_size, default=256, metavar="BYTES", help="bytes per access (256)")
-        if one.name == "tier-bw":
-            p.add_argument("--weights", type=_weights, default=tiers.parse_weights(tiers.DEFAULT_WEIGHTS),
-                           metavar="D:C,...", help=f"DRAM:CXL page weights, one target each ({tiers.DEFAULT_WEIGHTS}; "
-                                                   f"0..{tiers.WEIGHT_MAX}; 1:0 is DRAM alone, 0:1 CXL alone)")
-            p.add_argument("--dram-node", type=int, metavar="N",
-                           help="the DRAM node, whose CPUs run the threads (default: the first node with CPUs)")
-            p.add_argument("--cxl-node", type=int, metavar="N",
-                           help="the CXL node (default: the first node with memory and no CPUs)")
-            p.add_argument("--dram-size", default=DEFAULT_DRAM_SIZE, metavar="SIZE",
-                           help=f"size of each ratio's DRAM target ({DEFAULT_DRAM_SIZE})")
-            p.add_argument("--dram-pages", choices=("4k", "2m"),
-                           help="pages placed on the nodes (default: the backend's, 2m: 2 MiB)")
-        if one.name == "loaded-latency":
-            p.add_argument("--op", choices=("load", "ntload", "ntstore", "store+clwb"), default="load",
-                           help="what the probe and the injectors issue (load)")
-            p.add_argument("--pattern", choices=("rand", "seq"), default="rand", help="access pattern (rand)")
-            p.add_argument("--probe-target", metavar="TARGET",
-                           help="the target thread 0 probes, as --target takes it: on the module a named target "
-                                "(targets/NAME), on the user backend dram, dram:NODE or a DAX file")
-            p.add_argument("--load-target", metavar="TARGET",
-                           help="the target the load threads run on (run parameter load_target): on the module a "
-                                "named target, on the user backend dram:NODE or a DAX file (default: the probe's)")
-            p.add_argument("--delays", type=_delays, default=LOADED_DELAYS, metavar="TICKS,...",
-                           help="TSC ticks between injected accesses (" + ",".join(map(str, LOADED_DELAYS)) + ")")
-        if one.matrix:
-            p.add_argument("--dram-size", default=DEFAULT_DRAM_SIZE, metavar="SIZE",
-                           help=f"size of each node's DRAM target ({DEFAULT_DRAM_SIZE})")
-        p.add_argument("-o", "--output", type=Path, metavar="CSV",
-                       help="also write the rows, sidecar and summary as `pmemlab sweep` does")
-        add_json(p, "the table")
-        p.add_argument("--timeout", type=positive_seconds, default=600.0, metavar="S",
-                       help="abort a run after S seconds (600)")
+def add_parser(sub: Any, name: str) -> None:
+    """The parser of the one-liner `name`: the options every one-liner takes, and its own."""
+    one = ONELINERS[name]
+    p = sub.add_parser(name, help=one.help, description=f"{one.help[:1].upper()}{one.help[1:]}.",
+                       epilog=examples(*one.examples), formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--backend", choices=("kernel", "user"),
+                   help="kernel (pmemlab.ko; the default when it is loaded) or user (pmemlab-run)")
+    if one.axis is None or one.matrix:
+        p.add_argument("--target", help="user backend: the target (dram, dram:NODE, a DAX file; default dram); "
+                                        "kernel: a named target of the module (targets/NAME), else refuse "
+                                        "unless the module runs on it")
+        add_target_options(p, "the backend as it is" if not one.matrix else
+                           "the DRAM of each node with memory and, on the module, each fsdax namespace")
+    p.add_argument("--repeats", type=int, default=one.repeats, metavar="N", help=f"runs per row ({one.repeats})")
+    p.add_argument("--working-set", type=_size, metavar="SIZE",
+                   help="window of the accesses (default: 1 GiB or the smallest target)")
+    if one.measures == "latency":
+        p.add_argument("--count", type=int, default=DEFAULT_COUNT, metavar="N",
+                       help=f"samples per run ({DEFAULT_COUNT})")
+    else:
+        p.add_argument("--duration-ms", type=int, default=one.duration_ms, metavar="MS",
+                       help=f"length of each run ({one.duration_ms})")
+        p.add_argument("--threads", type=int, metavar="N",
+                       help="threads (default: " + ("every CPU of the DRAM node)" if name == "tier-bw" else
+                                                     "the CPUs of the target's node" +
+                                                     (", at least 2" if name == "loaded-latency" else "") + ")"))
+    if name in ("peak-bw", "tier-bw"):
+        p.add_argument("--access-size", type=_size, default=256, metavar="BYTES", help="bytes per access (256)")
+    if name == "tier-bw":
+        p.add_argument("--weights", type=_weights, default=tiers.parse_weights(tiers.DEFAULT_WEIGHTS),
+                       metavar="D:C,...", help=f"DRAM:CXL page weights, one target each ({tiers.DEFAULT_WEIGHTS}; "
+                                               f"0..{tiers.WEIGHT_MAX}; 1:0 is DRAM alone, 0:1 CXL alone)")
+        p.add_argument("--dram-node", type=int, metavar="N",
+                       help="the DRAM node, whose CPUs run the threads (default: the first node with CPUs)")
+        p.add_argument("--cxl-node", type=int, metavar="N",
+                       help="the CXL node (default: the first node with memory and no CPUs)")
+        p.add_argument("--dram-size", default=DEFAULT_DRAM_SIZE, metavar="SIZE",
+                       help=f"size of each ratio's DRAM target ({DEFAULT_DRAM_SIZE})")
+        p.add_argument("--dram-pages", choices=("4k", "2m"),
+                       help="pages placed on the nodes (default: the backend's, 2m: 2 MiB)")
+    if name == "loaded-latency":
+        p.add_argument("--op", choices=("load", "ntload", "ntstore", "store+clwb"), default="load",
+                       help="what the probe and the injectors issue (load)")
+        p.add_argument("--pattern", choices=("rand", "seq"), default="rand", help="access pattern (rand)")
+        p.add_argument("--probe-target", metavar="TARGET",
+                       help="the target thread 0 probes, as --target takes it: on the module a named target "
+                            "(targets/NAME), on the user backend dram, dram:NODE or a DAX file")
+        p.add_argument("--load-target", metavar="TARGET",
+                       help="the target the load threads run on (run parameter load_target): on the module a "
+                            "named target, on the user backend dram:NODE or a DAX file (default: the probe's)")
+        p.add_argument("--delays", type=_delays, default=LOADED_DELAYS, metavar="TICKS,...",
+                       help="TSC ticks between injected accesses (" + ",".join(map(str, LOADED_DELAYS)) + ")")
+    if one.matrix:
+        p.add_argument("--dram-size", default=DEFAULT_DRAM_SIZE, metavar="SIZE",
+                       help=f"size of each node's DRAM target ({DEFAULT_DRAM_SIZE})")
+    p.add_argument("-o", "--output", type=Path, metavar="CSV",
+                   help="also write the rows, sidecar and summary as `pmemlab sweep` does")
+    add_json(p, "the table")
+    p.add_argument("--timeout", type=positive_seconds, default=600.0, metavar="S",
+                   help="abort a run after S seconds (600)")
 
 
-def run_command(one: OneLiner, args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace) -> int:
+    """The one-liner the command line names: its config written, run as a sweep, its table printed."""
+    name = str(args.command)
+    one = ONELINERS[name]
     if getattr(args, "threads", None) is not None and args.threads < 1:
         raise ConfigError(f"--threads {args.threads}: at least 1", "give a positive count")
     if args.output:
@@ -827,14 +832,14 @@ def run_command(one: OneLiner, args: argparse.Namespace) -> int:
     bed = open_bed(args, loads, online_cpus())
     try:
         if not bed.benches:
-            raise PmemlabError(f"no target of pmemlab {one.name} could be opened", "see the reasons above")
-        cfg = parse_config(one.config(args, bed.sizing()), source=f"pmemlab {one.name}")
+            raise PmemlabError(f"no target of pmemlab {name} could be opened", "see the reasons above")
+        cfg = parse_config(one.config(args, bed.sizing()), source=f"pmemlab {name}")
         report, rows, hist = _run(cfg, bed, args)
     finally:
         bed.close()
     table = one.table(args, rows, hist, bed)
     if args.json:
-        print_json(table.document(one.name))
+        print_json(table.document(name))
     else:
         print(table.text())
     return exitcodes.for_sweep(report)
@@ -895,7 +900,3 @@ def _labelled(rows: pd.DataFrame, hist: pd.DataFrame) -> tuple[pd.DataFrame, pd.
         if not frame.empty:
             frame["target_label"] = frame["target_label"].fillna("") if "target_label" in frame else ""
     return rows, hist
-
-
-def commands() -> dict[str, Callable[[argparse.Namespace], int]]:
-    return {one.name: functools.partial(run_command, one) for one in COMMANDS}
