@@ -86,6 +86,8 @@ MAX_ACCESS: int = PARAMS["access_size"].hi or 0
 MAX_SAMPLES: int = PARAMS["samples"].hi or 0
 # the longest value text one sysfs write carries whole (core/pl_params.h PL_TEXT_MAX)
 TEXT_MAX: int = plcore.schema()["text_max"]
+# the CPU features an op x width may need, in bit order (core/features.def, through libplcore.so)
+CPU_FEATURES: tuple[str, ...] = tuple(plcore.schema()["features"])
 
 
 @dataclass(frozen=True)
