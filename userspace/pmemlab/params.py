@@ -81,6 +81,21 @@ _OPS = plcore.schema()["ops"]
 OPS: tuple[str, ...] = tuple(op["name"] for op in _OPS if not op["user_only"])
 WRITE_OPS: frozenset[str] = frozenset(op["name"] for op in _OPS if op["writes"] and not op["user_only"])
 READ_OPS: frozenset[str] = frozenset(OPS) - WRITE_OPS  # the module's ops that only read
+
+
+def flush_of(op: str) -> str:
+    """The flush instruction of a store+flush op (ops.def names it after the '+'), else ''."""
+    return op.partition("+")[2]
+
+
+def non_temporal(op: str) -> bool:
+    """An op of non-temporal accesses (ops.def's nt* rows: movnti, movntdq, movntdqa)."""
+    return op.startswith("nt")
+
+
+# the module's writes that take their data out of the cache themselves (non-temporal, or a store
+# and its flush): what a persistence measurement writes with, in the table's order
+DURABLE_WRITES: tuple[str, ...] = tuple(op for op in OPS if op in WRITE_OPS and (non_temporal(op) or flush_of(op)))
 WIDTHS: tuple[int, ...] = PARAMS["width"].choices
 MAX_ACCESS: int = PARAMS["access_size"].hi or 0
 MAX_SAMPLES: int = PARAMS["samples"].hi or 0

@@ -64,12 +64,24 @@ DEFAULT_WORKING_SET = 1 * P.GiB  # at most: MLC-sized buffers, well beyond the c
 DEFAULT_COUNT = 100_000  # latency samples per run: 30-50 ms of single accesses on real memory
 DEFAULT_DRAM_SIZE = "256M"  # the module's own default DRAM target, on each node of a matrix
 LOADED_DELAYS = (0, 250, 500, 1000, 2500, 5000, 10000, 50000)  # TSC ticks between injected accesses
-IDLE_ROWS = (  # (label, op, pattern, cold, warm): the four bars of FAST'20 fig 2
-    ("load, random, cold line", "load", "rand", 1, 0),
-    ("load, sequential, cold line", "load", "seq", 1, 0),
-    ("store+clwb, warm line", "store+clwb", "seq", 0, 1),
-    ("ntstore, warm line", "ntstore", "seq", 0, 1),
+# the ops the latency one-liners issue, from the op table (core/ops.def, in its order): the reads,
+# and the durable writes whose flush keeps the line cached (clwb; none for a non-temporal store)
+KEEPING_FLUSH = "clwb"
+PROBE_OPS: tuple[str, ...] = tuple(op for op in P.OPS if op in P.READ_OPS or
+                                   (op in P.DURABLE_WRITES and P.flush_of(op) in ("", KEEPING_FLUSH)))
+PATTERN_WORDS = {"rand": "random", "seq": "sequential"}
+IDLE_ROWS: tuple[tuple[str, str, int, int], ...] = (  # (op, pattern, cold, warm): the four bars of FAST'20 fig 2
+    # the plain load of cold lines, random and sequential; then each durable write of warm lines, flushed first
+    *((op, pattern, 1, 0) for op in PROBE_OPS if op in P.READ_OPS and not P.non_temporal(op) for pattern in ("rand", "seq")),
+    *((op, "seq", 0, 1) for op in sorted((op for op in PROBE_OPS if op in P.WRITE_OPS), key=P.non_temporal)),
 )
+
+
+def idle_label(op: str, pattern: str, cold: int) -> str:
+    """An idle-latency row's name: 'load, random, cold line'; a write's pattern goes unsaid."""
+    return ", ".join([op, *([PATTERN_WORDS[pattern]] if op in P.READ_OPS else []), f"{'cold' if cold else 'warm'} line"])
+
+
 PEAK_ROWS = (  # (label, op, read_pct)
     *((op, op, 0) for op in P.OPS),
     ("3:1 load:store", "store", 75),
@@ -352,8 +364,8 @@ def idle_config(args: argparse.Namespace, size: Sizing) -> str:
     return config_text("idle-latency", "pmemlab idle-latency: one 8 B access at a time", args.repeats,
                        {"mode": "latency", "threads": 1, "access_size": 8, "width": 8,
                         "working_set": size.working_set(args.working_set), "count": args.count},
-                       zips=[{"op": [r[1] for r in IDLE_ROWS], "pattern": [r[2] for r in IDLE_ROWS],
-                              "cold": [r[3] for r in IDLE_ROWS], "warm": [r[4] for r in IDLE_ROWS]}])
+                       zips=[{"op": [r[0] for r in IDLE_ROWS], "pattern": [r[1] for r in IDLE_ROWS],
+                              "cold": [r[2] for r in IDLE_ROWS], "warm": [r[3] for r in IDLE_ROWS]}])
 
 
 def idle_table(args: argparse.Namespace, rows: pd.DataFrame, hist: pd.DataFrame, bed: Bed) -> Table:
@@ -363,7 +375,8 @@ def idle_table(args: argparse.Namespace, rows: pd.DataFrame, hist: pd.DataFrame,
     multi = len(bed.targets or []) > 1
     out, reasons, records = [], {}, []
     for target in ([t.label for t in bed.targets] if bed.targets else [""]):
-        for label, op, pattern, cold, _ in IDLE_ROWS:
+        for op, pattern, cold, _ in IDLE_ROWS:
+            label = idle_label(op, pattern, cold)
             match = {"target_label": target, "op": op, "pattern": pattern, "cold": cold}
             hit = stats
             for k, v in match.items():
@@ -788,7 +801,7 @@ def add_parser(sub: Any, name: str) -> None:
         p.add_argument("--dram-pages", choices=("4k", "2m"),
                        help="pages placed on the nodes (default: the backend's, 2m: 2 MiB)")
     if name == "loaded-latency":
-        p.add_argument("--op", choices=("load", "ntload", "ntstore", "store+clwb"), default="load",
+        p.add_argument("--op", choices=PROBE_OPS, default="load",
                        help="what the probe and the injectors issue (load)")
         p.add_argument("--pattern", choices=("rand", "seq"), default="rand", help="access pattern (rand)")
         p.add_argument("--probe-target", metavar="TARGET",
