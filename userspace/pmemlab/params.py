@@ -181,14 +181,23 @@ _SIZE_RE = re.compile(r"^\s*(\d+)\s*([KMGTkmgt])?(?:i?[Bb])?\s*$")
 _SUFFIX = {"": 1, "K": KiB, "M": MiB, "G": GiB, "T": 1 << 40}
 
 
-def parse_size(value: Any) -> int:
-    """`4096`, `"4K"`, `"64M"`, `"1G"`, `"2MiB"` -> bytes (powers of two)."""
+def _whole(value: Any, what: str) -> int | None:
+    """A TOML or Python number that is a whole number, as an int; None for anything else (text is
+    each caller's); a boolean (TOML true/false) is refused as `what`."""
     if isinstance(value, bool):
-        raise ValueError("a boolean is not a size")
+        raise ValueError(f"a boolean is not {what}")
     if isinstance(value, int):
         return value
     if isinstance(value, float) and value.is_integer():
         return int(value)
+    return None
+
+
+def parse_size(value: Any) -> int:
+    """`4096`, `"4K"`, `"64M"`, `"1G"`, `"2MiB"` -> bytes (powers of two)."""
+    whole = _whole(value, "a size")
+    if whole is not None:
+        return whole
     if isinstance(value, str):
         m = _SIZE_RE.match(value)
         if m:
@@ -205,12 +214,9 @@ def fmt_size(n: int) -> str:
 
 
 def parse_int(value: Any) -> int:
-    if isinstance(value, bool):  # TOML true/false is not a count
-        raise ValueError("a boolean is not an integer")
-    if isinstance(value, int):
-        return value
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
+    whole = _whole(value, "an integer")  # TOML true/false is not a count
+    if whole is not None:
+        return whole
     if isinstance(value, str):
         text = value.strip()
         try:
