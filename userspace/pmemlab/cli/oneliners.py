@@ -52,7 +52,8 @@ from pmemlab.sweep import policy_for
 from pmemlab.sweep.core import SweepReport
 from pmemlab.sweep.execute import PointExecutor
 from pmemlab.table import HIST_CSV_COLUMNS, read_rows
-from pmemlab.targets.cli import add_target_options
+from pmemlab.cli import backend
+from pmemlab.cli.target_axis import add_target_options
 from pmemlab.targets.open import Loader, is_name, open_loader
 from pmemlab.targets.spec import Substitutes, TargetLoad, choose_loads, derived_label
 from pmemlab.targets.sweep import TargetBench, TargetExecutor, expand_targets, open_targets, targets_sweep
@@ -178,10 +179,6 @@ def open_bed(args: argparse.Namespace, loads: list[TargetLoad] | None, online: i
         loader.close()
         raise
     return Bed(kind, [t.bench for t in targets if t.bench is not None], targets, loader)
-
-
-def online_cpus() -> int:
-    return int(machine.cpu_info(probe.HostPaths())["online_cpus"])
 
 
 # --------------------------------------------------------------------------
@@ -842,7 +839,7 @@ def run(args: argparse.Namespace) -> int:
         loads = [subs.resolve(t) for t in one.axis(args, kind)]
     else:
         loads = None
-    bed = open_bed(args, loads, online_cpus())
+    bed = open_bed(args, loads, backend.online_cpus())
     try:
         if not bed.benches:
             raise PmemlabError(f"no target of pmemlab {name} could be opened", "see the reasons above")

@@ -21,8 +21,8 @@ from pmemlab.errors import ConfigError, Interrupted, PmemlabError, user_message
 from pmemlab.host import guard, ipmctl, probe
 from pmemlab.output import add_json, print_json
 from pmemlab.sweep import Bench, Sweep, SweepFiles, SweepOptions, SweepReport, check_output, sidecar_path, summary_path
-from pmemlab.targets.cli import add_target_options, check_target_option, chosen_loads, print_targets_dry_run
-from pmemlab.targets.cli import sweep_over_targets
+from pmemlab.cli.target_axis import add_target_options, check_target_option, chosen_loads, print_targets_dry_run
+from pmemlab.cli.target_axis import sweep_over_targets
 
 
 def add_parser(sub: Any, name: str) -> None:
