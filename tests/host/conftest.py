@@ -35,12 +35,12 @@ def online_cpus() -> int:
 def fake(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, no_external_tools: None, online_cpus: int) -> FakeModule:
     """The fake module (fixtures/fake_pmemlab.py) under tmp_path, as the module the command line
     finds loaded, with `online_cpus` CPUs and no external tools."""
-    import pmemlab.cli as cli
+    import pmemlab.cli.backend as cli_backend
     from fake_pmemlab import make_fake
 
     module = make_fake(tmp_path)
-    monkeypatch.setattr(cli, "_module", lambda args: module.module())
-    monkeypatch.setattr(cli, "_online_cpus", lambda: online_cpus)
+    monkeypatch.setattr(cli_backend, "module", lambda args: module.module())
+    monkeypatch.setattr(cli_backend, "online_cpus", lambda: online_cpus)
     return module
 
 

@@ -11,6 +11,7 @@ import pytest
 from fake_pmemlab import make_fake
 
 import pmemlab.cli as cli
+import pmemlab.cli.backend as cli_backend
 import pmemlab.host.machine as machine
 import pmemlab.host.probe as probe
 
@@ -116,7 +117,7 @@ def test_info_without_module(tmp_path, host):
 
 def test_cli_info_json(tmp_path, host, monkeypatch, capsys):
     fake = make_fake(tmp_path)
-    monkeypatch.setattr(cli, "_module", lambda args: fake.module())
+    monkeypatch.setattr(cli_backend, "module", lambda args: fake.module())
     monkeypatch.setattr(probe, "run_tool", ndctl_runner)
     monkeypatch.setattr(machine, "HostPaths", lambda: host)
     assert cli.main(["info", "--json"]) == 0
@@ -129,8 +130,8 @@ def test_cli_info_json(tmp_path, host, monkeypatch, capsys):
 
 def test_sweep_takes_interleave_geometry_from_ndctl(tmp_path, host, monkeypatch):
     fake = make_fake(tmp_path)
-    monkeypatch.setattr(cli, "_module", lambda args: fake.module())
-    monkeypatch.setattr(cli, "_online_cpus", lambda: 2)
+    monkeypatch.setattr(cli_backend, "module", lambda args: fake.module())
+    monkeypatch.setattr(cli_backend, "online_cpus", lambda: 2)
     monkeypatch.setattr(probe, "run_tool", ndctl_runner)
     cfg = tmp_path / "c.toml"
     cfg.write_text('[base]\nduration_ms = 1\nplacement = "per-dimm"\n[axes]\ndimms_per_thread = [1, 6]\n')

@@ -40,7 +40,7 @@ def test_wheel_holds_every_subpackage(wheel: Path) -> None:
     assert {"pmemlab", "pmemlab/plots"} <= pkgs
     for pkg in pkgs:
         assert f"{pkg}/__init__.py" in names, f"{pkg} missing from the wheel"
-    assert "pmemlab/plots/command.py" in names
+    assert "pmemlab/cli/plot.py" in names
 
 
 def test_wheel_installed_runs_params(wheel: Path, tmp_path: Path) -> None:
@@ -67,6 +67,7 @@ def test_wheel_installed_runs_params(wheel: Path, tmp_path: Path) -> None:
     assert run.returncode == 2 and run.stdout == ""
     assert run.stderr.count("\n") == 1 and run.stderr.startswith("pmemlab: libplcore.so"), run.stderr
     assert "fix: run `make` in the pmemlab tree" in run.stderr
-    where = subprocess.run([str(py), "-c", "import pmemlab.plots.command as m; print(m.__file__)"],
-                           capture_output=True, text=True, cwd=tmp_path, timeout=60)
+    where = subprocess.run([str(py), "-c", "import pmemlab.cli.plot as m; print(m.__file__)"],
+                           capture_output=True, text=True, cwd=tmp_path, timeout=60,
+                           env={**env, "PMEMLAB_PLCORE": str(lib)})  # pmemlab.cli reads the parameter table
     assert where.returncode == 0 and str(env_dir) in where.stdout, where.stdout + where.stderr

@@ -368,11 +368,12 @@ sys.path.insert(0, sys.argv[1])
 from fake_pmemlab import make_fake
 
 import pmemlab.cli as cli
+import pmemlab.cli.backend as cli_backend
 import pmemlab.host.probe as probe
 
 fake = make_fake(Path(sys.argv[2]))
-cli._module = lambda args: fake.module()
-cli._online_cpus = lambda: 2
+cli_backend.module = lambda args: fake.module()
+cli_backend.online_cpus = lambda: 2
 probe.run_tool = lambda argv: probe.ToolResult(127, "", "not installed")
 argv = sys.argv[3:]
 try:

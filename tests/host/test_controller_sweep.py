@@ -13,6 +13,7 @@ import pytest
 from sweep_toml import bandwidth_toml
 
 import pmemlab.cli as cli
+import pmemlab.cli.backend as cli_backend
 from pmemlab import exitcodes
 import pmemlab.host.machine as machine
 import pmemlab.host.probe as probe
@@ -547,7 +548,7 @@ def test_cpus_remote_runs_on_the_nearest_other_node(env, monkeypatch):
     nodes = [{"node": 0, "cpus": "0-1", "distances": [10, 32, 21]},
              {"node": 1, "cpus": "2-3", "distances": [32, 10, 32]},
              {"node": 2, "cpus": "4-5", "distances": [21, 32, 10]}]
-    monkeypatch.setattr(cli, "_online_cpus", lambda: 6)
+    monkeypatch.setattr(cli_backend, "online_cpus", lambda: 6)
     monkeypatch.setattr(machine, "numa_info", lambda host: {"nodes": nodes, "source": "test"})
     assert sweep(cfg, out) == 0
     assert [r["cpus"] for r in fake.runs] == ["", "4-5"]  # node 2 is nearer to node 0 than node 1

@@ -11,6 +11,7 @@ from cxl_sysfs import MiB, PMEM, RAM0, RAM1, make_cxl_sysfs
 from fake_pmemlab import make_fake
 
 import pmemlab.cli as cli
+import pmemlab.cli.backend as cli_backend
 import pmemlab.host.machine as machine
 import pmemlab.host.probe as probe
 from pmemlab import cxl
@@ -177,8 +178,8 @@ def test_a_cxl_node_without_access0_takes_its_regions(tmp_path: Path) -> None:
 def test_sweep_takes_ways_and_granularity_from_the_cxl_region(tmp_path: Path, host: probe.HostPaths,
                                                               monkeypatch: pytest.MonkeyPatch) -> None:
     fake = cxl_fake(tmp_path, PMEM)
-    monkeypatch.setattr(cli, "_module", lambda args: fake.module())
-    monkeypatch.setattr(cli, "_online_cpus", lambda: 2)
+    monkeypatch.setattr(cli_backend, "module", lambda args: fake.module())
+    monkeypatch.setattr(cli_backend, "online_cpus", lambda: 2)
     monkeypatch.setattr(probe, "run_tool", no_tools)
     monkeypatch.setattr(machine, "HostPaths", lambda: host)
     cfg = tmp_path / "c.toml"

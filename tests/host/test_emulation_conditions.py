@@ -14,6 +14,7 @@ import pytest
 from fake_pmemlab import make_fake
 
 import pmemlab.cli as cli
+import pmemlab.cli.backend as cli_backend
 import pmemlab.host.machine as machine
 import pmemlab.host.probe as probe
 from pmemlab.table import CONDITION_COLUMNS
@@ -107,8 +108,8 @@ def test_provider_of_a_file_on_a_dax_file_system(tmp_path):
 def test_sweep_writes_the_columns_into_every_row(tmp_path, monkeypatch):
     host = make_host(tmp_path / "h", flag=True, dmi_vendor="QEMU", provider="ACPI.NFIT")
     fake = make_fake(tmp_path / "fake")
-    monkeypatch.setattr(cli, "_module", lambda args: fake.module())
-    monkeypatch.setattr(cli, "_online_cpus", lambda: 2)
+    monkeypatch.setattr(cli_backend, "module", lambda args: fake.module())
+    monkeypatch.setattr(cli_backend, "online_cpus", lambda: 2)
     monkeypatch.setattr(probe, "run_tool", tools("qemu"))
     real_gather = machine.gather_info
     monkeypatch.setattr(machine, "gather_info", lambda mod, *a, **k: real_gather(mod, host, *a[1:], **k))

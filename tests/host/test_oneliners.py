@@ -14,7 +14,7 @@ from oneliner_bed import fake_module_bed
 
 import pmemlab.cli as cli
 import pmemlab.host.machine as machine
-from pmemlab import oneliners
+from pmemlab.cli import oneliners
 from pmemlab import params as P
 
 TWO_NODES = {"nodes": [{"node": 0, "cpus": "0", "mem_total_kib": 1 << 20, "distances": [10, 20]},
@@ -211,7 +211,7 @@ def test_advertised_beside_measured() -> None:
 
     import pandas as pd
 
-    from pmemlab import oneliners as ol
+    from pmemlab.cli import oneliners as ol
 
     rows = pd.DataFrame([{"thread": "all", "target_label": "cxl", "adv_read_latency_ns": 250, "adv_write_latency_ns": 300,
                           "adv_read_bw_mbps": 8000, "adv_write_bw_mbps": 2000, "adv_node": 2},

@@ -19,11 +19,12 @@ from sweep_toml import bandwidth_toml
 from recorded_targets import RECORDED, one_target
 
 import pmemlab.cli as cli
+import pmemlab.cli.backend as cli_backend
 import pmemlab.host.machine as machine
 import pmemlab.host.probe as probe
 from pmemlab import exitcodes
 from pmemlab.host import taskstats
-from pmemlab.targets import cli as targets_cli
+from pmemlab.cli import target_axis as targets_cli
 from pmemlab.config import parse_config
 from pmemlab.errors import ConfigError, ModuleNotLoaded
 from pmemlab.plots.data import load_results
@@ -213,9 +214,8 @@ def bed(tmp_path, monkeypatch):
     monkeypatch.setattr(targets_cli, "open_loader",
                         lambda kind, sysfs, opts=None: NamedTargets(fake.root, io=fake) if kind == "kernel"
                         else open_loader(kind, sysfs, opts))
-    monkeypatch.setattr(targets_cli, "online_cpus", lambda: 2)
-    monkeypatch.setattr(cli, "_module", lambda args: fake.module())  # --targets loaded: the module as it is
-    monkeypatch.setattr(cli, "_online_cpus", lambda: 2)
+    monkeypatch.setattr(cli_backend, "module", lambda args: fake.module())  # --targets loaded: the module as it is
+    monkeypatch.setattr(cli_backend, "online_cpus", lambda: 2)
     monkeypatch.setattr(probe, "run_tool", lambda argv: probe.ToolResult(127, "", "not installed"))
     monkeypatch.delenv("PMEMLAB_PMEM_DRAM", raising=False)
     cfg = tmp_path / "cmp.toml"

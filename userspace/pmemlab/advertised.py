@@ -8,10 +8,10 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING
 
+from pmemlab.params import READ_OPS  # the module's ops that only read (core/ops.def)
+
 if TYPE_CHECKING:
     import pandas as pd
-
-READ_OPS = frozenset({"load", "ntload"})
 
 
 def advertised_of(rows: pd.DataFrame, target: str | None = None) -> dict[str, float]:

@@ -81,11 +81,28 @@ _OPS = plcore.schema()["ops"]
 OPS: tuple[str, ...] = tuple(op["name"] for op in _OPS if not op["user_only"])
 WRITE_OPS: frozenset[str] = frozenset(op["name"] for op in _OPS if op["writes"] and not op["user_only"])
 READ_OPS: frozenset[str] = frozenset(OPS) - WRITE_OPS  # the module's ops that only read
+
+
+def flush_of(op: str) -> str:
+    """The flush instruction of a store+flush op (ops.def names it after the '+'), else ''."""
+    return op.partition("+")[2]
+
+
+def non_temporal(op: str) -> bool:
+    """An op of non-temporal accesses (ops.def's nt* rows: movnti, movntdq, movntdqa)."""
+    return op.startswith("nt")
+
+
+# the module's writes that take their data out of the cache themselves (non-temporal, or a store
+# and its flush): what a persistence measurement writes with, in the table's order
+DURABLE_WRITES: tuple[str, ...] = tuple(op for op in OPS if op in WRITE_OPS and (non_temporal(op) or flush_of(op)))
 WIDTHS: tuple[int, ...] = PARAMS["width"].choices
 MAX_ACCESS: int = PARAMS["access_size"].hi or 0
 MAX_SAMPLES: int = PARAMS["samples"].hi or 0
 # the longest value text one sysfs write carries whole (core/pl_params.h PL_TEXT_MAX)
 TEXT_MAX: int = plcore.schema()["text_max"]
+# the CPU features an op x width may need, in bit order (core/features.def, through libplcore.so)
+CPU_FEATURES: tuple[str, ...] = tuple(plcore.schema()["features"])
 
 
 @dataclass(frozen=True)
@@ -164,14 +181,23 @@ _SIZE_RE = re.compile(r"^\s*(\d+)\s*([KMGTkmgt])?(?:i?[Bb])?\s*$")
 _SUFFIX = {"": 1, "K": KiB, "M": MiB, "G": GiB, "T": 1 << 40}
 
 
-def parse_size(value: Any) -> int:
-    """`4096`, `"4K"`, `"64M"`, `"1G"`, `"2MiB"` -> bytes (powers of two)."""
+def _whole(value: Any, what: str) -> int | None:
+    """A TOML or Python number that is a whole number, as an int; None for anything else (text is
+    each caller's); a boolean (TOML true/false) is refused as `what`."""
     if isinstance(value, bool):
-        raise ValueError("a boolean is not a size")
+        raise ValueError(f"a boolean is not {what}")
     if isinstance(value, int):
         return value
     if isinstance(value, float) and value.is_integer():
         return int(value)
+    return None
+
+
+def parse_size(value: Any) -> int:
+    """`4096`, `"4K"`, `"64M"`, `"1G"`, `"2MiB"` -> bytes (powers of two)."""
+    whole = _whole(value, "a size")
+    if whole is not None:
+        return whole
     if isinstance(value, str):
         m = _SIZE_RE.match(value)
         if m:
@@ -188,12 +214,9 @@ def fmt_size(n: int) -> str:
 
 
 def parse_int(value: Any) -> int:
-    if isinstance(value, bool):  # TOML true/false is not a count
-        raise ValueError("a boolean is not an integer")
-    if isinstance(value, int):
-        return value
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
+    whole = _whole(value, "an integer")  # TOML true/false is not a count
+    if whole is not None:
+        return whole
     if isinstance(value, str):
         text = value.strip()
         try:

@@ -25,7 +25,6 @@ skipped; loop-bound points (the engine's column)."""
 
 from __future__ import annotations
 
-import argparse
 import base64
 import html
 import io
@@ -40,7 +39,7 @@ from pmemlab import __version__
 from pmemlab.compare import swept_parameters
 from pmemlab.errors import BadInput, ConfigError
 from pmemlab.noise import CV_WARN, FEW_REPEATS, STEAL_WARN_PCT, judge, metric_of, steal_columns
-from pmemlab.output import add_json, check_writable, examples, print_json
+from pmemlab.output import check_writable
 from pmemlab.advertised import advertised_bandwidth, advertised_latency, advertised_of, ratio
 from pmemlab.stats import summarize
 from pmemlab.host.machine import toolkit_revision
@@ -886,27 +885,3 @@ def write_report(results_dir: Path, out_dir: Path, name: str = "report") -> tupl
 
 
 # --------------------------------------------------------------------------
-def add_parser(sub: Any) -> None:
-    p = sub.add_parser("report", help="one self-contained HTML page (and Markdown) of a results directory",
-                       description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter,
-                       epilog=examples("pmemlab report results -o report    # then open report/report.html",
-                                       "pmemlab report results --name demo --json"))
-    p.add_argument("results", type=Path, metavar="RESULTS_DIR", help="directory of sweep CSVs (results/)")
-    p.add_argument("-o", "--output", type=Path, default=None, metavar="DIR",
-                   help="directory for NAME.html, NAME.md and NAME-figures/ (default: RESULTS_DIR)")
-    p.add_argument("--name", default="report", help="file name of the report, without extension (report)")
-    add_json(p, "the paths written")
-
-
-def cmd_report(args: argparse.Namespace) -> int:
-    if not args.results.is_dir():
-        raise BadInput(f"{args.results}: {'not a directory' if args.results.exists() else 'no such directory'}",
-                       "give the directory the sweeps wrote (results/)")
-    out_dir = args.output or args.results
-    html_path, md_path = write_report(args.results, out_dir, args.name)
-    if args.json:
-        print_json({"html": html_path, "markdown": md_path, "figures": out_dir / f"{args.name}-figures"})
-        return 0
-    print(f"report: {html_path}")
-    print(f"report: {md_path}")
-    return 0

@@ -145,13 +145,14 @@ def parse_result(text: str, tsc_khz: float | None, reserved: frozenset[str] = fr
     rows = [columns_for(raw, tsc_khz, reserved) for raw in parse_result_text(text)]
     for row in rows:
         row.setdefault("thread", "all")
-    rows.sort(key=lambda r: (str(r["thread"]) == "all", _thread_num(r["thread"])))
+    rows.sort(key=lambda r: (str(r["thread"]) == "all", row_number(r["thread"])))
     return rows
 
 
-def _thread_num(t: Any) -> int:
+def row_number(value: Any) -> int:
+    """A row's thread or CPU number, -1 where it has none (the aggregate row "all", a missing value)."""
     try:
-        return int(t)
+        return int(value)
     except (TypeError, ValueError):
         return -1
 

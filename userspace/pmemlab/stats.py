@@ -12,33 +12,28 @@ from dataclasses import dataclass
 from typing import Iterable, Sequence
 
 
+_FPMIN = 1e-300  # what a denominator near zero is replaced by (Lentz's method)
+
+
+def _nonzero(x: float) -> float:
+    return _FPMIN if abs(x) < _FPMIN else x
+
+
+def _lentz(aa: float, c: float, d: float) -> tuple[float, float]:
+    """One term of the continued fraction by Lentz's method: the next C and 1/D."""
+    return _nonzero(1.0 + aa / c), 1.0 / _nonzero(1.0 + aa * d)
+
+
 def _betacf(a: float, b: float, x: float) -> float:
-    max_iter, eps, fpmin = 300, 3e-16, 1e-300
+    max_iter, eps = 300, 3e-16
     qab, qap, qam = a + b, a + 1.0, a - 1.0
-    c, d = 1.0, 1.0 - qab * x / qap
-    if abs(d) < fpmin:
-        d = fpmin
-    d = 1.0 / d
+    c, d = 1.0, 1.0 / _nonzero(1.0 - qab * x / qap)
     h = d
     for m in range(1, max_iter + 1):
         m2 = 2 * m
-        aa = m * (b - m) * x / ((qam + m2) * (a + m2))
-        d = 1.0 + aa * d
-        if abs(d) < fpmin:
-            d = fpmin
-        c = 1.0 + aa / c
-        if abs(c) < fpmin:
-            c = fpmin
-        d = 1.0 / d
+        c, d = _lentz(m * (b - m) * x / ((qam + m2) * (a + m2)), c, d)  # the even term
         h *= d * c
-        aa = -(a + m) * (qab + m) * x / ((a + m2) * (qap + m2))
-        d = 1.0 + aa * d
-        if abs(d) < fpmin:
-            d = fpmin
-        c = 1.0 + aa / c
-        if abs(c) < fpmin:
-            c = fpmin
-        d = 1.0 / d
+        c, d = _lentz(-(a + m) * (qab + m) * x / ((a + m2) * (qap + m2)), c, d)  # the odd term
         delta = d * c
         h *= delta
         if abs(delta - 1.0) < eps:

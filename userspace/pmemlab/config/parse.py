@@ -108,12 +108,7 @@ def parse_config(text: str, source: str = "<config>", path: Path | None = None,
         ax = parse_axis(("axes",), {key: raw}, "axes", lines, probs, seen, cfg.base)
         if ax:
             cfg.axes.append(ax)
-    zips = data.get("zip", [])
-    if isinstance(zips, dict):
-        zips = [zips]
-    if not isinstance(zips, list):
-        probs.add(lines.line("", "zip"), "zip must be an array of tables [[zip]]")
-        zips = []
+    zips = _listed(data.get("zip", []), dict, probs, lines.line("", "zip"), "zip must be an array of tables [[zip]]")
     for i, group in enumerate(zips):
         table = f"zip#{i}"
         if not isinstance(group, dict) or not group:
@@ -186,12 +181,8 @@ def _parse_sweep_section(cfg: SweepConfig, sweep: dict[str, Any], lines: LineInd
             cfg.on_unsupported = v
         else:
             probs.add(lines.line("sweep", "on_unsupported"), f"sweep.on_unsupported = {show(v)}: one of skip, error")
-    filters = sweep.get("filters", [])
-    if isinstance(filters, str):
-        filters = [filters]
-    if not isinstance(filters, list):
-        probs.add(lines.line("sweep", "filters"), "sweep.filters must be a list of expressions")
-        filters = []
+    filters = _listed(sweep.get("filters", []), str, probs, lines.line("sweep", "filters"),
+                      "sweep.filters must be a list of expressions")
     fline = lines.line("sweep", "filters")
     after = fline
     for expr in filters:
@@ -207,3 +198,14 @@ def _parse_sweep_section(cfg: SweepConfig, sweep: dict[str, Any], lines: LineInd
             probs.add(line, f"sweep.filters: {show(expr)}: {exc}")
     if "adaptive" in sweep:
         parse_adaptive(cfg, sweep["adaptive"], lines, probs)
+
+
+def _listed(value: Any, one: type, probs: Problems, line: int | None, problem: str) -> list[Any]:
+    """A list as it is, a single `one` as a list of it; anything else is `problem` (at `line`) and
+    no items."""
+    if isinstance(value, one):
+        return [value]
+    if isinstance(value, list):
+        return value
+    probs.add(line, problem)
+    return []

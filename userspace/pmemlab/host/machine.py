@@ -28,9 +28,10 @@ from pmemlab.host import guard, ipmctl, probe, runcond
 from pmemlab.host.probe import HostPaths, ToolRunner
 from pmemlab.params import parse_cpulist
 
-CPU_FEATURES_OF_INTEREST: tuple[str, ...] = (
-    "clflush", "clflushopt", "clwb", "sse2", "avx", "avx2", "avx512f", "rdtscp", "constant_tsc", "nonstop_tsc",
-)
+TSC_FLAGS: tuple[str, ...] = ("constant_tsc", "nonstop_tsc")  # the timer's, not an op's: method.md
+# what `pmemlab info` reports of /proc/cpuinfo's flags: the features an op may need (core/features.def,
+# the one table) and the TSC's
+CPU_FEATURES_OF_INTEREST: tuple[str, ...] = (*P.CPU_FEATURES, *TSC_FLAGS)
 MSR_MISC_FEATURE_CONTROL = 0x1A4
 
 

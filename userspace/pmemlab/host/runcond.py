@@ -23,6 +23,7 @@ from typing import Any, Iterable, Mapping, Sequence
 
 from pmemlab.host.probe import HostPaths as Host
 from pmemlab.params import parse_cpulist
+from pmemlab.results import row_number
 from pmemlab.host.taskstats import ExitListener, TaskExit
 
 CPU = "devices/system/cpu"
@@ -223,7 +224,7 @@ def thread_switches(exits: Sequence[TaskExit], rows: Sequence[Mapping[str, Any]]
             if m:
                 by_cpu.setdefault(int(m.group(1)), []).append(e)
         for r in threads:
-            found = by_cpu.get(_int(r.get("cpu")), [])
+            found = by_cpu.get(row_number(r.get("cpu")), [])
             if len(found) == 1:
                 out[str(r["thread"])] = found[0]
         return out
@@ -237,16 +238,9 @@ def thread_switches(exits: Sequence[TaskExit], rows: Sequence[Mapping[str, Any]]
                      key=lambda e: e.pid if e.pid > leader else e.pid + PID_MAX_LIMIT)
     if len(workers) != len(threads):
         return out
-    for r, e in zip(sorted(threads, key=lambda r: _int(r.get("thread"))), workers):
+    for r, e in zip(sorted(threads, key=lambda r: row_number(r.get("thread"))), workers):
         out[str(r["thread"])] = e
     return out
-
-
-def _int(value: Any) -> int:
-    try:
-        return int(value)
-    except (TypeError, ValueError):
-        return -1
 
 
 @dataclass
@@ -271,7 +265,7 @@ class RunWatch:
         """Add the run-state and noise columns to the rows of the run just made (every row gets the
         run's; each thread row its own context switches, the aggregate their sum)."""
         after = cpu_times(self.host)
-        cpus = sorted({c for r in rows if str(r.get("thread")) != "all" for c in [_int(r.get("cpu"))] if c >= 0})
+        cpus = sorted({c for r in rows if str(r.get("thread")) != "all" for c in [row_number(r.get("cpu"))] if c >= 0})
         run: dict[str, Any] = {**machine_state(self.host, cpus),
                                "steal_pct": steal_pct(self._before, after, cpus) if cpus else None,
                                "smt_sibling_busy_pct": sibling_busy_pct(self.host, self._before, after, cpus)

@@ -18,7 +18,7 @@ import pandas as pd
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
-from pmemlab.params import OPS, READ_OPS, WRITE_OPS
+from pmemlab.params import DURABLE_WRITES, OPS, READ_OPS, WRITE_OPS, flush_of, non_temporal
 from pmemlab.plots.data import (
     Results, bucket_quantiles, count_text, latency_stats, loop_bound_rows, mean_over_repeats, pooled_buckets,
     repeats_text, size_label,
@@ -36,7 +36,7 @@ Recipe = Callable[[Results], Figure]
 
 def instruction(op: str) -> str:
     """What an op is named by in a figure: its instruction, the flush of a store+flush."""
-    return op.partition("+")[2] or op
+    return flush_of(op) or op
 
 
 # REPORT fig 8's letter for each flush instruction (Size_Type names: 64_SW is a store+clwb)
@@ -44,8 +44,8 @@ FLUSH_LETTER = {"clwb": "W", "clflushopt": "O", "clflush": "F"}
 # each op of the module (the parameter table's, in its order): Read (load), Write (clwb), ...
 OP_LABEL = {op: f"{'Write' if op in WRITE_OPS else 'Read'} ({instruction(op)})" for op in OPS}
 # and REPORT fig 8's short name: L load, S store, N non-temporal, then the flush's letter
-OP_SHORT = {op: ("S" if op in WRITE_OPS else "L") + ("N" if op.startswith("nt") else "")
-            + FLUSH_LETTER.get(op.partition("+")[2], "") for op in OPS}
+OP_SHORT = {op: ("S" if op in WRITE_OPS else "L") + ("N" if non_temporal(op) else "")
+            + FLUSH_LETTER.get(flush_of(op), "") for op in OPS}
 NO_DATA = "no successful runs in this CSV\n(see its status and error columns)"
 # what a recipe draws where that is another statistic than its paper figure's (references.FIGURES)
 STATISTIC = {"idle-latency": "median of the samples, whiskers p5-p95, the mean marked"}
@@ -208,7 +208,9 @@ def _access_kind(op: str, pattern: str) -> str:
     return instruction(op)
 
 
-INSTR_ORDER = ("load", "ntload", "store+clflush", "ntstore", "store+clflushopt", "store+clwb")
+# REPORT fig 8's bars: the reads and the durable writes, in the order of their short names (L LN SF SN SO SW)
+INSTR_ORDER: tuple[str, ...] = tuple(sorted((op for op in OPS if op in READ_OPS or op in DURABLE_WRITES),
+                                            key=lambda op: OP_SHORT[op]))
 
 
 def instr_category(access_size: Any, op: Any) -> str:
@@ -239,7 +241,7 @@ def instr_latency(results: Results) -> Figure:
                              [t for t in targets if t in set(sub["target_label"])], step=results.timer_step())
         ax.tick_params(axis="x", labelrotation=60, labelsize=7)
         ax.set_title(pattern, fontsize=9)
-        ax.set_xlabel("Size_Type (L load, LN ntload, SF store+clflush, SN ntstore, SO store+clflushopt, SW store+clwb)")
+        ax.set_xlabel(f"Size_Type ({', '.join(f'{OP_SHORT[op]} {op}' for op in INSTR_ORDER)})")
         ax.set_ylabel(MEDIAN_LABEL)
         every.append((ax, stats, where))
     if every:

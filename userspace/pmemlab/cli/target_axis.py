@@ -1,6 +1,6 @@
-"""The target axis on the command line: `--targets`, `--pmem`, `--pmem-dram`, and `pmemlab sweep`
-over several targets into one CSV (spec.py says what a target is, open.py how it is opened,
-sweep.py how the sweep goes)."""
+"""The target axis on the command line: `--targets`, `--pmem`, `--pmem-dram` (the options of
+`pmemlab sweep` and the one-liners), and `pmemlab sweep` over several targets into one CSV
+(targets/: spec.py says what a target is, open.py how it is opened, sweep.py how the sweep goes)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,8 @@ import sys
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from pmemlab.host import ipmctl, machine, probe
+from pmemlab.cli import backend
+from pmemlab.host import ipmctl, probe
 from pmemlab.config import SweepConfig, count_points, expand
 from pmemlab.errors import ConfigError
 from pmemlab.sweep import SweepOptions, SweepReport
@@ -45,10 +46,6 @@ def chosen_loads(args: argparse.Namespace, cfg: SweepConfig | None) -> list[Targ
     return choose_loads(cfg.targets if cfg else {}, option, subs)
 
 
-def online_cpus() -> int:
-    return int(machine.cpu_info(probe.HostPaths())["online_cpus"])
-
-
 def check_target_option(args: argparse.Namespace, loads: Sequence[TargetLoad]) -> None:
     """--target names the one target of a sweep of the module as it is; with a target axis the
     axis names them."""
@@ -64,7 +61,7 @@ def sweep_over_targets(args: argparse.Namespace, cfg: SweepConfig, loads: list[T
     kind = str(getattr(args, "backend", None) or backend_opts.get("backend", "kernel"))
     loader = open_loader(kind, args.sysfs, backend_opts)
     try:
-        targets = probe_targets(cfg, loads, loader, online_cpus())
+        targets = probe_targets(cfg, loads, loader, backend.online_cpus())
         skipped = [p for t in targets if t.bench is not None for p in t.points if p.skip_reason]
         if skipped:
             reasons = sorted({p.skip_reason for p in skipped})

@@ -1,6 +1,5 @@
-"""`pmemlab plot` and `pmemlab plot-all`: argument parsers and command functions.
-
-Kept free of matplotlib imports so that building the parser stays cheap."""
+"""`pmemlab plot CSV...`: the figure of one experiment from its sweep CSV(s) (pmemlab.plots draws it;
+imported when the command runs, so that building the parser stays free of matplotlib)."""
 
 from __future__ import annotations
 
@@ -11,8 +10,8 @@ from typing import Any
 from pmemlab.output import add_json, examples
 
 
-def add_plot_parsers(sub: Any) -> None:
-    p = sub.add_parser("plot", help="render sweep CSVs: the experiment's recipe, or a generic plot with --x/--y",
+def add_parser(sub: Any, name: str) -> None:
+    p = sub.add_parser(name, help="render sweep CSVs: the experiment's recipe, or a generic plot with --x/--y",
                        description="Render the figure of one experiment from its sweep CSV(s): the recipe named "
                                    "by the sweep (or --recipe), or a generic plot of --y against --x.",
                        formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -35,27 +34,8 @@ def add_plot_parsers(sub: Any) -> None:
     p.add_argument("--format", default="png,svg", help="comma list of formats (png,svg)")
     add_json(p, "the files written (with --list: the recipes)")
 
-    p = sub.add_parser("plot-all", help="render every sweep CSV under RESULTS_DIR with its experiment's recipe",
-                       description="Render every experiment found under RESULTS_DIR (NAME.csv and NAME@LABEL.csv "
-                                   "merge) with its recipe; exits 1 when one could not be rendered.",
-                       formatter_class=argparse.RawDescriptionHelpFormatter,
-                       epilog=examples("pmemlab plot-all", "pmemlab plot-all results -o plots --format png"))
-    p.add_argument("results", type=Path, nargs="?", default=Path("results"), metavar="RESULTS_DIR")
-    p.add_argument("-o", "--output", type=Path, default=Path("plots"), metavar="PLOTS_DIR")
-    p.add_argument("--format", default="png,svg", help="comma list of formats (png,svg)")
-    p.add_argument("--gallery", type=Path, default=None, metavar="DIR",
-                   help="also render the figures as the gallery DIR (PNG and gallery.json with the revision), "
-                        "only from results of the clean revision the tree is at (make demo: docs/gallery)")
-    add_json(p, "the files written per experiment")
 
-
-def cmd_plot(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace) -> int:
     from pmemlab.plots.render import plot_command
 
     return plot_command(args)
-
-
-def cmd_plot_all(args: argparse.Namespace) -> int:
-    from pmemlab.plots.render import plot_all_command
-
-    return plot_all_command(args)

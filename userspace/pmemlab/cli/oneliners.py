@@ -27,7 +27,6 @@ memory (dram_node=N) and every fsdax namespace (the module only); tier-bw has a 
 from __future__ import annotations
 
 import argparse
-import functools
 import json
 import math
 import sys
@@ -53,7 +52,8 @@ from pmemlab.sweep import policy_for
 from pmemlab.sweep.core import SweepReport
 from pmemlab.sweep.execute import PointExecutor
 from pmemlab.table import HIST_CSV_COLUMNS, read_rows
-from pmemlab.targets.cli import add_target_options
+from pmemlab.cli import backend
+from pmemlab.cli.target_axis import add_target_options
 from pmemlab.targets.open import Loader, is_name, open_loader
 from pmemlab.targets.spec import Substitutes, TargetLoad, choose_loads, derived_label
 from pmemlab.targets.sweep import TargetBench, TargetExecutor, expand_targets, open_targets, targets_sweep
@@ -65,12 +65,24 @@ DEFAULT_WORKING_SET = 1 * P.GiB  # at most: MLC-sized buffers, well beyond the c
 DEFAULT_COUNT = 100_000  # latency samples per run: 30-50 ms of single accesses on real memory
 DEFAULT_DRAM_SIZE = "256M"  # the module's own default DRAM target, on each node of a matrix
 LOADED_DELAYS = (0, 250, 500, 1000, 2500, 5000, 10000, 50000)  # TSC ticks between injected accesses
-IDLE_ROWS = (  # (label, op, pattern, cold, warm): the four bars of FAST'20 fig 2
-    ("load, random, cold line", "load", "rand", 1, 0),
-    ("load, sequential, cold line", "load", "seq", 1, 0),
-    ("store+clwb, warm line", "store+clwb", "seq", 0, 1),
-    ("ntstore, warm line", "ntstore", "seq", 0, 1),
+# the ops the latency one-liners issue, from the op table (core/ops.def, in its order): the reads,
+# and the durable writes whose flush keeps the line cached (clwb; none for a non-temporal store)
+KEEPING_FLUSH = "clwb"
+PROBE_OPS: tuple[str, ...] = tuple(op for op in P.OPS if op in P.READ_OPS or
+                                   (op in P.DURABLE_WRITES and P.flush_of(op) in ("", KEEPING_FLUSH)))
+PATTERN_WORDS = {"rand": "random", "seq": "sequential"}
+IDLE_ROWS: tuple[tuple[str, str, int, int], ...] = (  # (op, pattern, cold, warm): the four bars of FAST'20 fig 2
+    # the plain load of cold lines, random and sequential; then each durable write of warm lines, flushed first
+    *((op, pattern, 1, 0) for op in PROBE_OPS if op in P.READ_OPS and not P.non_temporal(op) for pattern in ("rand", "seq")),
+    *((op, "seq", 0, 1) for op in sorted((op for op in PROBE_OPS if op in P.WRITE_OPS), key=P.non_temporal)),
 )
+
+
+def idle_label(op: str, pattern: str, cold: int) -> str:
+    """An idle-latency row's name: 'load, random, cold line'; a write's pattern goes unsaid."""
+    return ", ".join([op, *([PATTERN_WORDS[pattern]] if op in P.READ_OPS else []), f"{'cold' if cold else 'warm'} line"])
+
+
 PEAK_ROWS = (  # (label, op, read_pct)
     *((op, op, 0) for op in P.OPS),
     ("3:1 load:store", "store", 75),
@@ -167,10 +179,6 @@ def open_bed(args: argparse.Namespace, loads: list[TargetLoad] | None, online: i
         loader.close()
         raise
     return Bed(kind, [t.bench for t in targets if t.bench is not None], targets, loader)
-
-
-def online_cpus() -> int:
-    return int(machine.cpu_info(probe.HostPaths())["online_cpus"])
 
 
 # --------------------------------------------------------------------------
@@ -333,7 +341,9 @@ def reasons_note(reasons: dict[str, str]) -> list[str]:
 # --------------------------------------------------------------------------
 @dataclass(frozen=True)
 class OneLiner:
-    name: str
+    """A one-liner of the family: its command name is its key in ONELINERS (and its row in
+    cli/commands.py)."""
+
     help: str
     examples: tuple[str, ...]
     config: Callable[[argparse.Namespace, Sizing], str]
@@ -351,8 +361,8 @@ def idle_config(args: argparse.Namespace, size: Sizing) -> str:
     return config_text("idle-latency", "pmemlab idle-latency: one 8 B access at a time", args.repeats,
                        {"mode": "latency", "threads": 1, "access_size": 8, "width": 8,
                         "working_set": size.working_set(args.working_set), "count": args.count},
-                       zips=[{"op": [r[1] for r in IDLE_ROWS], "pattern": [r[2] for r in IDLE_ROWS],
-                              "cold": [r[3] for r in IDLE_ROWS], "warm": [r[4] for r in IDLE_ROWS]}])
+                       zips=[{"op": [r[0] for r in IDLE_ROWS], "pattern": [r[1] for r in IDLE_ROWS],
+                              "cold": [r[2] for r in IDLE_ROWS], "warm": [r[3] for r in IDLE_ROWS]}])
 
 
 def idle_table(args: argparse.Namespace, rows: pd.DataFrame, hist: pd.DataFrame, bed: Bed) -> Table:
@@ -362,7 +372,8 @@ def idle_table(args: argparse.Namespace, rows: pd.DataFrame, hist: pd.DataFrame,
     multi = len(bed.targets or []) > 1
     out, reasons, records = [], {}, []
     for target in ([t.label for t in bed.targets] if bed.targets else [""]):
-        for label, op, pattern, cold, _ in IDLE_ROWS:
+        for op, pattern, cold, _ in IDLE_ROWS:
+            label = idle_label(op, pattern, cold)
             match = {"target_label": target, "op": op, "pattern": pattern, "cold": cold}
             hit = stats
             for k, v in match.items():
@@ -696,30 +707,30 @@ def tier_table(args: argparse.Namespace, rows: pd.DataFrame, hist: pd.DataFrame,
                "best": {s.mix: s.ratio.text for s in stats if s.best}})
 
 
-COMMANDS: tuple[OneLiner, ...] = (
-    OneLiner("idle-latency", "idle latency of single accesses (mlc --idle_latency)",
+ONELINERS: dict[str, OneLiner] = {
+    "idle-latency": OneLiner("idle latency of single accesses (mlc --idle_latency)",
              ("pmemlab idle-latency", "pmemlab idle-latency --targets pmem,dram",
               "pmemlab idle-latency --backend user --target dram --count 20000 --json"), idle_config, idle_table, "latency"),
-    OneLiner("loaded-latency", "probe latency vs bandwidth under injected load (mlc --loaded_latency)",
+    "loaded-latency": OneLiner("probe latency vs bandwidth under injected load (mlc --loaded_latency)",
              ("pmemlab loaded-latency", "pmemlab loaded-latency --op ntstore --delays 0,1000,10000",
               "pmemlab loaded-latency --threads 4 --duration-ms 200 -o results/loaded-latency.csv",
               "pmemlab loaded-latency --probe-target cxl --load-target dram"), loaded_config, loaded_table, "bandwidth",
              duration_ms=1000),
-    OneLiner("peak-bw", "bandwidth per op and load:store mix, a node's threads (mlc --peak_injection_bandwidth)",
+    "peak-bw": OneLiner("bandwidth per op and load:store mix, a node's threads (mlc --peak_injection_bandwidth)",
              ("pmemlab peak-bw", "pmemlab peak-bw --targets pmem,dram --duration-ms 200",
               "pmemlab peak-bw --backend user --target dram --json"), peak_config, peak_table, "bandwidth",
              repeats=3),
-    OneLiner("latency-matrix", "idle latency: CPUs of each NUMA node x each node's memory and pmem (mlc --latency_matrix)",
+    "latency-matrix": OneLiner("idle latency: CPUs of each NUMA node x each node's memory and pmem (mlc --latency_matrix)",
              ("pmemlab latency-matrix", "pmemlab latency-matrix --count 100000 --json"), latency_matrix_config, matrix_table("latency"), "latency",
              matrix=True, axis=lambda args, kind: matrix_loads(args, kind)),
-    OneLiner("bw-matrix", "read bandwidth: CPUs of each NUMA node x each node's memory and pmem (mlc --bandwidth_matrix)",
+    "bw-matrix": OneLiner("read bandwidth: CPUs of each NUMA node x each node's memory and pmem (mlc --bandwidth_matrix)",
              ("pmemlab bw-matrix", "pmemlab bw-matrix --duration-ms 500 --threads 2"), bw_matrix_config, matrix_table("bw"), "bandwidth", repeats=3,
              matrix=True, axis=lambda args, kind: matrix_loads(args, kind)),
-    OneLiner("tier-bw", "bandwidth per DRAM:CXL page ratio of one target, loads and a 2:1 load:store mix, a node's threads",
+    "tier-bw": OneLiner("bandwidth per DRAM:CXL page ratio of one target, loads and a 2:1 load:store mix, a node's threads",
              ("pmemlab tier-bw", "pmemlab tier-bw --weights 1:0,3:1,1:1,0:1 --duration-ms 200 --json",
               "pmemlab tier-bw --backend user --dram-node 0 --cxl-node 1 -o results/tier-bw.csv"), tier_config, tier_table,
              "bandwidth", repeats=3, axis=lambda args, kind: tier_loads(args, kind)),
-)
+}
 
 
 # --------------------------------------------------------------------------
@@ -746,68 +757,72 @@ def _delays(text: str) -> tuple[int, ...]:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
-def add_parsers(sub: Any) -> None:
-    for one in COMMANDS:
-        p = sub.add_parser(one.name, help=one.help, description=f"{one.help[:1].upper()}{one.help[1:]}.",
-                           epilog=examples(*one.examples), formatter_class=argparse.RawDescriptionHelpFormatter)
-        p.add_argument("--backend", choices=("kernel", "user"),
-                       help="kernel (pmemlab.ko; the default when it is loaded) or user (pmemlab-run)")
-        if one.axis is None or one.matrix:
-            p.add_argument("--target", help="user backend: the target (dram, dram:NODE, a DAX file; default dram); "
-                                            "kernel: a named target of the module (targets/NAME), else refuse "
-                                            "unless the module runs on it")
-            add_target_options(p, "the backend as it is" if not one.matrix else
-                               "the DRAM of each node with memory and, on the module, each fsdax namespace")
-        p.add_argument("--repeats", type=int, default=one.repeats, metavar="N", help=f"runs per row ({one.repeats})")
-        p.add_argument("--working-set", type=_size, metavar="SIZE",
-                       help="window of the accesses (default: 1 GiB or the smallest target)")
-        if one.measures == "latency":
-            p.add_argument("--count", type=int, default=DEFAULT_COUNT, metavar="N",
-                           help=f"samples per run ({DEFAULT_COUNT})")
-        else:
-            p.add_argument("--duration-ms", type=int, default=one.duration_ms, metavar="MS",
-                           help=f"length of each run ({one.duration_ms})")
-            p.add_argument("--threads", type=int, metavar="N",
-                           help="threads (default: " + ("every CPU of the DRAM node)" if one.name == "tier-bw" else
-                                                         "the CPUs of the target's node" +
-                                                         (", at least 2" if one.name == "loaded-latency" else "") + ")"))
-        if one.name in ("peak-bw", "tier-bw"):
-            p.add_argument("--access-size", type=_size, default=256, metavar="BYTES", help="bytes per access (256)")
-        if one.name == "tier-bw":
-            p.add_argument("--weights", type=_weights, default=tiers.parse_weights(tiers.DEFAULT_WEIGHTS),
-                           metavar="D:C,...", help=f"DRAM:CXL page weights, one target each ({tiers.DEFAULT_WEIGHTS}; "
-                                                   f"0..{tiers.WEIGHT_MAX}; 1:0 is DRAM alone, 0:1 CXL alone)")
-            p.add_argument("--dram-node", type=int, metavar="N",
-                           help="the DRAM node, whose CPUs run the threads (default: the first node with CPUs)")
-            p.add_argument("--cxl-node", type=int, metavar="N",
-                           help="the CXL node (default: the first node with memory and no CPUs)")
-            p.add_argument("--dram-size", default=DEFAULT_DRAM_SIZE, metavar="SIZE",
-                           help=f"size of each ratio's DRAM target ({DEFAULT_DRAM_SIZE})")
-            p.add_argument("--dram-pages", choices=("4k", "2m"),
-                           help="pages placed on the nodes (default: the backend's, 2m: 2 MiB)")
-        if one.name == "loaded-latency":
-            p.add_argument("--op", choices=("load", "ntload", "ntstore", "store+clwb"), default="load",
-                           help="what the probe and the injectors issue (load)")
-            p.add_argument("--pattern", choices=("rand", "seq"), default="rand", help="access pattern (rand)")
-            p.add_argument("--probe-target", metavar="TARGET",
-                           help="the target thread 0 probes, as --target takes it: on the module a named target "
-                                "(targets/NAME), on the user backend dram, dram:NODE or a DAX file")
-            p.add_argument("--load-target", metavar="TARGET",
-                           help="the target the load threads run on (run parameter load_target): on the module a "
-                                "named target, on the user backend dram:NODE or a DAX file (default: the probe's)")
-            p.add_argument("--delays", type=_delays, default=LOADED_DELAYS, metavar="TICKS,...",
-                           help="TSC ticks between injected accesses (" + ",".join(map(str, LOADED_DELAYS)) + ")")
-        if one.matrix:
-            p.add_argument("--dram-size", default=DEFAULT_DRAM_SIZE, metavar="SIZE",
-                           help=f"size of each node's DRAM target ({DEFAULT_DRAM_SIZE})")
-        p.add_argument("-o", "--output", type=Path, metavar="CSV",
-                       help="also write the rows, sidecar and summary as `pmemlab sweep` does")
-        add_json(p, "the table")
-        p.add_argument("--timeout", type=positive_seconds, default=600.0, metavar="S",
-                       help="abort a run after S seconds (600)")
+def add_parser(sub: Any, name: str) -> None:
+    """The parser of the one-liner `name`: the options every one-liner takes, and its own."""
+    one = ONELINERS[name]
+    p = sub.add_parser(name, help=one.help, description=f"{one.help[:1].upper()}{one.help[1:]}.",
+                       epilog=examples(*one.examples), formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--backend", choices=("kernel", "user"),
+                   help="kernel (pmemlab.ko; the default when it is loaded) or user (pmemlab-run)")
+    if one.axis is None or one.matrix:
+        p.add_argument("--target", help="user backend: the target (dram, dram:NODE, a DAX file; default dram); "
+                                        "kernel: a named target of the module (targets/NAME), else refuse "
+                                        "unless the module runs on it")
+        add_target_options(p, "the backend as it is" if not one.matrix else
+                           "the DRAM of each node with memory and, on the module, each fsdax namespace")
+    p.add_argument("--repeats", type=int, default=one.repeats, metavar="N", help=f"runs per row ({one.repeats})")
+    p.add_argument("--working-set", type=_size, metavar="SIZE",
+                   help="window of the accesses (default: 1 GiB or the smallest target)")
+    if one.measures == "latency":
+        p.add_argument("--count", type=int, default=DEFAULT_COUNT, metavar="N",
+                       help=f"samples per run ({DEFAULT_COUNT})")
+    else:
+        p.add_argument("--duration-ms", type=int, default=one.duration_ms, metavar="MS",
+                       help=f"length of each run ({one.duration_ms})")
+        p.add_argument("--threads", type=int, metavar="N",
+                       help="threads (default: " + ("every CPU of the DRAM node)" if name == "tier-bw" else
+                                                     "the CPUs of the target's node" +
+                                                     (", at least 2" if name == "loaded-latency" else "") + ")"))
+    if name in ("peak-bw", "tier-bw"):
+        p.add_argument("--access-size", type=_size, default=256, metavar="BYTES", help="bytes per access (256)")
+    if name == "tier-bw":
+        p.add_argument("--weights", type=_weights, default=tiers.parse_weights(tiers.DEFAULT_WEIGHTS),
+                       metavar="D:C,...", help=f"DRAM:CXL page weights, one target each ({tiers.DEFAULT_WEIGHTS}; "
+                                               f"0..{tiers.WEIGHT_MAX}; 1:0 is DRAM alone, 0:1 CXL alone)")
+        p.add_argument("--dram-node", type=int, metavar="N",
+                       help="the DRAM node, whose CPUs run the threads (default: the first node with CPUs)")
+        p.add_argument("--cxl-node", type=int, metavar="N",
+                       help="the CXL node (default: the first node with memory and no CPUs)")
+        p.add_argument("--dram-size", default=DEFAULT_DRAM_SIZE, metavar="SIZE",
+                       help=f"size of each ratio's DRAM target ({DEFAULT_DRAM_SIZE})")
+        p.add_argument("--dram-pages", choices=("4k", "2m"),
+                       help="pages placed on the nodes (default: the backend's, 2m: 2 MiB)")
+    if name == "loaded-latency":
+        p.add_argument("--op", choices=PROBE_OPS, default="load",
+                       help="what the probe and the injectors issue (load)")
+        p.add_argument("--pattern", choices=("rand", "seq"), default="rand", help="access pattern (rand)")
+        p.add_argument("--probe-target", metavar="TARGET",
+                       help="the target thread 0 probes, as --target takes it: on the module a named target "
+                            "(targets/NAME), on the user backend dram, dram:NODE or a DAX file")
+        p.add_argument("--load-target", metavar="TARGET",
+                       help="the target the load threads run on (run parameter load_target): on the module a "
+                            "named target, on the user backend dram:NODE or a DAX file (default: the probe's)")
+        p.add_argument("--delays", type=_delays, default=LOADED_DELAYS, metavar="TICKS,...",
+                       help="TSC ticks between injected accesses (" + ",".join(map(str, LOADED_DELAYS)) + ")")
+    if one.matrix:
+        p.add_argument("--dram-size", default=DEFAULT_DRAM_SIZE, metavar="SIZE",
+                       help=f"size of each node's DRAM target ({DEFAULT_DRAM_SIZE})")
+    p.add_argument("-o", "--output", type=Path, metavar="CSV",
+                   help="also write the rows, sidecar and summary as `pmemlab sweep` does")
+    add_json(p, "the table")
+    p.add_argument("--timeout", type=positive_seconds, default=600.0, metavar="S",
+                   help="abort a run after S seconds (600)")
 
 
-def run_command(one: OneLiner, args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace) -> int:
+    """The one-liner the command line names: its config written, run as a sweep, its table printed."""
+    name = str(args.command)
+    one = ONELINERS[name]
     if getattr(args, "threads", None) is not None and args.threads < 1:
         raise ConfigError(f"--threads {args.threads}: at least 1", "give a positive count")
     if args.output:
@@ -824,17 +839,17 @@ def run_command(one: OneLiner, args: argparse.Namespace) -> int:
         loads = [subs.resolve(t) for t in one.axis(args, kind)]
     else:
         loads = None
-    bed = open_bed(args, loads, online_cpus())
+    bed = open_bed(args, loads, backend.online_cpus())
     try:
         if not bed.benches:
-            raise PmemlabError(f"no target of pmemlab {one.name} could be opened", "see the reasons above")
-        cfg = parse_config(one.config(args, bed.sizing()), source=f"pmemlab {one.name}")
+            raise PmemlabError(f"no target of pmemlab {name} could be opened", "see the reasons above")
+        cfg = parse_config(one.config(args, bed.sizing()), source=f"pmemlab {name}")
         report, rows, hist = _run(cfg, bed, args)
     finally:
         bed.close()
     table = one.table(args, rows, hist, bed)
     if args.json:
-        print_json(table.document(one.name))
+        print_json(table.document(name))
     else:
         print(table.text())
     return exitcodes.for_sweep(report)
@@ -895,7 +910,3 @@ def _labelled(rows: pd.DataFrame, hist: pd.DataFrame) -> tuple[pd.DataFrame, pd.
         if not frame.empty:
             frame["target_label"] = frame["target_label"].fillna("") if "target_label" in frame else ""
     return rows, hist
-
-
-def commands() -> dict[str, Callable[[argparse.Namespace], int]]:
-    return {one.name: functools.partial(run_command, one) for one in COMMANDS}

@@ -1,0 +1,48 @@
+"""`pmemlab compare A B`: two result sets point by point (pmemlab.compare does the comparing)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from pmemlab import compare
+from pmemlab.output import check_writable, examples
+
+
+def add_parser(sub: Any, name: str) -> None:
+    p = sub.add_parser(name, help="two result sets point by point: ratio B/A, CI overlap, faster/slower/no difference",
+                       description=compare.__doc__, formatter_class=argparse.RawDescriptionHelpFormatter,
+                       epilog=examples("pmemlab compare results/bw-threads@dram.csv results/bw-threads@pmem.csv",
+                                       "pmemlab compare results/bw-threads.csv results/bw-threads.csv "
+                                       "--a-target dram --b-target pmem",
+                                       "pmemlab compare old-results results --json",
+                                       "pmemlab compare a.csv b.csv --metric lat_ns_p99 --threshold 0.1 -o diff.csv"))
+    p.add_argument("a", type=Path, metavar="A", help="sweep CSV or results directory (the baseline)")
+    p.add_argument("b", type=Path, metavar="B", help="sweep CSV or results directory (compared with A)")
+    p.add_argument("--a-target", metavar="LABEL", help="A's rows of this target only (a CSV of several targets)")
+    p.add_argument("--b-target", metavar="LABEL", help="B's rows of this target only")
+    p.add_argument("--metric", help="column to compare (default: bw_gbps, lat_ns_p50 for latency points)")
+    p.add_argument("--threshold", type=float, default=compare.DEFAULT_THRESHOLD, metavar="FRACTION",
+                   help=f"B within this fraction of A is no difference ({compare.DEFAULT_THRESHOLD})")
+    out = p.add_mutually_exclusive_group()
+    out.add_argument("--json", action="store_true", help="print JSON")
+    out.add_argument("--csv", action="store_true", help="print CSV, a row per point")
+    p.add_argument("-o", "--output", type=Path, metavar="CSV", help="also write the rows to this CSV")
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.output:
+        check_writable(args.output, "-o", directory=False)
+    c = compare.compare(args.a, args.b, args.metric, args.threshold, args.a_target, args.b_target)
+    if args.output:
+        args.output.parent.mkdir(parents=True, exist_ok=True)
+        c.rows.to_csv(args.output, index=False)
+    if args.json:
+        print(compare.to_json(c))
+    elif args.csv:
+        c.rows.to_csv(sys.stdout, index=False)
+    else:
+        print(compare.format_table(c))
+    return 0
