@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib.machinery
 import importlib.util
+from collections.abc import Iterable, Mapping
 from functools import cache
 from pathlib import Path
 from types import ModuleType
@@ -33,3 +34,40 @@ def headers_trees() -> list[Path]:
     kernels = load_script("kernels")
     return sorted(Path("/lib/modules").glob("*/build")) + [
         k.kdir(k.release) for k in kernels.load() if k.root and k.release]
+
+
+def cycles_in(graph: Mapping[str, Iterable[str]]) -> list[list[str]]:
+    """The strongly connected sets of more than one node of a directed graph (node -> the nodes it
+    depends on), each sorted, in sorted order (Tarjan): the loops the C and Python cycle tests
+    refuse."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for nxt in sorted(graph.get(node, ())):
+            if nxt not in index:
+                visit(nxt)
+                low[node] = min(low[node], low[nxt])
+            elif nxt in on_stack:
+                low[node] = min(low[node], index[nxt])
+        if low[node] == index[node]:
+            part = []
+            while True:
+                top = stack.pop()
+                on_stack.discard(top)
+                part.append(top)
+                if top == node:
+                    break
+            if len(part) > 1:
+                found.append(sorted(part))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return sorted(found)

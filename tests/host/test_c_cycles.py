@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from testlib import TOP, headers_trees, load_vm_script
+from testlib import TOP, cycles_in, headers_trees, load_vm_script
 
 RUNNER = TOP / "userspace" / "runner"
 
@@ -34,35 +34,8 @@ def depends(objs: list[Path], root: Path | None = None) -> dict[str, dict[str, s
 
 
 def cycles(deps: dict[str, dict[str, set[str]]]) -> list[list[str]]:
-    """The strongly connected sets of more than one file (Tarjan)."""
-    index: dict[str, int] = {}
-    low: dict[str, int] = {}
-    stack: list[str] = []
-    found: list[list[str]] = []
-
-    def visit(v: str) -> None:
-        index[v] = low[v] = len(index)
-        stack.append(v)
-        for w in sorted(deps[v]):
-            if w not in index:
-                visit(w)
-                low[v] = min(low[v], low[w])
-            elif w in stack:
-                low[v] = min(low[v], index[w])
-        if low[v] == index[v]:
-            comp = []
-            while True:
-                w = stack.pop()
-                comp.append(w)
-                if w == v:
-                    break
-            if len(comp) > 1:
-                found.append(sorted(comp))
-
-    for v in sorted(deps):
-        if v not in index:
-            visit(v)
-    return found
+    """The sets of files that depend on each other in a loop."""
+    return cycles_in(deps)
 
 
 def explain(deps: dict[str, dict[str, set[str]]], found: list[list[str]]) -> str:

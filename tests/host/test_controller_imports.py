@@ -15,6 +15,8 @@ import ast
 from dataclasses import dataclass
 from pathlib import Path
 
+from testlib import cycles_in
+
 
 PACKAGE = Path(__file__).resolve().parents[2] / "userspace" / "pmemlab"
 # the third-party modules `pmemlab run` must not import (each costs 50-300 ms at start)
@@ -100,37 +102,7 @@ def cycles(found: list[Import]) -> list[list[str]]:
         if i.target.startswith("pmemlab") and i.target != i.importer:
             graph.setdefault(i.importer, set()).add(i.target)
             graph.setdefault(i.target, set())
-    index: dict[str, int] = {}
-    low: dict[str, int] = {}
-    stack: list[str] = []
-    on_stack: set[str] = set()
-    parts: list[list[str]] = []
-
-    def connect(node: str) -> None:
-        index[node] = low[node] = len(index)
-        stack.append(node)
-        on_stack.add(node)
-        for nxt in sorted(graph[node]):
-            if nxt not in index:
-                connect(nxt)
-                low[node] = min(low[node], low[nxt])
-            elif nxt in on_stack:
-                low[node] = min(low[node], index[nxt])
-        if low[node] == index[node]:
-            part = []
-            while True:
-                top = stack.pop()
-                on_stack.discard(top)
-                part.append(top)
-                if top == node:
-                    break
-            if len(part) > 1:
-                parts.append(sorted(part))
-
-    for node in sorted(graph):
-        if node not in index:
-            connect(node)
-    return sorted(parts)
+    return cycles_in(graph)
 
 
 def _where(found: list[Import], part: list[str]) -> list[str]:
