@@ -31,6 +31,9 @@ def test_the_text_printed_today() -> None:
                                    ("ntstore", "seq", 0, 1))
     assert recipes.INSTR_ORDER == ("load", "ntload", "store+clflush", "ntstore", "store+clflushopt", "store+clwb")
     assert P.DURABLE_WRITES == ("ntstore", "store+clwb", "store+clflushopt", "store+clflush")
+    # whether an op flushes is the table's flag (ops.def PL_OPF_FLUSHES), not read from its name
+    assert {op["name"] for op in P.plcore.schema()["ops"] if op["flushes"]} == {
+        "store+clwb", "store+clflushopt", "store+clflush"}
 
 
 PROBE = """
@@ -38,8 +41,8 @@ import json
 import pmemlab.plcore as plcore
 
 schema = plcore.schema()
-added = {"name": "ntstore+clwb", "writes": True, "user_only": False}, {"name": "ntload2", "writes": False,
-                                                                         "user_only": False}
+added = ({"name": "ntstore+clwb", "writes": True, "flushes": True, "user_only": False},
+         {"name": "ntload2", "writes": False, "flushes": False, "user_only": False})
 plcore.schema = lambda: {**schema, "ops": [*schema["ops"], *added]}
 from pmemlab.cli import oneliners
 from pmemlab.plots import recipes

@@ -84,7 +84,8 @@ READ_OPS: frozenset[str] = frozenset(OPS) - WRITE_OPS  # the module's ops that o
 
 
 def flush_of(op: str) -> str:
-    """The flush instruction of a store+flush op (ops.def names it after the '+'), else ''."""
+    """The flush instruction of a store+flush op (ops.def names it after the '+'), else '': a label
+    only; whether an op flushes is the table's (PL_OPF_FLUSHES, the schema's "flushes")."""
     return op.partition("+")[2]
 
 
@@ -95,7 +96,8 @@ def non_temporal(op: str) -> bool:
 
 # the module's writes that take their data out of the cache themselves (non-temporal, or a store
 # and its flush): what a persistence measurement writes with, in the table's order
-DURABLE_WRITES: tuple[str, ...] = tuple(op for op in OPS if op in WRITE_OPS and (non_temporal(op) or flush_of(op)))
+DURABLE_WRITES: tuple[str, ...] = tuple(op["name"] for op in _OPS if not op["user_only"] and op["writes"]
+                                        and (op["flushes"] or non_temporal(op["name"])))
 WIDTHS: tuple[int, ...] = PARAMS["width"].choices
 MAX_ACCESS: int = PARAMS["access_size"].hi or 0
 MAX_SAMPLES: int = PARAMS["samples"].hi or 0
