@@ -151,6 +151,10 @@ def log_len() -> int:
 def test_module_places_the_pages(ko: Path, pair: tuple[int, int], pages: str, unit: int,
                                  weights: tuple[int, int]) -> None:
     size = 64 * MiB
+    # measured from a settled system: the last test's module unloaded (its target freed) and the
+    # page cache dropped, so that no free that lands during the load is counted against it
+    unload()
+    Path("/proc/sys/vm/drop_caches").write_text("3\n")
     before = {n: free(n) for n in pair}
     res = insmod(ko, "target=dram", f"dram_size={size >> 20}M", f"dram_nodes={pair[0]},{pair[1]}",
                  f"dram_weights={weights[0]},{weights[1]}", f"dram_pages={pages}")
