@@ -384,9 +384,14 @@ def test_aggregate_bandwidth_is_over_the_common_window(built: Path) -> None:
     assert milli(total["bw_mbps"]) == int(total["bytes"]) * tsc_khz // int(total["ticks"])
     assert int(total["ns"]) == int(total["ticks"]) * 10**6 // tsc_khz
     rates = sum(milli(t["bw_mbps"]) for t in threads)
-    # the flushing thread takes several times longer (times from a shared host: only the order)
-    assert max(ticks) > 2 * min(ticks), ticks
-    assert milli(total["bw_mbps"]) < 0.8 * rates, (total["bw_mbps"], [t["bw_mbps"] for t in threads])
+    # the flushing thread takes longer: 2-9 times alone, 1.96 times on a host busy with a guest,
+    # so the bound below follows from the ratio measured in this run, not from a fixed one
+    ratio = max(ticks) / min(ticks)
+    assert ratio > 1.25, ticks
+    # equal bytes per thread over a window at least the slower thread's: the aggregate is at most
+    # 2 / (1 + ratio) of the summed rates (0.89 at the least ratio allowed); their sum would be all
+    assert milli(total["bw_mbps"]) <= 2 / (1 + ratio) * rates * 1.001 + 2, \
+        (total["bw_mbps"], [t["bw_mbps"] for t in threads], ratio)
 
 
 def test_the_probes_accesses_stay_out_of_the_aggregate(built: Path) -> None:
