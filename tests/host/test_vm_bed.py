@@ -371,3 +371,17 @@ def test_make_test_runs_the_cxl_lanes_and_checks_the_backing_files_after() -> No
     assert 'select=(-m "${select[1]} or cxl")' in script
     after = script[script.index('if [ ${#cxl_args[@]} -gt 0 ]'):]
     assert 'PMEMLAB_CXL_DIR="$reports/cxl"' in after and "tests/host/test_cxl_backing.py" in after
+
+
+def test_an_unpacked_qemu_gets_its_own_firmware(tmp_path) -> None:
+    """QEMU 10 unpacked under the cache (the CXL guests') is given its own firmware and option
+    ROMs with -L, the qemu data first; the system's QEMU gets none (its own are the defaults)."""
+    binary = tmp_path / "root/usr/bin/qemu-system-x86_64"
+    binary.parent.mkdir(parents=True)
+    binary.write_text("")
+    assert vm.qemu_data_args(str(binary)) == []  # nothing unpacked beside it
+    for d in ("usr/share/qemu", "usr/share/seabios"):
+        (tmp_path / "root" / d).mkdir(parents=True)
+    assert vm.qemu_data_args(str(binary)) == [f"-L {tmp_path}/root/usr/share/qemu",
+                                              f"-L {tmp_path}/root/usr/share/seabios"]
+    assert vm.qemu_data_args("/usr/bin/qemu-system-x86_64") == []
