@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from kernel_log import KernelLog
 from kmod_driver import Module
 from testlib import load_vm_script
 
@@ -28,39 +29,15 @@ def pytest_collection_modifyitems(config, items):
                 item.add_marker(skip)
 
 
-def new_kernel_log(kmsg: int) -> list[str]:
-    """The records written to the kernel log since `kmsg` (a non-blocking /dev/kmsg descriptor) was
-    opened and moved to the end, or last read, as dmesg prints them ("[seconds] text"). Read in this
-    process: dmesg in a process of its own costs ~0.1 s under TCG, twice per test."""
-    lines = []
-    while True:
-        try:
-            rec = os.read(kmsg, 8192).decode(errors="replace")
-        except BlockingIOError:
-            return lines
-        except BrokenPipeError:  # records overwritten before they were read: go on from the oldest kept
-            lines.append("[pmemlab: kernel log records were lost before this read]")
-            continue
-        head, _, text = rec.partition(";")
-        fields = head.split(",")
-        usec = int(fields[2]) if len(fields) > 2 and fields[2].isdigit() else 0
-        # the text's first line; the lines after it (" KEY=value") are the record's dictionary
-        lines.append(f"[{usec // 10**6:5d}.{usec % 10**6:06d}] {text.split(chr(10))[0]}")
-
-
 @pytest.fixture(autouse=True)
 def clean_kernel_log() -> Iterator[None]:
     """Fail the test that caused an oops, WARN, lockup or stall, not just the whole boot."""
     if os.environ.get("PMEMLAB_VM") != "1":
         yield
         return
-    kmsg = os.open("/dev/kmsg", os.O_RDONLY | os.O_NONBLOCK)
-    try:
-        os.lseek(kmsg, 0, os.SEEK_END)
+    with KernelLog() as log:
         yield
-        new = new_kernel_log(kmsg)
-    finally:
-        os.close(kmsg)
+        new = log.lines()
     bad = [line for line in new if BAD_LOG.search(line)]
     assert not bad, "kernel log during this test:\n" + "\n".join(new[-60:])
 

@@ -14,7 +14,6 @@ import sys
 import tempfile
 import time
 import traceback
-from pathlib import Path
 
 
 class Cli:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from kmod_driver import Module, Result, WriteRefused
+from kmod_driver import Module, WriteRefused
 from test_module import check_consistent, milli
 
 MiB = 1 << 20

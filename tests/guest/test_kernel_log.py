@@ -1,14 +1,17 @@
-"""The per-test kernel-log check (conftest.clean_kernel_log) reads /dev/kmsg in the test process:
-a record written during a test is seen, once, as dmesg prints it, and the bed's pattern of a bad
-line matches it in that form."""
+"""The kernel log from a mark on (kernel_log.KernelLog: the per-test check in conftest and the tests
+that look for the module's reason in the log) reads /dev/kmsg in the test process: a record written
+after the mark is seen, once, as dmesg prints it, and the bed's pattern of a bad line matches it in
+that form."""
 from __future__ import annotations
 
 import os
 import re
+from pathlib import Path
 
 import pytest
 
-from conftest import BAD_LOG, new_kernel_log
+from conftest import BAD_LOG
+from kernel_log import KernelLog, new_kernel_log
 
 pytestmark = pytest.mark.kernel_matrix
 
@@ -29,6 +32,18 @@ def test_records_written_after_the_mark_are_read_once() -> None:
         assert new_kernel_log(kmsg) == []
     finally:
         os.close(kmsg)
+
+
+def test_a_mark_gives_what_came_after_it_however_full_the_ring() -> None:
+    tag = f"pmemlab-test: mark {os.getpid()}"
+    Path("/dev/kmsg").write_text(tag + " before\n")
+    with KernelLog() as log:
+        assert not [ln for ln in log.lines() if tag in ln]
+        Path("/dev/kmsg").write_text(tag + " after\n")
+        assert [ln.split("] ", 1)[1] for ln in log.lines() if tag in ln] == [tag + " after"]
+        # lines() keeps what it has read: a second call still has it, and what came since
+        Path("/dev/kmsg").write_text(tag + " later\n")
+        assert [ln.split("] ", 1)[1] for ln in log.lines() if tag in ln] == [tag + " after", tag + " later"]
 
 
 def test_a_splat_line_in_that_form_is_caught() -> None:

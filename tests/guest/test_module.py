@@ -15,13 +15,10 @@ from pathlib import Path
 
 import pytest
 
+from kernel_log import KernelLog
 from kmod_driver import MODES, OPS, PATTERNS, SYSFS, Module, Result, WriteRefused
 
 MiB = 1 << 20
-
-
-def dmesg() -> list[str]:
-    return subprocess.run(["dmesg"], capture_output=True, text=True, check=True).stdout.splitlines()
 
 
 @pytest.fixture(params=["fsdax", "dram"])
@@ -151,13 +148,12 @@ def test_dram_target_page_sizes(module) -> None:
     """4 KiB and 2 MiB pages as asked; on a kernel without huge vmalloc (before 5.18: 5.10) the
     2 MiB request gets 4 KiB pages, and the module says so at load, and why."""
     for pages, size in (("4k", 4096), ("2m", 2 * MiB)):
-        before = len(dmesg())
-        with module(target="dram", dram_size="16M", dram_pages=pages) as sysfs:
+        with KernelLog() as log, module(target="dram", dram_size="16M", dram_pages=pages) as sysfs:
             mod = Module(sysfs)
             assert mod.read("target_kind") == "dram"
             assert int(mod.read("target_size")) == 16 * MiB
             if pages == "2m" and any("dram_pages=2m: this kernel has no huge vmalloc (5.18+): the target "
-                                     "has 4096-byte pages" in line for line in dmesg()[before:]):
+                                     "has 4096-byte pages" in line for line in log.lines()):
                 size = 4096
             assert int(mod.read("target_page_size")) == size
             check_consistent(mod.run(op="store", duration_ms=20, threads=1), "bandwidth", 64, 1)

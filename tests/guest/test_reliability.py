@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import ctypes
 import errno
-import json
 import os
 import signal
 import subprocess
@@ -16,6 +15,7 @@ from pathlib import Path
 import pytest
 
 import controller_cli
+from kernel_log import KernelLog
 from kmod_driver import MODES, Module, WriteRefused
 from test_module import usable_ops
 
@@ -153,9 +153,10 @@ def test_non_dax_device_is_refused(ko: Path, tmp_path: Path) -> None:
         pytest.skip(f"no loop device in this guest: {loop.stderr.strip()}")
     dev = loop.stdout.strip()
     try:
-        res = insmod(ko, f"target={dev}")
+        with KernelLog() as kernel_log:
+            res = insmod(ko, f"target={dev}")
+            log = kernel_log.lines()
         assert res.returncode != 0
-        log = subprocess.run(["dmesg"], capture_output=True, text=True).stdout.splitlines()[-5:]
         assert any("pmemlab" in line and "DAX" in line.upper() for line in log), log
     finally:
         subprocess.run(["losetup", "-d", dev])
@@ -182,15 +183,11 @@ def test_non_dax_device_is_refused(ko: Path, tmp_path: Path) -> None:
                                        (["dram_weights=3"], "dram_weights: needs dram_nodes"),
                                        (["dram_nodes=0", "dram_node=0"], "give dram_nodes or dram_node")])
 def test_bad_dram_parameters_are_refused(ko: Path, args: list[str], word: str) -> None:
-    # a marker, not a line count: once the ring buffer is full (after the safety tests' many
-    # loads) a count taken before no longer points at the new lines
-    marker = f"pmemlab-test: bad dram parameters {' '.join(args)} {time.monotonic_ns()}"
-    Path("/dev/kmsg").write_text(marker + "\n")
-    res = insmod(ko, "target=dram", "dram_size=8M", *args)
+    with KernelLog() as kernel_log:
+        res = insmod(ko, "target=dram", "dram_size=8M", *args)
+        log = kernel_log.lines()
     assert res.returncode != 0, f"insmod target=dram {args} was accepted"
     assert not Path("/sys/module/pmemlab").exists()
-    lines = subprocess.run(["dmesg"], capture_output=True, text=True).stdout.splitlines()
-    log = lines[max(i for i, line in enumerate(lines) if marker in line) + 1:]
     assert any("pmemlab" in line and word in line for line in log), log
 
 
@@ -228,10 +225,11 @@ def test_file_systems_are_protected(ko: Path, second_namespace: str, tmp_path: P
     mounted = subprocess.run(["mount", dev, str(mnt)], capture_output=True, text=True)
     assert mounted.returncode == 0, f"mount {fs} on {dev}: {mounted.stderr.strip()}"
     try:
-        res = insmod(ko, f"target={dev}")
+        with KernelLog() as kernel_log:
+            res = insmod(ko, f"target={dev}")
+            log = kernel_log.lines()
         assert res.returncode != 0, "a mounted namespace was accepted"
         assert "busy" in res.stderr.lower(), res.stderr
-        log = subprocess.run(["dmesg"], capture_output=True, text=True).stdout.splitlines()[-5:]
         assert any("pmemlab" in line and "held" in line for line in log), log
     finally:
         subprocess.run(["umount", str(mnt)], check=True)

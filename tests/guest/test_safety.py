@@ -35,6 +35,7 @@ from pathlib import Path
 
 import pytest
 
+from kernel_log import KernelLog
 from kmod_driver import Module, WriteRefused
 
 MiB = 1 << 20
@@ -525,9 +526,9 @@ def test_a_dram_target_above_the_available_memory_is_refused_not_taken_from_othe
     avail, total = meminfo("MemAvailable"), meminfo("MemTotal")
     size = (avail + (total - avail) // 2) & ~(2 * MiB - 1)
     assert avail < size < total, (avail, size, total)
-    before = len(subprocess.run(["dmesg"], capture_output=True, text=True).stdout.splitlines())
-    res = insmod(ko, "target=dram", f"dram_size={size}", f"dram_pages={pages}")
-    log = subprocess.run(["dmesg"], capture_output=True, text=True).stdout.splitlines()[before:]
+    with KernelLog() as kernel_log:
+        res = insmod(ko, "target=dram", f"dram_size={size}", f"dram_pages={pages}")
+        log = kernel_log.lines()
     assert res.returncode != 0 and "Cannot allocate memory" in res.stderr, res
     assert any("exceeds" in ln and "memory available" in ln for ln in log), log[-20:]
     assert not [ln for ln in log if re.search(r"Out of memory|oom-kill|invoked oom-killer", ln)], log[-40:]
@@ -610,10 +611,10 @@ def test_user_backend_on_a_cpuless_node(cpuless: int) -> None:
 
 def test_cpuless_node_too_small_is_refused_unless_asked(ko: Path, cpuless: int) -> None:
     size = (node_free(cpuless) + 128 * MiB) & ~(2 * MiB - 1)
-    before = len(subprocess.run(["dmesg"], capture_output=True, text=True).stdout.splitlines())
-    res = insmod(ko, "target=dram", f"dram_size={size >> 20}M", f"dram_node={cpuless}", "dram_pages=4k")
+    with KernelLog() as kernel_log:
+        res = insmod(ko, "target=dram", f"dram_size={size >> 20}M", f"dram_node={cpuless}", "dram_pages=4k")
+        log = kernel_log.lines()
     assert res.returncode != 0, "a target larger than its node loaded with dram_node_strict=1"
-    log = subprocess.run(["dmesg"], capture_output=True, text=True).stdout.splitlines()[before:]
     assert any("pmemlab" in ln and f"not on node {cpuless}" in ln for ln in log), log
     res = insmod(ko, "target=dram", f"dram_size={size >> 20}M", f"dram_node={cpuless}", "dram_pages=2m")
     assert res.returncode != 0, "2 MiB pages beyond the node's memory loaded"

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from kernel_log import KernelLog
 from kmod_driver import Module, WriteRefused
 from test_placement import changed_ranges, device_size, restore, write_fill
 from test_reliability import meminfo
@@ -26,10 +27,6 @@ TARGETS = SYSFS / "targets"
 # the files of a top level without target=: the module's own (interface.md)
 MODULE_FILES = {"version", "tsc_khz", "cpu_features", "widths", "op_table", "prefetch_control",
                 "tsc_invariant", "tsc_reliable", "last_error", "targets"}
-
-
-def kernel_log() -> list[str]:
-    return subprocess.run(["dmesg"], capture_output=True, text=True, check=True).stdout.splitlines()
 
 
 def loaded() -> bool:
@@ -206,11 +203,12 @@ def test_a_bad_targets_entry_fails_the_load(ko: Path) -> None:
                                ("a dram dram_size=4M;b dram dram_size=12Q", "Invalid parameters",
                                 "targets/add: dram_size '12Q' is not a size"),
                                ("a /dev/pmem-none", "Unknown symbol", "targets/add: a: cannot open /dev/pmem-none")):
-        log = len(kernel_log())
-        res = subprocess.run(["insmod", str(ko), f'targets="{value}"'], capture_output=True, text=True)
+        with KernelLog() as log:
+            res = subprocess.run(["insmod", str(ko), f'targets="{value}"'], capture_output=True, text=True)
+            logged = log.lines()
         assert res.returncode != 0 and err in res.stderr, (value, res.stderr)
         assert not loaded()
-        assert any(reason in line for line in kernel_log()[log:]), (value, kernel_log()[log:])
+        assert any(reason in line for line in logged), (value, logged)
 
 
 @pytest.mark.kernel_matrix
