@@ -373,15 +373,20 @@ def test_make_test_runs_the_cxl_lanes_and_checks_the_backing_files_after() -> No
     assert 'PMEMLAB_CXL_DIR="$reports/cxl"' in after and "tests/host/test_cxl_backing.py" in after
 
 
-def test_an_unpacked_qemu_gets_its_own_firmware(tmp_path) -> None:
+def test_an_unpacked_qemu_gets_its_own_firmware_and_modules(tmp_path) -> None:
     """QEMU 10 unpacked under the cache (the CXL guests') is given its own firmware and option
-    ROMs with -L, the qemu data first; the system's QEMU gets none (its own are the defaults)."""
+    ROMs with -L, the qemu data first, and its own modules; the system's QEMU gets none of them
+    (its own are the defaults)."""
     binary = tmp_path / "root/usr/bin/qemu-system-x86_64"
     binary.parent.mkdir(parents=True)
     binary.write_text("")
-    assert vm.qemu_data_args(str(binary)) == []  # nothing unpacked beside it
+    assert vm.unpacked_root(str(binary)) == tmp_path / "root"
+    assert vm.qemu_data_args(str(binary)) == [] and vm.qemu_env(str(binary)) == {}  # nothing beside it
+    (tmp_path / "root/usr/lib/x86_64-linux-gnu/qemu").mkdir(parents=True)
+    assert vm.qemu_env(str(binary)) == {"QEMU_MODULE_DIR": f"{tmp_path}/root/usr/lib/x86_64-linux-gnu/qemu"}
     for d in ("usr/share/qemu", "usr/share/seabios"):
         (tmp_path / "root" / d).mkdir(parents=True)
     assert vm.qemu_data_args(str(binary)) == [f"-L {tmp_path}/root/usr/share/qemu",
                                               f"-L {tmp_path}/root/usr/share/seabios"]
     assert vm.qemu_data_args("/usr/bin/qemu-system-x86_64") == []
+    assert vm.unpacked_root("/usr/bin/qemu-system-x86_64") is None and vm.qemu_env("/usr/bin/qemu-system-x86_64") == {}
