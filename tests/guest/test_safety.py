@@ -123,9 +123,9 @@ def wipe(dev: str) -> None:
         if line.split()[0].startswith(dev):
             sh(f"umount {line.split()[1]}", check=False)
     # udev assembles an md array again from a superblock still on the device (mdadm
-    # --incremental on the change event that closing the device after a write sends: a 0.90
-    # superblock sits at the end, where sgdisk --zap-all does not reach): release the holders,
-    # then hold udev's event queue while wipefs erases the signatures
+    # --incremental on the change event that closing the device after a write sends; a 0.90
+    # superblock sits near the end): release the holders, then hold udev's event queue while
+    # wipefs erases the signatures
     for _ in range(10):
         wipe_holders_only(dev)
         sh("udevadm control --stop-exec-queue", check=False)
@@ -134,9 +134,8 @@ def wipe(dev: str) -> None:
                 sh(f"wipefs -a -q /dev/{part.name}", check=False)
             res = sh(f"wipefs -a -q {dev}", check=False)
             if res.returncode == 0:
-                # sgdisk also zeroes the backup GPT, which wipefs leaves once the protective MBR
-                # is gone
-                sh(f"sgdisk --zap-all {dev}", check=False)
+                # the backup GPT, which wipefs leaves once the protective MBR is gone
+                zero_ends(dev)
                 break
         finally:
             sh("udevadm control --start-exec-queue", check=False)
@@ -148,6 +147,21 @@ def wipe(dev: str) -> None:
     assert not list(Path(f"/sys/block/{name}").glob(f"{name}p*")), "partitions left after wipefs"
     assert blkid(dev) == "none"
     assert not backup_gpt_left(dev), "a backup GPT header is left"
+
+
+def zero_ends(dev: str, span: int = MiB) -> None:
+    """Zero the first and the last MiB of the device through the block device: the MBR and both
+    GPTs, whatever the sector size (what `sgdisk --zap-all` erases, without starting a C++ program
+    that took 1.2 s of each wipe under TCG)."""
+    fd = os.open(dev, os.O_WRONLY | os.O_CLOEXEC)
+    try:
+        size = os.lseek(fd, 0, os.SEEK_END)
+        zeros = bytes(min(span, size))
+        for offset in (0, size - len(zeros)):
+            assert os.pwrite(fd, zeros, offset) == len(zeros), f"short write to {dev} at {offset}"
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 def is_fresh(dev: str) -> bool:
