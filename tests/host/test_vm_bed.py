@@ -281,6 +281,36 @@ def test_two_node_tests_run_in_make_test() -> None:
     assert 'select=(-m "kernel_matrix or two_nodes")' in branch and "node_args=(--numa-nodes 2)" in branch
 
 
+@pytest.mark.parametrize("expr", ["kernel_matrix", "kernel_matrix or two_nodes", "kernel_matrix or cxl",
+                                  "kernel_matrix or two_nodes or cxl"])
+def test_a_matrix_guest_gets_the_files_of_its_selection(expr: str) -> None:
+    """run-tests gives a kernel-matrix guest the files scripts/guest-test-files names for its -m:
+    every file with a selected test, none without one (the controller's files stay out)."""
+    import subprocess
+    import sys
+    res = subprocess.run([sys.executable, str(TOP / "scripts" / "guest-test-files"), expr], capture_output=True,
+                         text=True, timeout=300)
+    assert res.returncode == 0, res.stderr
+    files = res.stdout.split()
+    assert all(f.startswith("tests/guest/test_") and (TOP / f).is_file() for f in files), files
+    wanted = set(expr.split(" or "))
+    selected = {name.split("::")[0] for name, marks in guest_test_markers().items() if wanted & set(marks)}
+    assert {f.rsplit("/", 1)[1] for f in files} == selected
+    assert "test_controller.py" not in selected and "test_params_three_ways.py" not in selected
+    script = (TOP / "scripts" / "run-tests").read_text()
+    assert '"$top/scripts/guest-test-files" "${select[1]}"' in script and '"${files[@]}"' in script
+
+
+def test_guest_test_files_refuses_an_expression_that_selects_nothing() -> None:
+    import subprocess
+    import sys
+    for expr, why in (("no_such_marker", "no guest test is marked"), ("kernel_matrix and (", "Wrong expression")):
+        res = subprocess.run([sys.executable, str(TOP / "scripts" / "guest-test-files"), expr], capture_output=True,
+                             text=True, timeout=300)
+        assert res.returncode == 2 and not res.stdout, res.stdout
+        assert len(res.stderr.strip().splitlines()) == 1 and why in res.stderr, res.stderr
+
+
 def test_numa_options_for_an_hmat_and_a_generic_port() -> None:
     # an HMAT names every node: the one node is given explicitly, nodes without CPUs name node 0
     assert vm.numa_options(1, 2048, 2, explicit=True) == ["--numa", "2048M,cpus=0-1"]
