@@ -34,7 +34,7 @@ def test_records_written_after_the_mark_are_read_once() -> None:
         os.close(kmsg)
 
 
-def test_a_mark_gives_what_came_after_it_however_full_the_ring() -> None:
+def test_a_mark_gives_what_came_after_it_and_keeps_it() -> None:
     tag = f"pmemlab-test: mark {os.getpid()}"
     Path("/dev/kmsg").write_text(tag + " before\n")
     with KernelLog() as log:

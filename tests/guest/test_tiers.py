@@ -31,6 +31,7 @@ import os
 import re
 import subprocess
 import time
+from collections import deque
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -103,15 +104,14 @@ def settled(nodes: tuple[int, int], still: float = 1.0, limit: float = 15.0) -> 
     later: measured in the 6.12 guest, 6-9 MB per node landed 1.6 s after the first drop, nothing
     after the next ones."""
     start = time.monotonic()
-    seen = [{n: free(n) for n in nodes}]
+    recent = deque([{n: free(n) for n in nodes}], maxlen=int(still / 0.25) + 1)  # the last `still` s
     while time.monotonic() - start < limit:
         time.sleep(0.25)
-        seen.append({n: free(n) for n in nodes})
-        recent = seen[-(int(still / 0.25) + 1):]
-        if len(recent) > still / 0.25 and all(max(r[n] for r in recent) - min(r[n] for r in recent) <= 256 << 10
-                                              for n in nodes):
-            return seen[-1]
-    return seen[-1]  # still moving: the assertions that use it say by how much
+        recent.append({n: free(n) for n in nodes})
+        if len(recent) == recent.maxlen and all(max(r[n] for r in recent) - min(r[n] for r in recent) <= 256 << 10
+                                                for n in nodes):
+            break
+    return recent[-1]  # if still moving, the assertions that use it say by how much
 
 
 @pytest.fixture(scope="module")
