@@ -158,7 +158,8 @@ def zero_ends(dev: str, span: int = MiB) -> None:
         size = os.lseek(fd, 0, os.SEEK_END)
         zeros = bytes(min(span, size))
         for offset in (0, size - len(zeros)):
-            assert os.pwrite(fd, zeros, offset) == len(zeros), f"short write to {dev} at {offset}"
+            written = os.pwrite(fd, zeros, offset)  # not inside the assert: python -O drops those
+            assert written == len(zeros), f"short write to {dev} at {offset}"
         os.fsync(fd)
     finally:
         os.close(fd)
