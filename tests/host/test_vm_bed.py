@@ -420,3 +420,40 @@ def test_an_unpacked_qemu_gets_its_own_firmware_and_modules(tmp_path) -> None:
                                               f"-L {tmp_path}/root/usr/share/seabios"]
     assert vm.qemu_data_args("/usr/bin/qemu-system-x86_64") == []
     assert vm.unpacked_root("/usr/bin/qemu-system-x86_64") is None and vm.qemu_env("/usr/bin/qemu-system-x86_64") == {}
+
+
+def test_a_kvm_hang_in_this_boot_stands_for_every_kernel(tmp_path, monkeypatch) -> None:
+    """The KVM probe boots a guest and gives up after its deadline. A hang is the host's KVM: once
+    one kernel's probe hung, the others use TCG without a probe of their own (five kernels would
+    wait 45 s each on a freshly booted machine); a probe that booted counts for its kernel only."""
+    import subprocess
+    started: list[list[str]] = []
+
+    class Probe:
+        def __init__(self, cmd, **_kw) -> None:
+            started.append(cmd)
+            self.pid, self.cmd = -1, cmd
+
+        def communicate(self, timeout=None):
+            if timeout is not None and "hangs" in self.cmd[2]:
+                raise subprocess.TimeoutExpired(self.cmd, timeout)
+            return ("PMEMLAB_KVM_OK\n" if timeout is not None else ""), None
+
+    monkeypatch.setattr(vm, "CACHE_DIR", tmp_path)
+    monkeypatch.setattr(vm.os, "access", lambda path, mode: True)
+    monkeypatch.setattr(vm.subprocess, "Popen", Probe)
+    monkeypatch.setattr(vm, "kill_group", lambda proc: None)
+    monkeypatch.setattr(vm.Kernel, "installed", classmethod(lambda cls, release: cls(release, tmp_path / release,
+                                                                                      tmp_path)))
+    boots = vm.Kernel("6.1-boots", tmp_path / "6.1-boots", tmp_path)
+    hangs = vm.Kernel("5.10-hangs", tmp_path / "5.10-hangs", tmp_path)
+    other = vm.Kernel("7.2-boots", tmp_path / "7.2-boots", tmp_path)
+    assert vm.probe_kvm(boots, 0.1)[0] is True
+    ok, why = vm.probe_kvm(hangs, 0.1)
+    assert ok is False and why.startswith("guest hung for 0 s")
+    assert len(started) == 2
+    ok, why = vm.probe_kvm(other, 0.1)  # never probed: the hang stands for it
+    assert ok is False and "with 5.10-hangs" in why and why.endswith("(cached for this boot)")
+    assert len(started) == 2
+    assert vm.probe_kvm(boots, 0.1) == (True, "guest booted in 0 s (cached)")  # its own result first
+    assert len(started) == 2
