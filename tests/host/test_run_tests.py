@@ -1,0 +1,84 @@
+"""scripts/run-tests (make test) driven end to end with stand-ins for the guests: the first
+kernel's guest runs alone, the kernel-matrix guests then run VM_JOBS at a time, each one's output
+comes whole when it ends, and a guest that fails makes the suite fail."""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from testlib import TOP
+
+# Stands in for scripts/vm: notes when it started and ended, says what it was asked, and fails
+# for the kernel named by STUB_FAIL.
+STUB_VM = """#!/usr/bin/env python3
+import os, sys, time
+a = sys.argv
+if "--list-kernels" in a:
+    sys.exit(0)
+k = a[a.index("--kernel") + 1]
+with open(os.environ["STUB_LOG"], "a") as log:
+    log.write(f"start {k} {time.monotonic()}\\n")
+print(f"vm: module for {k} in 0.1 s", file=sys.stderr)
+print(f"vm: booting {k}", file=sys.stderr, flush=True)
+for i in range(3):
+    print(f"{k} line {i}", flush=True)
+    time.sleep(0.5)
+open(a[a.index("--verdict") + 1], "w").close()
+print(f"vm: times: stand-in {k}", file=sys.stderr)
+with open(os.environ["STUB_LOG"], "a") as log:
+    log.write(f"end {k} {time.monotonic()}\\n")
+sys.exit(1 if k == os.environ.get("STUB_FAIL") else 0)
+"""
+
+
+def stand_in_tree(root: Path) -> None:
+    (root / "scripts").mkdir(parents=True)
+    for name in ("run-tests", "test-summary"):
+        shutil.copy2(TOP / "scripts" / name, root / "scripts" / name)
+    stubs = {"install-deps": "#!/bin/sh\nexit 0\n", "kernels": "#!/bin/sh\nexit 0\n", "vm": STUB_VM,
+             "guest-test-files": "#!/bin/sh\necho tests/guest/test_stand_in.py\n"}
+    for name, text in stubs.items():
+        (root / "scripts" / name).write_text(text)
+        (root / "scripts" / name).chmod(0o755)
+    (root / "Makefile").write_text("userspace:\n\t@true\n")
+    for d in ("host", "bed"):
+        (root / "tests" / d).mkdir(parents=True)
+        (root / "tests" / d / f"test_{d}_stand_in.py").write_text("def test_it() -> None:\n    assert 1 + 1 == 2\n")
+    (root / ".venv").symlink_to(Path(sys.prefix))
+
+
+def test_matrix_guests_run_vm_jobs_at_a_time_and_a_failure_counts(tmp_path: Path) -> None:
+    root = tmp_path / "tree"
+    stand_in_tree(root)
+    log = tmp_path / "guests.log"
+    kernels = ["k-first", "k-a", "k-b", "k-c", "k-last"]
+    env = dict(os.environ, VM_KERNELS=" ".join(kernels), VM_JOBS="2", VM_CXL="0", STUB_LOG=str(log),
+               STUB_FAIL="k-b", PMEMLAB_VM_LOCK="")
+    res = subprocess.run([str(root / "scripts" / "run-tests")], cwd=root, env=env, capture_output=True, text=True,
+                         timeout=240)
+    assert res.returncode == 1, res.stdout + res.stderr  # k-b failed
+    spans: dict[str, list[float]] = {}
+    for line in log.read_text().splitlines():
+        what, kernel, t = line.split()
+        spans.setdefault(kernel, []).append(float(t))
+    assert sorted(spans) == sorted(kernels)
+    first = spans.pop("k-first")
+    assert all(start >= first[1] for start, _ in spans.values())  # the first guest ran alone
+    events = sorted([(s, 1) for s, _ in spans.values()] + [(e, -1) for _, e in spans.values()],
+                    key=lambda ev: (ev[0], ev[1]))
+    running, most = 0, 0
+    for _, step in events:
+        running += step
+        most = max(most, running)
+    assert most == 2, spans  # two at a time, never more
+    out = res.stdout
+    for k in kernels:  # each guest's output whole, from its heading to its last line
+        head = out.index(f"== guest tests on {k}")
+        block = out[head:out.index(f"{k} line 2", head)]
+        assert all(f"{k} line {i}" in block for i in range(2)) and "== " not in block[3:], block
+    assert "two NUMA nodes" in out[out.index("== guest tests on k-last"):].splitlines()[0]
+    times = out[out.index("== times"):]
+    assert all(f"guest {k} " in times for k in kernels) and "the kernel-matrix guests, 2 at a time:" in times
