@@ -43,6 +43,15 @@ def unload_after_this_file():
     subprocess.run(["rmmod", "pmemlab"], capture_output=True)
 
 
+def test_the_module_is_loaded_from_the_guests_memory(ko: Path) -> None:
+    """scripts/vm copies the module into tmpfs: from the host's virtio-fs every insmod read the
+    file again (an open drops its page cache), onto the node of the CPU it ran on."""
+    mounts = [line.split()[1:3] for line in Path("/proc/mounts").read_text().splitlines()]
+    where = max((m for m in mounts if ko.resolve().is_relative_to(m[0])), key=lambda m: len(m[0]))
+    assert where[1] == "tmpfs", (ko, where)
+    assert ko.read_bytes()[:4] == b"\x7fELF"
+
+
 def usable_ops(mod: Module) -> list[str]:
     feats = set(mod.read("cpu_features").split())
     need = {"store+clwb": "clwb", "store+clflushopt": "clflushopt"}

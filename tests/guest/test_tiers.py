@@ -29,7 +29,6 @@ import io
 import json
 import os
 import re
-import shutil
 import subprocess
 import time
 from collections import deque
@@ -116,28 +115,22 @@ def settled(nodes: tuple[int, int], still: float = 1.0, limit: float = 15.0) -> 
 
 
 @pytest.fixture(scope="module")
-def quiet_nodes(pair: tuple[int, int], ko: Path) -> Iterator[Path]:
+def quiet_nodes(pair: tuple[int, int]) -> Iterator[None]:
     """No page moves between the nodes but the module's while their free memory is read: automatic
     NUMA balancing (on by default with two nodes) migrates processes' pages to the node they run
     on; in the 6.12 guest 3 MB went from node 0 to node 1 within a second, which counted against
     the module's 16 MiB on node 0 (14.7 MB taken). Off for the module's placement tests, restored
-    after them; the page cache dropped once and its frees waited for.
-    Yields the module to load: a copy in tmpfs. The bed's copy is on virtio-fs, whose page cache
-    an open drops, so each insmod read the 6.7 MB .ko again onto the node of the CPU it ran on and
-    freed it on the other: 1607 file pages moved between the nodes (zoneinfo), 6.3 MiB counted
-    against the module on one node (9.7 MiB seen for 16) and for it on the other."""
+    after them; the page cache dropped once and its frees waited for. (The module itself is loaded
+    from tmpfs, scripts/vm's copy: from virtio-fs each insmod read it again onto one node.)"""
     knob = Path("/proc/sys/kernel/numa_balancing")
     was = knob.read_text() if knob.exists() else None
     if was is not None:
         knob.write_text("0\n")
-    resident = Path("/dev/shm") / f"pmemlab-tiers-{os.getpid()}.ko"
-    shutil.copyfile(ko, resident)
     Path("/proc/sys/vm/drop_caches").write_text("3\n")
     settled(pair, still=2.0)
     try:
-        yield resident
+        yield
     finally:
-        resident.unlink()
         if was is not None:
             knob.write_text(was)
 
@@ -189,8 +182,7 @@ def insmod(ko: Path, *args: str) -> subprocess.CompletedProcess:
 @pytest.mark.parametrize("pages,unit", [("2m", 2 * MiB), ("4k", 4096)])
 @pytest.mark.parametrize("weights", [(3, 1), (1, 3)])
 def test_module_places_the_pages(pair: tuple[int, int], pages: str, unit: int,
-                                 weights: tuple[int, int], quiet_nodes: Path) -> None:
-    ko = quiet_nodes
+                                 weights: tuple[int, int], ko: Path, quiet_nodes: None) -> None:
     size = 64 * MiB
     # measured from a settled system (quiet_nodes) with the last test's module unloaded and its
     # frees landed, so that no free during the load is counted against it
