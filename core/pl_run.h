@@ -21,7 +21,7 @@ struct pl_thread {
 	struct pl_eng_cfg ec;
 	struct pl_eng e;		/* pl_thread_engine() */
 	u64 segments, gap_ticks, first_tsc, last_tsc;
-	u64 seg_ticks, end;		/* the time window: pl_thread_begin() */
+	u64 seg_ticks, start, end;	/* the time window: pl_thread_begin() */
 	u64 warm_until, left;		/* warm-up: its end, the count of the timed run */
 	u64 cal_ticks, cal_end;		/* latency: the last calibration's length and end (TSC) */
 };
@@ -92,6 +92,7 @@ void pl_thread_segment(struct pl_thread *t, u64 t0, u64 t1);
 /* the scalars of one result row (the `all` row's go to the module's results/) */
 struct pl_scalars {
 	u64 ops, reads, writes, bytes, ticks, ns, bw_milli, segments, gap_ticks;
+	u64 start_lag;			/* first timed stamp - the timed run's start (all: the latest) */
 	u64 irqoff_milli;
 	bool ceil;			/* ceil_milli is set (a bandwidth thread ran) */
 	u64 ceil_milli;			/* the engine's ceiling, MB/s x 1000 */
@@ -103,6 +104,7 @@ struct pl_scalars {
 struct pl_sum {
 	u64 ops, reads, writes, bytes, ticks, gap, segments;
 	u64 first, last;		/* TSC of the first timed stamp, and of the last */
+	u64 lag;			/* the largest start lag of the threads */
 	u64 ceil_milli;			/* engine ceilings of the bandwidth threads */
 	bool ceil;			/* a bandwidth thread is among them */
 };

@@ -102,6 +102,7 @@ u64 pl_thread_begin(struct pl_thread *t, const struct pl_params *p, u64 go, u64 
 {
 	t->seg_ticks = p->segment_ms * tsc_khz;
 	t->warm_until = p->warmup_ms ? go + p->warmup_ms * tsc_khz : 0;
+	t->start = go + p->warmup_ms * tsc_khz;
 	t->end = p->count ? ~0ULL : go + (p->warmup_ms + p->duration_ms) * tsc_khz;
 	/* no count limits the warm-up */
 	t->left = t->e.left;

@@ -504,6 +504,7 @@ static struct pl_rattr pl_rattrs[] = {
 	RBW(ceiling_mbps, ceil_milli),
 	R(segments, segments, false, false),
 	R(gap_ticks, gap_ticks, false, false),
+	R(start_lag_ticks, start_lag, false, false),
 	R(irqoff_pct, irqoff_milli, true, false),
 	R(lat_overhead_ticks, lat_overhead, false, true),
 	R(lat_n, lat_n, false, true),

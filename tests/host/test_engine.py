@@ -259,22 +259,53 @@ def test_read_pct_reads_exactly_the_picked_accesses(lib: ctypes.CDLL, mode: int)
         assert np.all(got[k * 8:(k + 1) * 8] == (0 if reads[k] else data(k))), k
 
 
-def window(lib: ctypes.CDLL, warmup_ms: int, duration_ms: int, segments: list[tuple[int, ...]], count: int = 0
-           ) -> tuple[list[bool], int, int]:
+def window_run(lib: ctypes.CDLL, warmup_ms: int, duration_ms: int, segments: list[tuple[int, ...]], count: int = 0
+               ) -> tuple[list[int], list[dict[str, str]]]:
     """pl_test_window at 1000 ticks per ms, each segment (t0, t1), or (now, t0, t1) when its end
-    was computed at now: whether the loop goes on after each segment, the timed segments and their
-    ticks. Every segment runs one access; the counted ones are the timed segments', and a count
-    run's limit is back after the warm-up (both checked here)."""
+    was computed at now: its out array and the thread's and the `all` result lines (report.c)."""
     triples = [seg if len(seg) == 3 else (seg[0], *seg) for seg in segments]
     seg = (ctypes.c_uint64 * (3 * len(triples)))(*[x for t in triples for x in t])
     n = len(triples)
     out = (ctypes.c_uint64 * (n + 4))()
+    text = ctypes.create_string_buffer(4096)
     lib.pl_test_window(ctypes.c_uint64(warmup_ms), ctypes.c_uint64(duration_ms), ctypes.c_uint64(count),
-                       ctypes.c_uint64(1000), seg, ctypes.c_uint(n), out)
+                       ctypes.c_uint64(1000), seg, ctypes.c_uint(n), out, text, ctypes.c_size_t(len(text)))
+    lines = [dict(f.split("=", 1) for f in line.split()) for line in text.value.decode().splitlines()]
+    assert [line["thread"] for line in lines] == ["0", "all"], text.value
+    return list(out), lines
+
+
+def window(lib: ctypes.CDLL, warmup_ms: int, duration_ms: int, segments: list[tuple[int, ...]], count: int = 0
+           ) -> tuple[list[bool], int, int]:
+    """window_run: whether the loop goes on after each segment, the timed segments and their
+    ticks. Every segment runs one access; the counted ones are the timed segments', and a count
+    run's limit is back after the warm-up (both checked here), as the result line reports them."""
+    out, (line, _) = window_run(lib, warmup_ms, duration_ms, segments, count)
+    n = len(segments)
     timed, ops, left = out[n], out[n + 2], out[n + 3]
     assert ops == timed, f"{ops} accesses counted in {timed} timed segments"
     assert left == (count - timed if count else MASK64), left
+    assert (int(line["segments"]), int(line["ops"]), int(line["ticks"])) == (timed, ops, out[n + 1]), line
     return [bool(x) for x in out[:n]], timed, out[n + 1]
+
+
+def test_a_thread_that_starts_late_reports_its_start_lag(lib: ctypes.CDLL) -> None:
+    """start_lag_ticks: from the timed run's start (the common start plus the warm-up) to the
+    thread's first timed segment, so that a thread whose CPU came late (a busy host, a stalled
+    vCPU) shows it, and its end is still found: start lag + ticks + gap_ticks = when it stopped.
+    The `all` line has the latest thread's."""
+    def lag(warmup_ms: int, segments: list[tuple[int, ...]]) -> tuple[int, int, int]:
+        _, (line, total) = window_run(lib, warmup_ms, 10, segments)
+        assert total["start_lag_ticks"] == line["start_lag_ticks"]
+        return int(line["start_lag_ticks"]), int(line["ticks"]) + int(line["gap_ticks"]), int(line["segments"])
+
+    assert lag(0, [(0, 4000), (4000, 10000)]) == (0, 10000, 2)
+    assert lag(0, [(3000, 6000), (6100, 10000)]) == (3000, 7000, 2)  # ended at 3000 + 7000
+    # with a warm-up of 5 ms the timed run starts at 5000: warm-up segments do not count
+    assert lag(5, [(0, 5000), (5000, 10000), (10000, 15000)]) == (0, 10000, 2)
+    assert lag(5, [(0, 3000), (6000, 9000), (9000, 15000)]) == (1000, 9000, 2)
+    # no CPU until after the end: the one late segment
+    assert lag(5, [(21000, 21040)]) == (16000, 40, 1)
 
 
 def test_a_run_has_a_timed_segment_even_when_its_window_passed_without_it(lib: ctypes.CDLL) -> None:

@@ -56,6 +56,8 @@ KNOWN_RESULT_COLUMNS: tuple[str, ...] = (
     "segments",
     "gap_ticks",
     "gap_ns",
+    "start_lag_ticks",
+    "start_lag_ns",
     "irqoff_pct",
     "lat_overhead_ticks",
     "lat_overhead_ns",

@@ -75,6 +75,9 @@ COLUMN_DOC: dict[str, str] = {
     "width_used": "instruction width the run used, bytes", "thread_role": "load or probe (loaded latency)",
     "lat_n": "latency samples in the statistics",
     "gap_ticks": "time lost between segments, TSC ticks", "gap_ns": "the same in ns",
+    "start_lag_ticks": "from the timed run's common start to the thread's first timed access, TSC ticks (a thread "
+                       "that got its CPU late; aggregate: the latest thread's)",
+    "start_lag_ns": "the same in ns",
     "irqoff_pct": "% of the timed run with interrupts off",
     "lat_ticks_*": "latency statistics, TSC ticks (timer overhead subtracted)", "lat_ns_*": "the same in ns",
     "media_read_64b": "ipmctl MediaReads delta over the run, 64 B units (summed over the target region's DIMMs)",
