@@ -7,6 +7,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 from testlib import TOP
@@ -50,6 +51,25 @@ def stand_in_tree(root: Path) -> None:
     (root / ".venv").symlink_to(Path(sys.prefix))
 
 
+def spans_of(log: Path) -> dict[str, list[float]]:
+    """Each stand-in guest's start and end (time.monotonic(), the clock of every process)."""
+    spans: dict[str, list[float]] = {}
+    for line in log.read_text().splitlines():
+        what, kernel, t = line.split()
+        spans.setdefault(kernel, []).append(float(t))
+    return spans
+
+
+def most_at_once(spans: dict[str, list[float]]) -> int:
+    events = sorted([(s, 1) for s, _ in spans.values()] + [(e, -1) for _, e in spans.values()],
+                    key=lambda ev: (ev[0], ev[1]))
+    running, most = 0, 0
+    for _, step in events:
+        running += step
+        most = max(most, running)
+    return most
+
+
 def test_matrix_guests_run_vm_jobs_at_a_time_and_a_failure_counts(tmp_path: Path) -> None:
     root = tmp_path / "tree"
     stand_in_tree(root)
@@ -60,20 +80,11 @@ def test_matrix_guests_run_vm_jobs_at_a_time_and_a_failure_counts(tmp_path: Path
     res = subprocess.run([str(root / "scripts" / "run-tests")], cwd=root, env=env, capture_output=True, text=True,
                          timeout=240)
     assert res.returncode == 1, res.stdout + res.stderr  # k-b failed
-    spans: dict[str, list[float]] = {}
-    for line in log.read_text().splitlines():
-        what, kernel, t = line.split()
-        spans.setdefault(kernel, []).append(float(t))
+    spans = spans_of(log)
     assert sorted(spans) == sorted(kernels)
     first = spans.pop("k-first")
     assert all(start >= first[1] for start, _ in spans.values())  # the first guest ran alone
-    events = sorted([(s, 1) for s, _ in spans.values()] + [(e, -1) for _, e in spans.values()],
-                    key=lambda ev: (ev[0], ev[1]))
-    running, most = 0, 0
-    for _, step in events:
-        running += step
-        most = max(most, running)
-    assert most == 2, spans  # two at a time, never more
+    assert most_at_once(spans) == 2, spans  # two at a time, never more
     out = res.stdout
     for k in kernels:  # each guest's output whole, from its heading to its last line
         head = out.index(f"== guest tests on {k}")
@@ -82,3 +93,45 @@ def test_matrix_guests_run_vm_jobs_at_a_time_and_a_failure_counts(tmp_path: Path
     assert "two NUMA nodes" in out[out.index("== guest tests on k-last"):].splitlines()[0]
     times = out[out.index("== times"):]
     assert all(f"guest {k} " in times for k in kernels) and "the kernel-matrix guests, 2 at a time:" in times
+
+
+def test_one_guest_at_a_time_shows_its_output_as_it_comes(tmp_path: Path) -> None:
+    """VM_JOBS=1: no pool, each matrix guest's lines reach the terminal while it runs (read here
+    before the stand-in has ended), and a failure still fails the suite."""
+    root = tmp_path / "tree"
+    stand_in_tree(root)
+    log = tmp_path / "guests.log"
+    kernels = ["k-first", "k-a", "k-b"]
+    env = dict(os.environ, VM_KERNELS=" ".join(kernels), VM_JOBS="1", VM_CXL="0", STUB_LOG=str(log),
+               STUB_FAIL="k-a", PMEMLAB_VM_LOCK="")
+    seen: dict[str, float] = {}
+    with subprocess.Popen([str(root / "scripts" / "run-tests")], cwd=root, env=env, stdout=subprocess.PIPE,
+                          stderr=subprocess.STDOUT, text=True) as proc:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            seen.setdefault(line.strip(), time.monotonic())
+        assert proc.wait(timeout=240) == 1  # k-a failed
+    spans = spans_of(log)
+    assert most_at_once(spans) == 1, spans
+    for k in kernels:
+        assert seen[f"{k} line 0"] < spans[k][1], (k, seen.get(f"{k} line 0"), spans[k])
+    assert any("the kernel-matrix guests, 1 at a time:" in line for line in seen)
+
+
+def test_by_default_one_guest_per_cpu_and_per_4_gib_free(tmp_path: Path) -> None:
+    root = tmp_path / "tree"
+    stand_in_tree(root)
+    log = tmp_path / "guests.log"
+    kernels = ["k-first", "k-a", "k-b", "k-c", "k-d", "k-last"]
+    env = {k: v for k, v in os.environ.items() if k != "VM_JOBS"}
+    env.update(VM_KERNELS=" ".join(kernels), VM_CXL="0", STUB_LOG=str(log), PMEMLAB_VM_LOCK="")
+    res = subprocess.run([str(root / "scripts" / "run-tests")], cwd=root, env=env, capture_output=True, text=True,
+                         timeout=240)
+    assert res.returncode == 0, res.stdout + res.stderr
+    free_kib = int(next(ln.split()[1] for ln in Path("/proc/meminfo").read_text().splitlines()
+                        if ln.startswith("MemAvailable:")))
+    want = max(1, min(len(os.sched_getaffinity(0)), free_kib // (4 << 20)))
+    assert f"the kernel-matrix guests, {want} at a time:" in res.stdout
+    spans = spans_of(log)
+    spans.pop("k-first")
+    assert most_at_once(spans) == min(want, 5), spans
