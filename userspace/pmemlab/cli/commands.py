@@ -2,7 +2,7 @@
 
 A command's module has `add_parser(sub, name)` (its parser, added to the subparsers `sub` under
 `name`) and `run(args) -> int` (the command: its exit code, exitcodes.py). A module may hold a
-family (the one-liners: one module, a row each). `pmemlab --help` lists the commands in this
+family (the one-liners: one module, a row each, their names from ONELINERS). `pmemlab --help` lists the commands in this
 order; `tests/host/test_cli_commands.py` fails when the parser and this list differ.
 Another command: a row here and its module."""
 
@@ -38,12 +38,8 @@ COMMANDS: tuple[Command, ...] = (
     Command("plot-all", plot_all),
     Command("compare", compare),
     Command("report", report),
-    Command("idle-latency", oneliners),
-    Command("loaded-latency", oneliners),
-    Command("peak-bw", oneliners),
-    Command("latency-matrix", oneliners),
-    Command("bw-matrix", oneliners),
-    Command("tier-bw", oneliners),
+    # the one-liners: a row each, named where they are defined (oneliners.ONELINERS), in its order
+    *(Command(name, oneliners) for name in oneliners.ONELINERS),
     Command("summarize", summarize),
     Command("abort", abort),
 )
