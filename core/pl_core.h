@@ -34,6 +34,7 @@ extern const char *const pl_feature_names[PL_F_NR];
 #define PL_OPF_FLUSHES	(1u << 3)	/* flushes each line it stored */
 #define PL_OPF_USER	(1u << 4)	/* userspace runner only */
 #define PL_OPF_OWN	(1u << 5)	/* its loop is the backend's own (chase.c), not generated */
+#define PL_OPF_NT	(1u << 6)	/* non-temporal: its access bypasses the caches (movnt*) */
 
 /*
  * Ops, in the order of ops.def: the module's ops first (PL_OP_NR of them:

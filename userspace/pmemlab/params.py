@@ -89,9 +89,13 @@ def flush_of(op: str) -> str:
     return op.partition("+")[2]
 
 
+NON_TEMPORAL_OPS: frozenset[str] = frozenset(op["name"] for op in _OPS if op["non_temporal"])
+
+
 def non_temporal(op: str) -> bool:
-    """An op of non-temporal accesses (ops.def's nt* rows: movnti, movntdq, movntdqa)."""
-    return op.startswith("nt")
+    """An op of non-temporal accesses (movnti, movntdq, movntdqa): the table's flag (PL_OPF_NT),
+    not its name."""
+    return op in NON_TEMPORAL_OPS
 
 
 # the module's writes that take their data out of the cache themselves (non-temporal, or a store
