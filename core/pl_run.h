@@ -21,6 +21,7 @@ struct pl_thread {
 	struct pl_eng_cfg ec;
 	struct pl_eng e;		/* pl_thread_engine() */
 	u64 segments, gap_ticks, first_tsc, last_tsc;
+	u64 end_lag;			/* pl_thread_end() */
 	u64 seg_ticks, start, end;	/* the time window: pl_thread_begin() */
 	u64 warm_until, left;		/* warm-up: its end, the count of the timed run */
 	u64 cal_ticks, cal_end;		/* latency: the last calibration's length and end (TSC) */
@@ -83,6 +84,14 @@ u64 pl_thread_until(struct pl_thread *t, u64 now);
 bool pl_thread_more(const struct pl_thread *t, u64 now);
 /* a segment [t0, t1): a timed one's ticks, and the gap since the one before (excluded from them) */
 void pl_thread_segment(struct pl_thread *t, u64 t0, u64 t1);
+/*
+ * The loop is left at now: the time from the last timed stamp to now, at
+ * most to the window's end, is the thread's end lag (off its CPU, or
+ * yielding, when the end came; or stopped early).  With the start lag, the
+ * ticks and the gaps it covers the window: start_lag + ticks + gap_ticks +
+ * end_lag = the window's length for a thread that ran to the end.
+ */
+void pl_thread_end(struct pl_thread *t, u64 now);
 
 /* ---- report.c: the `result` and `histogram` text ---- */
 #define PL_NPCT			5	/* p50 p90 p99 p999 p9999 */
@@ -93,6 +102,7 @@ void pl_thread_segment(struct pl_thread *t, u64 t0, u64 t1);
 struct pl_scalars {
 	u64 ops, reads, writes, bytes, ticks, ns, bw_milli, segments, gap_ticks;
 	u64 start_lag;			/* first timed stamp - the timed run's start (all: the latest) */
+	u64 end_lag;			/* pl_thread_end() (all: the largest) */
 	u64 irqoff_milli;
 	bool ceil;			/* ceil_milli is set (a bandwidth thread ran) */
 	u64 ceil_milli;			/* the engine's ceiling, MB/s x 1000 */
@@ -104,7 +114,7 @@ struct pl_scalars {
 struct pl_sum {
 	u64 ops, reads, writes, bytes, ticks, gap, segments;
 	u64 first, last;		/* TSC of the first timed stamp, and of the last */
-	u64 lag;			/* the largest start lag of the threads */
+	u64 lag, end_lag;		/* the largest start and end lags of the threads */
 	u64 ceil_milli;			/* engine ceilings of the bandwidth threads */
 	bool ceil;			/* a bandwidth thread is among them */
 };

@@ -33,6 +33,8 @@ static void pl_sum_add(struct pl_sum *s, const struct pl_thread *t, u64 tsc_khz)
 		/* a worker that got its CPU late (a busy host, a stalled vCPU) starts late */
 		if (t->first_tsc > t->start && t->first_tsc - t->start > s->lag)
 			s->lag = t->first_tsc - t->start;
+		if (t->end_lag > s->end_lag)
+			s->end_lag = t->end_lag;
 	}
 	if (t->e.mode == PL_MODE_BW) {
 		s->ceil = true;
@@ -66,6 +68,7 @@ static void pl_scalars(struct pl_scalars *sc, const struct pl_sum *s, const stru
 	sc->segments = s->segments;
 	sc->gap_ticks = s->gap;
 	sc->start_lag = s->lag;
+	sc->end_lag = s->end_lag;
 	sc->irqoff_milli = all ? pl_muldiv(s->ticks, 100000, all) : 0;
 	sc->ceil = s->ceil;
 	sc->ceil_milli = s->ceil_milli;
@@ -97,8 +100,8 @@ static void pl_out_scalars(struct pl_buf *b, const struct pl_scalars *sc)
 	pl_out_milli(b, "bw_mbps", sc->bw_milli);
 	if (sc->ceil)
 		pl_out_milli(b, "ceiling_mbps", sc->ceil_milli);
-	pl_out(b, " segments=%llu gap_ticks=%llu start_lag_ticks=%llu", sc->segments, sc->gap_ticks,
-	       sc->start_lag);
+	pl_out(b, " segments=%llu gap_ticks=%llu start_lag_ticks=%llu end_lag_ticks=%llu", sc->segments,
+	       sc->gap_ticks, sc->start_lag, sc->end_lag);
 	pl_out_milli(b, "irqoff_pct", sc->irqoff_milli);
 	if (!sc->lat) {
 		pl_out(b, "\n");

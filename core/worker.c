@@ -166,3 +166,10 @@ void pl_thread_segment(struct pl_thread *t, u64 t0, u64 t1)
 		t->first_tsc = t0;
 	t->last_tsc = t1;
 }
+
+void pl_thread_end(struct pl_thread *t, u64 now)
+{
+	u64 until = now < t->end ? now : t->end;
+
+	t->end_lag = t->segments && until > t->last_tsc ? until - t->last_tsc : 0;
+}

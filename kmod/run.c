@@ -464,7 +464,7 @@ static bool pl_segment(struct pl_worker *w)
 static void pl_worker_loop(struct pl_run *r, struct pl_worker *w, u64 go)
 {
 	struct pl_eng *e = &w->t.e;
-	u64 end = pl_thread_begin(&w->t, &r->c, go, tsc_khz);
+	u64 end = pl_thread_begin(&w->t, &r->c, go, tsc_khz), now;
 	int id;
 
 	while (!READ_ONCE(*e->stop) && e->left && pl_thread_more(&w->t, pl_rdtsc())) {
@@ -484,7 +484,9 @@ static void pl_worker_loop(struct pl_run *r, struct pl_worker *w, u64 go)
 		cond_resched();
 	}
 	/* ran to its end (count or duration), not stopped early */
-	w->complete = !e->left || pl_rdtsc() >= end;
+	now = pl_rdtsc();
+	pl_thread_end(&w->t, now);
+	w->complete = !e->left || now >= end;
 }
 
 static void pl_park(void)

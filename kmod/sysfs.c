@@ -505,6 +505,7 @@ static struct pl_rattr pl_rattrs[] = {
 	R(segments, segments, false, false),
 	R(gap_ticks, gap_ticks, false, false),
 	R(start_lag_ticks, start_lag, false, false),
+	R(end_lag_ticks, end_lag, false, false),
 	R(irqoff_pct, irqoff_milli, true, false),
 	R(lat_overhead_ticks, lat_overhead, false, true),
 	R(lat_n, lat_n, false, true),

@@ -259,17 +259,19 @@ def test_read_pct_reads_exactly_the_picked_accesses(lib: ctypes.CDLL, mode: int)
         assert np.all(got[k * 8:(k + 1) * 8] == (0 if reads[k] else data(k))), k
 
 
-def window_run(lib: ctypes.CDLL, warmup_ms: int, duration_ms: int, segments: list[tuple[int, ...]], count: int = 0
-               ) -> tuple[list[int], list[dict[str, str]]]:
+def window_run(lib: ctypes.CDLL, warmup_ms: int, duration_ms: int, segments: list[tuple[int, ...]], count: int = 0,
+               exit: int = 0) -> tuple[list[int], list[dict[str, str]]]:
     """pl_test_window at 1000 ticks per ms, each segment (t0, t1), or (now, t0, t1) when its end
-    was computed at now: its out array and the thread's and the `all` result lines (report.c)."""
+    was computed at now, the loop left at exit (0: at the last segment's end): its out array and
+    the thread's and the `all` result lines (report.c)."""
     triples = [seg if len(seg) == 3 else (seg[0], *seg) for seg in segments]
     seg = (ctypes.c_uint64 * (3 * len(triples)))(*[x for t in triples for x in t])
     n = len(triples)
     out = (ctypes.c_uint64 * (n + 4))()
     text = ctypes.create_string_buffer(4096)
     lib.pl_test_window(ctypes.c_uint64(warmup_ms), ctypes.c_uint64(duration_ms), ctypes.c_uint64(count),
-                       ctypes.c_uint64(1000), seg, ctypes.c_uint(n), out, text, ctypes.c_size_t(len(text)))
+                       ctypes.c_uint64(1000), seg, ctypes.c_uint(n), ctypes.c_uint64(exit), out, text,
+                       ctypes.c_size_t(len(text)))
     lines = [dict(f.split("=", 1) for f in line.split()) for line in text.value.decode().splitlines()]
     assert [line["thread"] for line in lines] == ["0", "all"], text.value
     return list(out), lines
@@ -289,23 +291,31 @@ def window(lib: ctypes.CDLL, warmup_ms: int, duration_ms: int, segments: list[tu
     return [bool(x) for x in out[:n]], timed, out[n + 1]
 
 
-def test_a_thread_that_starts_late_reports_its_start_lag(lib: ctypes.CDLL) -> None:
+def test_a_thread_reports_how_late_it_started_and_how_much_of_the_end_it_missed(lib: ctypes.CDLL) -> None:
     """start_lag_ticks: from the timed run's start (the common start plus the warm-up) to the
-    thread's first timed segment, so that a thread whose CPU came late (a busy host, a stalled
-    vCPU) shows it, and its end is still found: start lag + ticks + gap_ticks = when it stopped.
-    The `all` line has the latest thread's."""
-    def lag(warmup_ms: int, segments: list[tuple[int, ...]]) -> tuple[int, int, int]:
-        _, (line, total) = window_run(lib, warmup_ms, 10, segments)
-        assert total["start_lag_ticks"] == line["start_lag_ticks"]
-        return int(line["start_lag_ticks"]), int(line["ticks"]) + int(line["gap_ticks"]), int(line["segments"])
+    thread's first timed segment; end_lag_ticks: from its last timed stamp to when it left its
+    loop, at most to the run's end. A thread whose CPU came late, or went away near the end (a
+    busy host, a stalled vCPU: 123 ms once, two TCG guests on two cores), says so, and what it
+    covered adds up: start lag + ticks + gap_ticks + end lag = the run's length. One that left
+    its loop early (stopped) falls short by as much. The `all` line has the largest of each."""
+    def lags(warmup_ms: int, segments: list[tuple[int, ...]], exit: int = 0) -> tuple[int, int, int, int]:
+        _, (line, total) = window_run(lib, warmup_ms, 10, segments, exit=exit)
+        for key in ("start_lag_ticks", "end_lag_ticks"):
+            assert total[key] == line[key], key
+        return (int(line["start_lag_ticks"]), int(line["ticks"]) + int(line["gap_ticks"]), int(line["end_lag_ticks"]),
+                int(line["segments"]))
 
-    assert lag(0, [(0, 4000), (4000, 10000)]) == (0, 10000, 2)
-    assert lag(0, [(3000, 6000), (6100, 10000)]) == (3000, 7000, 2)  # ended at 3000 + 7000
+    assert lags(0, [(0, 4000), (4000, 10000)]) == (0, 10000, 0, 2)
+    assert lags(0, [(3000, 6000), (6100, 10000)]) == (3000, 7000, 0, 2)  # 3000 + 7000 + 0
+    # the last segment ended at 6000 and the thread only looked again at 12000: 4000 of the end lost
+    assert lags(0, [(0, 3000), (3000, 6000)], exit=12000) == (0, 6000, 4000, 2)
+    # stopped at 8000 (an abort), 2000 before the end: the sum falls short by that
+    assert lags(0, [(0, 3000), (3000, 6000)], exit=8000) == (0, 6000, 2000, 2)
     # with a warm-up of 5 ms the timed run starts at 5000: warm-up segments do not count
-    assert lag(5, [(0, 5000), (5000, 10000), (10000, 15000)]) == (0, 10000, 2)
-    assert lag(5, [(0, 3000), (6000, 9000), (9000, 15000)]) == (1000, 9000, 2)
-    # no CPU until after the end: the one late segment
-    assert lag(5, [(21000, 21040)]) == (16000, 40, 1)
+    assert lags(5, [(0, 5000), (5000, 10000), (10000, 15000)]) == (0, 10000, 0, 2)
+    assert lags(5, [(0, 3000), (6000, 9000), (9000, 15000)]) == (1000, 9000, 0, 2)
+    # no CPU until after the end: the one late segment, past the end, no end lag
+    assert lags(5, [(21000, 21040)]) == (16000, 40, 0, 1)
 
 
 def test_a_run_has_a_timed_segment_even_when_its_window_passed_without_it(lib: ctypes.CDLL) -> None:

@@ -58,6 +58,8 @@ KNOWN_RESULT_COLUMNS: tuple[str, ...] = (
     "gap_ns",
     "start_lag_ticks",
     "start_lag_ns",
+    "end_lag_ticks",
+    "end_lag_ns",
     "irqoff_pct",
     "lat_overhead_ticks",
     "lat_overhead_ns",

@@ -78,6 +78,9 @@ COLUMN_DOC: dict[str, str] = {
     "start_lag_ticks": "from the timed run's common start to the thread's first timed access, TSC ticks (a thread "
                        "that got its CPU late; aggregate: the latest thread's)",
     "start_lag_ns": "the same in ns",
+    "end_lag_ticks": "from the thread's last timed access to when it left its loop, at most to the run's end, TSC "
+                     "ticks (a thread off its CPU when the end came, or stopped early; aggregate: the largest)",
+    "end_lag_ns": "the same in ns",
     "irqoff_pct": "% of the timed run with interrupts off",
     "lat_ticks_*": "latency statistics, TSC ticks (timer overhead subtracted)", "lat_ns_*": "the same in ns",
     "media_read_64b": "ipmctl MediaReads delta over the run, 64 B units (summed over the target region's DIMMs)",

@@ -147,6 +147,7 @@ static void *worker_fn(void *arg)
 			pl_eng_run(e, seg_end);
 		pl_thread_segment(&w->t, t0, pl_rdtsc());
 	}
+	pl_thread_end(&w->t, pl_rdtsc());
 out:
 	if (!w->t.probe && atomic_fetch_sub(&r->loaders, 1) == 1)
 		__atomic_store_n(&r->probe_stop, 1, __ATOMIC_RELAXED);
