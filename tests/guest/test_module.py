@@ -257,12 +257,15 @@ def test_second_run_and_writes_during_a_run_get_ebusy(module, pmem_dev: str) -> 
 def test_rmmod_mid_run(module, pmem_dev: str) -> None:
     with module(target=pmem_dev) as sysfs:
         mod = Module(sysfs)
-        mod.set(op="store", duration_ms=20000, threads=2, working_set=16 * MiB)
+        # rmmod stops the run instead of waiting for its end: it returns within half of it. It runs
+        # when it gets a vCPU between the threads' segments, which took 18.9 s once for an abort
+        # with two TCG guests side by side (test_features): the run is two minutes long.
+        mod.set(op="store", duration_ms=120000, threads=2, working_set=16 * MiB)
         mod.start()
         time.sleep(0.5)
         start = time.monotonic()
         subprocess.run(["rmmod", "pmemlab"], check=True)
-        assert time.monotonic() - start < 10
+        assert time.monotonic() - start < 60
     assert not Path("/sys/module/pmemlab").exists()
 
 
