@@ -246,11 +246,11 @@ void pl_test_hist(const u64 *v, u64 n, const u32 *q, unsigned int nq, u64 *out, 
  * seg[3i+2]), which "runs" one access (st.ops + 1; e.left - 1 unless
  * unlimited); out[i] is pl_thread_more() at its end, then the timed
  * segments, their ticks, the accesses counted and e.left; the loop is left
- * at exit (pl_thread_end; 0: the last segment's end); line gets the
+ * at exit_tsc (pl_thread_end; 0: the last segment's end); line gets the
  * thread's result line and then the `all` line (report.c) of len bytes.
  */
 void pl_test_window(u64 warmup_ms, u64 duration_ms, u64 count, u64 tsc_khz, const u64 *seg,
-		    unsigned int nseg, u64 exit, u64 *out, char *line, size_t len)
+		    unsigned int nseg, u64 exit_tsc, u64 *out, char *line, size_t len)
 {
 	struct pl_params p = { .segment_ms = 5, .warmup_ms = warmup_ms, .duration_ms = duration_ms,
 			       .count = count };
@@ -275,7 +275,7 @@ void pl_test_window(u64 warmup_ms, u64 duration_ms, u64 count, u64 tsc_khz, cons
 	out[nseg + 1] = t.e.st.ticks;
 	out[nseg + 2] = t.e.st.ops;
 	out[nseg + 3] = t.e.left;
-	pl_thread_end(&t, exit ? exit : nseg ? seg[3 * nseg - 1] : 0);
+	pl_thread_end(&t, exit_tsc ? exit_tsc : nseg ? seg[3 * nseg - 1] : 0);
 	pl_report_begin(&r, buckets, tsc_khz, 8);
 	pl_report_thread(&b, &h, &r, &t);
 	pl_report_all(&b, &h, &r, PL_MODE_BW, &all);
