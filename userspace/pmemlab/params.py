@@ -177,6 +177,8 @@ class TargetFacts:
             lines.append(f"prefetch={int(self.prefetch_control not in ('', 'none'))}")
         if "target_kind" in x:
             lines.append("backend=" + ("user" if str(x["target_kind"]).startswith("user-") else "kernel"))
+            # a DRAM target's pages lie anywhere in physical memory: per-dimm is refused on it
+            lines.append(f"scattered={int(str(x['target_kind']).removeprefix('user-') == 'dram')}")
         if self.allow_overwrite is not None and "fs_signature" in x:
             lines.append(f"fs_signature={x['fs_signature']}")
             lines.append(f"allow_overwrite={int(self.allow_overwrite)}")
