@@ -439,7 +439,8 @@ def add_cxl_and_advertised(target: dict[str, Any], facts: Mapping[str, Any], hos
     nvdimm region it became: the CXL region knows the granularity and the memdevs."""
     node = target.get("node") if isinstance(target.get("node"), int) else None
     mem = cxl.mem_node(host.sys, target.get("device"), target.get("kind"), node)
-    found = cxl.target_cxl(host.sys, target.get("device"), target.get("kind"), _phys(facts), mem)
+    size = target.get("size") if isinstance(target.get("size"), int) else None
+    found = cxl.target_cxl(host.sys, target.get("device"), target.get("kind"), _phys(facts), mem, size)
     target["mem_node"] = mem
     if found:
         target["cxl"] = found
@@ -449,6 +450,8 @@ def add_cxl_and_advertised(target: dict[str, Any], facts: Mapping[str, Any], hos
             target["interleave_gran"] = region["interleave_gran"]
             target["devices"] = found["devices"]
             target["device_kind"] = "cxl"
+            if found.get("why"):
+                target["devices_why"] = found["why"]
     elif target.get("mappings"):
         ordered = sorted(target["mappings"], key=lambda m: (m.get("position") is None, m.get("position")))
         target["devices"] = [m.get("dimm") for m in ordered]
@@ -626,10 +629,13 @@ def format_info(info: dict[str, Any]) -> str:
         if t.get("devices"):
             add("devices", ", ".join(f"{i}: {d}" for i, d in enumerate(t["devices"]))
                 + "  (device i of placement=per-dimm)")
+        if t.get("devices_why"):
+            add("devices", f"none: placement=per-dimm is refused here: {t['devices_why']}")
         for r in (t.get("cxl") or {}).get("regions", []):
             add("cxl region", f"{r['region']} {r.get('mode')} {size(r.get('size'))} at {hex(r['resource'] or 0)}, "
                 f"ways={r.get('interleave_ways')} gran={r.get('interleave_gran')} node={r.get('node')} "
-                f"host bridge {','.join(r.get('host_bridges') or []) or '-'}")
+                f"host bridge {','.join(r.get('host_bridges') or []) or '-'}, "
+                f"arithmetic {r.get('arithmetic') or 'unknown'}")
             for tg in r.get("targets", []):
                 serial = tg.get("serial")
                 add("", f"position {tg['position']}: {tg.get('memdev')} serial {hex(serial) if isinstance(serial, int) else '-'}"
