@@ -261,12 +261,12 @@ def host_interleave(sys: Path, start: int | None, size: int | None, bridges: int
     out: dict[str, Any] = {"arithmetic": None, "arithmetic_why": None, "window": None}
     if start is None or not size:
         return out
+    if bridges <= 1:
+        out["arithmetic"] = "modulo"
+        return out
     cedt, why = read_cedt(sys)
     window = window_at(cedt, start, size) if cedt is not None else None
     if window is None:
-        if bridges <= 1:
-            out["arithmetic"] = "modulo"
-            return out
         out["arithmetic_why"] = why or (f"no CXL window of the CEDT holds {start:#x}-{start + size - 1:#x}: "
                                         "the host translates its addresses (HPA != SPA, as AMD's PRM does)")
         return out
@@ -276,13 +276,13 @@ def host_interleave(sys: Path, start: int | None, size: int | None, bridges: int
         out["arithmetic_why"] = (f"the CEDT window at {window['base']:#x} has interleave arithmetic "
                                  f"{window['arithmetic']} and ways encoding {window['eiw']}: not modulo or XOR "
                                  "of 1-16 ways")
-        return out if bridges > 1 else {**out, "arithmetic": "modulo", "arithmetic_why": None}
+        return out
     if arith == "xor":
         maps = xor_maps(cedt, window) if cedt is not None else None
         if maps is None:
             out["arithmetic_why"] = (f"the XOR window at {window['base']:#x} has no CXIMS with its XORMAPs "
                                      f"for granularity {window['gran']}")
-            return out if bridges > 1 else {**out, "arithmetic": "modulo", "arithmetic_why": None}
+            return out
         out["window"]["xormaps"] = maps
         out["window"]["eig"], out["window"]["eiw"] = window["eig"], window["eiw"]
     out["arithmetic"] = arith
