@@ -289,7 +289,7 @@ def test_unknown_arithmetic_over_two_bridges_is_refused(tmp_path: Path, case: st
                            cedt=tables[case]))
     assert r["arithmetic"] is None and why in r["arithmetic_why"]
     g = cxl.geometry(r, BASE)
-    assert g["devices"] is None and "spans 2 host bridges" in g["why"] and why in g["why"]
+    assert g["devices"] is None and "spans 2 host bridge(s)" in g["why"] and why in g["why"]
     with pytest.raises(ValueError, match="interleave arithmetic is unknown"):
         cxl.locate(r, BASE, 0)
 
@@ -300,6 +300,25 @@ def test_unreadable_cedt_says_so(tmp_path: Path) -> None:
     (sysd / cxl.CEDT).mkdir()  # reading it fails as an unreadable file does (EISDIR here, EACCES for users)
     cedt, why = cxl.read_cedt(sysd)
     assert cedt is None and why is not None and "unreadable" in why
+
+
+def test_normalized_addressing_is_refused(tmp_path: Path) -> None:
+    """AMD's PRM translation (Linux 7.0 atl.c): endpoint decoders programmed passthrough (their HPA
+    start is their DPA start, 1 way) under a 2-way region: no arithmetic of ours names the device,
+    even below one host bridge."""
+    sysd = make_region(tmp_path / "sys", ways=2, gran=256, start=BASE, size=256 * MiB,
+                       positions=[("memA", 7), ("memB", 7)], cedt=None)
+    for dec in sorted((sysd / "bus/cxl/devices").glob("decoder1*")):
+        (dec / "start").write_text(hex(DPA) + "\n")
+        (dec / "interleave_ways").write_text("1\n")
+    r = region(sysd)
+    assert r["arithmetic"] is None and "ACPI PRM" in r["arithmetic_why"]
+    g = cxl.geometry(r, BASE)
+    assert g["devices"] is None and "normalized addressing" in g["why"]
+    # a decoder that decodes its share of the region itself (4 KiB-interleaved HPA) is not that
+    (sysd / "bus/cxl/devices/decoder10.0/start").write_text(hex(BASE) + "\n")
+    (sysd / "bus/cxl/devices/decoder10.0/interleave_ways").write_text("2\n")
+    assert region(sysd)["arithmetic"] == "modulo"
 
 
 def test_one_bridge_needs_no_cedt(tmp_path: Path) -> None:

@@ -80,7 +80,8 @@ def _target(sys: Path, region: Path, position: int) -> dict[str, Any] | None:
     dec = sys / CXL / decoder
     out: dict[str, Any] = {"position": position, "decoder": decoder,
                            "dpa_resource": _int(dec / "dpa_resource"), "dpa_size": _int(dec / "dpa_size"),
-                           "mode": _text(dec / "mode")}
+                           "mode": _text(dec / "mode"), "hpa_start": _int(dec / "start"),
+                           "decoder_ways": _int(dec / "interleave_ways")}
     try:
         port = dec.resolve(strict=True).parent  # endpointN
         memdev = (port / "uport").resolve(strict=True)
@@ -297,13 +298,25 @@ def region_info(sys: Path, region: Path) -> dict[str, Any]:
     targets = [t for t in (_target(sys, region, i) for i in range(ways or 0)) if t is not None]
     access = {k: _int(region / "access0" / k) for k in ADV_ATTRS}
     bridges = sorted({t["host_bridge"] for t in targets if t.get("host_bridge")})
+    # AMD's normalized addressing (Linux 7.0, drivers/cxl/core/atl.c): the endpoint decoders pass
+    # addresses through (their HPA range is their DPA range, one way) and the platform's PRM
+    # handler translates DPA to SPA, the chunk's device varying from one round to the next
+    normalized = bool(ways and ways > 1 and targets) and all(
+        t.get("hpa_start") is not None and t.get("hpa_start") == t.get("dpa_resource") and t.get("decoder_ways") == 1
+        for t in targets)
+    interleave = host_interleave(sys, resource, size, len(bridges))
+    if normalized:
+        interleave = {"arithmetic": None, "window": None,
+                      "arithmetic_why": "the endpoint decoders pass addresses through (HPA = DPA, 1 way: normalized "
+                                        "addressing) and the platform translates them through ACPI PRM (HPA != SPA): "
+                                        "which device holds a chunk varies from round to round"}
     return {
         "region": region.name, "mode": mode, "resource": resource, "size": size,
         "interleave_ways": ways, "interleave_gran": _int(region / "interleave_granularity"),
         "targets": targets, "host_bridges": bridges,
         "node": _region_node(sys, region, mode, resource),
         "access0": access if any(v is not None for v in access.values()) else None,
-        **host_interleave(sys, resource, size, len(bridges)),
+        **interleave,
     }
 
 
@@ -336,7 +349,7 @@ def position_at(region: dict[str, Any], hpa: int) -> tuple[int | None, str | Non
     if arith == "modulo":
         return ((hpa - start) // gran) % ways, None
     if arith != "xor":
-        return None, (f"{region['region']} spans {len(region['host_bridges'])} host bridges and the platform's "
+        return None, (f"{region['region']} spans {len(region['host_bridges'])} host bridge(s) and the platform's "
                       f"interleave arithmetic is unknown: {region.get('arithmetic_why')}")
     w = region["window"]
     n = hb_index(w, w["xormaps"], hpa)
