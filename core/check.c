@@ -554,10 +554,11 @@ int pl_check_run(const struct pl_params *p, const struct pl_facts *f, struct pl_
 	 * offset's position in one physically contiguous interleave set; a
 	 * DRAM target's pages lie anywhere in physical memory (and with
 	 * 3/6/12 ways even 2 MiB pages start at different positions), so
-	 * no offset of it names a device.  Judged last, so that every other
-	 * rule of a per-dimm run gets the same verdict on DRAM as elsewhere.
+	 * no offset of it names a device (with one way every offset is the
+	 * one device: allowed).  Judged last, so that every other rule of a
+	 * per-dimm run gets the same verdict on DRAM as elsewhere.
 	 */
-	if (p->placement == PL_PLACE_DIMM && pl_known(f, PL_FACT_LAYOUT) &&
+	if (p->placement == PL_PLACE_DIMM && p->interleave_ways > 1 && pl_known(f, PL_FACT_LAYOUT) &&
 	    (f->scattered || (load && f->load.scattered)))
 		return pl_refuse(v, -EINVAL, PL_P_placement, true,
 				 "per-dimm needs a physically contiguous target (fsdax, devdax): %s is DRAM, its pages scattered in physical memory, so no offset names one DIMM or device; use per-thread or global",

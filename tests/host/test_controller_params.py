@@ -141,6 +141,7 @@ def test_per_dimm_on_a_dram_target_is_refused(kind, refused):
     assert "use per-thread or global" in p.reason
     assert P.check_point(full(placement="per-thread"), facts) == []
     assert P.check_point(full(placement="global"), facts) == []
+    assert P.check_point(full(placement="per-dimm", interleave_ways=1), facts) == []  # one way: the one device
 
 
 @pytest.mark.parametrize("kw", [

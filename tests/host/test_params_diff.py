@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -47,23 +46,11 @@ def check(*args: str) -> subprocess.CompletedProcess:
 
 @pytest.mark.parametrize("kw", DRIFTED, ids=lambda kw: " ".join(f"{k}={v}" for k, v in kw.items()))
 def test_the_six_inputs_are_accepted_by_runner_and_controller(kw, user_facts):
-    """Accepted by both; only a machine with fewer CPUs than threads (3) refuses, both alike, and
-    per-dimm on this DRAM target (its pages scattered in physical memory), both alike, after every
-    other rule passed: per-dimm is accepted on a file's offsets."""
+    """Accepted by both; only a machine with fewer CPUs than threads (3) refuses, both alike."""
     res = check(*(f"{k}={v}" for k, v in kw.items()))
     verdict = controller_verdict(kw, user_facts)
     if int(kw.get("threads", 1)) > len(os.sched_getaffinity(0)):
         assert res.stdout.startswith("ERANGE threads 1 ") and verdict == ("ERANGE", "threads")
-    elif kw.get("placement") == "per-dimm":
-        assert res.stdout.startswith("EINVAL placement ") and verdict == ("EINVAL", "placement"), res.stdout
-        img = Path(os.environ.get("TMPDIR", "/tmp")) / f"pmemlab-params-diff-{os.getpid()}.img"
-        img.write_bytes(bytes(4 * MiB))
-        try:
-            on_file = subprocess.run([str(RUNNER), "--check", f"target={img}", "allow_file=1",
-                                      *(f"{k}={v}" for k, v in kw.items())], capture_output=True, text=True, timeout=60)
-        finally:
-            img.unlink()
-        assert on_file.returncode == 0 and on_file.stdout.startswith("ok "), on_file.stdout + on_file.stderr
     else:
         assert res.returncode == 0 and res.stdout.startswith("ok "), res.stdout + res.stderr
         assert verdict == ("ok", "-")
