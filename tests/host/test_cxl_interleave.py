@@ -357,3 +357,33 @@ def test_the_bed_fixture_is_unchanged(tmp_path: Path) -> None:
     """The bed's region (two devices below one bridge, no CEDT in the fixture) keeps its order."""
     r = cxl.region_at(make_cxl_sysfs(tmp_path / "sys"), 0x370000000 + GiB)
     assert r is not None and r["arithmetic"] == "modulo" and r["window"] is None
+
+
+def xor_hpa_to_spa(maps: list[int], hpa: int) -> int:
+    """Linux's cxl_xor_hpa_to_spa (6.11+): for each XORMAP, its lowest set bit is replaced by the
+    parity of hpa & XORMAP, in order."""
+    for m in maps:
+        if m:
+            low = (m & -m).bit_length() - 1
+            hpa = (hpa & ~(1 << low)) | ((bin(hpa & m).count("1") & 1) << low)
+    return hpa
+
+
+@pytest.mark.parametrize("ways,maps", [
+    (2, [0x100 | 1 << 16 | 1 << 23]),
+    (4, [0x100 | 1 << 14 | 1 << 21, 0x200 | 1 << 15 | 1 << 30]),
+])
+def test_xor_agrees_with_the_kernels_dpa_to_spa(tmp_path: Path, ways: int, maps: list[int]) -> None:
+    """The other half of Linux's XOR arithmetic: the device at region position p holds the modulo
+    address of its DPA (region start + (chunk * ways + p) * gran) with the XOR maps applied
+    (cxl_dpa_to_hpa, then hpa_to_spa). Where such an address lands by `hb_index` is p again."""
+    table = acpi_table(b"CEDT", cfmws(BASE, 16 * GiB, EIW[ways], 1, EIG[256], [20 + i for i in range(ways)])
+                       + cxims(EIG[256], maps))
+    r = region(make_region(tmp_path / "sys", ways=ways, gran=256, start=BASE, size=GiB,
+                           positions=_bridges(ways), cedt=table))
+    for chunk in [0, 1, 7, 255, 256, 4097, (1 << 19) + 3, (GiB // 256 // ways) - 1]:
+        for p in range(ways):
+            spa = xor_hpa_to_spa(maps, BASE + (chunk * ways + p) * 256 + 40)
+            assert cxl.position_at(r, spa) == (p, None), (chunk, p, hex(spa))
+            got = cxl.locate(r, BASE, spa - BASE)
+            assert got["memdev"] == f"mem{p}" and got["dpa"] == DPA + chunk * 256 + 40
