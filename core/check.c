@@ -547,5 +547,21 @@ int pl_check_run(const struct pl_params *p, const struct pl_facts *f, struct pl_
 	err = pl_check_regions(p, pl_known(f, PL_FACT_TARGET), f->target_size, 0, load ? 1 : n, v);
 	if (!err && load)
 		err = pl_check_regions(p, true, f->load.size, 1, n, v);
-	return err;
+	if (err)
+		return err;
+	/*
+	 * per-dimm names the DIMM (CXL device) of target offset o by the
+	 * offset's position in one physically contiguous interleave set; a
+	 * DRAM target's pages lie anywhere in physical memory (and with
+	 * 3/6/12 ways even 2 MiB pages start at different positions), so
+	 * no offset of it names a device (with one way every offset is the
+	 * one device: allowed).  Judged last, so that every other rule of a
+	 * per-dimm run gets the same verdict on DRAM as elsewhere.
+	 */
+	if (p->placement == PL_PLACE_DIMM && p->interleave_ways > 1 && pl_known(f, PL_FACT_LAYOUT) &&
+	    (f->scattered || (load && f->load.scattered)))
+		return pl_refuse(v, -EINVAL, PL_P_placement, true,
+				 "per-dimm needs a physically contiguous target (fsdax, devdax): %s is DRAM, its pages scattered in physical memory, so no offset names one DIMM or device; use per-thread or global",
+				 f->scattered ? "the target" : "the load target");
+	return 0;
 }

@@ -107,6 +107,7 @@ extern const struct pl_param pl_params[PL_NPARAMS];
 #define PL_FACT_BACKEND		(1u << 5)	/* user */
 #define PL_FACT_FS		(1u << 6)	/* fs_sig, nparts, allow_overwrite */
 #define PL_FACT_LOAD		(1u << 7)	/* load: the load_target's facts */
+#define PL_FACT_LAYOUT		(1u << 8)	/* scattered (load.scattered with PL_FACT_LOAD) */
 
 struct pl_facts {
 	u32 known;			/* PL_FACT_* of the fields set */
@@ -123,6 +124,7 @@ struct pl_facts {
 	const char *fs_sig;		/* "none", "unreadable" or the signature found (sig.c) */
 	unsigned int nparts;		/* partitions of the target's disk */
 	bool allow_overwrite;
+	bool scattered;			/* pages scattered over physical memory (DRAM), not one range */
 	/* load_target's target, where the load threads run (PL_FACT_LOAD; its FS facts with PL_FACT_FS) */
 	struct pl_load_facts {
 		u64 size;
@@ -130,6 +132,7 @@ struct pl_facts {
 		const char *fs_sig;
 		unsigned int nparts;
 		bool allow_overwrite;
+		bool scattered;
 	} load;
 };
 

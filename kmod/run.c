@@ -49,7 +49,7 @@ void pl_facts(const struct pl_dev *d, struct pl_facts *f)
 {
 	memset(f, 0, sizeof(*f));
 	f->known = PL_FACT_TARGET | PL_FACT_CPU | PL_FACT_CPUS | PL_FACT_TSC |
-		   PL_FACT_PREFETCH | PL_FACT_BACKEND | PL_FACT_FS;
+		   PL_FACT_PREFETCH | PL_FACT_BACKEND | PL_FACT_FS | PL_FACT_LAYOUT;
 	f->target_size = d->t.size;
 	f->dead = READ_ONCE(d->t.dead);
 	f->features = pl_mod.features;
@@ -63,6 +63,7 @@ void pl_facts(const struct pl_dev *d, struct pl_facts *f)
 	f->fs_sig = d->t.fs_sig;
 	f->nparts = d->t.nparts;
 	f->allow_overwrite = d->allow_overwrite;
+	f->scattered = d->t.kind == PL_TARGET_DRAM;
 }
 
 /* the load target's facts (load_target), for the core's check */
@@ -74,6 +75,7 @@ static void pl_facts_load(const struct pl_dev *ld, struct pl_facts *f)
 	f->load.fs_sig = ld->t.fs_sig;
 	f->load.nparts = ld->t.nparts;
 	f->load.allow_overwrite = ld->allow_overwrite;
+	f->load.scattered = ld->t.kind == PL_TARGET_DRAM;
 }
 
 /*

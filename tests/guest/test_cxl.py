@@ -288,26 +288,63 @@ def test_advertised_is_what_qemu_was_told_and_what_the_kernel_exposes(module, cx
 WINDOW = 64 * KiB
 
 
-def test_per_device_writes_for_the_outside_check(module, proof_pmem: str) -> None:
-    """On a namespace nothing else writes: thread 0 writes the chunks of device 0 in window A, then
-    thread 1 those of device 1 in window B (the other thread of each run only loads). What was
-    asked, the geometry pmemlab read and the module's target address go to per-device.json
-    beside the devices' backing files; the host test checks the files after the guest exits."""
+def per_device_runs(module, target: str, out_name: str, **load: str) -> dict:
+    """Thread 0 writes the chunks of device 0 in window A, then thread 1 those of device 1 in window
+    B (the other thread of each run only loads); what was asked, the geometry pmemlab read and the
+    module's target address go to out_name beside the devices' backing files."""
     out_dir = Path(cxl_env("PMEMLAB_CXL_DIR"))
     runs = [(0, "ntstore,load", MiB), (1, "load,ntstore", 2 * MiB)]
-    with module(target=proof_pmem) as sysfs:
+    with module(target=target, **load) as sysfs:
         info = info_json()
         mod = Module(sysfs)
         t = info["target"]
-        assert t["fs_signature"] == "none", "the proof namespace was written before this test"
+        assert t["fs_signature"] == "none", f"{target} was written before this test"
         ways, gran = t["interleave_ways"], t["interleave_gran"]
         for thread, op, offset in runs:
             mod.run(mode="bandwidth", threads=2, op=op, access_size=256, pattern="seq", placement="per-dimm",
                     interleave_ways=ways, interleave_gran=gran, dimms_per_thread=1, window_offset=offset,
                     working_set=WINDOW, count=WINDOW // ways // 256, duration_ms=1000)
         size = int(mod.read("target_size"))
-    (out_dir / "per-device.json").write_text(json.dumps({
-        "target": proof_pmem, "phys": t["cxl"]["phys"], "size": size, "region": t["cxl"]["regions"][0],
-        "devices": t["devices"], "interleave_ways": ways, "interleave_gran": gran,
-        "runs": [{"thread": th, "op": op, "window_offset": off, "working_set": WINDOW, "device_index": th}
-                 for th, op, off in runs]}, indent=1) + "\n")
+    plan = {"target": target, "phys": t["cxl"]["phys"], "size": size, "region": t["cxl"]["regions"][0],
+            "devices": t["devices"], "shift": t["cxl"]["shift"], "interleave_ways": ways, "interleave_gran": gran,
+            "runs": [{"thread": th, "op": op, "window_offset": off, "working_set": WINDOW, "device_index": th}
+                     for th, op, off in runs]}
+    (out_dir / out_name).write_text(json.dumps(plan, indent=1) + "\n")
+    return plan
+
+
+def test_per_device_writes_for_the_outside_check(module, proof_pmem: str) -> None:
+    """On a namespace nothing else writes (per-device.json; its data starts 2 MiB into the namespace,
+    a whole number of interleave rounds: device 0 is the region's position 0)."""
+    plan = per_device_runs(module, proof_pmem, "per-device.json")
+    assert plan["shift"] == 0
+
+
+@pytest.fixture(scope="module")
+def shifted_pmem() -> str:
+    """A partition starting 4 KiB (sector 8) into the third CXL fsdax namespace, to its end."""
+    devs = cxl_env("PMEMLAB_CXL_PMEM").split()
+    if len(devs) < 3:
+        pytest.skip("no third CXL fsdax namespace (scripts/vm --cxl-namespaces with three sizes)")
+    disk = devs[2]
+    subprocess.run(["sfdisk", "--quiet", "--label", "dos", disk], input="start=8, type=83\n", text=True,
+                   capture_output=True, check=True)
+    subprocess.run(["udevadm", "settle", "-t", "20"], check=False)
+    part = f"{disk}p1"
+    assert Path(part).exists(), f"{part}: the partition did not appear"
+    assert int(Path(f"/sys/class/block/{Path(part).name}/start").read_text()) == 8
+    return part
+
+
+def test_per_device_writes_shifted_for_the_outside_check(module, shifted_pmem: str) -> None:
+    """The same runs on a partition 4 KiB into a namespace (per-device-shifted.json): the target
+    starts one chunk into an interleave round, so pmemlab reports shift 1 and device 0 is the
+    region's position 1; the host test finds each run's bytes in the file of that device."""
+    plan = per_device_runs(module, shifted_pmem, "per-device-shifted.json")
+    region = plan["region"]
+    gran, ways = plan["interleave_gran"], plan["interleave_ways"]
+    assert (plan["phys"] - region["resource"]) % (gran * ways) == 4096 % (gran * ways)
+    by_pos = {tg["position"]: tg["memdev"] for tg in region["targets"]}
+    assert plan["shift"] == (4096 // gran) % ways == 1
+    assert plan["devices"] == [by_pos[(1 + i) % ways] for i in range(ways)]
+

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pandas as pd
@@ -164,3 +165,78 @@ def test_toolkit_revision_is_read_once_per_process(monkeypatch):
         assert machine.toolkit_revision() == f"v{machine.__version__}"
     finally:
         machine.toolkit_revision.cache_clear()
+
+
+# ---------------------------------------------------------------- NVDIMM interleave rotation
+MiB = 1 << 20
+X6 = ["nmem1", "nmem4", "nmem0", "nmem3", "nmem2", "nmem5"]  # the fixture's x6 set, by position
+REGION_BASE = 0x30_0000_0000
+
+
+def _nd_sys(sysd, *, partition_start=None, data_start=None):
+    """bus/nd/devices/region0/resource; with data_start the fsdax namespace's pfn device (its
+    resource: where its data starts) and pmem0 below it, with partition_start pmem0p1 too."""
+    region = sysd / "devices/platform/ACPI0012:00/ndbus0/region0"
+    region.mkdir(parents=True, exist_ok=True)
+    (region / "resource").write_text(f"{REGION_BASE:#x}\n")
+    (sysd / "bus/nd/devices").mkdir(parents=True, exist_ok=True)
+    os.symlink(region, sysd / "bus/nd/devices/region0")
+    if data_start is None:
+        return
+    pfn = region / "pfn0.1"
+    disk = pfn / "block/pmem0"
+    disk.mkdir(parents=True)
+    (pfn / "resource").write_text(f"{data_start:#x}\n")
+    os.symlink(pfn, disk / "device")
+    (sysd / "class/block").mkdir(parents=True, exist_ok=True)
+    os.symlink(disk, sysd / "class/block/pmem0")
+    if partition_start is not None:
+        part = disk / "pmem0p1"
+        part.mkdir()
+        (part / "partition").write_text("1\n")
+        (part / "start").write_text(f"{partition_start // 512}\n")
+        os.symlink(part, sysd / "class/block/pmem0p1")
+
+
+@pytest.mark.parametrize("ways,shift,rotation", [
+    # data 2 MiB into the set: chunk 512 of 4 KiB; 512 mod 2 = 0, mod 3 = 2, mod 6 = 2; 4 KiB more: 513
+    (2, 0, 0), (2, 4096, 1), (3, 0, 2), (3, 4096, 0), (6, 0, 2), (6, 4096, 3),
+])
+def test_nvdimm_rotation_from_where_the_data_starts(tmp_path, ways, shift, rotation):
+    """Device 0 of per-device placement is the set's position (data_offset / 4 KiB) mod ways: with
+    x3 and x6 sets even the usual 2 MiB fsdax data offset is not a multiple of ways * 4 KiB."""
+    _nd_sys(tmp_path)
+    mappings = [{"dimm": f"nmem{p}", "position": p} for p in reversed(range(ways))]
+    target = {"region": "region0", "mappings": mappings, "device": "/dev/pmem0"}
+    got = machine.nvdimm_data_start(tmp_path, target, {"target_phys": hex(REGION_BASE + 2 * MiB + shift)})
+    assert got == {"data_offset": 2 * MiB + shift, "gran": 4096, "rotation": rotation,
+                   "aligned": (2 * MiB + shift) % (4096 * ways) == 0, "source": "target_phys"}
+
+
+def test_nvdimm_rotation_of_a_partition_without_the_module(tmp_path):
+    """The user backend (no target_phys): the namespace's data start (its pfn device's resource) plus
+    the partition's start (sectors of 512 B), here 4 KiB into a namespace whose data starts 2 MiB in."""
+    _nd_sys(tmp_path, data_start=REGION_BASE + 2 * MiB, partition_start=4096)
+    target = {"region": "region0", "mappings": [{"dimm": d, "position": p} for p, d in enumerate(X6)],
+              "device": "/dev/pmem0p1"}
+    got = machine.nvdimm_data_start(tmp_path, target, {})
+    assert got is not None and (got["data_offset"], got["rotation"]) == (2 * MiB + 4096, 3)
+    assert got["source"] == "namespace data start + partition start"
+    whole = machine.nvdimm_data_start(tmp_path, {**target, "device": "/dev/pmem0"}, {})
+    assert whole is not None and (whole["data_offset"], whole["rotation"]) == (2 * MiB, 2)
+    assert machine.nvdimm_data_start(tmp_path, {**target, "region": "region7"}, {}) is None
+
+
+@pytest.mark.parametrize("shift,first", [(0, 2), (4096, 3)])
+def test_info_lists_the_x6_devices_rotated(tmp_path, host, shift, first):
+    """`pmemlab info` on the x6 set: devices in per-device order start at the position holding the
+    target's first chunk (ndctl lists positions; before, device 0 was always position 0)."""
+    _nd_sys(host.sys)
+    fake = make_fake(tmp_path)
+    (fake.root / "target_phys").write_text(f"{REGION_BASE + 2 * MiB + shift:#x}\n")
+    info = machine.gather_info(fake.module(), host, runner=ndctl_runner)
+    t = info["target"]
+    assert t["devices"] == [X6[(first + i) % 6] for i in range(6)] and t["device_kind"] == "nvdimm"
+    assert t["devices_shift"]["rotation"] == first
+    assert f"device 0 is at position {first}" in machine.format_info(info)
+    assert machine.conditions(info)["target_devices"] == " ".join(t["devices"])

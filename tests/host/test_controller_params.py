@@ -122,6 +122,28 @@ def test_cross_rules():
     assert problems(op="ntload", width=8) == {("width", "invalid")}  # no such instruction on any CPU
 
 
+@pytest.mark.parametrize("kind,refused", [("dram", True), ("user-dram", True), ("fsdax", False),
+                                          ("user-devdax", False), ("user-file", False), (None, False)])
+def test_per_dimm_on_a_dram_target_is_refused(kind, refused):
+    """A DRAM target's pages lie anywhere in physical memory: no target offset names a DIMM, so
+    per-dimm is refused there (EINVAL, the reason naming DRAM and what to use), by the same libplcore
+    check the module and the runner run; a contiguous target (fsdax, devdax, a file's offsets) and
+    an unknown kind keep it, and DRAM keeps the other placements."""
+    facts = P.TargetFacts(target_size=64 << 20, extra={"target_kind": kind} if kind else {})
+    values = full(placement="per-dimm", interleave_ways=2)
+    got = P.check_point(values, facts)
+    if not refused:
+        assert got == []
+        return
+    (p,) = got
+    assert (p.key, p.kind, p.errno) == ("placement", "unsupported", errno.EINVAL)
+    assert "per-dimm needs a physically contiguous target" in p.reason and "DRAM" in p.reason
+    assert "use per-thread or global" in p.reason
+    assert P.check_point(full(placement="per-thread"), facts) == []
+    assert P.check_point(full(placement="global"), facts) == []
+    assert P.check_point(full(placement="per-dimm", interleave_ways=1), facts) == []  # one way: the one device
+
+
 @pytest.mark.parametrize("kw", [
     dict(access_size=8, width=0),                      # the widest width that fits: 8
     dict(read_pct=100, op="store"),                    # every access a load

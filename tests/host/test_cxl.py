@@ -44,7 +44,7 @@ def test_geometry_names_the_device_of_target_offset_zero(sysd: Path) -> None:
     r = cxl.region_at(sysd, PMEM)
     assert r is not None
     assert cxl.geometry(r, PMEM + 2 * MiB) == {"offset_in_region": 2 * MiB, "shift": 0, "aligned": True,
-                                               "devices": ["mem0", "mem1"]}
+                                               "devices": ["mem0", "mem1"], "arithmetic": "modulo", "why": None}
     # a target starting one chunk into a pair: its device 0 is the memdev at position 1
     g = cxl.geometry(r, PMEM + 2 * MiB + 4096)
     assert g["shift"] == 1 and g["aligned"] is False and g["devices"] == ["mem1", "mem0"]

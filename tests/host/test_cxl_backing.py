@@ -23,17 +23,22 @@ import pytest
 from pmemlab import cxl
 
 
-@pytest.fixture(scope="module")
-def bed() -> Path:
+PLANS = ("per-device.json", "per-device-shifted.json")
+
+
+@pytest.fixture(scope="module", params=PLANS)
+def bed(request: pytest.FixtureRequest) -> tuple[Path, str]:
     d = os.environ.get("PMEMLAB_CXL_DIR", "")
-    if not d or not (Path(d) / "per-device.json").exists():
-        pytest.skip("no CXL guest's backing files (PMEMLAB_CXL_DIR with per-device.json, written by the guest test)")
-    return Path(d)
+    if not d or not (Path(d) / request.param).exists():
+        pytest.skip(f"no CXL guest's backing files (PMEMLAB_CXL_DIR with {request.param}, written by the guest test)")
+    return Path(d), request.param
 
 
-def backing_problems(bed: Path) -> list[str]:
-    """What is wrong with the devices' backing files against per-device.json ([] when nothing)."""
-    plan = json.loads((bed / "per-device.json").read_text())
+def backing_problems(bed: Path, name: str = "per-device.json") -> list[str]:
+    """What is wrong with the devices' backing files against a plan (per-device.json: a namespace
+    whose data starts on a round; per-device-shifted.json: a partition 4 KiB into one, device 0
+    at the region's position 1) ([] when nothing)."""
+    plan = json.loads((bed / name).read_text())
     devices = json.loads((bed / "devices.json").read_text())
     region, phys, size = plan["region"], plan["phys"], plan["size"]
     ways, gran = plan["interleave_ways"], plan["interleave_gran"]
@@ -75,8 +80,13 @@ def backing_problems(bed: Path) -> list[str]:
     return problems
 
 
-def test_per_device_writes_land_in_their_device_at_the_geometry_s_offsets(bed: Path) -> None:
-    problems = backing_problems(bed)
+def test_per_device_writes_land_in_their_device_at_the_geometry_s_offsets(bed: tuple[Path, str]) -> None:
+    where, name = bed
+    plan = json.loads((where / name).read_text())
+    if name == "per-device-shifted.json":  # the shift is real: the target starts one chunk into a round
+        region, gran, ways = plan["region"], plan["interleave_gran"], plan["interleave_ways"]
+        assert (plan["phys"] - region["resource"]) // gran % ways == plan["shift"] == 1
+    problems = backing_problems(where, name)
     assert not problems, "\n".join(problems[:20])
 
 

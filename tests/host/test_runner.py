@@ -450,6 +450,25 @@ def test_runner_refuses_like_the_module(built: Path, args: list[str], err: str, 
     assert f"pmemlab-run: {err}: " in res.stderr and text in res.stderr, res.stderr
 
 
+def test_per_dimm_needs_a_contiguous_target(built: Path, tmp_path: Path) -> None:
+    """per-dimm names the DIMM of target offset o by o's place in one contiguous interleave set; a
+    DRAM target's pages lie anywhere in physical memory: refused (EINVAL, the reason saying so), on
+    the target as on the load target, by core/check.c as the module refuses it; the other
+    placements run on DRAM, and per-dimm runs on a file's offsets."""
+    res = run("target=dram", "dram_size=4M", "count=10", "placement=per-dimm", "interleave_ways=2", check=False)
+    assert res.returncode == 2 and "pmemlab-run: EINVAL: placement: per-dimm needs a physically contiguous " \
+        "target (fsdax, devdax): the target is DRAM" in res.stderr, res.stderr
+    for placement in ("global", "per-thread"):
+        run("target=dram", "dram_size=4M", "count=10", f"placement={placement}")
+    img = tmp_path / "img"
+    img.write_bytes(bytes(4 << 20))
+    run(f"target={img}", "allow_file=1", "count=10", "placement=per-dimm", "interleave_ways=2", "threads=2",
+        "dimms_per_thread=1")
+    res = run(f"target={img}", "allow_file=1", "count=10", "placement=per-dimm", "interleave_ways=2", "threads=2",
+              "load_target=dram", "dram_size=4M", "probe=1", check=False)
+    assert res.returncode == 2 and "the load target is DRAM" in res.stderr, res.stderr
+
+
 def facts_of(out: str) -> dict[str, str]:
     return dict(ln[len("#fact "):].split(" ", 1) for ln in out.splitlines() if ln.startswith("#fact ") and " " in ln[6:])
 

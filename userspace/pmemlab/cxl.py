@@ -8,6 +8,12 @@
 - `geometry(region, phys)`: the region seen from a target that starts at `phys`: which memdev is
   device i of pmemlab's per-device placement (`placement=per-dimm`: device i of target offset o
   is (o / interleave_gran) mod interleave_ways), and where target offset o lands (`locate`).
+  Across host bridges the platform picks the host bridge by the CXL fixed memory window's
+  arithmetic, read from the firmware's CEDT (`parse_cedt`: its CFMWS and CXIMS structures):
+  modulo, or XOR (`hb_index`); where it cannot be known (the CEDT unreadable, no window holding
+  the region: addresses translated, HPA != SPA as AMD's PRM does) or where it makes the device of
+  an offset depend on more than its position in the interleave round (XOR maps over higher
+  address bits), per-device placement names no device and says why (`devices` None, `why`).
 - `node_regions(sys, node)`: the CXL ram regions onlined as system RAM into a node.
 - `advertised(sys, node)`: the node's access0 performance (HMAT, or for a CXL node the CDAT of
   its devices as the kernel combined it) and `memory_tier(sys, node)`.
@@ -74,16 +80,40 @@ def _target(sys: Path, region: Path, position: int) -> dict[str, Any] | None:
     dec = sys / CXL / decoder
     out: dict[str, Any] = {"position": position, "decoder": decoder,
                            "dpa_resource": _int(dec / "dpa_resource"), "dpa_size": _int(dec / "dpa_size"),
-                           "mode": _text(dec / "mode")}
+                           "mode": _text(dec / "mode"), "hpa_start": _int(dec / "start"),
+                           "decoder_ways": _int(dec / "interleave_ways")}
     try:
         port = dec.resolve(strict=True).parent  # endpointN
         memdev = (port / "uport").resolve(strict=True)
     except OSError:
         return out
+    bridge = _host_bridge(memdev)
     out.update({"memdev": memdev.name, "serial": _int(memdev / "serial"),
                 "ram_size": _int(memdev / "ram" / "size"), "pmem_size": _int(memdev / "pmem" / "size"),
-                "pci": memdev.parent.name, "host_bridge": _host_bridge(memdev)})
+                "pci": memdev.parent.name, "host_bridge": bridge,
+                "host_bridge_uid": _host_bridge_uid(sys, memdev, bridge)})
     return out
+
+
+def _host_bridge_uid(sys: Path, memdev: Path, bridge: str | None) -> int | None:
+    """The ACPI _UID of a memdev's host bridge, the number the CEDT's windows list their targets by:
+    the host bridge's firmware node (ACPI0016), else the CXL root port's dport<UID> link to it."""
+    if bridge is None:
+        return None
+    for parent in memdev.parents:
+        if parent.name == bridge:
+            uid = _int(parent / "firmware_node" / "uid")
+            if uid is not None:
+                return uid
+            break
+    for root in sorted((sys / CXL).glob("root*")):
+        for link in root.glob("dport*"):
+            try:
+                if link.resolve(strict=True).name == bridge and link.name[5:].isdigit():
+                    return int(link.name[5:])
+            except OSError:
+                continue
+    return None
 
 
 def _region_node(sys: Path, region: Path, mode: str | None, resource: int | None) -> int | None:
@@ -102,18 +132,191 @@ def _region_node(sys: Path, region: Path, mode: str | None, resource: int | None
     return None
 
 
+# ---- the firmware's CXL Early Discovery Table (ACPI CEDT; CXL 3.1 section 9.18) ----
+CEDT = "firmware/acpi/tables/CEDT"
+ARITH_MODULO, ARITH_XOR = 0, 1
+ARITHMETIC = {ARITH_MODULO: "modulo", ARITH_XOR: "xor"}
+_HEADER = 36  # the ACPI table header (signature, length, revision, checksum, OEM ids)
+_CFMWS_FIXED = 36  # type, reserved, length, reserved, base, size, ways, arithmetic, reserved, gran, restrictions, qtg
+_CXIMS_FIXED = 8  # type, reserved, length, reserved, hbig, nr_xormaps
+
+
+def ways_of(eiw: int) -> int | None:
+    """Interleave ways from their encoding (ENIW): 0-4 -> 1, 2, 4, 8, 16; 8-10 -> 3, 6, 12."""
+    if 0 <= eiw <= 4:
+        return 1 << eiw
+    if 8 <= eiw <= 10:
+        return 3 << (eiw - 8)
+    return None
+
+
+def gran_of(eig: int) -> int | None:
+    """Interleave granularity in bytes from its encoding (HBIG): 0-6 -> 256 B .. 16 KiB."""
+    return 256 << eig if 0 <= eig <= 6 else None
+
+
+def parse_cedt(data: bytes) -> dict[str, list[dict[str, Any]]]:
+    """The CEDT's fixed memory windows (CFMWS, type 1: base, size, ways, granularity, arithmetic,
+    the host bridges' _UIDs in interleave order) and XOR maps (CXIMS, type 2: granularity and the
+    XORMAP list), little-endian as ACPICA's acpi_cedt_cfmws / acpi_cedt_cxims lay them out. Other
+    structures (CHBS, RDPAS) are skipped. ValueError for a table that is not a whole CEDT."""
+    if len(data) < _HEADER or data[:4] != b"CEDT":
+        raise ValueError("not a CEDT (no CEDT signature)")
+    length = int.from_bytes(data[4:8], "little")
+    if length > len(data) or length < _HEADER:
+        raise ValueError(f"CEDT length {length} does not match its {len(data)} bytes")
+    windows: list[dict[str, Any]] = []
+    xormaps: list[dict[str, Any]] = []
+    at = _HEADER
+    while at + 4 <= length:
+        kind, size = data[at], int.from_bytes(data[at + 2:at + 4], "little")
+        if size < 4 or at + size > length:
+            raise ValueError(f"CEDT structure at byte {at}: length {size} runs past the table")
+        body = data[at:at + size]
+        if kind == 1:
+            if size < _CFMWS_FIXED:
+                raise ValueError(f"CFMWS at byte {at}: {size} bytes, under its {_CFMWS_FIXED}")
+            eiw, arith = body[24], body[25]
+            eig = int.from_bytes(body[28:32], "little")
+            ways = ways_of(eiw)
+            n = ways or 0
+            if size < _CFMWS_FIXED + 4 * n:
+                raise ValueError(f"CFMWS at byte {at}: {size} bytes cannot hold {n} targets")
+            windows.append({
+                "base": int.from_bytes(body[8:16], "little"), "size": int.from_bytes(body[16:24], "little"),
+                "eiw": eiw, "ways": ways, "eig": eig, "gran": gran_of(eig), "arithmetic": arith,
+                "restrictions": int.from_bytes(body[32:34], "little"), "qtg_id": int.from_bytes(body[34:36], "little"),
+                "targets": [int.from_bytes(body[36 + 4 * i:40 + 4 * i], "little") for i in range(n)],
+            })
+        elif kind == 2:
+            if size < _CXIMS_FIXED:
+                raise ValueError(f"CXIMS at byte {at}: {size} bytes, under its {_CXIMS_FIXED}")
+            hbig, nr = body[6], body[7]
+            if size < _CXIMS_FIXED + 8 * nr:
+                raise ValueError(f"CXIMS at byte {at}: {size} bytes cannot hold {nr} XORMAPs")
+            xormaps.append({"eig": hbig, "gran": gran_of(hbig),
+                            "xormaps": [int.from_bytes(body[8 + 8 * i:16 + 8 * i], "little") for i in range(nr)]})
+        at += size
+    return {"windows": windows, "cxims": xormaps}
+
+
+def read_cedt(sys: Path) -> tuple[dict[str, list[dict[str, Any]]] | None, str | None]:
+    """The machine's CEDT parsed, or None and why not (absent, unreadable without root, malformed)."""
+    path = sys / CEDT
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        return None, f"no CEDT ({path}): the firmware describes no CXL windows"
+    except OSError as e:
+        return None, f"the CEDT ({path}) is unreadable: {e.strerror} (it is root's to read)"
+    try:
+        return parse_cedt(data), None
+    except ValueError as e:
+        return None, f"the CEDT ({path}) is malformed: {e}"
+
+
+def xor_maps(cedt: dict[str, list[dict[str, Any]]], window: dict[str, Any]) -> list[int] | None:
+    """The XORMAPs an XOR window uses, as Linux takes them (cxl_parse_cxims): from the CXIMS of the
+    window's granularity, the first log2(ways) (2, 4, 8, 16 ways) or log2(ways / 3) (6, 12 ways);
+    none for 1 and 3 ways; None when no CXIMS has as many for that granularity."""
+    ways = window["ways"]
+    if ways in (1, 3):
+        return []
+    need = (ways if ways & (ways - 1) == 0 else ways // 3).bit_length() - 1
+    for c in cedt["cxims"]:
+        if c["gran"] == window["gran"]:
+            return c["xormaps"][:need] if len(c["xormaps"]) >= need else None
+    return None
+
+
+def hb_index(window: dict[str, Any], maps: list[int], hpa: int) -> int:
+    """Which of an XOR window's targets (host bridges, by their index in the CFMWS list) decodes
+    host physical address `hpa` (CXL 3.1 Table 9-22, Linux's cxl_xor_calc_n): bit i of the index
+    is the parity of hpa & XORMAP[i]; with 3, 6 or 12 ways the bits above them are
+    HPA[51:eig + eiw] mod 3, the address bits above the granule and the XOR-picked bits.
+    (Linux's code adds the granularity in bytes where the table has its encoding, and takes the
+    masked address mod 3 without shifting it down; this follows the table the code cites.)"""
+    ways = window["ways"]
+    n = 0
+    for i, m in enumerate(maps):
+        n |= (bin(hpa & m).count("1") & 1) << i
+    if ways & (ways - 1):
+        low = window["eig"] + window["eiw"]
+        n |= (((hpa & ((1 << 52) - 1)) >> low) % 3) << len(maps)
+    return n
+
+
+def window_at(cedt: dict[str, list[dict[str, Any]]], start: int, size: int) -> dict[str, Any] | None:
+    """The CEDT window whose range holds [start, start + size)."""
+    for w in cedt["windows"]:
+        if w["base"] <= start and start + size <= w["base"] + w["size"]:
+            return w
+    return None
+
+
+def host_interleave(sys: Path, start: int | None, size: int | None, bridges: int) -> dict[str, Any]:
+    """How the platform spreads a region over its host bridges: `arithmetic` "modulo" or "xor" (and
+    the window's `hb_ways`, `hb_targets`, `xormaps`), or None with `arithmetic_why` when a region
+    over several host bridges has no window the CEDT describes. One host bridge needs no window:
+    its own decoders interleave by modulo."""
+    out: dict[str, Any] = {"arithmetic": None, "arithmetic_why": None, "window": None}
+    if start is None or not size:
+        return out
+    if bridges <= 1:
+        out["arithmetic"] = "modulo"
+        return out
+    cedt, why = read_cedt(sys)
+    window = window_at(cedt, start, size) if cedt is not None else None
+    if window is None:
+        out["arithmetic_why"] = why or (f"no CXL window of the CEDT holds {start:#x}-{start + size - 1:#x}: "
+                                        "the host translates its addresses (HPA != SPA, as AMD's PRM does)")
+        return out
+    out["window"] = {k: window[k] for k in ("base", "size", "ways", "gran", "targets")}
+    arith = ARITHMETIC.get(window["arithmetic"])
+    if arith is None or window["ways"] is None:
+        out["arithmetic_why"] = (f"the CEDT window at {window['base']:#x} has interleave arithmetic "
+                                 f"{window['arithmetic']} and ways encoding {window['eiw']}: not modulo or XOR "
+                                 "of 1-16 ways")
+        return out
+    if arith == "xor":
+        maps = xor_maps(cedt, window) if cedt is not None else None
+        if maps is None:
+            out["arithmetic_why"] = (f"the XOR window at {window['base']:#x} has no CXIMS with its XORMAPs "
+                                     f"for granularity {window['gran']}")
+            return out
+        out["window"]["xormaps"] = maps
+        out["window"]["eig"], out["window"]["eiw"] = window["eig"], window["eiw"]
+    out["arithmetic"] = arith
+    return out
+
+
 def region_info(sys: Path, region: Path) -> dict[str, Any]:
     ways = _int(region / "interleave_ways")
     resource = _int(region / "resource")
+    size = _int(region / "size")
     mode = _text(region / "mode")
     targets = [t for t in (_target(sys, region, i) for i in range(ways or 0)) if t is not None]
     access = {k: _int(region / "access0" / k) for k in ADV_ATTRS}
+    bridges = sorted({t["host_bridge"] for t in targets if t.get("host_bridge")})
+    # AMD's normalized addressing (Linux 7.0, drivers/cxl/core/atl.c): the endpoint decoders pass
+    # addresses through (their HPA range is their DPA range, one way) and the platform's PRM
+    # handler translates DPA to SPA, the chunk's device varying from one round to the next
+    normalized = bool(ways and ways > 1 and targets) and all(
+        t.get("hpa_start") is not None and t.get("hpa_start") == t.get("dpa_resource") and t.get("decoder_ways") == 1
+        for t in targets)
+    interleave = host_interleave(sys, resource, size, len(bridges))
+    if normalized:
+        interleave = {"arithmetic": None, "window": None,
+                      "arithmetic_why": "the endpoint decoders pass addresses through (HPA = DPA, 1 way: normalized "
+                                        "addressing) and the platform translates them through ACPI PRM (HPA != SPA): "
+                                        "which device holds a chunk varies from round to round"}
     return {
-        "region": region.name, "mode": mode, "resource": resource, "size": _int(region / "size"),
+        "region": region.name, "mode": mode, "resource": resource, "size": size,
         "interleave_ways": ways, "interleave_gran": _int(region / "interleave_granularity"),
-        "targets": targets, "host_bridges": sorted({t["host_bridge"] for t in targets if t.get("host_bridge")}),
+        "targets": targets, "host_bridges": bridges,
         "node": _region_node(sys, region, mode, resource),
         "access0": access if any(v is not None for v in access.values()) else None,
+        **interleave,
     }
 
 
@@ -132,27 +335,90 @@ def region_at(sys: Path, phys: int | None) -> dict[str, Any] | None:
     return None
 
 
-def geometry(region: dict[str, Any], phys: int) -> dict[str, Any]:
-    """The region as a target starting at `phys` sees it: `devices` lists the memdevs in the order
-    of pmemlab's per-device placement (device i holds the chunks of target offset o with
-    (o / gran) mod ways == i), `shift` is the position of device 0 (the chunk of target offset 0)."""
+def position_at(region: dict[str, Any], hpa: int) -> tuple[int | None, str | None]:
+    """The region position (target) whose device holds host physical address `hpa`, or None and
+    why it cannot be told. Modulo (one host bridge, or a modulo window): chunk (hpa - start) / gran
+    mod ways, Linux's position order. XOR window: the host bridge by `hb_index`, then below it that
+    bridge's decoder by modulo over the bits above the window's interleave (Linux programs it with
+    granularity gran * host-bridge ways, 3, 6, 12 ways counted as 1, 2, 4), its targets in their
+    region order."""
     ways, gran, start = region["interleave_ways"], region["interleave_gran"], region["resource"]
-    shift = ((phys - start) // gran) % ways if ways and gran and start is not None else 0
+    if not ways or not gran or start is None:
+        return None, "the region has no interleave geometry"
+    arith = region.get("arithmetic", "modulo")
+    if arith == "modulo":
+        return ((hpa - start) // gran) % ways, None
+    if arith != "xor":
+        return None, (f"{region['region']} spans {len(region['host_bridges'])} host bridge(s) and the platform's "
+                      f"interleave arithmetic is unknown: {region.get('arithmetic_why')}")
+    w = region["window"]
+    n = hb_index(w, w["xormaps"], hpa)
+    uid = w["targets"][n] if n < len(w["targets"]) else None
+    under: list[int] = sorted(int(t["position"]) for t in region["targets"] if t.get("host_bridge_uid") == uid)
+    if not under:
+        return None, f"no target of {region['region']} sits below host bridge _UID {uid} (window target {n})"
+    hb_ways = w["ways"] if w["ways"] & (w["ways"] - 1) == 0 else w["ways"] // 3
+    return under[(hpa // (gran * hb_ways)) % len(under)], None
+
+
+def _rounds(count: int) -> list[int]:
+    """Interleave rounds of a target to check a device order on: the first 64, every power of two
+    and its predecessor, and the last (an XOR map's bit above the round flips at a power of two)."""
+    picks = set(range(min(count, 64)))
+    bit = 1
+    while bit < count:
+        picks.update((bit - 1, bit))
+        bit <<= 1
+    picks.add(count - 1)
+    return sorted(r for r in picks if 0 <= r < count)
+
+
+def geometry(region: dict[str, Any], phys: int, size: int | None = None) -> dict[str, Any]:
+    """The region as a target starting at `phys` (of `size` bytes, else to the region's end) sees
+    it: `devices` lists the memdevs in the order of pmemlab's per-device placement (device i holds
+    the chunks of target offset o with (o / gran) mod ways == i), `shift` is the position of device
+    0 (the chunk of target offset 0). Where the platform's arithmetic is unknown, or makes the
+    device of a chunk depend on more than (o / gran) mod ways (XOR maps over bits above the
+    round), `devices` is None and `why` says so: per-device placement names no device there."""
+    ways, gran, start = region["interleave_ways"], region["interleave_gran"], region["resource"]
+    out: dict[str, Any] = {"offset_in_region": phys - start if start is not None else None, "shift": 0,
+                           "aligned": (phys - start) % (gran * ways) == 0 if ways and gran and start is not None else None,
+                           "devices": [], "arithmetic": region.get("arithmetic"), "why": None}
+    if not ways or not gran or start is None:
+        return out
     by_pos = {t["position"]: t for t in region["targets"]}
-    devices = [by_pos.get((shift + i) % ways, {}).get("memdev") for i in range(ways or 0)]
-    return {"offset_in_region": phys - start if start is not None else None, "shift": shift,
-            "aligned": (phys - start) % (gran * ways) == 0 if ways and gran and start is not None else None,
-            "devices": devices}
+    first = [position_at(region, phys + i * gran) for i in range(ways)]
+    why = next((w for _, w in first if w), None)
+    if why is None and region.get("arithmetic") == "xor":
+        end = start + region["size"] if size is None else phys + size
+        count = max(1, (end - phys) // (gran * ways))
+        for r in _rounds(count):
+            got = [position_at(region, phys + (r * ways + i) * gran)[0] for i in range(ways)]
+            if got != [p for p, _ in first]:
+                why = (f"XOR interleave: the device of target offset o depends on address bits above the "
+                       f"interleave round (xormaps {', '.join(hex(m) for m in region['window']['xormaps'])}): "
+                       f"round {r} of the target puts its chunks on positions {got}, round 0 on "
+                       f"{[p for p, _ in first]}, so no device i of per-device placement exists")
+                break
+    if why is not None:
+        out.update(devices=None, why=why, shift=None)
+        return out
+    out["shift"] = first[0][0]
+    out["devices"] = [by_pos.get(p, {}).get("memdev") for p, _ in first]
+    return out
 
 
 def locate(region: dict[str, Any], phys: int, offset: int) -> dict[str, Any]:
-    """Where target offset `offset` of a target starting at `phys` lands: the region position
-    (modulo interleave, as the x86 CXL fixed memory windows decode), its memdev and serial, and
-    the device address (DPA) within the endpoint decoder's range."""
+    """Where target offset `offset` of a target starting at `phys` lands: the region position (the
+    platform's arithmetic: `position_at`), its memdev and serial, and the device address (DPA)
+    within the endpoint decoder's range (the endpoint drops the interleave bits: chunk / ways).
+    ValueError where the arithmetic is unknown."""
     ways, gran = region["interleave_ways"], region["interleave_gran"]
     rel = phys + offset - region["resource"]
     chunk, within = divmod(rel, gran)
-    position = chunk % ways
+    position, why = position_at(region, phys + offset)
+    if position is None:
+        raise ValueError(why)
     target = next(t for t in region["targets"] if t["position"] == position)
     dpa = (target["dpa_resource"] or 0) + (chunk // ways) * gran + within
     return {"position": position, "memdev": target.get("memdev"), "serial": target.get("serial"), "dpa": dpa}
@@ -261,7 +527,8 @@ def memory_tier(sys: Path, node: int | None) -> dict[str, Any]:
     return {"tier": None, "nodes": None}
 
 
-def target_cxl(sys: Path, device: str | None, kind: str | None, phys: int | None, node: int | None) -> dict[str, Any]:
+def target_cxl(sys: Path, device: str | None, kind: str | None, phys: int | None, node: int | None,
+               size: int | None = None) -> dict[str, Any]:
     """Everything `pmemlab info` shows about a target on CXL memory: its region (a contiguous
     target: fsdax, devdax) with the per-device geometry, or for a DRAM target the CXL ram regions
     of its node. Empty when the target is not on CXL memory."""
@@ -272,4 +539,4 @@ def target_cxl(sys: Path, device: str | None, kind: str | None, phys: int | None
     if region is None:
         return {}
     start = phys if phys is not None else region["resource"]
-    return {"regions": [region], **geometry(region, start), "phys": start}
+    return {"regions": [region], **geometry(region, start, size), "phys": start}

@@ -151,6 +151,9 @@ class TargetFacts:
     possible_cpus: int | None = None
     # the write protection: the target's file system signature and the module's allow_overwrite
     allow_overwrite: bool | None = None
+    # why per-device placement names no device on this target (`pmemlab info`'s devices_why: a CXL
+    # region whose interleave arithmetic is unknown or XOR over higher bits); None: it can
+    per_device_why: str | None = None
 
     def widest(self) -> int | None:
         if self.widths:
@@ -177,6 +180,8 @@ class TargetFacts:
             lines.append(f"prefetch={int(self.prefetch_control not in ('', 'none'))}")
         if "target_kind" in x:
             lines.append("backend=" + ("user" if str(x["target_kind"]).startswith("user-") else "kernel"))
+            # a DRAM target's pages lie anywhere in physical memory: per-dimm is refused on it
+            lines.append(f"scattered={int(str(x['target_kind']).removeprefix('user-') == 'dram')}")
         if self.allow_overwrite is not None and "fs_signature" in x:
             lines.append(f"fs_signature={x['fs_signature']}")
             lines.append(f"allow_overwrite={int(self.allow_overwrite)}")
@@ -426,6 +431,9 @@ def check_point(params: Mapping[str, Any], facts: TargetFacts | None = None) -> 
                 return [Problem("cpus", REMOTE, "remote on a machine with another node of enough CPUs", picked,
                                 "unsupported")]
             values["cpus"] = fmt_cpulist(picked)
+    if f.per_device_why and values.get("placement") == "per-dimm":
+        return [Problem("placement", "per-dimm", "global or per-thread (no device of this target can be named)",
+                        f"per-dimm: {f.per_device_why}", "unsupported", _errno.EOPNOTSUPP)]
     pairs = [(k, to_sysfs(k, values[k])) for k in PARAM_NAMES if k in values]
     rc, why, param, machine = plcore.judge_run(pairs, facts.core_text() if facts else "")
     if not rc:

@@ -391,6 +391,7 @@ int main(int argc, char **argv)
 		R.f.load.size = R.lt.run_size;
 		R.f.load.fs_sig = R.lt.fs_sig;
 		R.f.load.allow_overwrite = o.allow_overwrite;
+		R.f.load.scattered = !strcmp(R.lt.kind, "dram");
 	}
 	if (mode == BATCH)
 		return check_batch(&R.f);

@@ -10,6 +10,7 @@
  *	target_size=BYTES  dead=0|1  features=sse2 avx ...  online=CPU-LIST
  *	possible=N  tsc_khz=N  prefetch=0|1  backend=kernel|user
  *	fs_signature=NAME  allow_overwrite=0|1
+ *	scattered=0|1 (the target's pages are scattered in physical memory: DRAM)
  */
 #define _GNU_SOURCE
 #include <stdlib.h>
@@ -111,6 +112,9 @@ static void parse_facts(struct plc_facts *pf, const char *text)
 			f->known |= PL_FACT_FS;
 		} else if (line_is(line, len, "allow_overwrite", &v, &n)) {
 			f->allow_overwrite = num(v, n);
+		} else if (line_is(line, len, "scattered", &v, &n)) {
+			f->scattered = num(v, n);
+			f->known |= PL_FACT_LAYOUT;
 		}
 	}
 }

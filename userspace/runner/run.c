@@ -244,6 +244,8 @@ void plu_facts(struct pl_facts *f, const struct plu_target *t, const struct opts
 	plu_user_ops(f);
 	f->fs_sig = t->fs_sig;
 	f->allow_overwrite = o->allow_overwrite;
+	f->known |= PL_FACT_LAYOUT;
+	f->scattered = !strcmp(t->kind, "dram");
 }
 
 /* the run (run.h) */

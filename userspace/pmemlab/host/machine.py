@@ -432,6 +432,50 @@ def _phys(facts: Mapping[str, Any]) -> int | None:
         return None
 
 
+NVDIMM_GRAN = 4096  # the interleave granularity of Optane's App Direct sets (the platform's, not in ndctl)
+
+
+def _sys_int(path: Path) -> int | None:
+    text = _read(path)
+    try:
+        return int(text.strip(), 0) if text and text.strip() else None
+    except ValueError:
+        return None
+
+
+def nvdimm_data_start(sys: Path, target: Mapping[str, Any], facts: Mapping[str, Any]) -> dict[str, Any] | None:
+    """Where a target's byte 0 lies in its NVDIMM interleave set, and so which position holds its
+    first chunk: device 0 of per-device placement is position (data_offset / gran) mod ways, the
+    set's first DIMM only when the data starts at a multiple of ways * gran (an fsdax namespace
+    puts its data after its info block, a partition starts where it starts, a namespace where the
+    region's labels put it). data_offset is the target's physical address (the module's
+    target_phys, else the namespace's fsdax data start from its pfn device plus the partition's
+    start) less the region's (/sys/bus/nd/devices/regionN/resource). None where either is unknown."""
+    region, ways = target.get("region"), len(target.get("mappings") or [])
+    if not region or ways < 1:
+        return None
+    base = _sys_int(sys / "bus/nd/devices" / str(region) / "resource")
+    phys, source = _phys(facts), "target_phys"
+    device = target.get("device")
+    if phys is None and isinstance(device, str) and device.startswith("/dev/"):
+        name = device[len("/dev/"):]
+        block = sys / "class/block" / name
+        part = 0
+        if (block / "partition").exists():
+            part = (_sys_int(block / "start") or 0) * 512  # in 512 B sectors
+            try:
+                block = sys / "class/block" / block.resolve(strict=True).parent.name
+            except OSError:
+                return None
+        ns = _sys_int(block / "device" / "resource")  # a pfn device's: its data start
+        phys, source = (ns + part if ns is not None else None), "namespace data start + partition start"
+    if base is None or phys is None or phys < base:
+        return None
+    off = phys - base
+    return {"data_offset": off, "gran": NVDIMM_GRAN, "rotation": (off // NVDIMM_GRAN) % ways,
+            "aligned": off % (NVDIMM_GRAN * ways) == 0, "source": source}
+
+
 def add_cxl_and_advertised(target: dict[str, Any], facts: Mapping[str, Any], host: HostPaths) -> None:
     """The target's CXL region (ways, granularity, each memdev's position, serial, size, host
     bridge, and which memdev is device i of per-device placement) and its memory node's advertised
@@ -439,7 +483,8 @@ def add_cxl_and_advertised(target: dict[str, Any], facts: Mapping[str, Any], hos
     nvdimm region it became: the CXL region knows the granularity and the memdevs."""
     node = target.get("node") if isinstance(target.get("node"), int) else None
     mem = cxl.mem_node(host.sys, target.get("device"), target.get("kind"), node)
-    found = cxl.target_cxl(host.sys, target.get("device"), target.get("kind"), _phys(facts), mem)
+    size = target.get("size") if isinstance(target.get("size"), int) else None
+    found = cxl.target_cxl(host.sys, target.get("device"), target.get("kind"), _phys(facts), mem, size)
     target["mem_node"] = mem
     if found:
         target["cxl"] = found
@@ -449,9 +494,14 @@ def add_cxl_and_advertised(target: dict[str, Any], facts: Mapping[str, Any], hos
             target["interleave_gran"] = region["interleave_gran"]
             target["devices"] = found["devices"]
             target["device_kind"] = "cxl"
+            if found.get("why"):
+                target["devices_why"] = found["why"]
     elif target.get("mappings"):
         ordered = sorted(target["mappings"], key=lambda m: (m.get("position") is None, m.get("position")))
-        target["devices"] = [m.get("dimm") for m in ordered]
+        start = nvdimm_data_start(host.sys, target, facts)
+        target["devices_shift"] = start
+        rot = start["rotation"] if start else 0
+        target["devices"] = [ordered[(rot + i) % len(ordered)].get("dimm") for i in range(len(ordered))]
         target["device_kind"] = "nvdimm"
     own = [r["region"] for r in found["regions"]] if found else None
     target["advertised"] = cxl.advertised(host.sys, mem, own)
@@ -626,10 +676,16 @@ def format_info(info: dict[str, Any]) -> str:
         if t.get("devices"):
             add("devices", ", ".join(f"{i}: {d}" for i, d in enumerate(t["devices"]))
                 + "  (device i of placement=per-dimm)")
+        if t.get("devices_why"):
+            add("devices", f"none: placement=per-dimm is refused here: {t['devices_why']}")
+        if t.get("devices_shift"):
+            add("data start", f"{t['devices_shift']['data_offset']} B into the interleave set: device 0 is at "
+                f"position {t['devices_shift']['rotation']}")
         for r in (t.get("cxl") or {}).get("regions", []):
             add("cxl region", f"{r['region']} {r.get('mode')} {size(r.get('size'))} at {hex(r['resource'] or 0)}, "
                 f"ways={r.get('interleave_ways')} gran={r.get('interleave_gran')} node={r.get('node')} "
-                f"host bridge {','.join(r.get('host_bridges') or []) or '-'}")
+                f"host bridge {','.join(r.get('host_bridges') or []) or '-'}, "
+                f"arithmetic {r.get('arithmetic') or 'unknown'}")
             for tg in r.get("targets", []):
                 serial = tg.get("serial")
                 add("", f"position {tg['position']}: {tg.get('memdev')} serial {hex(serial) if isinstance(serial, int) else '-'}"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,7 +27,11 @@ class Bench:
         """`runner` runs the tools info asks (ndctl, ipmctl, ...); a sweep over targets gives one
         that remembers their answers, which do not change when the module is reloaded."""
         target = machine.target_facts(backend, online_cpus) if facts else None
-        return cls(backend=backend, info=machine.gather_info(backend, runner=runner) if info else None, facts=target)
+        doc = machine.gather_info(backend, runner=runner) if info else None
+        why = (doc or {}).get("target", {}).get("devices_why")
+        if target is not None and why:
+            target = dataclasses.replace(target, per_device_why=why)  # per-dimm is refused with it
+        return cls(backend=backend, info=doc, facts=target)
 
     @property
     def conditions(self) -> dict[str, Any]:
