@@ -146,7 +146,7 @@ def drawn_values(ax: Axes, axis: str) -> np.ndarray[Any, Any]:
     for coll in ax.collections:
         if coll.get_transform() != ax.transData and coll.get_offset_transform() != ax.transData:
             continue
-        segments = getattr(coll, "get_segments", lambda: [])()
+        segments: list[Any] = list(getattr(coll, "get_segments", lambda: [])())
         points = [np.asarray(seg, float).reshape(-1, 2)[:, which] for seg in segments if len(seg)]
         if capped and points:
             points = [p[p <= ax.get_ylim()[1]] if p.size else p for p in points]
@@ -158,8 +158,9 @@ def drawn_values(ax: Axes, axis: str) -> np.ndarray[Any, Any]:
             for patch in container.patches:
                 x, y, w, h = patch.get_x(), patch.get_y(), patch.get_width(), patch.get_height()
                 out.append(np.asarray([x, x + w] if axis == "x" else [y + h], float))
-    values = np.concatenate(out) if out else np.empty(0)
-    return values[np.isfinite(values)]
+    values: np.ndarray[Any, Any] = np.concatenate(out) if out else np.empty(0)
+    finite: np.ndarray[Any, Any] = values[np.isfinite(values)]
+    return finite
 
 
 def settle_limits(ax: Axes) -> None:
