@@ -287,6 +287,10 @@ def tail_latency(results: Results) -> Figure:
         note(left, NO_DATA)
     ccdf_axes: list[Axes] = []
     sizes = sorted(set(df["hotspot_size"])) if not df.empty else []
+    # the scales before any series or paper value: draw_references widens the limits it reads, and
+    # limits read on a linear axis (a margin below 0) would stay on the log one
+    left.set_yscale("log")
+    bytes_axis(left, sizes)
     for i, target in enumerate(targets):
         sub = df[df["target_label"] == target] if len(targets) > 1 else df
         name = f" · {target}" if len(targets) > 1 else ""
@@ -303,8 +307,6 @@ def tail_latency(results: Results) -> Figure:
         ax.set_title(f"{target}: latency CCDF per hotspot size" if len(targets) > 1 else "Latency CCDF per hotspot size",
                      fontsize=9)
         legend(ax, "hotspot")
-    left.set_yscale("log")
-    bytes_axis(left, sizes)
     left.set_xlabel("Hotspot size")
     left.set_ylabel(f"{LAT_LABEL[:-1]}, log scale)")
     left.set_title("Tail latency vs hotspot size" + (": " + ", ".join(map(str, targets)) if len(targets) > 1 else ""),

@@ -106,6 +106,7 @@ def finish(fig: Figure, results: Results, title: str, extra: Sequence[str] = ())
     frame = FRAME.get()
     notice = emulation_notice(results.rows)
     for ax in fig.axes:
+        settle_limits(ax)
         say_what_log_scale_drops(ax)
     place_legends(fig)
     grow_for_legends_below(fig)
@@ -120,6 +121,81 @@ def finish(fig: Figure, results: Results, title: str, extra: Sequence[str] = ())
     add_caption(fig, text if frame.caption else "", top=top)
     draw_notice(fig, notice, banner=frame.banner)
     return fig
+
+
+WHISKER_CAP_GID = "pmemlab-whisker-cap"  # the p95 written where cap_whiskers stopped the axis under it
+LOG_MARGIN = 1.25  # a log axis fitted to its data leaves this factor on each side
+LINEAR_MARGIN = 0.05  # a linear one this share of the span
+
+
+def drawn_values(ax: Axes, axis: str) -> np.ndarray[Any, Any]:
+    """The data coordinates along `axis` ('x' or 'y') of every point `ax` draws: lines and
+    markers, error bars and other collections, bars; not the papers' values (an off-scale one
+    is named, not drawn to scale), not lines across the axes (axhline, axvline), not the whiskers
+    cap_whiskers stopped (their p95 is written at the top). NaN and inf left out."""
+    which = 0 if axis == "x" else 1
+    out: list[np.ndarray[Any, Any]] = []
+    capped = axis == "y" and any(t.get_gid() == WHISKER_CAP_GID for t in ax.texts)
+    caps = {id(cap) for c in ax.containers for bars in [getattr(c, "errorbar", None) or c]
+            if isinstance(bars, ErrorbarContainer) for cap in bars.lines[1]}
+    for line in ax.get_lines():
+        if line.get_gid() == REFERENCE_GID or line.get_transform() != ax.transData:
+            continue
+        data = np.asarray(line.get_xdata() if axis == "x" else line.get_ydata(), float).ravel()
+        out.append(data[data <= ax.get_ylim()[1]] if capped and id(line) in caps else data)
+    for coll in ax.collections:
+        if coll.get_transform() != ax.transData and coll.get_offset_transform() != ax.transData:
+            continue
+        segments: list[Any] = list(getattr(coll, "get_segments", lambda: [])())
+        points = [np.asarray(seg, float).reshape(-1, 2)[:, which] for seg in segments if len(seg)]
+        if capped and points:
+            points = [p[p <= ax.get_ylim()[1]] if p.size else p for p in points]
+        if not segments and coll.get_offset_transform() == ax.transData:
+            points = [np.asarray(coll.get_offsets(), float).reshape(-1, 2)[:, which]]
+        out.extend(points)
+    for container in ax.containers:
+        if isinstance(container, BarContainer):
+            for patch in container.patches:
+                x, y, w, h = patch.get_x(), patch.get_y(), patch.get_width(), patch.get_height()
+                out.append(np.asarray([x, x + w] if axis == "x" else [y + h], float))
+    values: np.ndarray[Any, Any] = np.concatenate(out) if out else np.empty(0)
+    finite: np.ndarray[Any, Any] = values[np.isfinite(values)]
+    return finite
+
+
+def settle_limits(ax: Axes) -> None:
+    """The one check of every axis' limits, when the figure is finished (whatever set them, and
+    whatever the scale was then): they are finite, positive on a log axis, and hold every point
+    drawn_values gives. Limits that break this are fitted to the data (a log axis: its positive
+    values, LOG_MARGIN beyond); limits that hold it stay as the recipe set them."""
+    if ax.get_images() or ax.get_label() == "<colorbar>":
+        return
+    for axis in "xy":
+        log = (ax.get_xscale() if axis == "x" else ax.get_yscale()) == "log"
+        get, put = (ax.get_xlim, ax.set_xlim) if axis == "x" else (ax.get_ylim, ax.set_ylim)
+        lo, hi = get()
+        flipped = lo > hi
+        lo, hi = min(lo, hi), max(lo, hi)
+        values = drawn_values(ax, axis)
+        if log:
+            values = values[values > 0]
+        broken = not (math.isfinite(lo) and math.isfinite(hi)) or (log and lo <= 0)
+        if not values.size:
+            if broken:
+                new = (1.0, 10.0) if log else (0.0, 1.0)
+                put(*(new[::-1] if flipped else new))
+            continue
+        vmin, vmax = float(values.min()), float(values.max())
+        if not broken and lo <= vmin and vmax <= hi:
+            continue
+        if log:
+            low, high = vmin / LOG_MARGIN, vmax * LOG_MARGIN
+        else:
+            pad = LINEAR_MARGIN * ((vmax - vmin) or abs(vmax) or 1.0)
+            low, high = vmin - pad, vmax + pad
+        if not broken:  # the recipe's limits, widened to the points they left out
+            low, high = (lo if lo <= vmin else low), (hi if vmax <= hi else high)
+        put(*((high, low) if flipped else (low, high)))
 
 
 def dropped_on_log_scale(ax: Axes) -> str:
@@ -496,8 +572,10 @@ def cap_whiskers(ax: Axes, stats: pd.DataFrame, where: dict[tuple[Any, Any], flo
         return
     limit = WHISKER_ROOM * float(medians.max())
     in_view = [v for vertical, v in reference_points(ax) if not vertical and v <= ax.get_ylim()[1]]  # not off scale
+    # the means drawn on the bars (latency_bars' diamonds) stay in view: a point the axis cut off would be lost
+    means = list(pd.to_numeric(scope["mean"], errors="coerce").dropna()) if "mean" in scope else []
     top = max([v for v in pd.to_numeric(scope["p95"], errors="coerce").dropna() if v <= limit]
-              + [float(medians.max())] + in_view) * 1.12
+              + [float(medians.max())] + in_view + means) * 1.12
     p95 = pd.to_numeric(stats["p95"], errors="coerce")
     if top >= ax.get_ylim()[1]:
         return
@@ -506,7 +584,7 @@ def cap_whiskers(ax: Axes, stats: pd.DataFrame, where: dict[tuple[Any, Any], flo
         x = where.get((getattr(row, category), getattr(row, hue)))
         if x is not None and pd.notna(value) and value > top:
             ax.annotate(f"p95\n{value:,.0f}", xy=(x, top), xytext=(-3, -2), textcoords="offset points",
-                        ha="right", va="top", fontsize=5.5, color="0.2", gid="pmemlab-whisker-cap")
+                        ha="right", va="top", fontsize=5.5, color="0.2", gid=WHISKER_CAP_GID)
 
 
 def latency_series(ax: Axes, stats: pd.DataFrame, x: str, label: str, marker: str = "o",
