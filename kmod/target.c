@@ -362,15 +362,15 @@ static struct page *pl_dram_unit(int node, unsigned int order, bool *full)
 static int pl_dram_place(struct pl_target *t, u64 size)
 {
 	struct pl_dram_place *d = &t->dram;
-	unsigned long n = size >> PAGE_SHIFT, per = d->unit >> PAGE_SHIFT, i = 0, j;
+	unsigned long n = size >> PAGE_SHIFT, per = d->unit >> PAGE_SHIFT, i = 0, j, m, cnt, got;
 	unsigned int order = get_order(d->unit), k;
 	bool full[PL_TIER_MAX] = { };
 	struct page **pages, *pg;
 	int err;
 
-	if (n > UINT_MAX || size % d->unit) {
-		pl_terr(t, "dram_size %llu over several nodes: need a multiple of the page size %llu, at most %llu bytes",
-			size, d->unit, (u64)UINT_MAX << PAGE_SHIFT);
+	if (n > UINT_MAX) {
+		pl_terr(t, "dram_size %llu over several nodes: at most %llu bytes (what one vmap() maps)",
+			size, (u64)UINT_MAX << PAGE_SHIFT);
 		return -EINVAL;
 	}
 	pages = kvmalloc_array(n, sizeof(*pages), GFP_KERNEL | __GFP_NOWARN);
@@ -378,22 +378,29 @@ static int pl_dram_place(struct pl_target *t, u64 size)
 		pl_terr(t, "dram target: no memory for the list of its %lu pages", n);
 		return -ENOMEM;
 	}
-	for (i = 0; i < n; i += per) {
+	/* i counts the pages allocated: pages[0 .. i) are the module's until vmap() takes them */
+	for (i = 0; i < n; i += cnt) {
 		if (fatal_signal_pending(current)) {
 			pl_terr(t, "dram target: interrupted while allocating its pages");
 			err = -EINTR;
 			goto fail;
 		}
 		k = pl_tier_index(&d->tier, i / per);
-		pg = pl_dram_unit(d->tier.node[k], order, &full[k]);
-		if (!pg) {
-			pl_terr(t, "cannot allocate %llu bytes of DRAM: no free page left after %lu bytes",
-				size, i << PAGE_SHIFT);
-			err = -ENOMEM;
-			goto fail;
+		cnt = min(per, n - i);
+		/* a last unit shorter than 2 MiB is 4 KiB pages of its node */
+		got = cnt == per ? per : 1;
+		for (j = 0; j < cnt; j += got) {
+			pg = pl_dram_unit(d->tier.node[k], got > 1 ? order : 0, &full[k]);
+			if (!pg) {
+				i += j;
+				pl_terr(t, "cannot allocate %llu bytes of DRAM: no free page left after %lu bytes",
+					size, i << PAGE_SHIFT);
+				err = -ENOMEM;
+				goto fail;
+			}
+			for (m = 0; m < got; m++)
+				pages[i + j + m] = pg + m;
 		}
-		for (j = 0; j < per; j++)
-			pages[i + j] = pg + j;
 		cond_resched();
 	}
 	t->kaddr = vmap(pages, n, VM_MAP | VM_MAP_PUT_PAGES, PAGE_KERNEL);
