@@ -205,18 +205,20 @@ static inline unsigned int pl_disk_partitions(struct block_device *bdev)
 #define PL_HUGE_VMALLOC		1
 #endif
 
-/* ---- a kernel-wide TLB flush ---- */
-#if LINUX_VERSION_CODE < KERNEL_VERSION(6, 19, 0)
 /*
- * __flush_tlb_all() is exported to any GPL module up to 6.18; 6.19 keeps
- * it for KVM's modules only (6276c67f2bc4, "x86: Restrict KVM-induced
- * symbol exports to KVM").  Without it the module cannot rewrite its own
- * page tables safely, so dram_nodes over several nodes is refused there
- * (the user backend places such a target with MPOL_WEIGHTED_INTERLEAVE).
+ * ---- a DRAM target over several nodes ----
+ * No shim: the module allocates each page on its node (alloc_pages_node
+ * with __GFP_THISNODE; 2 MiB pages split with split_page(), as vmalloc
+ * splits its own) and maps them with vmap(VM_MAP | VM_MAP_PUT_PAGES),
+ * exported on every kernel of the matrix: the flag is from 5.10
+ * (b944afc9d64d); vmap() sets the area's page count from 5.11 and 5.10.y
+ * ("mm/vmalloc.c: fix potential memory leak", Cc stable), and vfree()
+ * frees the pages and the array (a failed vmap() takes neither).  vfree()
+ * stopped subtracting such pages from VmallocUsed in a2e740e216f5
+ * ("vmalloc: fix accounting with i915", 6.13 and the stable trees): the
+ * guest test reads VmallocUsed before and after on every kernel.  No kernel
+ * TLB flush is needed (6.19 exports __flush_tlb_all to KVM's modules only),
+ * so the same code runs on 5.10 and on 7.2.
  */
-#define PL_KERNEL_TLB_FLUSH	1
-#else
-#define PL_KERNEL_TLB_FLUSH	0
-#endif
 
 #endif /* PMEMLAB_COMPAT_H */

@@ -44,8 +44,6 @@ struct pl_target {
 		u64 unit;		/* bytes of the pages placed: 4 KiB or 2 MiB */
 		struct pl_tier_tally found;	/* where the pages are (bytes per node) */
 		const char *how;	/* "node": one node, as the allocator gave; "module": placed here */
-		struct page **moved;	/* pages put in place of the allocator's (freed after it) */
-		unsigned long nmoved;
 	} dram;
 };
 

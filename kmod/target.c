@@ -19,7 +19,6 @@
 #include <linux/mm.h>
 #include <asm/pgtable_types.h>
 #include <asm/pgtable.h>
-#include <asm/tlbflush.h>
 #include <asm/io.h>
 #include "pmemlab.h"
 
@@ -329,78 +328,95 @@ static void pl_dram_tally(struct pl_target *t, int *first)
 	}
 }
 
-/* the leaf's entry mapping pg instead, every other bit kept */
-static void pl_leaf_set(pte_t *pte, u64 bytes, struct page *pg)
+/*
+ * One unit of a target over several nodes (a 4 KiB page, or a 2 MiB one split into 4 KiB pages
+ * for vmap(), as vmalloc splits its own): from its node (__GFP_THISNODE), else, once that node
+ * could not give one, from wherever the allocator has it, for the check after to count.  A
+ * node that failed once is not asked again, so a full node costs one reclaim, not one per page.
+ */
+static struct page *pl_dram_unit(int node, unsigned int order, bool *full)
 {
-	pmd_t *pmd = (pmd_t *)pte;
-	u64 phys = page_to_phys(pg);
+	struct page *pg = NULL;
 
-	if (bytes == PMD_SIZE)
-		set_pmd(pmd, __pmd((pmd_val(*pmd) & ~pmd_pfn_mask(*pmd)) | (phys & pmd_pfn_mask(*pmd))));
-	else
-		set_pte(pte, __pte((pte_val(*pte) & ~PTE_PFN_MASK) | (phys & PTE_PFN_MASK)));
-}
-
-static void pl_flush_tlb_one_cpu(void *unused)
-{
-#if PL_KERNEL_TLB_FLUSH
-	__flush_tlb_all();
-#endif
+	if (!*full) {
+		pg = alloc_pages_node(node, PL_DRAM_GFP | __GFP_THISNODE, order);
+		*full = !pg;
+	}
+	if (!pg)
+		pg = alloc_pages_node(node, PL_DRAM_GFP, order);
+	if (pg && order)
+		split_page(pg, order);
+	return pg;
 }
 
 /*
- * Weighted round robin: each leaf of the mapping whose page is not on the
- * node its unit belongs to gets a page of that node (__GFP_THISNODE: a node
- * without a free page of that size keeps the allocator's, which the check
- * after counts), copied into the page tables in its place; then every CPU
- * drops what its TLB held of the area.  The allocator's pages stay the
- * area's (kvfree() frees them); the module's are freed after it.
+ * Weighted round robin, with the kernel's exported calls only: every unit of the target is
+ * allocated on its node first, in order from byte 0, and then the whole array is mapped at once
+ * by vmap().  VM_MAP_PUT_PAGES hands the pages and the array to the area: vfree() (kvfree() in
+ * pl_target_close) unmaps it and frees both, and /proc/vmallocinfo lists the area's pages per
+ * node.  Nothing else maps these pages, so no other CPU's TLB has to be told.  The loop yields
+ * every unit and stops at a kill of the loading process.  vmap() maps 4 KiB pages only: a
+ * target of 2 MiB units is 2 MiB pages of each node mapped at 4 KiB, and target_page_size says
+ * so (docs/method.md).
  */
-static int pl_dram_place(struct pl_target *t)
+static int pl_dram_place(struct pl_target *t, u64 size)
 {
 	struct pl_dram_place *d = &t->dram;
-	unsigned long a, end = (unsigned long)t->kaddr + t->size, n = 0, pass;
-	struct page *pg, *mine;
-	gfp_t gfp = GFP_KERNEL | __GFP_THISNODE | __GFP_NOWARN | __GFP_NORETRY;
-	u64 bytes;
-	pte_t *pte;
-	int node;
+	unsigned long n = size >> PAGE_SHIFT, per = d->unit >> PAGE_SHIFT, i = 0, j, m, cnt, got;
+	unsigned int order = get_order(d->unit), k;
+	bool full[PL_TIER_MAX] = { };
+	struct page **pages, *pg;
+	int err;
 
-	/* pass 0 counts the leaves to move, pass 1 moves them */
-	for (pass = 0; pass < 2; pass++) {
-		for (a = (unsigned long)t->kaddr; a < end; a += bytes) {
-			pte = pl_leaf(a, &pg, &bytes);
-			if (!pte) {
-				bytes = PAGE_SIZE;
-				continue;
-			}
-			a &= ~(unsigned long)(bytes - 1);
-			node = d->tier.node[pl_tier_index(&d->tier, (a - (unsigned long)t->kaddr) / d->unit)];
-			if (bytes > d->unit || page_to_nid(pg) == node)
-				continue;
-			if (!pass) {
-				n++;
-				continue;
-			}
-			mine = alloc_pages_node(node, gfp | (bytes > PAGE_SIZE ? __GFP_COMP : 0),
-						get_order(bytes));
-			if (!mine)
-				continue;	/* stays where it is: the check says so */
-			pl_leaf_set(pte, bytes, mine);
-			d->moved[d->nmoved++] = mine;
-			if (!(d->nmoved % 256))
-				cond_resched();
-		}
-		if (!pass && !n)
-			return 0;
-		if (!pass) {
-			d->moved = kvmalloc_array(n, sizeof(*d->moved), GFP_KERNEL | __GFP_ZERO);
-			if (!d->moved)
-				return -ENOMEM;
-		}
+	if (n > UINT_MAX) {
+		pl_terr(t, "dram_size %llu over several nodes: at most %llu bytes (what one vmap() maps)",
+			size, (u64)UINT_MAX << PAGE_SHIFT);
+		return -EINVAL;
 	}
-	on_each_cpu(pl_flush_tlb_one_cpu, NULL, 1);
-	return 0;
+	pages = kvmalloc_array(n, sizeof(*pages), GFP_KERNEL | __GFP_NOWARN);
+	if (!pages) {
+		pl_terr(t, "dram target: no memory for the list of its %lu pages", n);
+		return -ENOMEM;
+	}
+	/* i counts the pages allocated: pages[0 .. i) are the module's until vmap() takes them */
+	for (i = 0; i < n; i += cnt) {
+		if (fatal_signal_pending(current)) {
+			pl_terr(t, "dram target: interrupted while allocating its pages");
+			err = -EINTR;
+			goto fail;
+		}
+		k = pl_tier_index(&d->tier, i / per);
+		cnt = min(per, n - i);
+		/* a last unit shorter than 2 MiB is 4 KiB pages of its node */
+		got = cnt == per ? per : 1;
+		for (j = 0; j < cnt; j += got) {
+			pg = pl_dram_unit(d->tier.node[k], got > 1 ? order : 0, &full[k]);
+			if (!pg) {
+				i += j;
+				pl_terr(t, "cannot allocate %llu bytes of DRAM: no free page left after %lu bytes",
+					size, i << PAGE_SHIFT);
+				err = -ENOMEM;
+				goto fail;
+			}
+			for (m = 0; m < got; m++)
+				pages[i + j + m] = pg + m;
+		}
+		cond_resched();
+	}
+	t->kaddr = vmap(pages, n, VM_MAP | VM_MAP_PUT_PAGES, PAGE_KERNEL);
+	if (t->kaddr)
+		return 0;
+	pl_terr(t, "dram target: cannot map its %lu pages (vmap)", n);
+	err = -ENOMEM;
+fail:
+	/* vmap() took nothing when it failed: the pages and the array are still ours */
+	while (i--) {
+		__free_page(pages[i]);
+		if (!(i % 512))
+			cond_resched();
+	}
+	kvfree(pages);
+	return err;
 }
 
 /* non-zero contents, so loads never meet a special zero pattern; yields between chunks */
@@ -439,10 +455,9 @@ static int pl_dram_nodes(struct pl_target *t, struct pl_tier *tier)
 
 /*
  * The DRAM target: one node's pages as the allocator gives them (checked
- * to be there), or several nodes' in weighted round robin, placed by the
- * module page by page (pl_dram_place) and checked the same way.  The
- * allocation is made on the heaviest node; for several nodes without
- * __GFP_THISNODE (a page elsewhere is moved like any other).
+ * to be there), or several nodes' in weighted round robin, allocated on
+ * their nodes and mapped by the module (pl_dram_place) and checked the
+ * same way, from the pages the mapping holds.
  */
 static int pl_dram_open(struct pl_target *t, u64 size, const struct pl_tier *tier, bool huge,
 			bool strict)
@@ -467,23 +482,19 @@ static int pl_dram_open(struct pl_target *t, u64 size, const struct pl_tier *tie
 		return -ENOMEM;
 	}
 	one = pl_tier_used(&d->tier) == 1;
-	if (!one && !PL_KERNEL_TLB_FLUSH) {
-		pl_terr(t, "dram_nodes over several nodes: this kernel (6.19 and later) lets no module flush the kernel's TLB after moving pages; use the user backend (pmemlab-run dram_nodes=..., MPOL_WEIGHTED_INTERLEAVE)");
-		return -EOPNOTSUPP;
-	}
-	node = d->tier.node[pl_tier_heaviest(&d->tier)];
-	/* before 5.18 a vmalloc area has 4 KiB leaves whatever was asked (compat.h) */
-	d->unit = huge && PL_HUGE_VMALLOC ? PMD_SIZE : PAGE_SIZE;
+	node = d->tier.node[pl_tier_first(&d->tier)];
 	d->how = one ? "node" : "module";
-	if (one)
+	if (!one) {
+		/* 2 MiB units on every kernel: the pages are the module's, not huge vmalloc's */
+		d->unit = huge ? PMD_SIZE : PAGE_SIZE;
+		err = pl_dram_place(t, size);
+		if (err)
+			return err;
+	} else {
+		/* before 5.18 a vmalloc area has 4 KiB leaves whatever was asked (compat.h) */
+		d->unit = huge && PL_HUGE_VMALLOC ? PMD_SIZE : PAGE_SIZE;
 		t->kaddr = huge ? pl_dram_alloc_huge(t, size, node) : vmalloc_node(size, node);
-	else if (!huge)
-		t->kaddr = vmalloc_node(size, node);
-	else if (max_t(u64, size, KMALLOC_MAX_SIZE + PAGE_SIZE) <= INT_MAX)
-		t->kaddr = kvmalloc_node(max_t(u64, size, KMALLOC_MAX_SIZE + PAGE_SIZE),
-					 PL_DRAM_GFP, node);
-	else
-		t->kaddr = vmalloc_huge(size, PL_DRAM_GFP);
+	}
 	if (!t->kaddr) {
 		pl_terr(t, "cannot allocate %llu bytes of DRAM on node %d", size, node);
 		return -ENOMEM;
@@ -491,14 +502,6 @@ static int pl_dram_open(struct pl_target *t, u64 size, const struct pl_tier *tie
 	t->allocated = true;
 	t->kind = PL_TARGET_DRAM;
 	t->size = size;
-	if (!one) {
-		err = pl_dram_place(t);
-		if (err) {
-			pl_terr(t, "dram target: no memory to keep the pages placed");
-			pl_target_close(t);
-			return err;
-		}
-	}
 	pl_dram_tally(t, &first);
 	t->node = d->tier.node[pl_tier_first(&d->tier)];
 	if (pl_tally_judge(&d->found, why, sizeof(why))) {
@@ -515,7 +518,8 @@ static int pl_dram_open(struct pl_target *t, u64 size, const struct pl_tier *tie
 	t->phys = slow_virt_to_phys(t->kaddr);
 	t->page_size = pl_page_size(t->kaddr, t->size);
 	if (huge && t->page_size < PMD_SIZE)
-		pr_notice("dram_pages=2m: %s: the target has %llu-byte pages\n",
+		pr_notice("%sdram_pages=2m: %s: the target has %llu-byte pages\n", t->who,
+			  !one ? "over several nodes, 2 MiB pages of each node mapped with 4 KiB entries (vmap)" :
 			  PL_HUGE_VMALLOC ? "no 2 MiB mapping could be had" :
 			  "this kernel has no huge vmalloc (5.18+)", t->page_size);
 	pl_guard_probe(t);
@@ -545,8 +549,6 @@ int pl_target_open(struct pl_target *t, const struct pl_load *l)
 
 void pl_target_close(struct pl_target *t)
 {
-	unsigned long i;
-
 	if (t->dax) {
 		pl_dax_put(t->dax, t);
 		t->dax = NULL;
@@ -556,15 +558,13 @@ void pl_target_close(struct pl_target *t)
 		t->bdev = NULL;
 	}
 	if (t->allocated) {
-		/* unmaps the area and frees the allocator's pages; then the module's go */
+		/*
+		 * unmaps the area and frees its pages: vmalloc's, or (several
+		 * nodes) the module's, which vmap() took with VM_MAP_PUT_PAGES
+		 */
 		kvfree(t->kaddr);
 		t->allocated = false;
 	}
-	for (i = 0; i < t->dram.nmoved; i++)
-		__free_pages(t->dram.moved[i], compound_order(t->dram.moved[i]));
-	kvfree(t->dram.moved);
-	t->dram.moved = NULL;
-	t->dram.nmoved = 0;
 	t->kaddr = NULL;
 }
 

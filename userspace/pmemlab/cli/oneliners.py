@@ -689,6 +689,10 @@ def tier_table(args: argparse.Namespace, rows: pd.DataFrame, hist: pd.DataFrame,
     ws = int(agg["working_set"].iloc[0]) if not agg.empty else 0
     sizes = sorted({int(float(v)) for v in agg["target_page_size"].dropna()}) if "target_page_size" in agg else []
     page = f"{P.fmt_size(sizes[0])} " if len(sizes) == 1 else ""
+    mixed = [] if len(sizes) < 2 else [
+        f"MIXED PAGE SIZES: the ratios' targets are mapped with {', '.join(P.fmt_size(v) for v in sizes)} pages "
+        f"(target_page_size: the module maps a target over two nodes with 4 KiB entries, a one-node one with "
+        f"2 MiB): give --dram-pages 4k to compare like with like"]
     columns = ["DRAM:CXL", "DRAM % placed"]
     for mix, _, _ in tiers.MIXES:
         columns += [f"{mix} GB/s", "+-95% CI", "vs DRAM alone"]
@@ -702,7 +706,8 @@ def tier_table(args: argparse.Namespace, rows: pd.DataFrame, hist: pd.DataFrame,
                    f"found on node {dram} after placement); 2:1 load:store: two loads for every store in each "
                    f"thread; vs DRAM alone: the gain over 1:0; * the best ratio of the column"),
         columns=columns, rows=out, records=[s.record() for s in stats],
-        notes=[f"best for {mix}: {text}" for mix, text in best.items()] + reasons_note(reasons) + emulation_note(rows),
+        notes=[f"best for {mix}: {text}" for mix, text in best.items()] + mixed + reasons_note(reasons)
+        + emulation_note(rows),
         extra={"dram_node": dram, "cxl_node": cxl,
                "best": {s.mix: s.ratio.text for s in stats if s.best}})
 
