@@ -69,8 +69,13 @@ static int pl_dev_register(struct pl_dev *d, struct kobject *parent)
 	return err;
 }
 
-/* no run goes on it and none loads it (d->gone, under pl_mod.lock): files, run, target, memory */
-static void pl_dev_destroy(struct pl_dev *d)
+/*
+ * Its files, run, target and memory (no run goes on it and none loads it:
+ * d->gone, under pl_mod.lock); still listed, so that its name stays taken
+ * until its directory is gone.  Without pl_mod.lock: removing the files
+ * waits for their writers, which take it.
+ */
+static void pl_dev_close(struct pl_dev *d)
 {
 	if (d->kobj.state_in_sysfs) {
 		sysfs_remove_groups(&d->kobj, d->has_target ? pl_dev_groups : pl_bare_groups);
@@ -78,12 +83,125 @@ static void pl_dev_destroy(struct pl_dev *d)
 	}
 	pl_run_stop(d);
 	pl_run_reap(d);
-	if (d->has_target)
+	if (d->has_target) {
 		pl_target_close(&d->t);
+		d->has_target = false;
+	}
+}
+
+/* closed, then unlisted and freed */
+static void pl_dev_unlist(struct pl_dev *d)
+{
+	mutex_lock(&pl_mod.lock);
+	list_del_init(&d->entry);
+	pl_mod.nnamed--;
+	mutex_unlock(&pl_mod.lock);
 	kobject_put(&d->kobj);
 }
 
-/* "<name> <spec> [key=value ...]" (modparams.c): open it, then its directory */
+static void pl_dev_destroy(struct pl_dev *d)
+{
+	pl_dev_close(d);
+	kobject_put(&d->kobj);
+}
+
+/* any named target of that name: there, being added or being removed (under pl_mod.lock) */
+static struct pl_dev *pl_dev_listed(const char *name)
+{
+	struct pl_dev *d;
+
+	lockdep_assert_held(&pl_mod.lock);
+	list_for_each_entry(d, &pl_mod.named, entry)
+		if (!strcmp(d->name, name))
+			return d;
+	return NULL;
+}
+
+/* a target whose run is active (under pl_mod.lock), or NULL */
+static struct pl_dev *pl_dev_running(void)
+{
+	struct pl_dev *o;
+
+	lockdep_assert_held(&pl_mod.lock);
+	if (pl_mod.top->active)
+		return pl_mod.top;
+	list_for_each_entry(o, &pl_mod.named, entry)
+		if (o->active)
+			return o;
+	return NULL;
+}
+
+/*
+ * Targets change between runs: an add allocates, places and fills memory
+ * at full bandwidth, a remove frees and unmaps it (the kernel's TLB flush
+ * reaches every CPU), either beside a measurement.  So targets/add and
+ * targets/remove are refused while any run is active (here), and run and
+ * check while a target is being added or removed (pl_targets_changing).
+ */
+static int pl_targets_between_runs(const char *what, const char *name)
+{
+	char l[PL_NAME_LEN + 8];
+	struct pl_dev *o = pl_dev_running();
+
+	if (!o)
+		return 0;
+	return pl_targets_fail(-EBUSY, "targets/%s: %s: a run is active on %s; %s targets between runs",
+			       what, name, pl_dev_label(o, l, sizeof(l)), what);
+}
+
+/* run and check on d (pl_mod.lock and d->lock held): -EBUSY while another target is added or removed */
+int pl_targets_changing(struct pl_dev *d)
+{
+	struct pl_dev *o;
+
+	lockdep_assert_held(&pl_mod.lock);
+	if (pl_mod.closing)
+		return 0;	/* and d is gone: run.c says so */
+	list_for_each_entry(o, &pl_mod.named, entry) {
+		if (o == d || !(o->opening || o->gone))
+			continue;
+		return pl_fail(d, -EBUSY, "run: target %s is being %s; runs start when targets/%s returns",
+			       o->name, o->opening ? "added" : "removed", o->opening ? "add" : "remove");
+	}
+	return 0;
+}
+
+/* the name taken for d (under pl_mod.lock), or why not */
+static int pl_targets_reserve(struct pl_dev *d)
+{
+	struct pl_dev *o;
+	int err;
+
+	lockdep_assert_held(&pl_mod.lock);
+	if (pl_mod.closing)
+		return pl_targets_fail(-ENODEV, "targets/add: %s: the module is being unloaded", d->name);
+	o = pl_dev_listed(d->name);
+	if (o && o->opening)
+		return pl_targets_fail(-EBUSY, "targets/add: %s: a target of that name is being added",
+				       d->name);
+	if (o && o->gone)
+		return pl_targets_fail(-EBUSY, "targets/add: %s: the target of that name is being removed; add it when targets/remove returns",
+				       d->name);
+	if (o)
+		return pl_targets_fail(-EEXIST, "targets/add: %s: the name is in use", d->name);
+	if (pl_mod.nnamed >= PL_MAX_NAMED)
+		return pl_targets_fail(-ENOSPC, "targets/add: %s: %d named targets already",
+				       d->name, PL_MAX_NAMED);
+	err = pl_targets_between_runs("add", d->name);
+	if (err)
+		return err;
+	d->opening = true;
+	list_add_tail(&d->entry, &pl_mod.named);
+	pl_mod.nnamed++;
+	return 0;
+}
+
+/*
+ * "<name> <spec> [key=value ...]" (modparams.c): the name taken ("opening":
+ * an add or remove of it is EBUSY, run and check elsewhere are EBUSY), the
+ * target opened without pl_mod.lock (the fill and tally give up on a fatal
+ * signal or rmmod), then its directory.
+ */
 static int pl_targets_add_line(char *line)
 {
 	struct pl_load l;
@@ -100,52 +218,59 @@ static int pl_targets_add_line(char *line)
 		err = pl_targets_fail(err, "targets/add: %s", why);
 		goto out;
 	}
-	mutex_lock(&pl_mod.lock);
-	if (pl_mod.closing) {
-		err = -ENODEV;
-	} else if (pl_dev_find(name)) {
-		err = pl_targets_fail(-EEXIST, "targets/add: %s: the name is in use", name);
-	} else if (pl_mod.nnamed >= PL_MAX_NAMED) {
-		err = pl_targets_fail(-ENOSPC, "targets/add: %s: %d named targets already",
-				      name, PL_MAX_NAMED);
-	} else {
-		d = pl_dev_alloc(name, l.spec);
-		if (!d) {
-			err = pl_targets_fail(-ENOMEM, "targets/add: %s: out of memory", name);
-			goto unlock;
-		}
-		d->allow_overwrite = l.allow_overwrite;
-		err = pl_target_open(&d->t, &l);
-		if (err) {
-			/* the log has it already (target.c) */
-			mutex_lock(&pl_mod.top->lock);
-			scnprintf(pl_mod.top->last_error, PL_ERR_LEN, "%s%s", d->who, d->t.why);
-			pl_printable(pl_mod.top->last_error);
-			mutex_unlock(&pl_mod.top->lock);
-			kobject_put(&d->kobj);
-			goto unlock;
-		}
-		d->has_target = true;
-		err = pl_dev_register(d, pl_mod.targets);
-		if (err) {
-			pl_target_close(&d->t);
-			kobject_put(&d->kobj);
-			err = pl_targets_fail(err, "targets/add: %s: cannot make its directory", name);
-			goto unlock;
-		}
-		list_add_tail(&d->entry, &pl_mod.named);
-		pl_mod.nnamed++;
-		pr_info("target %s: %s %s, %llu bytes, node %d, %llu-byte pages, fs signature %s\n",
-			d->name, d->spec, d->t.kind == PL_TARGET_FSDAX ? "fsdax" : "dram",
-			d->t.size, d->t.node, d->t.page_size, d->t.fs_sig);
+	d = pl_dev_alloc(name, l.spec);
+	if (!d) {
+		err = pl_targets_fail(-ENOMEM, "targets/add: %s: out of memory", name);
+		goto out;
 	}
-unlock:
+	d->allow_overwrite = l.allow_overwrite;
+	mutex_lock(&pl_mod.lock);
+	err = pl_targets_reserve(d);
+	mutex_unlock(&pl_mod.lock);
+	if (err) {
+		kobject_put(&d->kobj);
+		goto out;
+	}
+	err = pl_target_open(&d->t, &l);
+	if (err && READ_ONCE(d->t.stop)) {
+		pl_dev_unlist(d);
+		err = pl_targets_fail(-ENODEV, "targets/add: %s: the module is being unloaded", name);
+		goto out;
+	} else if (err) {
+		/* the log has it already (target.c) */
+		mutex_lock(&pl_mod.top->lock);
+		scnprintf(pl_mod.top->last_error, PL_ERR_LEN, "%s%s", d->who, d->t.why);
+		pl_printable(pl_mod.top->last_error);
+		mutex_unlock(&pl_mod.top->lock);
+		pl_dev_unlist(d);
+		goto out;
+	}
+	d->has_target = true;
+	/* rmmod waits for this write (the targets/ files go first), then closes what is listed */
+	err = pl_dev_register(d, pl_mod.targets);
+	if (err) {
+		pl_dev_close(d);
+		pl_dev_unlist(d);
+		err = pl_targets_fail(err, "targets/add: %s: cannot make its directory", name);
+		goto out;
+	}
+	pr_info("target %s: %s %s, %llu bytes, node %d, %llu-byte pages, fs signature %s\n",
+		d->name, d->spec, d->t.kind == PL_TARGET_FSDAX ? "fsdax" : "dram",
+		d->t.size, d->t.node, d->t.page_size, d->t.fs_sig);
+	/* from here a remove may take it: d is not touched again */
+	mutex_lock(&pl_mod.lock);
+	d->opening = false;
 	mutex_unlock(&pl_mod.lock);
 out:
 	kfree(why);
 	return err;
 }
 
+/*
+ * Marked gone and kept listed while its directory, run and target go, so
+ * that an add of the same name meanwhile is EBUSY (not a second directory
+ * of that name); unlisted last.
+ */
 static int pl_targets_remove(const char *name)
 {
 	char l[PL_NAME_LEN + 8];
@@ -155,23 +280,29 @@ static int pl_targets_remove(const char *name)
 	if (!pl_name_ok(name))
 		return pl_targets_fail(-EINVAL, "targets/remove: want the name of a target (1 to 31 of a-z 0-9 _ -)");
 	mutex_lock(&pl_mod.lock);
-	d = pl_dev_find(name);
-	if (!d)
+	d = pl_dev_listed(name);
+	if (pl_mod.closing)
+		err = pl_targets_fail(-ENODEV, "targets/remove: %s: the module is being unloaded", name);
+	else if (!d)
 		err = pl_targets_fail(-ENOENT, "targets/remove: no target named %s", name);
+	else if (d->opening)
+		err = pl_targets_fail(-EBUSY, "targets/remove: %s: it is being added", name);
+	else if (d->gone)
+		err = pl_targets_fail(-EBUSY, "targets/remove: %s: it is being removed", name);
 	else if (d->active)
 		err = pl_targets_fail(-EBUSY, "targets/remove: %s: its run is active", name);
 	else if (d->loaded_by)
 		err = pl_targets_fail(-EBUSY, "targets/remove: %s: the run on %s uses it", name,
 				      pl_dev_label(d->loaded_by, l, sizeof(l)));
-	if (!err) {
+	else
+		err = pl_targets_between_runs("remove", name);
+	if (!err)
 		d->gone = true;
-		list_del_init(&d->entry);
-		pl_mod.nnamed--;
-	}
 	mutex_unlock(&pl_mod.lock);
 	if (err)
 		return err;
-	pl_dev_destroy(d);
+	pl_dev_close(d);
+	pl_dev_unlist(d);
 	pr_info("target %s removed\n", name);
 	return 0;
 }
@@ -276,18 +407,25 @@ static int pl_targets_load(const char *list)
 	return err == -EEXIST ? -EINVAL : err;
 }
 
-/* every named target, then the top level: runs stopped, then reaped, then closed */
+/*
+ * every named target, then the top level: runs stopped, then reaped, then
+ * closed.  An add or remove in flight is waited for (the targets/ files
+ * go first): an add opening a target gives up (t->stop), one that has
+ * opened it leaves it listed, a remove unlists its own.
+ */
 static void pl_devs_teardown(void)
 {
 	struct pl_dev *d, *n;
 
-	pl_targets_dir_close();	/* no add or remove from here */
 	mutex_lock(&pl_mod.lock);
 	pl_mod.closing = true;
 	pl_mod.top->gone = true;
-	list_for_each_entry(d, &pl_mod.named, entry)
+	list_for_each_entry(d, &pl_mod.named, entry) {
 		d->gone = true;
+		WRITE_ONCE(d->t.stop, 1);
+	}
 	mutex_unlock(&pl_mod.lock);
+	pl_targets_dir_close();	/* no add or remove from here, none in flight */
 	/*
 	 * Every run told to stop before any is waited for, and every run over
 	 * before any target closes: a run's load threads may be on another's.

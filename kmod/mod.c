@@ -17,14 +17,17 @@ struct pl_module pl_mod = {
 	.named = LIST_HEAD_INIT(pl_mod.named),
 };
 
-/* the named target of that name, or NULL (under pl_mod.lock) */
+/*
+ * the named target of that name, or NULL (under pl_mod.lock); one being
+ * added (no directory yet) or being removed (gone) is not there
+ */
 struct pl_dev *pl_dev_find(const char *name)
 {
 	struct pl_dev *d;
 
 	lockdep_assert_held(&pl_mod.lock);
 	list_for_each_entry(d, &pl_mod.named, entry)
-		if (!strcmp(d->name, name))
+		if (!strcmp(d->name, name) && !d->opening && !d->gone)
 			return d;
 	return NULL;
 }

@@ -31,6 +31,7 @@ struct pl_target {
 	const char *fs_sig;		/* signature found (core/sig.c), "none" */
 	unsigned int nparts;		/* partitions of the disk (whole-disk target) */
 	int dead;			/* set by the holder's mark_dead */
+	int stop;			/* rmmod: an open in progress gives up (as on a fatal signal) */
 	char why[PL_WHY_LEN];		/* why it could not be opened */
 	const char *who;		/* the log's prefix for it: "" or "targets/add: cxl: " */
 	/* fsdax */
@@ -125,7 +126,8 @@ struct pl_dev {
 	/* under pl_mod.lock: what runs hold */
 	struct list_head entry;		/* in pl_mod.named */
 	bool active;			/* its run goes (set at start, cleared at publish) */
-	bool gone;			/* removed or unloading: no new run */
+	bool gone;			/* being removed, or unloading: no new run (listed until destroyed) */
+	bool opening;			/* targets/add opens it: the name taken, no directory yet */
 	char who[PL_NAME_LEN + 16];	/* log prefix of its target: "" or "targets/add: cxl: " */
 	cpumask_t busy;			/* the CPUs of its active run */
 	struct pl_dev *load;		/* the target its active run loads (load_target) */
@@ -144,7 +146,10 @@ struct pl_module {
 	bool prefetch_ok;
 };
 
-/* mod.c: the module's state, and a named target found by name (under pl_mod.lock) */
+/*
+ * mod.c: the module's state, and a named target found by name (under
+ * pl_mod.lock): one that is there, neither being added nor being removed
+ */
 extern struct pl_module pl_mod;
 struct pl_dev *pl_dev_find(const char *name);
 
@@ -188,6 +193,7 @@ void pl_sysfs_init(void);
 /* dev.c: the top level, named targets made and removed (targets/add, targets/remove), teardown */
 int pl_devs_init(void);
 void pl_devs_exit(void);
+int pl_targets_changing(struct pl_dev *d);	/* -EBUSY while another is added or removed */
 
 /* run.c (pl_run_reap takes the locks; the others want d->lock held) */
 void pl_facts(const struct pl_dev *d, struct pl_facts *f);

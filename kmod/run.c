@@ -246,6 +246,8 @@ static int pl_run_judge(struct pl_dev *d, struct pl_plan *plan, unsigned int **c
 	} else if (!err) {
 		err = pl_run_params(d, *ld, plan);
 	}
+	if (!err)
+		err = pl_targets_changing(d);	/* targets change between runs (dev.c) */
 	if (err)
 		return err;
 	c = kcalloc(plan->n, sizeof(*c), GFP_KERNEL);

@@ -299,12 +299,18 @@ static pte_t *pl_leaf(unsigned long addr, struct page **pg, u64 *bytes)
 	return *pg ? pte : NULL;
 }
 
+/* an open in progress gives up: its writer was killed, or rmmod came (t->stop) */
+static bool pl_open_stopped(struct pl_target *t)
+{
+	return fatal_signal_pending(current) || READ_ONCE(t->stop);
+}
+
 /*
  * Where the pages of the target are, taken from the pages themselves (every
  * leaf of the mapping, in order), into t->dram.found.  The first page's
- * node in *first.
+ * node in *first.  -EINTR when the open gives up.
  */
-static void pl_dram_tally(struct pl_target *t, int *first)
+static int pl_dram_tally(struct pl_target *t, int *first)
 {
 	struct pl_dram_place *d = &t->dram;
 	unsigned long a = (unsigned long)t->kaddr, end = a + t->size, next;
@@ -325,7 +331,10 @@ static void pl_dram_tally(struct pl_target *t, int *first)
 		pl_tally_add(&d->found, next - a, page_to_nid(pg));
 		a = next;
 		cond_resched();
+		if (pl_open_stopped(t))
+			return -EINTR;
 	}
+	return 0;
 }
 
 /*
@@ -380,7 +389,7 @@ static int pl_dram_place(struct pl_target *t, u64 size)
 	}
 	/* i counts the pages allocated: pages[0 .. i) are the module's until vmap() takes them */
 	for (i = 0; i < n; i += cnt) {
-		if (fatal_signal_pending(current)) {
+		if (pl_open_stopped(t)) {
 			pl_terr(t, "dram target: interrupted while allocating its pages");
 			err = -EINTR;
 			goto fail;
@@ -419,8 +428,11 @@ fail:
 	return err;
 }
 
-/* non-zero contents, so loads never meet a special zero pattern; yields between chunks */
-static void pl_dram_fill(char *p, u64 size)
+/*
+ * non-zero contents, so loads never meet a special zero pattern; yields
+ * between chunks, and gives up (-EINTR) when the open does
+ */
+static int pl_dram_fill(struct pl_target *t, char *p, u64 size)
 {
 	u64 off, n;
 
@@ -428,7 +440,10 @@ static void pl_dram_fill(char *p, u64 size)
 		n = min_t(u64, size - off, PL_DRAM_CHUNK);
 		memset(p + off, 0xa5, n);
 		cond_resched();
+		if (pl_open_stopped(t))
+			return -EINTR;
 	}
+	return 0;
 }
 
 /* every node of the target online and with memory; -1 (one node, unset): this CPU's */
@@ -495,6 +510,8 @@ static int pl_dram_open(struct pl_target *t, u64 size, const struct pl_tier *tie
 		d->unit = huge && PL_HUGE_VMALLOC ? PMD_SIZE : PAGE_SIZE;
 		t->kaddr = huge ? pl_dram_alloc_huge(t, size, node) : vmalloc_node(size, node);
 	}
+	if (!t->kaddr && pl_open_stopped(t))
+		goto stopped;	/* vmalloc gives up on a fatal signal */
 	if (!t->kaddr) {
 		pl_terr(t, "cannot allocate %llu bytes of DRAM on node %d", size, node);
 		return -ENOMEM;
@@ -502,7 +519,8 @@ static int pl_dram_open(struct pl_target *t, u64 size, const struct pl_tier *tie
 	t->allocated = true;
 	t->kind = PL_TARGET_DRAM;
 	t->size = size;
-	pl_dram_tally(t, &first);
+	if (pl_dram_tally(t, &first))
+		goto stopped;
 	t->node = d->tier.node[pl_tier_first(&d->tier)];
 	if (pl_tally_judge(&d->found, why, sizeof(why))) {
 		if (strict) {
@@ -514,7 +532,8 @@ static int pl_dram_open(struct pl_target *t, u64 size, const struct pl_tier *tie
 		if (one)
 			t->node = first;
 	}
-	pl_dram_fill(t->kaddr, size);
+	if (pl_dram_fill(t, t->kaddr, size))
+		goto stopped;
 	t->phys = slow_virt_to_phys(t->kaddr);
 	t->page_size = pl_page_size(t->kaddr, t->size);
 	if (huge && t->page_size < PMD_SIZE)
@@ -524,6 +543,11 @@ static int pl_dram_open(struct pl_target *t, u64 size, const struct pl_tier *tie
 			  "this kernel has no huge vmalloc (5.18+)", t->page_size);
 	pl_guard_probe(t);
 	return 0;
+
+stopped:
+	pl_terr(t, "dram target: the open was interrupted (its writer killed, or rmmod)");
+	pl_target_close(t);
+	return -EINTR;
 }
 
 int pl_target_open(struct pl_target *t, const struct pl_load *l)

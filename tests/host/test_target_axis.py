@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from pathlib import Path
 from textwrap import dedent
 
@@ -568,3 +569,39 @@ def test_over_targets_output_checked_and_resumed_only_with_its_sidecar(bed, caps
     runs = len(fake.runs)
     assert sweep(cfg, out, "--targets", "pmem,dram") == 2
     assert "cmp.json is missing" in capsys.readouterr().err and len(fake.runs) == runs
+
+
+def wait_idle(fake) -> None:
+    """Until the fake's top-level run has ended (aborted)."""
+    for _ in range(1000):
+        if (fake.root / "state").read_text().strip() != "running":
+            return
+        time.sleep(0.01)
+    raise AssertionError("the fake's run did not end")
+
+
+def test_named_targets_are_added_and_removed_between_runs(tmp_path, capsys):
+    """The module refuses targets/add and targets/remove while any run goes (EBUSY, "add targets
+    between runs"): the loader says so with what to do; a target the loader added stays, told, when
+    its remove meets a run; both go once no run is active."""
+    fake = make_fake(tmp_path, run_s=60.0)
+    loader = NamedTargets(fake.root, io=fake)
+    dram = TargetLoad("dram", (("target", "dram"), ("dram_size", "64M")))
+    fake.write(fake.root / "run", "1\n")
+    with pytest.raises(LoadRefused) as info:
+        loader.open(dram)
+    assert info.value.cause == ("targets/add dram dram dram_size=64M refused: dram: a run is active on the "
+                                "top-level target; add targets between runs")
+    assert info.value.fix.startswith("wait until no run is active") and not fake.named
+    fake.write(fake.root / "abort", "1\n")
+    wait_idle(fake)
+    loader.open(dram)
+    fake.write(fake.root / "run", "1\n")
+    loader.close()
+    assert "the target dram added for the sweep stays: targets/remove: dram: a run is active on the " \
+           "top-level target; remove targets between runs" in capsys.readouterr().err
+    assert set(fake.named) == {"dram"}
+    fake.write(fake.root / "abort", "1\n")
+    wait_idle(fake)
+    fake.write(fake.root / "targets" / "remove", "dram\n")
+    assert not fake.named

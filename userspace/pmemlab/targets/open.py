@@ -103,8 +103,10 @@ class NamedTargets:
             self.top.io.write(self.top.root / TARGETS_DIR / "add", line + "\n")
         except OSError as exc:
             why = self.top.read_opt("last_error") or exc.strerror or str(exc)
-            raise LoadRefused(f"targets/add {line} refused: {why.removeprefix('targets/add: ')}",
-                              "check the target (pmemlab info, ndctl list) and its keys (docs/interface.md)") from None
+            fix = ("wait until no run is active on the module (pmemlab abort ends one), then run this again"
+                   if "between runs" in why else
+                   "check the target (pmemlab info, ndctl list) and its keys (docs/interface.md)")
+            raise LoadRefused(f"targets/add {line} refused: {why.removeprefix('targets/add: ')}", fix) from None
         self.added.append(name)
         return mod
 
