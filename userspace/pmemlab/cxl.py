@@ -385,5 +385,8 @@ def user_memory(sys: Path) -> list[tuple[str, str]]:
                 onlined.append((f"dram:{node}", f"node {node}, {r.name} onlined as system RAM ({dax['dax']})"))
             elif dax["driver"] == "device_dax":
                 devdax.append((dax["device"], f"{r.name} as a devdax device"))
-    seen: set[str] = set()
-    return [t for t in onlined + devdax if not (t[0] in seen or seen.add(t[0]))]
+    out: list[tuple[str, str]] = []
+    for t in onlined + devdax:
+        if all(t[0] != o[0] for o in out):
+            out.append(t)
+    return out
