@@ -2,6 +2,7 @@
 `pmemlab info`, the CSV's condition columns and per-device placement defaults built on them."""
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pandas as pd
@@ -15,6 +16,7 @@ import pmemlab.cli.backend as cli_backend
 import pmemlab.host.machine as machine
 import pmemlab.host.probe as probe
 from pmemlab import cxl
+from pmemlab.backends.module import Module
 
 
 @pytest.fixture
@@ -210,3 +212,77 @@ def test_report_holds_each_point_against_the_advertised_value() -> None:
     assert (bw["advertised"], bw["mean_over_adv"]) == (2.0, 0.5)
     plain = point_table(Results("x", rows.drop(columns=[c for c in rows if c.startswith("adv_")]), None))
     assert "advertised" not in plain and "mean_over_adv" not in plain
+
+
+# ---------------------------------------------------------------------------------------------
+# what the machine has of CXL, with no target on it (issue 34: `pmemlab info` before the module)
+# ---------------------------------------------------------------------------------------------
+def test_inventory_lists_memdevs_decoders_and_every_region(sysd: Path) -> None:
+    inv = cxl.inventory(sysd)
+    assert [(m["memdev"], m["serial"], m["ram_size"], m["pmem_size"], m["numa_node"], m["host_bridge"])
+            for m in inv["memdevs"]] == [("mem0", 0x1001, 512 * MiB, 256 * MiB, 0, "pci0000:0c"),
+                                         ("mem1", 0x1000, 512 * MiB, 256 * MiB, 0, "pci0000:0c")]
+    kinds = {d["decoder"]: d["kind"] for d in inv["decoders"]}
+    assert kinds["decoder0.0"] == "root" and kinds["decoder1.0"] == "switch" and kinds["decoder3.2"] == "endpoint"
+    assert list(kinds)[:2] == ["decoder0.0", "decoder1.0"] and list(kinds)[-1] == "decoder3.2"  # by port, index
+    root = inv["decoders"][0]
+    assert (root["start"], root["size"], root["pmem_capable"], root["volatile_capable"], root["target_list"]) == (
+        RAM0, 4 << 30, True, True, "0")
+    ep = next(d for d in inv["decoders"] if d["decoder"] == "decoder2.2")
+    assert (ep["memdev"], ep["mode"], ep["dpa_resource"], ep["dpa_size"]) == ("mem1", "pmem", 512 * MiB, 256 * MiB)
+    regions = {r["region"]: r for r in inv["regions"]}
+    assert sorted(regions) == ["region0", "region1", "region2"]
+    assert [(x["dax"], x["driver"], x["target_node"], x["device"]) for x in regions["region0"]["dax"]] == [
+        ("dax0.0", "kmem", 2, "/dev/dax0.0")]
+    assert regions["region1"]["dax"][0]["driver"] == "device_dax" and regions["region1"]["nvdimm_region"] is None
+    assert regions["region2"]["nvdimm_region"] == "region3" and regions["region2"]["dax"] == []
+    for r in regions.values():
+        assert r["node"] == 2 and r["interleave_ways"] == 2 and r["interleave_gran"] == 4096
+        assert r["advertised"]["source"] == "node2 access0" and r["advertised"]["read_latency"] == 17270
+        assert r["memory_tier"] == {"tier": 22, "nodes": "2"}
+    assert cxl.inventory(sysd / "absent") == {"memdevs": [], "decoders": [], "regions": []}
+
+
+def test_inventory_on_7_2_takes_the_regions_own_access0(tmp_path: Path) -> None:
+    inv = cxl.inventory(make_cxl_sysfs(tmp_path / "sys", advertised="region"))
+    adv = {r["region"]: r["advertised"] for r in inv["regions"]}
+    assert adv["region0"]["source"] == "region0 access0 (node2 has none)" and adv["region0"]["read_latency"] == 17270
+    none = cxl.inventory(make_cxl_sysfs(tmp_path / "none", advertised="none"))
+    assert all(r["advertised"]["source"] is None and r["access0"] is None for r in none["regions"])
+
+
+def test_info_without_the_module_shows_cxl(host: probe.HostPaths, tmp_path: Path) -> None:
+    """Before any target: the memdevs, the CXL window, each region (pmem and ram) with its mode,
+    size, ways, granularity, node and what it became, the advertised values, in text and JSON."""
+    mod = Module(tmp_path / "no-module")
+    info = machine.gather_info(mod, host, runner=no_tools)
+    assert info["module"]["loaded"] is False and info["target"]["device"] is None
+    assert [m["memdev"] for m in info["cxl"]["memdevs"]] == ["mem0", "mem1"]
+    assert {r["region"]: r["mode"] for r in info["cxl"]["regions"]} == {"region0": "ram", "region1": "ram",
+                                                                        "region2": "pmem"}
+    nodes = {n["node"]: n for n in info["numa"]["nodes"]}
+    assert nodes[2]["advertised"]["read_latency"] == 17270 and nodes[2]["memory_tier"] == 22
+    text = machine.format_info(info)
+    section = text.split("\ncxl\n", 1)[1]
+    for want in ("mem0", "serial 0x1001, ram 512.00 MiB", "under host bridge pci0000:0c",
+                 "decoder0.0", "root decoder (CXL window) 4.00 GiB", "at 0x370000000, ways=1 gran=4096 "
+                 "pmem_capable volatile_capable, targets 0",
+                 "region0", "ram 512.00 MiB", "at 0x370000000, ways=2 gran=4096 node=2, dax0.0 system RAM, devices 0: mem0, 1: mem1",
+                 "dax1.0 device_dax", "region2", "pmem 512.00 MiB", "node=2, nvdimm region3",
+                 "advertised read 17270 ns 16384 MB/s, write 17370 ns 16384 MB/s (node2 access0, from node 0)",
+                 "memory tier 22 (nodes 2)", "decoder1.0 switch targets 0,1, 1.50 GiB",
+                 "decoder2.2 endpoint mem1 pmem dpa 0x20000000+256.00 MiB"):
+        assert want in section, want
+    assert "node2" in text and "memory tier 22, advertised read 17270 ns" in text
+    doc = json.loads(json.dumps(info))  # what --json prints
+    assert doc["cxl"]["regions"][2]["nvdimm_region"] == "region3"
+
+
+def test_info_of_a_machine_without_cxl_has_no_cxl_section(tmp_path: Path) -> None:
+    proc = tmp_path / "proc"
+    proc.mkdir()
+    (proc / "cpuinfo").write_text("processor\t: 0\nflags\t\t: sse2\n")
+    host = probe.HostPaths(proc=proc, sys=tmp_path / "sys", dev=tmp_path / "dev")
+    info = machine.gather_info(Module(tmp_path / "no-module"), host, runner=no_tools)
+    assert info["cxl"] == {"memdevs": [], "decoders": [], "regions": []}
+    assert "\ncxl\n" not in machine.format_info(info)

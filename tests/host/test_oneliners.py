@@ -292,3 +292,81 @@ def test_loaded_latency_on_the_user_backend_loads_another_target(tmp_path, capsy
     assert row["bw_gbps_mean"] > 0 and row["latency_median_ns"] is not None
     rows = pd.read_csv(out, dtype={"thread": str})
     assert set(rows["load_target"]) == {"dram:0"} and set(rows["status"]) == {"ok"}
+
+
+# ---------------------------------------------------------------------------------------------
+# a named target on the user backend (issue 34): README's one-liners with no module loaded
+# ---------------------------------------------------------------------------------------------
+@pytest.fixture
+def cxl_sys(tmp_path, monkeypatch):
+    """A CXL machine whose ram region is onlined into node 0 (this host's node, for the runner)."""
+    from cxl_sysfs import make_cxl_sysfs
+
+    import pmemlab.backends.user as user
+
+    sysd = make_cxl_sysfs(tmp_path / "sys", node=0)
+    monkeypatch.setattr(user, "SYS", sysd)
+    return sysd
+
+
+def test_user_target_names(tmp_path, monkeypatch):
+    from cxl_sysfs import make_cxl_sysfs
+
+    from pmemlab.backends.user import user_target
+    from pmemlab.errors import BadInput
+
+    assert user_target("cxl", sys=make_cxl_sysfs(tmp_path / "a")) == "dram:2"  # the kmem region's node
+    assert user_target("cxl", sys=make_cxl_sysfs(tmp_path / "b", kmem=False)) == "/dev/dax0.0"  # else a devdax
+    for same in ("dram", "dram:1", "/dev/dax1.0", "./cxl", "pool.bin"):
+        assert user_target(same, sys=tmp_path / "none") == same
+    with pytest.raises(BadInput) as info:
+        user_target("cxl", sys=tmp_path / "none")
+    assert "no CXL ram region" in info.value.cause and "dram:NODE" in info.value.fix
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(BadInput) as info:
+        user_target("pm", "load_target", sys=tmp_path / "none")
+    assert info.value.cause.startswith("user backend load_target pm: no file pm here, and named targets are the module's")
+    assert "size=" not in info.value.cause + info.value.fix and "dram:NODE" in info.value.fix
+    (tmp_path / "pm").write_text("a file of that name")
+    assert user_target("pm", sys=tmp_path / "none") == "pm"
+
+
+def test_user_backend_runs_cxl_on_the_cxl_node(cxl_sys, tmp_path, capsys):
+    """`idle-latency --targets dram,cxl` and `loaded-latency --probe-target cxl --load-target dram`
+    with no module: the runner on the CXL region's node (dram:0 here), the label cxl kept."""
+    out = tmp_path / "idle.csv"
+    code = cli.main(["idle-latency", "--backend", "user", "--targets", "dram,cxl", "--count", "200",
+                     "--working-set", "1M", "--repeats", "1", "-o", str(out)])
+    assert code == 0, capsys.readouterr().err
+    rows = pd.read_csv(out, dtype={"thread": str})
+    rows = rows[rows["thread"] == "all"]
+    assert set(rows["status"]) == {"ok"} and set(rows["target_label"]) == {"dram", "cxl"}
+    assert set(rows[rows["target_label"] == "cxl"]["target_node"]) == {0}
+    capsys.readouterr()
+    for probe_t, load_t in (("cxl", "dram"), ("dram", "cxl")):
+        code = cli.main(["loaded-latency", "--backend", "user", "--probe-target", probe_t, "--load-target", load_t,
+                         "--duration-ms", "20", "--delays", "0", "--threads", "2", "--working-set", "4M",
+                         "--repeats", "1", "--json"])
+        doc, err = capsys.readouterr()
+        assert code == 0, err
+        (row,) = json.loads(doc)["rows"]
+        assert (row["probe_target"], row["load_target"]) == (probe_t, load_t) and row["bw_gbps_mean"] > 0
+
+
+def test_user_backend_answers_a_bare_name_in_one_line(tmp_path, monkeypatch, capsys):
+    """A bare name that is no file here: one line saying named targets are the module's and what to
+    give instead, never to give size= (which would make a file of that name); nothing created."""
+    import pmemlab.backends.user as user
+
+    monkeypatch.setattr(user, "SYS", tmp_path / "no-cxl")
+    monkeypatch.chdir(tmp_path)
+    for argv in (["idle-latency", "--backend", "user", "--target", "pm", "--count", "100"],
+                 ["loaded-latency", "--backend", "user", "--probe-target", "cxl", "--load-target", "dram"]):
+        assert cli.main(argv) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and "dram:NODE" in err[0] and "size=" not in err[0], err
+    code = cli.main(["idle-latency", "--backend", "user", "--targets", "dram,pm", "--count", "100",
+                     "--working-set", "1M", "--repeats", "1"])
+    out, err = capsys.readouterr()
+    assert code != 0 and "named targets are the module's" in out + err and "size=" not in out + err
+    assert sorted(p.name for p in tmp_path.iterdir()) == [], "no file made"

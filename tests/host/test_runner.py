@@ -663,3 +663,15 @@ def test_the_cpu_features_are_the_tables_as_the_kernel_sees_them(built: Path) ->
     assert facts_of(res.stdout)["cpu_features"].split() == [f for f in rows if f in flags]
     schema = subprocess.run([str(RUNNER), "--schema"], capture_output=True, text=True, check=True).stdout
     assert json.loads(schema)["features"] == rows
+
+
+def test_runner_never_advises_making_a_file_of_a_bare_name(built: Path, tmp_path: Path) -> None:
+    """A bare name (cxl, pm: how the module names its targets) that is no file: the reason says
+    named targets are the module's and what to give, not size= (which would make a file named cxl)."""
+    for args in (("op=store", "count=100"), ("--facts",), ("op=load", "count=100")):
+        res = subprocess.run([str(RUNNER), "target=cxl", *args], cwd=tmp_path, capture_output=True, text=True,
+                             timeout=60)
+        assert res.returncode == 2 and "ENOENT" in res.stderr, res.stderr
+        assert "named targets such as cxl are the module's" in res.stderr and "dram:NODE" in res.stderr
+        assert "size=" not in res.stderr
+    assert not list(tmp_path.iterdir())

@@ -17,6 +17,11 @@
 - `node_regions(sys, node)`: the CXL ram regions onlined as system RAM into a node.
 - `advertised(sys, node)`: the node's access0 performance (HMAT, or for a CXL node the CDAT of
   its devices as the kernel combined it) and `memory_tier(sys, node)`.
+- `inventory(sys)`: everything the machine has of CXL, with or without a target on it (`pmemlab
+  info`): the memdevs, the decoders (root: the platform's windows; switch; endpoint), every region
+  (pmem and ram) with its node, dax devices or nvdimm region, and the advertised values.
+- `user_memory(sys)`: the CXL memory the user backend can reach by name (`target=cxl`): the node
+  of a ram region onlined as system RAM, else the devdax device of one.
 """
 
 from __future__ import annotations
@@ -540,3 +545,115 @@ def target_cxl(sys: Path, device: str | None, kind: str | None, phys: int | None
         return {}
     start = phys if phys is not None else region["resource"]
     return {"regions": [region], **geometry(region, start, size), "phys": start}
+
+
+def _decoder_key(name: str) -> tuple[int, int]:
+    port, _, index = name.removeprefix("decoder").partition(".")
+    return (int(port), int(index)) if port.isdigit() and index.isdigit() else (1 << 30, 0)
+
+
+def decoders(sys: Path) -> list[dict[str, Any]]:
+    """Every CXL decoder, by port and index: `root` (a CXL window of the platform: `cap_pmem`,
+    `cap_ram`, its host bridges in `target_list`), `switch` (a host bridge's or a switch's) or
+    `endpoint` (a memdev's: its `mode` and device address range)."""
+    try:
+        names = sorted((p.name for p in (sys / CXL).iterdir() if p.name.startswith("decoder")), key=_decoder_key)
+    except OSError:
+        return []
+    out = []
+    for name in names:
+        d = sys / CXL / name
+        kind = "root" if (d / "cap_pmem").exists() else "endpoint" if (d / "dpa_size").exists() else "switch"
+        dec: dict[str, Any] = {"decoder": name, "kind": kind, "start": _int(d / "start"), "size": _int(d / "size"),
+                               "interleave_ways": _int(d / "interleave_ways"),
+                               "interleave_gran": _int(d / "interleave_granularity")}
+        if kind == "root":
+            dec.update(pmem_capable=_int(d / "cap_pmem") == 1, volatile_capable=_int(d / "cap_ram") == 1,
+                       target_list=_text(d / "target_list"), qos_class=_int(d / "qos_class"))
+        elif kind == "switch":
+            dec["target_list"] = _text(d / "target_list")
+        else:
+            dec.update(mode=_text(d / "mode"), dpa_resource=_int(d / "dpa_resource"), dpa_size=_int(d / "dpa_size"))
+            try:
+                dec["memdev"] = (d.resolve(strict=True).parent / "uport").resolve(strict=True).name
+            except OSError:
+                dec["memdev"] = None
+        out.append(dec)
+    return out
+
+
+def memdevs(sys: Path) -> list[dict[str, Any]]:
+    """Every CXL memory device (memN): serial, ram and pmem capacity, its PCI device, host bridge
+    and NUMA node."""
+    out = []
+    for _, p in numbered(sys / CXL, "mem"):
+        try:
+            real = p.resolve(strict=True)
+        except OSError:
+            continue
+        out.append({"memdev": p.name, "serial": _int(p / "serial"), "ram_size": _int(p / "ram" / "size"),
+                    "pmem_size": _int(p / "pmem" / "size"), "numa_node": _int(p / "numa_node"),
+                    "firmware_version": _text(p / "firmware_version"), "pci": real.parent.name,
+                    "host_bridge": _host_bridge(real)})
+    return out
+
+
+def _driver(dev: Path) -> str | None:
+    link = dev / "driver"
+    return link.resolve().name if link.exists() else None
+
+
+def region_daxes(region: Path) -> list[dict[str, Any]]:
+    """The dax devices of a ram region: name, driver (`kmem`: onlined as system RAM; `device_dax`:
+    /dev/daxN.M), target node and size."""
+    return [{"dax": dax.name, "driver": _driver(dax), "target_node": _int(dax / "target_node"),
+             "size": _int(dax / "size"), "device": f"/dev/{dax.name}"}
+            for dax in sorted(region.glob("dax_region*/dax*.*"))]
+
+
+def _nvdimm_region(sys: Path, resource: int | None) -> str | None:
+    """The nvdimm region a CXL pmem region became (the one at its address)."""
+    if resource is None:
+        return None
+    for nd in sorted(sys.glob(f"{CXL}/nvdimm-bridge*/ndbus*/region*")):
+        if _int(nd / "resource") == resource:
+            return nd.name
+    return None
+
+
+def inventory(sys: Path) -> dict[str, Any]:
+    """What the machine has of CXL, with no target needed: the memdevs, the decoders, and every
+    region with its geometry, node, what it became (dax devices of a ram region, the nvdimm region
+    of a pmem one), the advertised values of its memory (its node's access0, else the region's own)
+    and the node's memory tier. Empty lists where the kernel has no CXL bus."""
+    out_regions = []
+    for r in _region_dirs(sys):
+        info = region_info(sys, r)
+        info["dax"] = region_daxes(r)
+        info["nvdimm_region"] = _nvdimm_region(sys, info["resource"]) if info["mode"] == "pmem" else None
+        node = info["node"]
+        info["advertised"] = advertised(sys, node, [info["region"]]) if node is not None else None
+        info["memory_tier"] = memory_tier(sys, node) if node is not None else None
+        out_regions.append(info)
+    return {"memdevs": memdevs(sys), "decoders": decoders(sys), "regions": out_regions}
+
+
+def user_memory(sys: Path) -> list[tuple[str, str]]:
+    """The CXL memory the user backend reaches by name, best first: (target, what it is) for
+    each ram region's dax device onlined as system RAM (`dram:N`, its node) and then each one
+    kept as a devdax device (`/dev/daxN.M`)."""
+    onlined, devdax = [], []
+    for r in _region_dirs(sys):
+        if _text(r / "mode") != "ram":
+            continue
+        for dax in region_daxes(r):
+            node = dax["target_node"]
+            if dax["driver"] == "kmem" and node is not None and node >= 0:
+                onlined.append((f"dram:{node}", f"node {node}, {r.name} onlined as system RAM ({dax['dax']})"))
+            elif dax["driver"] == "device_dax":
+                devdax.append((dax["device"], f"{r.name} as a devdax device"))
+    out: list[tuple[str, str]] = []
+    for t in onlined + devdax:
+        if all(t[0] != o[0] for o in out):
+            out.append(t)
+    return out

@@ -532,10 +532,20 @@ void plu_open_path(struct plu_target *t, const char *path, const struct plu_path
 			atexit(plu_remove_created);
 		}
 	}
-	if (fd < 0)
-		refuse(errno == ENOENT ? ENOENT : errno == EACCES ? EACCES : EINVAL,
-		       "target %s: %s%s", path, strerror(errno),
-		       errno == ENOENT && o->may_write && !o->size ? " (give size= to create it)" : "");
+	if (fd < 0) {
+		int err = errno;
+
+		/*
+		 * a bare name (no /) is how the module names its named targets
+		 * (cxl, pm): never advise making a file of that name
+		 */
+		refuse(err == ENOENT ? ENOENT : err == EACCES ? EACCES : EINVAL,
+		       "target %s: %s%s", path, strerror(err),
+		       err != ENOENT ? "" : !strchr(path, '/') ?
+		       " (a bare name: named targets such as cxl are the module's; give dram, dram:NODE, "
+		       "/dev/daxX.Y or a file's path)" :
+		       o->may_write && !o->size ? " (give size= to create it)" : "");
+	}
 	if (fstat(fd, &st))
 		refuse(EINVAL, "target %s: %s", path, strerror(errno));
 	if (S_ISREG(st.st_mode)) {

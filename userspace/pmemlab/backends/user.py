@@ -5,7 +5,10 @@ RunOutcome with the module's `result` and `histogram` text), so `pmemlab run` an
 `pmemlab sweep` drive either backend and write the same CSV columns.
 
 Targets: `dram` / `dram:NODE` (anonymous memory bound to NODE with libnuma), a file on a
-DAX file system (mapped with MAP_SYNC where the kernel allows it), or a devdax device.
+DAX file system (mapped with MAP_SYNC where the kernel allows it), or a devdax device; `cxl`:
+the machine's CXL memory (`user_target`: the node of a CXL ram region onlined as system RAM, as
+the module's `cxl dram dram_node=N` of README, else the devdax device of one). Any other bare
+name (no `/`) that is no file here is refused in one line: named targets are the module's.
 Target options (the module's load-time parameters, given as KEY=VALUE next to the run
 parameters): `dram_size`, `dram_pages` (4k | 2m = THP | hugetlb = hugetlbfs), `dram_node`, or
 `dram_nodes` with `dram_weights` (pages over several nodes in weighted round robin; `dram_node_strict=0`
@@ -20,6 +23,7 @@ conditions of its own run, not those of the `--facts` probe.
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import tempfile
@@ -27,6 +31,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
+from pmemlab import cxl
 from pmemlab import params as P
 from pmemlab.errors import BadInput, Interrupted, ModuleNotLoaded, ParamRefused, PmemlabError, WrongTarget
 from pmemlab.backends.protocol import BACKENDS, BackendKind, RunOutcome, load_identity
@@ -38,6 +43,32 @@ RUN_CONDITIONS = ("target_kind", "target_size", "target_node", "target_page_size
 # KEY=VALUE arguments that configure the user backend's target, not a run
 TARGET_KEYS = ("backend", "target", "dram_size", "dram_pages", "dram_node", "dram_nodes", "dram_weights",
                "dram_node_strict", "size", "allow_overwrite", "allow_file", "tsc_khz")
+
+
+CXL_NAME = "cxl"  # the one name the user backend knows besides dram (user_target)
+BARE_NAME = re.compile(r"[a-z0-9_-]{1,31}")  # a name of the module's named targets (docs/interface.md)
+SYS = Path("/sys")  # where user_target reads the CXL regions (tests point it at a fixture tree)
+GIVE = "dram, dram:NODE (pmemlab info lists the nodes), /dev/daxX.Y or a file's path"
+
+
+def user_target(spec: str, what: str = "target", sys: Path | None = None) -> str:
+    """The user backend's target for `spec`: `cxl` -> the machine's CXL memory (`dram:N`, the node a
+    CXL ram region was onlined into, else `/dev/daxN.M` of one kept as devdax: cxl.user_memory);
+    dram, dram:NODE and paths as they are; any other bare name (the module's named targets look
+    so) only when it is a file here, never a file to be made. BadInput otherwise, the advice in
+    the cause (a sweep's target axis shows only that)."""
+    if spec == "dram" or spec.startswith("dram:") or "/" in spec or not BARE_NAME.fullmatch(spec):
+        return spec
+    if spec == CXL_NAME:
+        found = cxl.user_memory(sys or SYS)
+        if not found:
+            raise BadInput(f"user backend {what} cxl: no CXL ram region here, onlined as a node or kept as a devdax "
+                           f"device (pmemlab info, section cxl)", f"give {GIVE}")
+        return found[0][0]
+    if os.path.exists(spec):
+        return spec
+    raise BadInput(f"user backend {what} {spec}: no file {spec} here, and named targets are the module's "
+                   f"(/sys/kernel/pmemlab/targets/{spec})", f"on the user backend give {GIVE.replace(', /dev', ', cxl, /dev')}")
 
 
 class UserRunOutcome(RunOutcome):
@@ -80,7 +111,8 @@ class UserBackend:
         if not target:
             raise PmemlabError("the user backend needs a target",
                                "give target=dram, target=dram:NODE, a file on a DAX file system or /dev/daxX.Y")
-        self.target = target
+        self.asked = target  # as given (cxl); self.target is what pmemlab-run opens (dram:2)
+        self.target = user_target(target)
         self.options = {k: v for k, v in (options or {}).items() if k not in ("backend", "target")}
         self.runner = runner or runner_path()
         self.root = Path(f"user:{target}")  # shown where the module's sysfs directory would be
@@ -147,7 +179,7 @@ class UserBackend:
 
     def check_target(self, want: str | None) -> None:
         # a config's module target (an fsdax block device) says nothing about the user backend's
-        if want and want != self.target and not want.startswith("/dev/pmem"):
+        if want and want not in (self.target, self.asked) and not want.startswith("/dev/pmem"):
             raise WrongTarget(f"the user backend runs on target={self.target}, not {want}",
                               f"give target={want}")
 
@@ -169,7 +201,10 @@ class UserBackend:
     def run(self, values: Mapping[str, Any], timeout_s: float = 600.0, poll_s: float = 0.002,
             on_poll: Callable[[], None] | None = None) -> RunOutcome:
         self.require_loaded()
-        args = [*self._args(), *(f"{k}={P.to_sysfs(k, v)}" for k, v in values.items() if k in P.PARAMS)]
+        args = [*self._args(), *(f"{k}={P.to_sysfs(k, v)}" for k, v in values.items() if k in P.PARAMS
+                                 and k != "load_target")]
+        if values.get("load_target"):  # cxl as the target is
+            args.append(f"load_target={user_target(str(values['load_target']), 'load_target')}")
         if not values.get("samples"):
             return self._run(args, values, timeout_s, None)
         with tempfile.TemporaryDirectory(prefix="pmemlab-run-") as tmp:

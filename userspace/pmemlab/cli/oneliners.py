@@ -770,7 +770,7 @@ def add_parser(sub: Any, name: str) -> None:
     p.add_argument("--backend", choices=("kernel", "user"),
                    help="kernel (pmemlab.ko; the default when it is loaded) or user (pmemlab-run)")
     if one.axis is None or one.matrix:
-        p.add_argument("--target", help="user backend: the target (dram, dram:NODE, a DAX file; default dram); "
+        p.add_argument("--target", help="user backend: the target (dram, dram:NODE, cxl, a DAX file; default dram); "
                                         "kernel: a named target of the module (targets/NAME), else refuse "
                                         "unless the module runs on it")
         add_target_options(p, "the backend as it is" if not one.matrix else
@@ -808,10 +808,10 @@ def add_parser(sub: Any, name: str) -> None:
         p.add_argument("--pattern", choices=("rand", "seq"), default="rand", help="access pattern (rand)")
         p.add_argument("--probe-target", metavar="TARGET",
                        help="the target thread 0 probes, as --target takes it: on the module a named target "
-                            "(targets/NAME), on the user backend dram, dram:NODE or a DAX file")
+                            "(targets/NAME), on the user backend dram, dram:NODE, cxl or a DAX file")
         p.add_argument("--load-target", metavar="TARGET",
                        help="the target the load threads run on (run parameter load_target): on the module a "
-                            "named target, on the user backend dram:NODE or a DAX file (default: the probe's)")
+                            "named target, on the user backend dram:NODE, cxl or a DAX file (default: the probe's)")
         p.add_argument("--delays", type=_delays, default=LOADED_DELAYS, metavar="TICKS,...",
                        help="TSC ticks between injected accesses (" + ",".join(map(str, LOADED_DELAYS)) + ")")
     if one.matrix:

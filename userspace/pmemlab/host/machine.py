@@ -408,6 +408,10 @@ def gather_info(module: Backend | None, host: HostPaths | None = None,
     if target["device"] is not None or target["kind"] is not None:
         add_cxl_and_advertised(target, facts, host)
     info["target"] = target
+    info["cxl"] = cxl.inventory(host.sys)
+    for node in info["numa"]["nodes"]:  # what the firmware advertises for each node (HMAT, CDAT)
+        node["advertised"] = cxl.advertised(host.sys, node["node"])
+        node["memory_tier"] = cxl.memory_tier(host.sys, node["node"])["tier"]
 
     vulns = runcond.vulnerabilities(host)
     info["mitigations"] = {"summary": runcond.mitigations_summary(vulns), "cmdline": runcond.mitigations_cmdline(host),
@@ -631,6 +635,66 @@ def discovered_defaults(info: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def _advertised(adv: Mapping[str, Any]) -> str:
+    """One line of advertised values (cxl.advertised): latency ns and bandwidth MB/s, and where read."""
+    return (f"read {adv.get('read_latency')} ns {adv.get('read_bandwidth')} MB/s, write "
+            f"{adv.get('write_latency')} ns {adv.get('write_bandwidth')} MB/s ({adv.get('source') or 'access0'}, "
+            + (f"from node {adv['initiators']})" if adv.get("initiators") else "no initiator named)"))
+
+
+def format_cxl(inv: Mapping[str, Any], size: Callable[[Any], str]) -> list[str]:
+    """The `cxl` section of `pmemlab info` (cxl.inventory): memdevs, root decoders (the CXL
+    windows), regions with what they became and their advertised values, the other decoders;
+    nothing when the machine has no CXL device."""
+    if not (inv.get("memdevs") or inv.get("regions") or inv.get("decoders")):
+        return []
+    lines = ["cxl"]
+
+    def add(label: str, value: str) -> None:
+        lines.append(f"  {label:<22} {value}")
+
+    def hexa(n: Any) -> str:
+        return hex(n) if isinstance(n, int) else "-"
+
+    for m in inv.get("memdevs", []):
+        add(m["memdev"], f"serial {hexa(m.get('serial'))}, ram {size(m.get('ram_size'))}, pmem {size(m.get('pmem_size'))}"
+            f", {m.get('pci')} under host bridge {m.get('host_bridge') or '-'}, numa_node {m.get('numa_node')}")
+    decs = inv.get("decoders", [])
+    for d in (d for d in decs if d["kind"] == "root"):
+        caps = " ".join(c for c, on in (("pmem_capable", d.get("pmem_capable")), ("volatile_capable",
+                                                                                   d.get("volatile_capable"))) if on)
+        add(d["decoder"], f"root decoder (CXL window) {size(d.get('size'))} at {hexa(d.get('start'))}, "
+            f"ways={d.get('interleave_ways')} gran={d.get('interleave_gran')} {caps or 'no capability'}, "
+            f"targets {d.get('target_list') or '-'}")
+    for r in inv.get("regions", []):
+        became = ", ".join(f"{x['dax']} {'system RAM' if x.get('driver') == 'kmem' else x.get('driver') or 'no driver'}"
+                           for x in r.get("dax") or [])
+        if r.get("nvdimm_region"):
+            became = f"nvdimm {r['nvdimm_region']}"
+        add(r["region"], f"{r.get('mode')} {size(r.get('size'))} at {hexa(r.get('resource'))}, "
+            f"ways={r.get('interleave_ways')} gran={r.get('interleave_gran')} node={r.get('node')}"
+            f"{', ' + became if became else ''}, devices "
+            + (", ".join(f"{t['position']}: {t.get('memdev')}" for t in r.get("targets", [])) or "-"))
+        adv = r.get("advertised") or {}
+        if adv.get("source"):
+            add("", f"advertised {_advertised(adv)}")
+        own = r.get("access0")
+        if own and own.get("read_latency") != adv.get("read_latency"):
+            add("", f"region access0: read {own.get('read_latency')} ns {own.get('read_bandwidth')} MB/s, write "
+                f"{own.get('write_latency')} ns {own.get('write_bandwidth')} MB/s")
+        if not adv.get("source") and not own:
+            add("", "advertised - (the kernel has no access0 values for it: no HMAT/CDAT)")
+        tier = r.get("memory_tier") or {}
+        if tier.get("tier") is not None:
+            add("", f"memory tier {tier['tier']} (nodes {tier.get('nodes')})")
+    for i, d in enumerate(d for d in decs if d["kind"] != "root"):
+        add("decoders" if i == 0 else "", f"{d['decoder']} {d['kind']}"
+            + (f" {d.get('memdev')} {d.get('mode') or '-'} dpa {hexa(d.get('dpa_resource'))}+{size(d.get('dpa_size'))}"
+               if d["kind"] == "endpoint" else f" targets {d.get('target_list') or '-'}")
+            + (f", {size(d.get('size'))} at {hexa(d.get('start'))}" if d.get("size") else ", not committed"))
+    return lines
+
+
 def format_info(info: dict[str, Any]) -> str:
     """Readable `pmemlab info`."""
     lines: list[str] = []
@@ -694,9 +758,7 @@ def format_info(info: dict[str, Any]) -> str:
         add("memory node", t.get("mem_node"))
         adv = t.get("advertised") or {}
         if any(adv.get(k) is not None for k in ("read_latency", "read_bandwidth")):
-            add("advertised", f"read {adv.get('read_latency')} ns {adv.get('read_bandwidth')} MB/s, write "
-                f"{adv.get('write_latency')} ns {adv.get('write_bandwidth')} MB/s ({adv.get('source') or 'access0'}, "
-                + (f"from node {adv['initiators']})" if adv.get("initiators") else "no initiator named)"))
+            add("advertised", _advertised(adv))
         else:
             add("advertised", "- (the kernel has no access0 values for this node: no HMAT)")
         tier = t.get("memory_tier") or {}
@@ -736,7 +798,12 @@ def format_info(info: dict[str, Any]) -> str:
         add("mitigations", f"{mit.get('summary') or '-'} (cmdline mitigations={mit.get('cmdline') or '?'})")
     lines.append("numa")
     for n in info["numa"]["nodes"]:
-        add(f"node{n['node']}", f"cpus {n.get('cpus')}, {size((n.get('mem_total_kib') or 0) * 1024)}, distances {n.get('distances')}")
+        adv = n.get("advertised") or {}
+        add(f"node{n['node']}", f"cpus {n.get('cpus') or '- (none)'}, {size((n.get('mem_total_kib') or 0) * 1024)}, "
+            f"distances {n.get('distances')}"
+            + (f", memory tier {n['memory_tier']}" if n.get("memory_tier") is not None else "")
+            + (f", advertised {_advertised(adv)}" if adv.get("source") else ""))
+    lines.extend(format_cxl(info.get("cxl") or {}, size))
     lines.append("host")
     add("hostname", info["host"].get("hostname"))
     add("kernel", info["host"].get("kernel"))

@@ -145,8 +145,8 @@ class UserLoader:
         self.options = dict(options or {})
 
     def open(self, load: TargetLoad) -> Backend:
-        backend = BackendSpec("user", target=load.target, options={**self.options, **load.options}).open()
         try:
+            backend = BackendSpec("user", target=load.target, options={**self.options, **load.options}).open()
             backend.facts()
         except PmemlabError as exc:
             raise LoadRefused(exc.cause, exc.fix) from None
