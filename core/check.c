@@ -539,6 +539,15 @@ int pl_check_run(const struct pl_params *p, const struct pl_facts *f, struct pl_
 				 "delay_ticks %llu: must be below half a segment (segment_ms %llu = %llu ticks)",
 				 p->delay_ticks, p->segment_ms, p->segment_ms * f->tsc_khz);
 	lat_threads = p->mode == PL_MODE_LAT ? n : p->probe ? 1 : 0;
+	/*
+	 * A latency sample is one access in one bracket with interrupts off:
+	 * bandwidth mode splits a long access into pieces between segments,
+	 * a sample cannot be split, so its access is bounded instead.
+	 */
+	if (lat_threads && p->access_size > PL_LAT_MAX_ACCESS)
+		return pl_refuse(v, -EINVAL, PL_P_access_size, false,
+				 "%llu: a latency sample (mode latency, probe) is one access timed with interrupts off and cannot be split: at most %llu (bandwidth mode splits longer accesses)",
+				 p->access_size, PL_LAT_MAX_ACCESS);
 	if (lat_threads * p->samples > PL_MAX_SAMPLE_BYTES / sizeof(u64))
 		return pl_refuse(v, -EINVAL, PL_P_samples, false,
 				 "samples: %llu x %llu threads exceeds %llu MiB", p->samples,

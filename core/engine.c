@@ -312,6 +312,9 @@ static __always_inline void pl_prep_64(u64 v)
  * flushes after the whole access (flushing ops).  pl_line_<op>_<form>():
  * the same for n = 64 without the shape's compare (the random loops' line
  * access: there every instruction costs loads in flight, method.md).
+ * pl_fls_<op>_<form>(p, n): the flushes alone of n bytes (a multiple of a
+ * line), one line per trip: a split access's flushes after all its stores
+ * (flush=access, pl_bwl_*).
  */
 #define PL_ACC(ID, k, form, U, FL)						\
 static __always_inline void pl_acc_##k##_##form(char *p_, char *q_, u64 n,	\
@@ -326,6 +329,17 @@ static __always_inline void pl_line_##k##_##form(char *p_, char *q_, u64 n,	\
 						 u64 v_, bool fla)		\
 {										\
 	PL_BW_ASM(form, PL_LINE_##form(U, PA, PS, "0") FL(PA("0")));		\
+}										\
+static __always_inline void pl_fls_##k##_##form(char *p_, u64 n)		\
+{										\
+	char *e_;								\
+	s64 i_;									\
+										\
+	asm volatile("lea (%[p],%[n]), %[e]\n\tmov %[n], %[i]\n\tneg %[i]\n"	\
+		     "1:\n\t" FL(LA("0")) "add $64, %[i]\n\tjnz 1b\n\t"		\
+		     : [e] "=&r"(e_), [i] "=&r"(i_)				\
+		     : [p] "r"(p_), [n] "r"(n)					\
+		     : "memory", "cc");						\
 }
 
 /* ---- latency brackets ---- */
@@ -608,6 +622,124 @@ PL_LOOP void pl_bwf_##k##_##form(struct pl_eng *e, u64 until)			\
 	pl_loop_end(e, &g, left, done, reads, v, opf & PL_OPF_WRITES);		\
 }
 
+/*
+ * The bandwidth loop of op ID in form for accesses longer than
+ * PL_PIECE_BYTES (any fence, mix, delay and address family): each access
+ * is issued in steps of at most PL_PIECE_BYTES, in the order the whole
+ * access would issue them, and the clock is read between steps, so a
+ * segment ends between two pieces of an access and the next call goes on
+ * with the rest (e->part: the access's cursor).  A step is whole fence
+ * pieces (fence_interval below access_size, PL_FENCED) up to
+ * PL_PIECE_BYTES, or part of a longer fence piece; with flush=access a
+ * fence piece longer than a step runs all its stores first and then all
+ * its flushes, each in steps (the cursor covers twice its bytes), and its
+ * fence after the last.  An access counts (ops, bytes, reads/writes, count)
+ * when its last step has run; part_bytes says how much of the one in flight
+ * is issued (the ceiling's windows count it).
+ */
+#define PL_BWL(ID, k, form)							\
+void pl_bwl_##k##_##form(struct pl_eng *e, u64 until);				\
+PL_LOOP void pl_bwl_##k##_##form(struct pl_eng *e, u64 until)			\
+{										\
+	const u32 opf = PL_OPFL_##ID;						\
+	struct pl_gen g = e->gen;						\
+	char *const base = e->base;						\
+	const u64 n = e->access, delta = e->copy_delta;				\
+	const bool fla = e->flush == PL_FLUSH_ACCESS;				\
+	const int fence = e->fence;						\
+	const u64 fi = e->fence_interval, delay = e->delay_ticks;		\
+	const bool fence_each = fence == PL_FENCE_NONE || !fi || fi < n;	\
+	const u64 pf = pl_piece(fence, fi, n);					\
+	const u32 pct = e->read_pct;						\
+	u64 left = e->left, done = 0, reads = 0, v = e->data, steps = 0;	\
+	u64 pb = e->part_bytes, off = e->part, fence_acc = e->fence_acc;	\
+	u64 span, tot, a, r, len;						\
+	u32 rw_acc = e->rw_acc;							\
+	bool rd = (opf & PL_OPF_WRITES) && e->part_rd, fla2;		\
+	char *p = e->part_p, *q;						\
+										\
+	if (opf & PL_OPF_DATA)							\
+		pl_data_begin_##form(v);					\
+	for (;;) {								\
+		if (READ_ONCE(*e->stop) || (steps && pl_rdtsc() >= until))	\
+			break;							\
+		if (!off) {							\
+			if (!left)						\
+				break;						\
+			p = base + pl_walk_any(&g);				\
+			if (opf & PL_OPF_DATA)					\
+				pl_data_step_##form(&v);			\
+			rd = (opf & PL_OPF_WRITES) && pl_mix_read(&rw_acc, pct); \
+		}								\
+		q = pl_is_copy(opf) ? p + delta : p;				\
+		fla2 = (opf & PL_OPF_FLUSHES) && fla && !rd && pf > PL_PIECE_BYTES; \
+		span = fla2 ? 2 * pf : pf;					\
+		tot = n / pf * span;						\
+		if (pf <= PL_PIECE_BYTES) {					\
+			a = off + PL_PIECE_BYTES / pf * pf;			\
+			if (a > n)						\
+				a = n;						\
+			pb += a - off;						\
+			do {							\
+				if (rd)						\
+					pl_acc_load_##form(p + off, p + off, pf, v, false); \
+				else						\
+					pl_acc_##k##_##form(p + off, q + off, pf, v, fla); \
+				if (fence_each || pl_fence_due(&fence_acc, n, fi)) \
+					pl_fence(fence);			\
+				off += pf;					\
+			} while (off < a);					\
+		} else {							\
+			r = off % span;						\
+			a = off / span * pf;					\
+			len = r < pf ? pf - r : span - r;			\
+			if (len > PL_PIECE_BYTES)				\
+				len = PL_PIECE_BYTES;				\
+			if (r >= pf)						\
+				pl_fls_##k##_##form(p + a + r - pf, len);	\
+			else if (rd)						\
+				pl_acc_load_##form(p + a + r, p + a + r, len, v, false); \
+			else if (fla2)						\
+				pl_acc_store_##form(p + a + r, p + a + r, len, v, false); \
+			else							\
+				pl_acc_##k##_##form(p + a + r, q + a + r, len, v, false); \
+			if (r < pf)						\
+				pb += len;					\
+			off += len;						\
+			if (!(off % span) &&					\
+			    (fence_each || pl_fence_due(&fence_acc, n, fi)))	\
+				pl_fence(fence);				\
+		}								\
+		steps++;							\
+		if (off == tot) {						\
+			off = 0;						\
+			pb = 0;							\
+			done++;							\
+			reads += rd;						\
+			if (left != ~0ULL)					\
+				left--;						\
+			pl_delay(delay);					\
+		}								\
+	}									\
+	if (opf & PL_OPF_DATA)							\
+		v = pl_data_end_##form(v);					\
+	PL_VZU_##form;								\
+	e->gen = g;								\
+	e->left = left;								\
+	e->data = v;								\
+	e->part = off;								\
+	e->part_p = p;								\
+	e->part_rd = rd;							\
+	e->part_bytes = pb;							\
+	e->fence_acc = fence_acc;						\
+	e->rw_acc = rw_acc;							\
+	e->st.ops += done;							\
+	e->st.bytes += done * n;						\
+	e->st.pieces += steps;							\
+	e->st.reads += (opf & PL_OPF_WRITES) ? reads : done;			\
+	e->st.writes += (opf & PL_OPF_WRITES) ? done - reads : 0;		\
+}
+
 /* cold: flush each line of the access, warm: load each; then mfence */
 static __always_inline void pl_prep_lines(char *p, u64 n, int prep)
 {
@@ -699,6 +831,7 @@ PL_LOOP void pl_lat_##k##_##form(struct pl_eng *e, u64 until)			\
 	PL_BW(ID, k, form, dimm_linear, PL_FAM_DIMM_LINEAR)			\
 	PL_BW(ID, k, form, dimm_rand, PL_FAM_DIMM_RAND)				\
 	PL_BWF(ID, k, form)							\
+	PL_BWL(ID, k, form)							\
 	PL_LAT(ID, k, form)
 #include "ops.def"
 
@@ -724,15 +857,26 @@ static const struct pl_loop_ent pl_bwf_loops[PL_OP_ALL][PL_NFORM] = {
 #include "ops.def"
 };
 
+static const struct pl_loop_ent pl_bwl_loops[PL_OP_ALL][PL_NFORM] = {
+#define PL_K(ID, k, form, U, FL, insn, needs)					\
+	[PL_OP_##ID][PL_FORM_##form] = PL_ENT(pl_bwl_##k##_##form),
+#include "ops.def"
+};
+
 static const struct pl_loop_ent pl_lat_loops[PL_OP_ALL][PL_NFORM] = {
 #define PL_K(ID, k, form, U, FL, insn, needs)					\
 	[PL_OP_##ID][PL_FORM_##form] = PL_ENT(pl_lat_##k##_##form),
 #include "ops.def"
 };
 
-/* the bandwidth loop of a run: per family without fences, mix and delay */
-static const struct pl_loop_ent *pl_bw_ent(int op, int form, int fam, bool plain)
+/*
+ * the bandwidth loop of a run: accesses longer than a piece split
+ * (pl_bwl_*), else per family without fences, mix and delay
+ */
+static const struct pl_loop_ent *pl_bw_ent(int op, int form, int fam, bool plain, u64 access)
 {
+	if (access > PL_PIECE_BYTES)
+		return &pl_bwl_loops[op][form];
 	return plain ? &pl_bw_loops[op][form][fam] : &pl_bwf_loops[op][form];
 }
 
@@ -741,7 +885,14 @@ const char *pl_eng_bw_name(int op, int form, int fam, bool plain)
 	if (op < 0 || op >= PL_OP_ALL || form < 0 || form >= PL_NFORM || fam < 0 ||
 	    fam >= PL_NFAM)
 		return NULL;
-	return pl_bw_ent(op, form, fam, plain)->name;
+	return pl_bw_ent(op, form, fam, plain, 0)->name;
+}
+
+const char *pl_eng_bwl_name(int op, int form)
+{
+	if (op < 0 || op >= PL_OP_ALL || form < 0 || form >= PL_NFORM)
+		return NULL;
+	return pl_bwl_loops[op][form].name;
 }
 
 const char *pl_eng_lat_name(int op, int form)
@@ -753,10 +904,10 @@ const char *pl_eng_lat_name(int op, int form)
 
 /* ---- set-up ---- */
 
-/* accesses between two reads of the clock in bandwidth mode */
+/* accesses between two reads of the clock in bandwidth mode (pl_bwl_*: pieces) */
 static u64 pl_batch(u64 access)
 {
-	u64 b = 16384 / access;
+	u64 b = PL_PIECE_BYTES / access;
 
 	return b < 1 ? 1 : b > 256 ? 256 : b;
 }
@@ -943,6 +1094,11 @@ int pl_eng_init(struct pl_eng *e, const struct pl_eng_cfg *c, char *why, size_t 
 		if (err)
 			return err;
 	}
+	if (c->mode == PL_MODE_LAT && c->access > PL_LAT_MAX_ACCESS) {
+		snprintf(why, len, "engine: a latency access of %llu bytes: at most %llu (one bracket, interrupts off, cannot be split)",
+			 PL_ULL(c->access), PL_ULL(PL_LAT_MAX_ACCESS));
+		return -EINVAL;
+	}
 	if (c->mode == PL_MODE_LAT && !c->hist_buckets) {
 		snprintf(why, len, "engine: a latency thread needs a histogram");
 		return -EINVAL;
@@ -956,8 +1112,9 @@ int pl_eng_init(struct pl_eng *e, const struct pl_eng_cfg *c, char *why, size_t 
 	e->fam = pl_gen_fam(&c->gen);
 	e->read_pct = pl_ops[c->op].writes ? c->read_pct : 0;
 	e->plain = c->fence == PL_FENCE_NONE && !e->read_pct && !c->delay_ticks;
+	e->split = c->mode == PL_MODE_BW && c->access > PL_PIECE_BYTES;
 	ent = c->mode == PL_MODE_LAT ? &pl_lat_loops[c->op][e->form] :
-				       pl_bw_ent(c->op, e->form, e->fam, e->plain);
+				       pl_bw_ent(c->op, e->form, e->fam, e->plain, c->access);
 	if (!ent->fn) {
 		snprintf(why, len, "engine: op %s has no loops here", pl_ops[c->op].name);
 		return -EOPNOTSUPP;
@@ -1066,7 +1223,7 @@ void pl_eng_ceiling(struct pl_eng *e, u64 ticks)
 	if (e->mode != PL_MODE_BW || !e->ceil_buf)
 		return;
 	r = pl_ceil_setup(e->op, e->access, e->fence, e->fence_interval, &e->gen.c, &g, &a, &cop);
-	ent = pl_bw_ent(cop, e->form, e->fam, e->plain);
+	ent = pl_bw_ent(cop, e->form, e->fam, e->plain, a);
 	if (!ent->fn)
 		return;
 	pl_gen_init(&c.gen, &g);
@@ -1078,18 +1235,21 @@ void pl_eng_ceiling(struct pl_eng *e, u64 ticks)
 	c.left = ~0ULL;
 	c.fence_acc = 0;
 	c.rw_acc = 0;
+	c.part = 0;
+	c.part_bytes = 0;
 	memset(&c.st, 0, sizeof(c.st));
 	e->ceil_loop = ent->name;
 	if (e->avx)
 		asm volatile("vzeroupper" ::: "memory");
 	start = pl_rdtsc();
 	for (k = 0; k <= PL_CEIL_WINDOWS && !READ_ONCE(*e->stop); k++) {
-		u64 bytes = c.st.bytes;
+		u64 bytes = c.st.bytes + c.part_bytes;
 
 		t0 = pl_rdtsc();
 		c.loop(&c, t0 + win);
 		t1 = pl_rdtsc();
-		bytes = c.st.bytes - bytes;
+		/* (a split access counts when done: the window's share of one in flight too) */
+		bytes = c.st.bytes + c.part_bytes - bytes;
 		/* window 0 warms the cache; then keep the fastest (bytes/ticks) */
 		if (k && t1 > t0 && (!e->ceil_ticks ||
 				     (pl_u128)bytes * e->ceil_ticks >

@@ -357,10 +357,22 @@ static inline void pl_hist_add(struct pl_hist *h, u64 v)
 /* milliseconds each bandwidth thread measures the engine's ceiling (before the run) */
 #define PL_CEILING_MS	2
 
+/*
+ * The most bytes a bandwidth loop issues between two reads of the clock: a
+ * batch of short accesses (16384 / access_size of them), or one piece of a
+ * longer access, which the loop splits (pl_bwl_*): a segment overruns its
+ * end by at most this much memory traffic, whatever the access size.  A
+ * latency sample is one access in one bracket and cannot be split: its
+ * access is at most PL_LAT_MAX_ACCESS (check.c refuses more).
+ */
+#define PL_PIECE_BYTES		16384ULL
+#define PL_LAT_MAX_ACCESS	(64ULL << 10)
+
 struct pl_stats {
 	u64 ops, bytes;
 	u64 reads, writes;	/* accesses by kind */
 	u64 ticks;		/* inside timed segments */
+	u64 pieces;		/* steps of a split loop (pl_bwl_*): clock reads between pieces */
 };
 
 /* What a caller fills to set a worker's engine up (pl_eng_init). */
@@ -407,6 +419,7 @@ struct pl_eng {
 	int prep;
 	bool rdtscp, avx;
 	bool plain;		/* no fence, mix or delay: a loop per family (else pl_bwf_*) */
+	bool split;		/* access > PL_PIECE_BYTES: pl_bwl_*, in pieces across calls */
 	u64 batch;		/* accesses between two reads of the clock */
 	pl_loop_fn loop;	/* selected once: the generated loop that runs */
 	const char *loop_name;	/* its symbol */
@@ -425,6 +438,10 @@ struct pl_eng {
 	u64 fence_acc;
 	u32 rw_acc;
 	u64 data;		/* the last store data (odd) */
+	/* a split access in flight between two calls (pl_bwl_*): its cursor, bytes issued, address, kind */
+	u64 part, part_bytes;
+	char *part_p;
+	bool part_rd;
 	/* the engine's ceiling: bytes and ticks of the loop on a cache-resident buffer */
 	u64 ceil_bytes, ceil_ticks;
 	const char *ceil_loop;	/* the loop that measured it */
@@ -455,5 +472,6 @@ void pl_eng_ceiling(struct pl_eng *e, u64 ticks);
 /* loop table lookups (tests, docs) */
 const char *pl_eng_bw_name(int op, int form, int fam, bool plain);
 const char *pl_eng_lat_name(int op, int form);
+const char *pl_eng_bwl_name(int op, int form);
 
 #endif /* PMEMLAB_CORE_H */

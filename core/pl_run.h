@@ -22,6 +22,7 @@ struct pl_thread {
 	struct pl_eng e;		/* pl_thread_engine() */
 	u64 segments, gap_ticks, first_tsc, last_tsc;
 	u64 end_lag;			/* pl_thread_end() */
+	u64 irqoff_max;			/* the longest segment, warm-up included: pl_thread_segment() */
 	u64 seg_ticks, start, end;	/* the time window: pl_thread_begin() */
 	u64 warm_until, left;		/* warm-up: its end, the count of the timed run */
 	u64 cal_ticks, cal_end;		/* latency: the last calibration's length and end (TSC) */
@@ -79,10 +80,15 @@ u64 pl_thread_until(struct pl_thread *t, u64 now);
  * Whether the loop runs another segment: before the end, and after it
  * until the timed run has one segment (a worker that got no CPU for the
  * whole window, or whose last warm-up segment ran past it, measures one
- * batch late instead of reporting 0 accesses as a rate of 0).
+ * batch late instead of reporting 0 accesses as a rate of 0), and until a
+ * split access in flight is done (one piece a segment past the end: an
+ * access counts whole, as an unsplit one overran the end by its length).
  */
 bool pl_thread_more(const struct pl_thread *t, u64 now);
-/* a segment [t0, t1): a timed one's ticks, and the gap since the one before (excluded from them) */
+/*
+ * a segment [t0, t1): a timed one's ticks, and the gap since the one before (excluded from
+ * them); every segment, warm-up ones too, counts for irqoff_max (interrupts are off in each)
+ */
 void pl_thread_segment(struct pl_thread *t, u64 t0, u64 t1);
 /*
  * The loop is left at now: the time from the last timed stamp to now, at
@@ -104,6 +110,7 @@ struct pl_scalars {
 	u64 start_lag;			/* first timed stamp - the timed run's start (all: the latest) */
 	u64 end_lag;			/* pl_thread_end() (all: the largest) */
 	u64 irqoff_milli;
+	u64 irqoff_max;			/* the longest segment (all: of every thread, the probe's too) */
 	bool ceil;			/* ceil_milli is set (a bandwidth thread ran) */
 	u64 ceil_milli;			/* the engine's ceiling, MB/s x 1000 */
 	bool lat;			/* the lat_* fields below are set */
@@ -115,6 +122,7 @@ struct pl_sum {
 	u64 ops, reads, writes, bytes, ticks, gap, segments;
 	u64 first, last;		/* TSC of the first timed stamp, and of the last */
 	u64 lag, end_lag;		/* the largest start and end lags of the threads */
+	u64 irqoff_max;			/* the longest segment of the threads */
 	u64 ceil_milli;			/* engine ceilings of the bandwidth threads */
 	bool ceil;			/* a bandwidth thread is among them */
 };

@@ -36,6 +36,8 @@ static void pl_sum_add(struct pl_sum *s, const struct pl_thread *t, u64 tsc_khz)
 		if (t->end_lag > s->end_lag)
 			s->end_lag = t->end_lag;
 	}
+	if (t->irqoff_max > s->irqoff_max)
+		s->irqoff_max = t->irqoff_max;
 	if (t->e.mode == PL_MODE_BW) {
 		s->ceil = true;
 		s->ceil_milli += pl_bw_milli(t->e.ceil_bytes, t->e.ceil_ticks, tsc_khz);
@@ -70,6 +72,7 @@ static void pl_scalars(struct pl_scalars *sc, const struct pl_sum *s, const stru
 	sc->start_lag = s->lag;
 	sc->end_lag = s->end_lag;
 	sc->irqoff_milli = all ? pl_muldiv(s->ticks, 100000, all) : 0;
+	sc->irqoff_max = s->irqoff_max;
 	sc->ceil = s->ceil;
 	sc->ceil_milli = s->ceil_milli;
 	if (!h)
@@ -103,6 +106,7 @@ static void pl_out_scalars(struct pl_buf *b, const struct pl_scalars *sc)
 	pl_out(b, " segments=%llu gap_ticks=%llu start_lag_ticks=%llu end_lag_ticks=%llu", sc->segments,
 	       sc->gap_ticks, sc->start_lag, sc->end_lag);
 	pl_out_milli(b, "irqoff_pct", sc->irqoff_milli);
+	pl_out(b, " irqoff_max_ticks=%llu", sc->irqoff_max);
 	if (!sc->lat) {
 		pl_out(b, "\n");
 		return;
@@ -180,6 +184,9 @@ void pl_report_thread(struct pl_buf *b, struct pl_buf *hist, struct pl_report *r
 	/* a probe's accesses are its own line's: the `all` counts are the loading threads' */
 	if (!t->probe)
 		pl_sum_add(&r->s, t, r->tsc_khz);
+	/* interrupts were off as long on the probe's CPU: the `all` line's longest is every thread's */
+	if (t->irqoff_max > r->s.irqoff_max)
+		r->s.irqoff_max = t->irqoff_max;
 	if (!r->threads++) {
 		r->op = t->op;
 		r->insn = e->insn;

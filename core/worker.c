@@ -120,6 +120,9 @@ static void pl_thread_warm(struct pl_thread *t)
 	pl_hist_reset(&e->hist);
 	e->nsamples = 0;
 	e->left = t->left;
+	/* a split access the warm-up left half done: the timed run starts a new one */
+	e->part = 0;
+	e->part_bytes = 0;
 	t->warm_until = 0;
 }
 
@@ -141,7 +144,7 @@ u64 pl_thread_until(struct pl_thread *t, u64 now)
 
 bool pl_thread_more(const struct pl_thread *t, u64 now)
 {
-	return now < t->end || !t->segments;
+	return now < t->end || !t->segments || t->e.part;
 }
 
 /*
@@ -154,6 +157,8 @@ bool pl_thread_more(const struct pl_thread *t, u64 now)
  */
 void pl_thread_segment(struct pl_thread *t, u64 t0, u64 t1)
 {
+	if (t1 > t0 && t1 - t0 > t->irqoff_max)
+		t->irqoff_max = t1 - t0;
 	if (t->warm_until) {
 		if (t1 >= t->warm_until)
 			pl_thread_warm(t);

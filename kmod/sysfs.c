@@ -507,6 +507,7 @@ static struct pl_rattr pl_rattrs[] = {
 	R(start_lag_ticks, start_lag, false, false),
 	R(end_lag_ticks, end_lag, false, false),
 	R(irqoff_pct, irqoff_milli, true, false),
+	R(irqoff_max_ticks, irqoff_max, false, false),
 	R(lat_overhead_ticks, lat_overhead, false, true),
 	R(lat_n, lat_n, false, true),
 	R(lat_min, lat_min, false, true),

@@ -101,3 +101,16 @@ class Module:
         state = self.wait(timeout)
         assert state == "done", f"run ended in state {state!r}; last_error: {self.last_error()!r}"
         return self.result()
+
+
+def assert_split(res: Result, access: int, op: str) -> None:
+    """One access of access bytes ran split: counted once with all its bytes, in more than one
+    segment (IRQ-off stretch), each no longer than the longest reported (irqoff_max_ticks)."""
+    row, total = res.threads[0], res.total
+    assert (int(row["ops"]), int(row["bytes"])) == (1, access), row
+    assert row["loop"].startswith(f"pl_bwl_{op.replace('+', '_')}_"), row["loop"]
+    segs, ticks, longest = int(row["segments"]), int(row["ticks"]), int(row["irqoff_max_ticks"])
+    assert segs >= 2, f"one access of {access} bytes in {segs} IRQ-off stretch"
+    # the longest stretch is at least the mean of the timed ones and less than all of them together
+    assert ticks <= segs * longest and longest < ticks, row
+    assert total["irqoff_max_ticks"] == row["irqoff_max_ticks"]

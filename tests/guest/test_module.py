@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from kernel_log import KernelLog
-from kmod_driver import MODES, OPS, PATTERNS, SYSFS, Module, Result, WriteRefused
+from kmod_driver import MODES, OPS, PATTERNS, SYSFS, Module, Result, WriteRefused, assert_split
 
 MiB = 1 << 20
 
@@ -497,25 +497,31 @@ def test_delay_must_fit_well_inside_a_segment(module, pmem_dev: str) -> None:
 
 
 @pytest.mark.kernel_matrix
-def test_one_huge_access_per_sample_stays_lockup_free(module, pmem_dev: str) -> None:
-    """Latency mode with 64 MiB store+clflush accesses (cold: clflush of 1 Mi lines first): one
-    access cannot be split, so a segment overruns by up to one access. It must stay far from the
-    lockup and stall limits even under TCG (the kernel log is checked after the test)."""
+def test_one_huge_access_is_split_between_segments(module, pmem_dev: str) -> None:
+    """Issue 33 point 8: an access of 64 MiB (the largest) was one asm statement with interrupts
+    off for its whole length (2.01 s on the bed's CXL node with segment_ms=1: a 64 MiB store+
+    clflush under TCG took up to a second). Bandwidth mode now issues it in pieces of 16 KiB
+    with the clock read between them: with segment_ms=1 a count=1 access is many segments (no
+    time is asserted: TCG; the counts say it), flush=access too (its stores, then its
+    flushes, then the fence). A latency sample, one bracket, cannot be split: above 64 KiB it
+    is refused with the reason (the kernel log is checked after the test)."""
     with module(target=pmem_dev, allow_overwrite=1) as sysfs:
         mod = Module(sysfs)
-        start = time.monotonic()
-        res = mod.run(timeout=300, mode="latency", op="store+clflush", access_size=64 * MiB,
-                      working_set=64 * MiB, pattern="seq", cold=1, count=3, threads=1, segment_ms=5)
-        took = time.monotonic() - start
+        for params in (dict(op="store"), dict(op="store+clflush", flush="access", fence="sfence")):
+            res = mod.run(timeout=300, mode="bandwidth", access_size=64 * MiB, working_set=64 * MiB,
+                          pattern="seq", count=1, threads=1, segment_ms=1, **params)
+            assert_split(res, 64 * MiB, params["op"])
+        with pytest.raises(WriteRefused) as info:
+            mod.run(mode="latency", op="store+clflush", access_size=128 << 10, count=3)
+        assert info.value.errno == errno.EINVAL
+        assert info.value.reason.startswith("access_size") and "cannot be split" in info.value.reason
+        res = mod.run(mode="latency", op="store+clflush", access_size=64 << 10, cold=1, count=3, segment_ms=1)
         row = res.threads[0]
-        assert int(row["ops"]) == 3
-        per_access_s = int(row["lat_max"]) / (int(mod.read("tsc_khz")) * 1000)
-        assert per_access_s < 5, f"one 64 MiB access took {per_access_s:.2f} s"
-        print(f"64 MiB store+clflush: max {per_access_s * 1000:.0f} ms per access, run {took:.1f} s")
+        assert int(row["ops"]) == 3 and int(row["irqoff_max_ticks"]) >= int(row["lat_max"]), row
 
 
 RESULT_SCALARS = ["ops", "reads", "writes", "bytes", "ticks", "ns", "bw_mbps", "segments", "gap_ticks",
-                  "start_lag_ticks", "end_lag_ticks", "irqoff_pct"]
+                  "start_lag_ticks", "end_lag_ticks", "irqoff_pct", "irqoff_max_ticks"]
 BW_SCALARS = ["ceiling_mbps"]  # only with a bandwidth thread
 LAT_SCALARS = ["lat_overhead_ticks", "lat_n", "lat_min", "lat_mean", "lat_stddev", "lat_p50", "lat_p90",
                "lat_p99", "lat_p999", "lat_p9999", "lat_max"]

@@ -14,6 +14,7 @@ the selected loop through pl_eng_run, on a buffer), judged by what they leave in
 from __future__ import annotations
 
 import ctypes
+import errno
 import random
 from pathlib import Path
 
@@ -63,6 +64,9 @@ def lib() -> ctypes.CDLL:
     lib.pl_test_divc.restype = ctypes.c_uint64
     lib.pl_test_bw_name.restype = ctypes.c_char_p
     lib.pl_test_lat_name.restype = ctypes.c_char_p
+    lib.pl_test_bwl_name.restype = ctypes.c_char_p
+    lib.pl_test_steps.argtypes = [ctypes.c_void_p, ctypes.POINTER(Eng), ctypes.c_uint64, ctypes.c_void_p,
+                                  ctypes.POINTER(Res), ctypes.c_char_p, ctypes.c_size_t]
     return lib
 
 
@@ -318,6 +322,20 @@ def test_a_thread_reports_how_late_it_started_and_how_much_of_the_end_it_missed(
     assert lags(5, [(21000, 21040)]) == (16000, 40, 0, 1)
 
 
+def test_a_thread_reports_its_longest_stretch_with_interrupts_off(lib: ctypes.CDLL) -> None:
+    """irqoff_max_ticks: the longest segment of the thread, its warm-up's included (interrupts are
+    off in every segment, timed or not); the `all` line has the longest of every thread."""
+    def longest(warmup_ms: int, segments: list[tuple[int, ...]]) -> int:
+        _, (line, total) = window_run(lib, warmup_ms, 10, segments)
+        assert total["irqoff_max_ticks"] == line["irqoff_max_ticks"]
+        return int(line["irqoff_max_ticks"])
+
+    assert longest(0, [(0, 4000), (4000, 10000)]) == 6000
+    assert longest(0, [(0, 1000), (1100, 1200), (1300, 10000)]) == 8700
+    # the warm-up's segment of 4500 ticks is the longest, though not timed
+    assert longest(5, [(0, 4500), (4500, 5000), (5000, 8000), (8000, 12000), (12000, 15000)]) == 4500
+
+
 def test_a_run_has_a_timed_segment_even_when_its_window_passed_without_it(lib: ctypes.CDLL) -> None:
     """Warm-up 5 ms, run 10 ms (ticks 5000..15000). A worker that got no CPU for the window, or
     whose warm-up segment ran past its end, runs one timed segment late, so that its result is a
@@ -432,6 +450,7 @@ def test_every_op_form_family_has_its_loop(lib: ctypes.CDLL) -> None:
                 assert got == want, (op, form, name)
                 assert lib.pl_test_bw_name(i, f, fam, 0) == (f"pl_bwf_{ident(op)}_{form}".encode() if want else None)
             assert lib.pl_test_lat_name(i, f) == (f"pl_lat_{ident(op)}_{form}".encode() if has_form(op, form) else None)
+            assert lib.pl_test_bwl_name(i, f) == (f"pl_bwl_{ident(op)}_{form}".encode() if has_form(op, form) else None)
 
 
 @pytest.mark.parametrize("op,ceil", [("load", "load"), ("ntload", "ntload"), ("ntstore", "store"),
@@ -452,7 +471,106 @@ def test_ceiling_runs_the_plain_loop_on_its_buffer(lib: ctypes.CDLL, op: str, ce
         buf = aligned(max(2 << 20, 2 * access))
         before = buf.copy()
         res = run(lib, buf, ceil=ceil_buf, **kw)
-        assert res.ceil_loop.decode() == f"pl_bw_{ident(ceil)}_{form}_{family}"
+        # an access above a piece (16 KiB) runs split, in the ceiling too (at 2 MiB)
+        want = f"pl_bwl_{ident(ceil)}_{form}" if access > PIECE else f"pl_bw_{ident(ceil)}_{form}_{family}"
+        assert res.ceil_loop.decode() == want
         assert res.ceil_bytes > 0 and res.ceil_ticks > 0
         if op in ("load", "ntload"):
             assert np.array_equal(buf, before), "the ceiling touched the run's region"
+
+
+# --------------------------------------------------------------------------- long accesses, split
+PIECE = 16384  # PL_PIECE_BYTES: the most bytes between two reads of the clock
+
+
+def steps(lib: ctypes.CDLL, buf: np.ndarray, until_ticks: int = 0, **kw: int) -> tuple[dict[str, int], Res]:
+    """pl_test_steps: the engine called as segments whose end has passed (until_ticks 0: each call
+    runs its first step only), until its count is done."""
+    e = Eng(**{"features": CPU, "passes": 1, "seed": 1, "data_seed": 0x1234, "base_len": buf.nbytes, **kw})
+    if not e.step:
+        e.step = e.access
+    if not e.span:
+        e.span = buf.nbytes
+    out = (ctypes.c_uint64 * 6)()
+    res = Res()
+    why = ctypes.create_string_buffer(256)
+    rc = lib.pl_test_steps(buf.ctypes.data, ctypes.byref(e), until_ticks, out, ctypes.byref(res), why, 256)
+    assert rc == 0, why.value.decode()
+    return dict(zip(("calls", "most", "bytes", "ops", "pieces", "slowest"), out)), res
+
+
+def test_a_64_mib_access_is_split_into_pieces_between_segments(lib: ctypes.CDLL) -> None:
+    """Issue 33 point 8: one access of 64 MiB (the largest) ran as one asm statement with
+    interrupts off (2.01 s on the bed's CXL node with segment_ms=1). It now runs in pieces of
+    16 KiB, the clock read between them: a segment whose end has passed stops after its first
+    piece, and the next call goes on where it stopped. Called so, the access takes 4096 calls of
+    16 KiB each, counts once when its last piece is done, and stores exactly its data on every
+    byte (before: one call of 64 MiB)."""
+    n = 64 << 20
+    buf = aligned(n)
+    got, res = steps(lib, buf, op=OP_INDEX["store"], width=8, access=n, count=1)
+    assert got["most"] <= PIECE, f"one call issued {got['most']} bytes with interrupts off (bound {PIECE})"
+    assert res.loop.decode() == "pl_bwl_store_8"
+    assert (got["calls"], got["pieces"], got["bytes"], got["ops"]) == (n // PIECE, n // PIECE, n, 1), got
+    assert (res.reads, res.writes) == (0, 1)
+    assert np.all(buf.view(np.uint64) == np.uint64(data(0))), "the split access stored other data"
+    # a segment of about 1 ms (10^6 ticks): pieces until its end, then the rest in the next ones
+    buf[:] = 0
+    got, _ = steps(lib, buf, until_ticks=1_000_000, op=OP_INDEX["store"], width=8, access=n, count=1)
+    assert (got["pieces"], got["bytes"], got["ops"]) == (n // PIECE, n, 1), got
+    assert got["most"] % PIECE == 0 and got["most"] * got["calls"] >= n, got
+    assert np.all(buf.view(np.uint64) == np.uint64(data(0)))
+
+
+@pytest.mark.parametrize("op,flush,fence,fi,per_access", [
+    # (pieces per 1 MiB access: 64 pieces of 16 KiB; flush=access with a fence piece above 16 KiB:
+    #  its stores, then its flushes, each in pieces)
+    ("store", 0, 0, 0, 64),
+    ("ntstore", 0, 1, 0, 64),
+    ("store+clflush", 0, 1, 0, 64),
+    ("store+clflush", 1, 1, 0, 128),
+    ("store+clflush", 1, 1, 4096, 64),        # fence pieces of 4 KiB: 4 per step, flushed per piece
+    ("store+clflush", 1, 2, 65536, 128),      # fence pieces of 64 KiB: stores then flushes, in steps
+    ("store+clflush", 0, 2, 65536, 64),
+    ("load", 0, 0, 0, 64),
+])
+def test_split_accesses_keep_their_data_counts_and_pieces(lib: ctypes.CDLL, op: str, flush: int, fence: int,
+                                                          fi: int, per_access: int) -> None:
+    """Three accesses of 1 MiB over a 4 MiB buffer, seq, every call a single step: each step
+    issues at most 16 KiB of accesses, the pieces are as many as the access's bytes (twice for
+    flush=access above a piece), and every access stores its own data on all of its bytes."""
+    n, count = 1 << 20, 3
+    buf = aligned(4 * n)
+    got, res = steps(lib, buf, op=OP_INDEX[op], width=8, access=n, count=count, flush=flush, fence=fence,
+                     fence_interval=fi)
+    assert got["most"] <= PIECE, got
+    assert (got["pieces"], got["bytes"], got["ops"]) == (count * per_access, count * n, count), got
+    if op == "load":
+        assert (res.reads, res.writes) == (count, 0)
+        return
+    words = buf.view(np.uint64)
+    for k in range(count):
+        assert np.all(words[k * n // 8:(k + 1) * n // 8] == np.uint64(data(k))), f"access {k}"
+    assert not words[count * n // 8:].any()
+
+
+def test_a_split_access_with_a_read_mix_counts_whole_accesses(lib: ctypes.CDLL) -> None:
+    """read_pct 50 over four 64 KiB accesses: two loads and two stores, each whole, in pieces."""
+    n = 64 << 10
+    buf = aligned(8 * n)
+    got, res = steps(lib, buf, op=OP_INDEX["store"], width=8, access=n, count=4, read_pct=50)
+    assert (res.ops, res.reads, res.writes, res.bytes) == (4, 2, 2, 4 * n)
+    assert got["pieces"] == 4 * n // PIECE and got["most"] <= PIECE
+    words = buf.view(np.uint64)
+    stored = [k for k in range(4) if words[k * n // 8:(k + 1) * n // 8].any()]
+    assert len(stored) == 2 and all(np.all(words[k * n // 8:(k + 1) * n // 8] == np.uint64(data(k))) for k in stored)
+
+
+def test_a_latency_access_above_64_kib_is_refused(lib: ctypes.CDLL) -> None:
+    """A latency sample is one access in one bracket: it cannot be split, so it is bounded."""
+    buf = aligned(1 << 20)
+    e = Eng(features=CPU, passes=1, seed=1, op=OP_INDEX["load"], width=8, mode=1, access=128 << 10,
+            step=128 << 10, span=1 << 20, count=1, base_len=buf.nbytes)
+    why = ctypes.create_string_buffer(256)
+    rc = lib.pl_test_engine(buf.ctypes.data, ctypes.byref(e), ctypes.byref(Res()), None, why, 256)
+    assert rc == -errno.EINVAL and b"cannot be split" in why.value, (rc, why.value)

@@ -1,8 +1,8 @@
 """The generated loops as the compiler left them (objdump -dr), in the runner's object and in the
 module's engine.o built for every installed kernel tree (build/<release>/, as scripts/vm builds it):
 
-- every op x form x family has its bandwidth loop, its full bandwidth loop and its latency loop
-  (the module: its own ops; the runner: the copy ops too);
+- every op x form x family has its bandwidth loop, its full bandwidth loop, its loop of split
+  long accesses and its latency loop (the module: its own ops; the runner: the copy ops too);
 - no call, no indirect jump and no retpoline thunk anywhere in a loop function, the return
   (a jump to __x86_return_thunk on kernels built with return thunks) at its exit only;
 - every latency bracket (rdtscp ... rdtscp, or lfence; rdtsc; lfence twice) holds fences, the
@@ -66,6 +66,7 @@ def loops(ops: tuple[str, ...]) -> dict[str, tuple[str, str, str]]:
             for fam in FAMILIES:
                 out[f"pl_bw_{ident(op)}_{form}_{fam}"] = (op, form, "bw")
             out[f"pl_bwf_{ident(op)}_{form}"] = (op, form, "bwf")
+            out[f"pl_bwl_{ident(op)}_{form}"] = (op, form, "bwl")
             out[f"pl_lat_{ident(op)}_{form}"] = (op, form, "lat")
     return out
 
@@ -106,7 +107,7 @@ def check_object(obj: Path, ops: tuple[str, ...]) -> None:
     missing = sorted(set(want) - set(funcs))
     assert not missing, f"{obj}: no {missing[:5]}"
     # (objdump names the call padding before a section's first function "<function>-0x10")
-    extra = sorted(f for f in funcs if re.fullmatch(r"pl_(bw|bwf|lat)_\w+", f) and f not in want)
+    extra = sorted(f for f in funcs if re.fullmatch(r"pl_(bw|bwf|bwl|lat)_\w+", f) and f not in want)
     assert not extra, f"{obj}: unexpected loops {extra[:5]}"
     for name, (op, form, kind) in want.items():
         insns = funcs[name]
@@ -127,7 +128,7 @@ def check_object(obj: Path, ops: tuple[str, ...]) -> None:
             assert not (mn & {"movdqa", "movntdqa", "movntdq", "paddq", "punpcklqdq"}), f"{name}: legacy SSE"
         if form in ("32", "64"):
             assert ("%ymm" if form == "32" else "%zmm") in text and "vzeroupper" in mn, name
-        if kind == "bwf" and op not in ("load", "ntload"):
+        if kind in ("bwf", "bwl") and op not in ("load", "ntload"):
             assert {"sfence", "mfence"} <= mn, f"{name}: the configured fences"
         if kind != "lat":
             assert "rdtscp" not in mn, name

@@ -94,6 +94,8 @@ class Case:
     def loop(self, op: str) -> str:
         if self.mode == "latency":
             return f"pl_lat_{ident(op)}_{self.form}"
+        if self.access > 16384:  # PL_PIECE_BYTES: longer accesses run split
+            return f"pl_bwl_{ident(op)}_{self.form}"
         if not self.plain:
             return f"pl_bwf_{ident(op)}_{self.form}"
         return f"pl_bw_{ident(op)}_{self.form}_{family_of(self.family)}"
@@ -163,6 +165,19 @@ def cases() -> list[pytest.param]:
             for fence, fi, acc in (("sfence", "0", 64), ("mfence", "256", 1024), ("sfence", "1024", 320)):
                 out.append(Case((op,), form, "bandwidth", "linear", acc if acc >= FORM_WIDTH[form] else 64,
                                 {"fence": fence, "fence_interval": fi}, "avx" if form == "16sse" else ""))
+    # accesses above a piece (16 KiB), split (pl_bwl_*): the same instructions as one access,
+    # flush=access with a fence piece above a piece too (its stores, then its flushes)
+    for op, form, fam, acc, params in (
+            ("store", "32", "linear", 20480, {}),
+            ("store", "8", "linear", 16448, {}),
+            ("load", "32", "rand", 32768, {}),
+            ("store", "32", "rand", 32768, {"read_pct": "50"}),
+            ("ntstore", "32", "linear", 20480, {"fence": "mfence", "fence_interval": "4096"}),
+            ("store+clflush", "32", "linear", 36864, {"flush": "access", "fence": "sfence", "fence_interval": "0"}),
+            ("store+clflush", "16vex", "linear", 40960, {"flush": "access", "fence": "sfence",
+                                                         "fence_interval": "20480"}),
+            ("store+clflush", "8", "hotspot", 20480, {"fence": "sfence", "fence_interval": "40960"})):
+        out.append(Case((op,), form, "bandwidth", fam, acc, params))
     # op lists (thread i runs op i), and the rdtsc bracket where rdtscp is hidden
     for form in ("8", "32", "64"):
         out.append(Case(("load", "ntstore"), form, "bandwidth", "rand", 64))

@@ -316,7 +316,7 @@ def test_histogram_percentiles_match_numpy(lib: ctypes.CDLL) -> None:
 # --------------------------------------------------------------------------- the runner
 RESULT_KEYS = ["thread", "cpu", "node", "role", "op", "width", "mode", "insn", "loop", "ops", "reads", "writes",
                "bytes", "ticks", "ns", "bw_mbps", "ceiling_mbps", "segments", "gap_ticks", "start_lag_ticks",
-               "end_lag_ticks", "irqoff_pct"]
+               "end_lag_ticks", "irqoff_pct", "irqoff_max_ticks"]
 LAT_KEYS = ["lat_overhead_ticks", "lat_n", "lat_min", "lat_mean", "lat_stddev", "lat_p50", "lat_p90",
             "lat_p99", "lat_p999", "lat_p9999", "lat_max"]
 

@@ -61,6 +61,8 @@ KNOWN_RESULT_COLUMNS: tuple[str, ...] = (
     "end_lag_ticks",
     "end_lag_ns",
     "irqoff_pct",
+    "irqoff_max_ticks",
+    "irqoff_max_ns",
     "lat_overhead_ticks",
     "lat_overhead_ns",
     "lat_n",

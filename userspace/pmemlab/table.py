@@ -82,6 +82,9 @@ COLUMN_DOC: dict[str, str] = {
                      "ticks (a thread off its CPU when the end came, or stopped early; aggregate: the largest)",
     "end_lag_ns": "the same in ns",
     "irqoff_pct": "% of the timed run with interrupts off",
+    "irqoff_max_ticks": "the thread's longest stretch with interrupts off (one segment, warm-up included), TSC ticks "
+                        "(aggregate: the longest of every thread's, the probe's too)",
+    "irqoff_max_ns": "the same in ns",
     "lat_ticks_*": "latency statistics, TSC ticks (timer overhead subtracted)", "lat_ns_*": "the same in ns",
     "media_read_64b": "ipmctl MediaReads delta over the run, 64 B units (summed over the target region's DIMMs)",
     "media_write_64b": "ipmctl MediaWrites delta, 64 B units", "read_request_64b": "ipmctl ReadRequests delta",

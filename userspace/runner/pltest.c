@@ -101,6 +101,79 @@ int pl_test_engine(char *base, const struct pl_test_eng *t, struct pl_test_res *
 	return 0;
 }
 
+/*
+ * The engine on t as a worker's segments call it: every call's end is
+ * until_ticks after its start (0: already passed, so a call runs its first
+ * step only: one batch, or one piece of a split access), until t->count
+ * accesses are done.  out: the calls, the most bytes one call issued (the
+ * access in flight's included: part_bytes), the
+ * bytes, the accesses, the pieces (st.pieces), the most ticks one call
+ * took; res as pl_test_engine's.  A deadline of 10^4 calls per access
+ * stops an engine that would not end.  0, or -errno and why.
+ */
+int pl_test_steps(char *base, const struct pl_test_eng *t, u64 until_ticks, u64 *out,
+		  struct pl_test_res *res, char *why, size_t len)
+{
+	static u64 hist[PL_HIST_NB];
+	static int stop;
+	struct pl_eng e;
+	struct pl_eng_cfg c = {
+		.base = base,
+		.base_len = t->base_len,
+		.gen = { .pattern = t->pattern, .access = t->access, .step = t->step,
+			 .span = t->span, .passes = t->passes, .pass_offset = t->pass_offset,
+			 .seed = t->seed, .stream = t->stream },
+		.op = t->op,
+		.width = t->width,
+		.features = t->features,
+		.mode = t->mode,
+		.access = t->access,
+		.fence = t->fence,
+		.fence_interval = t->fence_interval,
+		.flush = t->flush,
+		.read_pct = t->read_pct,
+		.count = t->count,
+		.stop = &stop,
+		.hist_buckets = hist,
+		.data_seed = t->data_seed,
+	};
+	u64 calls = 0, most = 0, slow = 0, b0, t0, t1;
+	int err;
+
+	if (!t->count) {
+		snprintf(why, len, "count must be > 0");
+		return -EINVAL;
+	}
+	err = pl_eng_init(&e, &c, why, len);
+	if (err)
+		return err;
+	while (e.left && calls < 10000 * t->count + 10000) {
+		b0 = e.st.bytes + e.part_bytes;
+		t0 = pl_rdtsc();
+		pl_eng_run(&e, until_ticks ? t0 + until_ticks : 0);
+		t1 = pl_rdtsc();
+		calls++;
+		if (e.st.bytes + e.part_bytes - b0 > most)
+			most = e.st.bytes + e.part_bytes - b0;
+		if (t1 - t0 > slow)
+			slow = t1 - t0;
+	}
+	out[0] = calls;
+	out[1] = most;
+	out[2] = e.st.bytes;
+	out[3] = e.st.ops;
+	out[4] = e.st.pieces;
+	out[5] = slow;
+	res->ops = e.st.ops;
+	res->reads = e.st.reads;
+	res->writes = e.st.writes;
+	res->bytes = e.st.bytes;
+	res->data = e.data;
+	snprintf(res->loop, sizeof(res->loop), "%s", e.loop_name);
+	snprintf(res->insn, sizeof(res->insn), "%s", e.insn);
+	return 0;
+}
+
 /* bytes of the ceiling buffer for these inputs */
 u64 pl_test_ceiling_len(const struct pl_test_eng *t)
 {
@@ -131,6 +204,11 @@ u64 pl_test_divc(u64 n, u64 d)
 const char *pl_test_bw_name(int op, int form, int fam, int plain)
 {
 	return pl_eng_bw_name(op, form, fam, plain);
+}
+
+const char *pl_test_bwl_name(int op, int form)
+{
+	return pl_eng_bwl_name(op, form);
 }
 
 const char *pl_test_lat_name(int op, int form)
