@@ -6,9 +6,11 @@ from __future__ import annotations
 import ctypes
 import errno
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -308,17 +310,19 @@ def test_namespace_disabled_under_a_run(ko: Path, dram_pmem_dev: str) -> None:
 
 
 READER = r"""
-import sys, time
-names = sys.argv[2:]
+import os, sys
+stop, progress, names = sys.argv[1], sys.argv[2], sys.argv[3:]
 print("ready", flush=True)
-deadline = time.monotonic() + float(sys.argv[1])
 reads = 0
-while time.monotonic() < deadline:
+while not os.path.exists(stop):
     for name in names:
         with open("/sys/kernel/pmemlab/" + name, "rb") as fh:
             while fh.read(1024):
                 pass
         reads += 1
+    if reads % 50 < len(names):
+        with open(progress, "w") as fh:
+            fh.write(str(reads))
 print(reads)
 """
 
@@ -330,28 +334,40 @@ def test_result_reads_race_with_run_starts(module, pmem_dev: str) -> None:
     with module(target=pmem_dev) as sysfs:
         mod = Module(sysfs)
         mod.set(mode="latency", op="load", threads=2, count=200, samples=200, working_set=4 * MiB)
-        # the runs start once every reader reads: their interpreters take seconds to start under
-        # TCG, and the runs of that time raced nothing (6.12: 1100 runs and 45000 reads a reader
-        # in 15 s; now at least 30 and 500 in 6 s of overlap are required, not 10 and 10)
-        seconds = 6
-        readers = [subprocess.Popen([sys.executable, "-c", READER, str(seconds), "result", "histogram",
+        # the runs start once every reader reads (their interpreters take seconds to start under
+        # TCG), and go on until the race has had at least 30 run starts and every reader 500 reads
+        # of them: counts, not a rate (a fixed 6 s gave 22 starts on 5.10 with two TCG guests side
+        # by side); the bound is for a hang only
+        runs, want_runs, want_reads, bound = 0, 30, 500, 600
+        work = Path(tempfile.mkdtemp(prefix="pmemlab-race-"))
+        stop = work / "stop"
+        progress = [work / f"reader{i}" for i in range(3)]
+        readers = [subprocess.Popen([sys.executable, "-c", READER, str(stop), str(p), "result", "histogram",
                                      "raw_samples", "results/lat_p99", "results/ops"],
-                                    stdout=subprocess.PIPE, text=True) for _ in range(3)]
-        for proc in readers:
-            assert proc.stdout and proc.stdout.readline() == "ready\n"
-        runs = 0
-        deadline = time.monotonic() + seconds
-        while time.monotonic() < deadline:
-            mod.start()
-            mod.wait(timeout=60)
-            runs += 1
+                                    stdout=subprocess.PIPE, text=True) for p in progress]
+        try:
+            for proc in readers:
+                assert proc.stdout and proc.stdout.readline() == "ready\n"
+
+            def fewest_reads() -> int:
+                return min(int(p.read_text() or 0) if p.exists() else 0 for p in progress)
+
+            deadline = time.monotonic() + bound
+            while (runs < want_runs or fewest_reads() < want_reads) and time.monotonic() < deadline:
+                mod.start()
+                mod.wait(timeout=60)
+                runs += 1
+        finally:
+            stop.touch()
         reads = []
         for proc in readers:
             out, _ = proc.communicate(timeout=60)
             assert proc.returncode == 0
             reads.append(int(out))
+        shutil.rmtree(work, ignore_errors=True)
         print(f"{runs} run starts, reads {reads}")
-        assert runs >= 30 and min(reads) > 500, (runs, reads)
+        assert runs >= want_runs and min(reads) >= want_reads, \
+            f"{runs} run starts and reads {reads} in {bound} s: the runs or the reads hung"
         res = mod.run()
         assert int(res.total["lat_n"]) == 400
 
