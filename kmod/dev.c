@@ -136,7 +136,7 @@ static struct pl_dev *pl_dev_running(void)
  * at full bandwidth, a remove frees and unmaps it (the kernel's TLB flush
  * reaches every CPU), either beside a measurement.  So targets/add and
  * targets/remove are refused while any run is active (here), and run and
- * check while a target is being added or removed (pl_targets_changing).
+ * check while a target is being added or removed (run.c, pl_targets_changing).
  */
 static int pl_targets_between_runs(const char *what, const char *name)
 {
@@ -147,23 +147,6 @@ static int pl_targets_between_runs(const char *what, const char *name)
 		return 0;
 	return pl_targets_fail(-EBUSY, "targets/%s: %s: a run is active on %s; %s targets between runs",
 			       what, name, pl_dev_label(o, l, sizeof(l)), what);
-}
-
-/* run and check on d (pl_mod.lock and d->lock held): -EBUSY while another target is added or removed */
-int pl_targets_changing(struct pl_dev *d)
-{
-	struct pl_dev *o;
-
-	lockdep_assert_held(&pl_mod.lock);
-	if (pl_mod.closing)
-		return 0;	/* and d is gone: run.c says so */
-	list_for_each_entry(o, &pl_mod.named, entry) {
-		if (o == d || !(o->opening || o->gone))
-			continue;
-		return pl_fail(d, -EBUSY, "run: target %s is being %s; runs start when targets/%s returns",
-			       o->name, o->opening ? "added" : "removed", o->opening ? "add" : "remove");
-	}
-	return 0;
 }
 
 /* the name taken for d (under pl_mod.lock), or why not */

@@ -193,7 +193,6 @@ void pl_sysfs_init(void);
 /* dev.c: the top level, named targets made and removed (targets/add, targets/remove), teardown */
 int pl_devs_init(void);
 void pl_devs_exit(void);
-int pl_targets_changing(struct pl_dev *d);	/* -EBUSY while another is added or removed */
 
 /* run.c (pl_run_reap takes the locks; the others want d->lock held) */
 void pl_facts(const struct pl_dev *d, struct pl_facts *f);

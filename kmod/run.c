@@ -78,6 +78,23 @@ static void pl_facts_load(const struct pl_dev *ld, struct pl_facts *f)
 	f->load.scattered = ld->t.kind == PL_TARGET_DRAM;
 }
 
+/* run and check on d (pl_mod.lock held): -EBUSY while another target is being added or removed (dev.c) */
+static int pl_targets_changing(struct pl_dev *d)
+{
+	struct pl_dev *o;
+
+	lockdep_assert_held(&pl_mod.lock);
+	if (pl_mod.closing)
+		return 0;	/* and d is gone: pl_run_start says so */
+	list_for_each_entry(o, &pl_mod.named, entry) {
+		if (o == d || !(o->opening || o->gone))
+			continue;
+		return pl_fail(d, -EBUSY, "run: target %s is being %s; runs start when targets/%s returns",
+			       o->name, o->opening ? "added" : "removed", o->opening ? "add" : "remove");
+	}
+	return 0;
+}
+
 /*
  * load_target's named target (under pl_mod.lock): NULL and 0 for none
  * (empty, or this target's own name), else the target, or -errno and
@@ -247,7 +264,7 @@ static int pl_run_judge(struct pl_dev *d, struct pl_plan *plan, unsigned int **c
 		err = pl_run_params(d, *ld, plan);
 	}
 	if (!err)
-		err = pl_targets_changing(d);	/* targets change between runs (dev.c) */
+		err = pl_targets_changing(d);	/* targets change between runs */
 	if (err)
 		return err;
 	c = kcalloc(plan->n, sizeof(*c), GFP_KERNEL);

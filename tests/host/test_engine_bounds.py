@@ -68,7 +68,9 @@ def test_the_ceiling_keeps_whole_pieces_inside_its_buffer(lib: ctypes.CDLL, op: 
     ceil = raw[:need]
     buf = aligned(access)
     res = run(lib, buf, ceil=ceil, **kw)
-    assert res.ceil_ops > 0 and res.ceil_bytes > 0
+    # bytes, not ops: a split access counts as an op only when done, and 1e6 ticks on a loaded host
+    # may end inside the first 2 MiB piece (CI: ceil_ops 0 for ntstore at 64 B fences)
+    assert res.ceil_bytes > 0 and res.ceil_ticks > 0
     assert np.all(raw[need:] == 0xA5), f"the ceiling wrote {np.count_nonzero(raw[need:] != 0xA5)} bytes past its buffer"
     assert not np.all(ceil[:4096] == 0xA5), "the ceiling stored nothing"
 
