@@ -247,16 +247,17 @@ def test_segment_ms_is_honoured(fresh: Module) -> None:
 @pytest.mark.kernel_matrix
 def test_abort_leaves_partial_results(fresh: Module) -> None:
     tsc_khz = int(fresh.read("tsc_khz"))
-    # A run of two minutes, aborted after a second: its window must stay under half of it. The
+    # A run of ten minutes, aborted after a second: its window must stay under half of it. The
     # abort lands when the writer gets a vCPU between the two threads' segments; with two TCG
-    # guests side by side that took 18.9 s once (beside a 30 s run, whose half it then exceeded).
-    full_ms = 120000
+    # guests side by side that took 18.9 s once (beside a 30 s run, whose half it then exceeded):
+    # the bound tells an abort from a run to its end, not a speed.
+    full_ms = 600000
     for mode in ("bandwidth", "latency"):
         fresh.set(mode=mode, threads=2, duration_ms=full_ms, samples=100 if mode == "latency" else 0)
         fresh.start()
         time.sleep(1.0)
         fresh.write("abort", 1)
-        assert fresh.wait(timeout=60) == "error:aborted"
+        assert fresh.wait(timeout=300) == "error:aborted"
         res = fresh.result()
         check_consistent(res, mode, 64, 2)
         assert int(res.total["ticks"]) < full_ms * tsc_khz * 0.5

@@ -291,7 +291,7 @@ def test_namespace_disabled_under_a_run(ko: Path, dram_pmem_dev: str) -> None:
         assert mod.state() == "error:target-gone"
         start = time.monotonic()
         rmmod()
-        assert time.monotonic() - start < 30
+        assert time.monotonic() - start < 300  # a hang, not a speed (TCG stalls for seconds)
     finally:
         subprocess.run(["rmmod", "pmemlab"], capture_output=True)
         if unbound:

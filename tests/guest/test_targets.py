@@ -265,16 +265,16 @@ def test_rmmod_with_runs_in_flight_on_several_targets(ko: Path, pmem_dev: str) -
             mods = [top, named("a"), named("c")]
             for i, mod in enumerate(mods[:min(cpus, 3)]):
                 mod.set(op="store" if i else "load", threads=1, cpus=str(i), working_set=2 * MiB,
-                        duration_ms=120000)
+                        duration_ms=600000)
                 mod.start()
             time.sleep(0.3)
             assert all(m.state() == "running" for m in mods[:min(cpus, 3)])
             start = time.monotonic()
             subprocess.run(["rmmod", "pmemlab"], check=True)
-            # it stops the runs instead of waiting for them: within half of their two minutes
+            # it stops the runs instead of waiting for them: within half of their ten minutes
             # (rmmod gets a vCPU between segments; with two TCG guests on two cores that can take
-            # seconds: an abort took 18.9 s once, test_features)
-            assert time.monotonic() - start < 60
+            # seconds: an abort took 18.9 s once, test_features): stopping told from waiting
+            assert time.monotonic() - start < 300
         assert not loaded()
 
     for _ in range(3):  # warm-up: slab caches, the module loader
