@@ -167,6 +167,17 @@ def test_a_curve_that_never_doubles_has_no_knee() -> None:
     assert not math.isnan(s.tail_rise)
 
 
+def test_a_point_without_probe_samples_is_not_the_unloaded_latency() -> None:
+    m = Model()
+    pts = [m.point(d) for d in C.initial_delays(8)]
+    light = max(pts, key=lambda p: p.delay_ticks)
+    pts = [p if p is not light else C.CurvePoint(p.mix, p.delay_ticks, p.bw_gbps, 0.0, p.read_share, *[math.nan] * 5)
+           for p in pts]
+    s = C.summarize_curve(pts)
+    assert s.unloaded_ns == pytest.approx(m.lat(sorted(p.delay_ticks for p in pts)[-2]))
+    assert not math.isnan(s.knee_gbps)
+
+
 def test_summary_refuses_mixed_or_empty_curves() -> None:
     with pytest.raises(ValueError, match="no point"):
         C.summarize_curve([])
@@ -198,3 +209,15 @@ def test_monotone_violations_respect_the_spread() -> None:
     pts = [C.CurvePoint(100, d, bw, std, 100.0, 100, 110, 120, 130, 140) for d, bw, std in
            ((1000, 1.0, 0.1), (100, 5.0, 0.1), (10, 4.8, 0.1), (0, 3.0, 0.1))]
     assert C.monotone_violations(pts) == [(10, 0)]
+
+
+def test_pooled_quantile_reads_the_repeats_histograms_together() -> None:
+    one = [(100.0, 110.0, 50), (110.0, 120.0, 40), (200.0, 300.0, 10)]
+    two = [(100.0, 110.0, 50), (110.0, 120.0, 40), (1000.0, 1100.0, 10)]
+    assert C.pooled_quantile(one + two, 0.5) == pytest.approx(110.0)  # 100 of 200 samples below 110
+    assert C.pooled_quantile(one + two, 0.95) == pytest.approx(300.0)  # the 190th sample: the top of 200-300
+    assert C.pooled_quantile(one + two, 0.999) > 1000.0
+    assert C.pooled_quantile(one, 1.0) == pytest.approx(300.0)
+    assert math.isnan(C.pooled_quantile([], 0.5))
+    with pytest.raises(ValueError):
+        C.pooled_quantile(one, 0)

@@ -171,7 +171,7 @@ def memory_gbps(bw_gbps: float, read_share_pct: float, factor: float) -> float:
 
 def summarize_curve(points: Sequence[CurvePoint], unloaded_ns: float | None = None,
                     factor: float = 1.0) -> CurveSummary:
-    """The curve's unloaded latency (given, else the lightest load's median), peak bandwidth,
+    """The curve's unloaded latency (given, else the lightest load's median with samples), peak bandwidth,
     knee (bandwidth where the median reaches KNEE_FACTOR x unloaded, along increasing load) and
     tail rise (p99.9 over median where bandwidth first reaches TAIL_AT x peak)."""
     pts = by_load(points)
@@ -180,7 +180,8 @@ def summarize_curve(points: Sequence[CurvePoint], unloaded_ns: float | None = No
     mixes = {p.mix for p in pts}
     if len(mixes) != 1:
         raise ValueError(f"one curve has one mix, not {sorted(mixes)}")
-    base = unloaded_ns if unloaded_ns is not None and unloaded_ns > 0 else pts[0].p50_ns
+    timed = [p.p50_ns for p in pts if not math.isnan(p.p50_ns)]  # a point whose probe got no sample has none
+    base = unloaded_ns if unloaded_ns is not None and unloaded_ns > 0 else timed[0] if timed else math.nan
     bws = [p.bw_gbps for p in pts]
     peak = max(bws)
     i_peak = bws.index(peak)
@@ -188,7 +189,7 @@ def summarize_curve(points: Sequence[CurvePoint], unloaded_ns: float | None = No
     rb = [p.bw_gbps for p in rising]
     lat = [p.p50_ns for p in pts]
     knee_ns = KNEE_FACTOR * base
-    knee = _crossing(bws, lat, knee_ns) if max(lat) >= knee_ns else math.nan
+    knee = _crossing(bws, lat, knee_ns) if any(x >= knee_ns for x in lat) else math.nan
     at = TAIL_AT * peak
     p50 = _at(rb, [p.p50_ns for p in rising], at)
     p999 = _at(rb, [p.p999_ns for p in rising], at)
@@ -232,3 +233,24 @@ def memory_note(write_op: str, factor: float, mixes: Sequence[int]) -> str:
     return (f"bytes issued are not bytes moved: {write_op} is a cached store, which reads each line before "
             f"writing it (read for ownership), so the memory moves about {factor:g}x the bytes of the writes; "
             f"bw_memory_gbps = bw_gbps x (read share + {factor:g} x write share)")
+
+
+def pooled_quantile(buckets: Iterable[tuple[float, float, int]], q: float) -> float:
+    """The q-quantile (0 < q <= 1) of samples pooled from histogram buckets (lo, hi, count):
+    linear inside the bucket that holds it; NaN without samples."""
+    if not 0 < q <= 1:
+        raise ValueError(f"quantile {q}: 0 < q <= 1")
+    merged: dict[tuple[float, float], int] = {}
+    for lo, hi, n in buckets:
+        if n > 0:
+            merged[(lo, hi)] = merged.get((lo, hi), 0) + int(n)
+    total = sum(merged.values())
+    if not total:
+        return math.nan
+    want = q * total
+    seen = 0
+    for (lo, hi), n in sorted(merged.items()):
+        if seen + n >= want:
+            return lo + (hi - lo) * (want - seen) / n
+        seen += n
+    return max(hi for _, hi in merged)  # not reached: the last bucket holds q = 1
