@@ -221,3 +221,22 @@ def test_pooled_quantile_reads_the_repeats_histograms_together() -> None:
     assert math.isnan(C.pooled_quantile([], 0.5))
     with pytest.raises(ValueError):
         C.pooled_quantile(one, 0)
+
+
+def test_compare_families_on_matched_mixes() -> None:
+    """B: the same memory twice as slow unloaded with 80 % of the bandwidth (a CXL expander
+    against DRAM): the ratios say so, at matched mixes only."""
+    a = [Model(peak=20.0, l0=100.0, mix=m).point(d) for m in (100, 50) for d in C.initial_delays(16)]
+    b = [Model(peak=16.0, l0=200.0, mix=m).point(d) for m in (100, 0) for d in C.initial_delays(16)]
+    summary, points = C.compare_families(a, b)
+    assert [s["mix"] for s in summary] == [100]
+    (s,) = summary
+    assert s["peak_gbps_b_over_a"] == pytest.approx(0.8)
+    assert s["unloaded_ns_b_over_a"] == pytest.approx(2.0, rel=0.01)
+    assert s["knee_gbps_b_over_a"] == pytest.approx(0.8, rel=0.03)
+    assert {p["mix"] for p in points} == {100}
+    light = [p for p in points if p["bw_gbps"] < 0.05 * 16.0 and not math.isnan(p["p50_b_over_a"])]
+    assert light and all(p["p50_b_over_a"] == pytest.approx(2.0, rel=0.05) for p in light)
+    assert any(math.isnan(p["p50_ns_b"]) for p in points)  # beyond B's peak: no value, not an extrapolation
+    with pytest.raises(ValueError, match="no read share in both"):
+        C.compare_families(a, [Model(mix=0).point(d) for d in C.initial_delays(4)])

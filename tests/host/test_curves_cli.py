@@ -133,3 +133,35 @@ def test_summaries_of_the_recorded_points_agree_with_the_module() -> None:
            for d, bw, lat in ((4096, 0.1, 100.0), (64, 5.0, 150.0), (0, 8.0, 300.0))]
     s = C.summarize_curve(pts)
     assert s.knee_gbps == pytest.approx(5.0 + 3.0 * 50 / 150)
+
+
+def test_compare_reads_two_families_and_matches_their_mixes(family, tmp_path, capsys) -> None:
+    _, _, out = family
+    assert cmd.is_curves_csv(out) and not cmd.is_curves_csv(tmp_path / "none.csv")
+    pts = cmd.read_curves_csv(out)
+    assert len(pts) == 10 and {p.mix for p in pts} == {0, 100}
+    # B: A's 100 % curve only, every latency doubled
+    b = tmp_path / "b.csv"
+    with out.open() as f, b.open("w") as g:
+        rows = [r for r in csv.DictReader(f) if r["mix_pct"] == "100"]
+        w = csv.DictWriter(g, fieldnames=list(cmd.CSV_COLUMNS), lineterminator="\n")
+        w.writeheader()
+        for r in rows:
+            w.writerow({**r, **{k: (str(2 * float(r[k])) if r[k] else "") for k in
+                                ("lat_p50_ns", "lat_p90_ns", "lat_p99_ns", "lat_p999_ns", "lat_max_ns")}})
+    assert cli.main(["compare", str(out), str(b), "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["kind"] == "curves" and [s["mix"] for s in doc["mixes"]] == [100]
+    assert doc["mixes"][0]["unloaded_ns_b_over_a"] == pytest.approx(2.0)
+    assert doc["mixes"][0]["peak_gbps_b_over_a"] == pytest.approx(1.0)
+    timed = [p for p in doc["points"] if p["p50_b_over_a"] is not None]
+    assert timed and all(p["p50_b_over_a"] == pytest.approx(2.0) for p in timed)
+    assert cli.main(["compare", str(out), str(b)]) == 0
+    assert "100 % reads: unloaded" in capsys.readouterr().out
+    only0 = tmp_path / "c.csv"
+    with out.open() as f, only0.open("w") as g:
+        g.write(f.readline())
+        g.writelines(line for line in f if line.startswith("0,"))
+    assert cli.main(["compare", str(b), str(only0)]) == exitcodes.BAD_INPUT
+    err = capsys.readouterr().err.strip()
+    assert "no read share in both families" in err and len(err.splitlines()) == 1

@@ -254,3 +254,41 @@ def pooled_quantile(buckets: Iterable[tuple[float, float, int]], q: float) -> fl
             return lo + (hi - lo) * (want - seen) / n
         seen += n
     return max(hi for _, hi in merged)  # not reached: the last bucket holds q = 1
+
+
+def latency_at(points: Sequence[CurvePoint], bw_gbps: float, field: str = "p50_ns") -> float:
+    """The curve's latency (`field` of its points) at bandwidth bw_gbps, interpolated on its part
+    up to the peak; NaN outside what the curve reached."""
+    pts = by_load(points)
+    bws = [p.bw_gbps for p in pts]
+    if not pts or bw_gbps > max(bws) or bw_gbps < bws[0]:
+        return math.nan
+    rising = pts[:bws.index(max(bws)) + 1]
+    return _at([p.bw_gbps for p in rising], [float(getattr(p, field)) for p in rising], bw_gbps)
+
+
+def _ratio(b: float, a: float) -> float:
+    return b / a if a and not math.isnan(a) and not math.isnan(b) else math.nan
+
+
+def compare_families(a: Sequence[CurvePoint], b: Sequence[CurvePoint]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Two families on the mixes both have: per mix A's and B's summary values and B/A; per
+    point of A, B's median and p99.9 at A's bandwidth (interpolated on B's curve) and B/A."""
+    fa, fb = family(a), family(b)
+    mixes = [m for m in fa if m in fb]
+    if not mixes:
+        raise ValueError(f"no read share in both families (A: {sorted(fa)}, B: {sorted(fb)})")
+    summary, points = [], []
+    for m in mixes:
+        sa, sb = summarize_curve(fa[m]), summarize_curve(fb[m])
+        row: dict[str, Any] = {"mix": m}
+        for key in ("unloaded_ns", "peak_gbps", "knee_gbps", "tail_rise"):
+            va, vb = getattr(sa, key), getattr(sb, key)
+            row.update({f"{key}_a": va, f"{key}_b": vb, f"{key}_b_over_a": _ratio(vb, va)})
+        summary.append(row)
+        for p in fa[m]:
+            b50, b999 = latency_at(fb[m], p.bw_gbps), latency_at(fb[m], p.bw_gbps, "p999_ns")
+            points.append({"mix": m, "bw_gbps": p.bw_gbps, "p50_ns_a": p.p50_ns, "p50_ns_b": b50,
+                           "p50_b_over_a": _ratio(b50, p.p50_ns), "p999_ns_a": p.p999_ns, "p999_ns_b": b999,
+                           "p999_b_over_a": _ratio(b999, p.p999_ns)})
+    return summary, points

@@ -471,3 +471,72 @@ def _save(fig: Any, csv_path: Path, what: str) -> Path:
     fig.savefig(path, dpi=150)
     return path
 
+
+
+# --------------------------------------------------------------------------
+# a family read back, and two compared (`pmemlab compare A.csv B.csv` of two curves CSVs)
+# --------------------------------------------------------------------------
+def is_curves_csv(path: Path) -> bool:
+    """A CSV `pmemlab curves -o` wrote: its header is CSV_COLUMNS."""
+    if path.suffix != ".csv" or not path.is_file():
+        return False
+    with path.open(newline="") as f:
+        return tuple(next(csv.reader(f), [])) == CSV_COLUMNS
+
+
+def _num(text: str) -> float:
+    return float(text) if text != "" else math.nan
+
+
+def read_curves_csv(path: Path) -> list[C.CurvePoint]:
+    with path.open(newline="") as f:
+        return [C.CurvePoint(mix=int(r["mix_pct"]), delay_ticks=int(r["delay_ticks"]), bw_gbps=_num(r["bw_gbps"]),
+                             bw_std=_num(r["bw_gbps_std"]), read_share=_num(r["read_pct_actual"]),
+                             p50_ns=_num(r["lat_p50_ns"]), p90_ns=_num(r["lat_p90_ns"]), p99_ns=_num(r["lat_p99_ns"]),
+                             p999_ns=_num(r["lat_p999_ns"]), max_ns=_num(r["lat_max_ns"]),
+                             p50_std=_num(r["lat_p50_std_ns"]), repeats=int(r["repeats"]))
+                for r in csv.DictReader(f)]
+
+
+def compare_command(args: argparse.Namespace) -> int:
+    """Two families point by point on the mixes both have (analysis.curves.compare_families)."""
+    try:
+        summary, points = C.compare_families(read_curves_csv(args.a), read_curves_csv(args.b))
+    except ValueError as exc:
+        raise ConfigError(f"compare {args.a} {args.b}: {exc}", "compare two families measured at the same read shares "
+                                                               "(pmemlab curves --mixes)") from None
+    if args.output:
+        write_rows(args.output, points)
+    if args.json:
+        print_json({"command": "compare", "kind": "curves", "a": str(args.a), "b": str(args.b), "mixes": summary,
+                    "points": points})
+    elif args.csv:
+        write_rows(None, points)
+    else:
+        out = [f"bandwidth-latency families: A {args.a}, B {args.b}; B/A per read share both have", ""]
+        for s in summary:
+            out.append(f"{s['mix']:>3} % reads: unloaded {_fmt(s['unloaded_ns_a'])} -> {_fmt(s['unloaded_ns_b'])} ns "
+                       f"(x{_fmt(s['unloaded_ns_b_over_a'])}), peak {_fmt(s['peak_gbps_a'])} -> "
+                       f"{_fmt(s['peak_gbps_b'])} GB/s (x{_fmt(s['peak_gbps_b_over_a'])}), knee "
+                       f"{_fmt(s['knee_gbps_a'])} -> {_fmt(s['knee_gbps_b'])} GB/s, p99.9/median at 80 % of peak "
+                       f"{_fmt(s['tail_rise_a'])} -> {_fmt(s['tail_rise_b'])}")
+        out += ["", "at A's points: B's median and p99.9 at the same bandwidth (n/a: beyond B's curve)",
+                "mix  GB/s  p50 A  p50 B  B/A  p99.9 A  p99.9 B  B/A"]
+        out += ["  ".join(_fmt(p[k]) for k in ("mix", "bw_gbps", "p50_ns_a", "p50_ns_b", "p50_b_over_a", "p999_ns_a",
+                                               "p999_ns_b", "p999_b_over_a")) for p in points]
+        print("\n".join(out))
+    return exitcodes.OK
+
+
+def write_rows(path: Path | None, rows: list[dict[str, Any]]) -> None:
+    import sys
+
+    f = sys.stdout if path is None else open(path, "w", newline="")
+    try:
+        w = csv.DictWriter(f, fieldnames=list(rows[0]) if rows else [], lineterminator="\n")
+        w.writeheader()
+        for r in rows:
+            w.writerow({k: ("" if isinstance(v, float) and math.isnan(v) else v) for k, v in r.items()})
+    finally:
+        if path is not None:
+            f.close()
