@@ -240,3 +240,35 @@ def test_compare_families_on_matched_mixes() -> None:
     assert any(math.isnan(p["p50_ns_b"]) for p in points)  # beyond B's peak: no value, not an extrapolation
     with pytest.raises(ValueError, match="no read share in both"):
         C.compare_families(a, [Model(mix=0).point(d) for d in C.initial_delays(4)])
+
+
+# --------------------------------------------------------------------------
+# a recorded family
+# --------------------------------------------------------------------------
+def recorded() -> list[C.CurvePoint]:
+    from pmemlab.cli.curves import read_curves_csv
+
+    return read_curves_csv(FIXTURE)
+
+
+def test_recorded_family_summaries() -> None:
+    """A DRAM family recorded with `pmemlab curves --backend user --mixes 100,50,0 --points 12` in a
+    KVM guest on a loaded 2-core host: 3 curves of 12 points, each summary consistent with its
+    points (on this host the probe's median falls as load grows: no knee, docs/curves.md)."""
+    pts = recorded()
+    fam = C.family(pts)
+    assert list(fam) == [100, 50, 0]
+    sums = {}
+    for mix, curve in fam.items():
+        s = sums[mix] = C.summarize_curve(curve, factor=2.0)
+        assert s.mix == mix and s.points == len(curve) == 12
+        assert s.peak_gbps == max(p.bw_gbps for p in curve) and curve[-1].delay_ticks == 0
+        assert s.unloaded_ns == curve[0].p50_ns and curve[0].delay_ticks == max(p.delay_ticks for p in curve)
+        assert math.isnan(s.knee_gbps)  # never twice the lightest load's median
+        assert 1.0 <= s.tail_rise < 10.0
+        assert s.memory_factor == pytest.approx(1 + (100 - mix) / 100)  # the read share achieved is the one asked
+        for p in curve:
+            assert p.p50_ns <= p.p90_ns <= p.p99_ns <= p.p999_ns <= p.max_ns
+            assert 2 <= p.repeats <= 5
+    assert C.best_mix(list(sums.values())).mix == 0  # stores: the highest issued bandwidth on this host
+    assert [v for m in fam for v in C.monotone_violations(fam[m])] == [(16, 11)]
