@@ -238,6 +238,10 @@ def test_compare_families_on_matched_mixes() -> None:
     light = [p for p in points if p["bw_gbps"] < 0.05 * 16.0 and not math.isnan(p["p50_b_over_a"])]
     assert light and all(p["p50_b_over_a"] == pytest.approx(2.0, rel=0.05) for p in light)
     assert any(math.isnan(p["p50_ns_b"]) for p in points)  # beyond B's peak: no value, not an extrapolation
+    curve = [Model().point(d) for d in C.initial_delays(8)]
+    lightest = min(p.bw_gbps for p in curve)
+    assert math.isnan(C.latency_at(curve, lightest / 2)) and math.isnan(C.latency_at(curve, 21.0))
+    assert C.latency_at(curve, lightest) == pytest.approx(Model().lat(C.MAX_DELAY_TICKS))
     with pytest.raises(ValueError, match="no read share in both"):
         C.compare_families(a, [Model(mix=0).point(d) for d in C.initial_delays(4)])
 
