@@ -165,3 +165,42 @@ def test_compare_reads_two_families_and_matches_their_mixes(family, tmp_path, ca
     assert cli.main(["compare", str(b), str(only0)]) == exitcodes.BAD_INPUT
     err = capsys.readouterr().err.strip()
     assert "no read share in both families" in err and len(err.splitlines()) == 1
+
+
+def test_report_has_a_section_of_each_family(family, tmp_path, capsys) -> None:
+    """`pmemlab report` of a results directory holding a sweep and a curves CSV: the section of the
+    family, its summary per mix (as analysis.curves gives it), its figure, in HTML and Markdown."""
+    import shutil
+
+    _, doc, out = family
+    results = tmp_path / "results"
+    results.mkdir()
+    recorded = Path(__file__).parent / "fixtures" / "recorded"
+    for name in ("bw-size.csv", "bw-size.json"):
+        shutil.copy(recorded / name, results / name)
+    for p in (out, *[Path(f) for f in doc["figures"]]):
+        shutil.copy(p, results / p.name)
+    assert cli.main(["report", str(results), "-o", str(tmp_path / "rep")]) == 0
+    page = (tmp_path / "rep" / "report.html").read_text()
+    md = (tmp_path / "rep" / "report.md").read_text()
+    assert "<section id=curves><h2>Bandwidth-latency curves</h2>" in page and "alt='c family'" in page
+    assert page.index("id=curves") > page.index("exp-bw-size") and page.rstrip().endswith("</body></html>")
+    best = doc["best_mix"]
+    assert f"Highest peak: {best} % reads" in page and f"Highest peak: {best} % reads" in md
+    assert "## Bandwidth-latency curves" in md and "![c family](../results/c.family.png)" in md
+    table = md.split("## Bandwidth-latency curves", 1)[1]
+    lines = [ln for ln in table.splitlines() if ln.startswith("| 100 |") or ln.startswith("| 0 |")]
+    assert len(lines) == 2 and all("| 5 |" in ln for ln in lines)  # the two mixes, 5 points each
+
+
+def test_report_without_a_family_has_no_curves_section(tmp_path) -> None:
+    import shutil
+
+    results = tmp_path / "results"
+    results.mkdir()
+    recorded = Path(__file__).parent / "fixtures" / "recorded"
+    for name in ("bw-size.csv", "bw-size.json"):
+        shutil.copy(recorded / name, results / name)
+    assert cli.main(["report", str(results), "-o", str(tmp_path / "rep")]) == 0
+    assert "Bandwidth-latency" not in (tmp_path / "rep" / "report.html").read_text()
+    assert "Bandwidth-latency" not in (tmp_path / "rep" / "report.md").read_text()

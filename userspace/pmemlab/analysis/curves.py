@@ -21,10 +21,18 @@ threads' achieved bandwidth and read share and the probe's latency percentiles.
 
 from __future__ import annotations
 
+import csv
 import math
 from dataclasses import asdict, dataclass
+from pathlib import Path
 from typing import Any, Iterable, Sequence
 
+CSV_COLUMNS = (  # the tidy CSV of `pmemlab curves -o`, a row per point (docs/curves.md)
+    "mix_pct", "write_op", "probe_op", "delay_ticks", "delay_ns", "repeats", "bw_gbps", "bw_gbps_std",
+    "bw_memory_gbps", "read_pct_actual", "lat_p50_ns", "lat_p50_std_ns", "lat_p90_ns", "lat_p99_ns",
+    "lat_p999_ns", "lat_max_ns", "lat_mean_ns", "lat_samples", "threads", "target", "load_target", "backend",
+    "emulated",
+)
 KNEE_FACTOR = 2.0  # the knee: the median latency this many times the unloaded one
 TAIL_AT = 0.8  # the tail rise is read at this share of the peak bandwidth
 MAX_DELAY_TICKS = 1 << 20  # near idle: ~0.4 ms between accesses at 2.5 GHz
@@ -292,3 +300,29 @@ def compare_families(a: Sequence[CurvePoint], b: Sequence[CurvePoint]) -> tuple[
                            "p50_b_over_a": _ratio(b50, p.p50_ns), "p999_ns_a": p.p999_ns, "p999_ns_b": b999,
                            "p999_b_over_a": _ratio(b999, p.p999_ns)})
     return summary, points
+
+
+# --------------------------------------------------------------------------
+# the tidy CSV read back
+# --------------------------------------------------------------------------
+def is_curves_csv(path: Path) -> bool:
+    """A CSV `pmemlab curves -o` wrote: its header is CSV_COLUMNS."""
+    if path.suffix != ".csv" or not path.is_file():
+        return False
+    with path.open(newline="") as f:
+        return tuple(next(csv.reader(f), [])) == CSV_COLUMNS
+
+
+def _num(text: str) -> float:
+    return float(text) if text != "" else math.nan
+
+
+def read_curves_csv(path: Path) -> list[CurvePoint]:
+    with path.open(newline="") as f:
+        return [CurvePoint(mix=int(r["mix_pct"]), delay_ticks=int(r["delay_ticks"]), bw_gbps=_num(r["bw_gbps"]),
+                           bw_std=_num(r["bw_gbps_std"]), read_share=_num(r["read_pct_actual"]),
+                           p50_ns=_num(r["lat_p50_ns"]), p90_ns=_num(r["lat_p90_ns"]), p99_ns=_num(r["lat_p99_ns"]),
+                           p999_ns=_num(r["lat_p999_ns"]), max_ns=_num(r["lat_max_ns"]),
+                           p50_std=_num(r["lat_p50_std_ns"]), repeats=int(r["repeats"]))
+                for r in csv.DictReader(f)]
+

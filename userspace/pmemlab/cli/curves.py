@@ -49,12 +49,7 @@ PER_ROUND = 4  # at most this many delays added per mix in a round
 CHASE = "chase"
 LATENCY_OP = "load"
 UNLOADED_COUNT = 20000  # samples of the probe op alone
-CSV_COLUMNS = (
-    "mix_pct", "write_op", "probe_op", "delay_ticks", "delay_ns", "repeats", "bw_gbps", "bw_gbps_std",
-    "bw_memory_gbps", "read_pct_actual", "lat_p50_ns", "lat_p50_std_ns", "lat_p90_ns", "lat_p99_ns",
-    "lat_p999_ns", "lat_max_ns", "lat_mean_ns", "lat_samples", "threads", "target", "load_target", "backend",
-    "emulated",
-)
+CSV_COLUMNS = C.CSV_COLUMNS
 
 
 def _mixes(text: str) -> tuple[int, ...]:
@@ -476,26 +471,8 @@ def _save(fig: Any, csv_path: Path, what: str) -> Path:
 # --------------------------------------------------------------------------
 # a family read back, and two compared (`pmemlab compare A.csv B.csv` of two curves CSVs)
 # --------------------------------------------------------------------------
-def is_curves_csv(path: Path) -> bool:
-    """A CSV `pmemlab curves -o` wrote: its header is CSV_COLUMNS."""
-    if path.suffix != ".csv" or not path.is_file():
-        return False
-    with path.open(newline="") as f:
-        return tuple(next(csv.reader(f), [])) == CSV_COLUMNS
-
-
-def _num(text: str) -> float:
-    return float(text) if text != "" else math.nan
-
-
-def read_curves_csv(path: Path) -> list[C.CurvePoint]:
-    with path.open(newline="") as f:
-        return [C.CurvePoint(mix=int(r["mix_pct"]), delay_ticks=int(r["delay_ticks"]), bw_gbps=_num(r["bw_gbps"]),
-                             bw_std=_num(r["bw_gbps_std"]), read_share=_num(r["read_pct_actual"]),
-                             p50_ns=_num(r["lat_p50_ns"]), p90_ns=_num(r["lat_p90_ns"]), p99_ns=_num(r["lat_p99_ns"]),
-                             p999_ns=_num(r["lat_p999_ns"]), max_ns=_num(r["lat_max_ns"]),
-                             p50_std=_num(r["lat_p50_std_ns"]), repeats=int(r["repeats"]))
-                for r in csv.DictReader(f)]
+is_curves_csv = C.is_curves_csv
+read_curves_csv = C.read_curves_csv
 
 
 def compare_command(args: argparse.Namespace) -> int:
