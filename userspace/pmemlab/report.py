@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
 from pmemlab import __version__
+from pmemlab.analysis import curves
 from pmemlab.compare import swept_parameters
 from pmemlab.errors import BadInput, ConfigError
 from pmemlab.noise import CV_WARN, FEW_REPEATS, STEAL_WARN_PCT, judge, metric_of, steal_columns
@@ -866,6 +867,70 @@ def render_markdown(sections: Sequence[Section], results_dir: Path, generated: s
     return "\n".join(out) + "\n"
 
 
+@dataclass(frozen=True)
+class CurvesFamily:
+    """A `pmemlab curves -o` CSV found under the results: its summary per mix and its figure."""
+
+    csv: Path
+    table: pd.DataFrame
+    best_mix: int
+    figure: Path | None
+
+
+def curves_families(results_dir: Path) -> list[CurvesFamily]:
+    """Every curves CSV under results_dir (its header says so), summarized by analysis.curves."""
+    import pandas as pd
+
+    out = []
+    for path in sorted(results_dir.rglob("*.csv")) if results_dir.is_dir() else []:
+        if not curves.is_curves_csv(path):
+            continue
+        fam = curves.family(curves.read_curves_csv(path))
+        if not fam:
+            continue
+        sums = [curves.summarize_curve(pts) for pts in fam.values()]
+        table = pd.DataFrame([{"read share %": s.mix, "points": s.points, "unloaded ns": s.unloaded_ns,
+                               "peak GB/s": s.peak_gbps, "knee GB/s (median x2)": s.knee_gbps,
+                               "p99.9/median at 80 % of peak": s.tail_rise} for s in sums])
+        fig = path.with_name(f"{path.stem}.family.png")
+        out.append(CurvesFamily(path, table, curves.best_mix(sums).mix, fig if fig.exists() else None))
+    return out
+
+
+CURVES_TEXT = ("Bandwidth-latency curves (`pmemlab curves`, docs/curves.md): per read share of the load threads, "
+               "the probe's median at the lightest load, the peak bandwidth, the bandwidth where the median has "
+               "doubled, and how far p99.9 rises over the median at 80 % of the peak")
+
+
+def curves_html(families: Sequence[CurvesFamily], out_dir: Path) -> list[str]:
+    if not families:
+        return []
+    out = ["<section id=curves><h2>Bandwidth-latency curves</h2>", f"<p>{html.escape(CURVES_TEXT)}.</p>"]
+    for f in families:
+        out.append(f"<h3>{html.escape(f.csv.name)}</h3><p>Highest peak: {f.best_mix} % reads. The CSV: "
+                   f"<a href='{html.escape(_relative(f.csv, out_dir))}'>{html.escape(f.csv.name)}</a></p>")
+        if f.figure is not None:
+            data = base64.b64encode(f.figure.read_bytes()).decode("ascii")
+            out.append(f"<figure><img src='data:image/png;base64,{data}' alt='{html.escape(f.csv.stem)} family'>"
+                       "</figure>")
+        out.append(_html_table(f.table, numeric=_numeric(f.table)))
+    out.append("</section>")
+    return out
+
+
+def curves_markdown(families: Sequence[CurvesFamily], out_dir: Path) -> list[str]:
+    if not families:
+        return []
+    out = ["", "## Bandwidth-latency curves", "", CURVES_TEXT + ".", ""]
+    for f in families:
+        out += [f"### {f.csv.name}", "", f"Highest peak: {f.best_mix} % reads. The CSV: "
+                f"[{f.csv.name}]({_relative(f.csv, out_dir)})", ""]
+        if f.figure is not None:
+            out += [f"![{f.csv.stem} family]({_relative(f.figure, out_dir)})", ""]
+        out += [_md_table(f.table), ""]
+    return out
+
+
 def write_report(results_dir: Path, out_dir: Path, name: str = "report") -> tuple[Path, Path]:
     if "/" in name or name in ("", ".", ".."):
         raise ConfigError(f"--name {name!r}: not a file name", "give a name without /, e.g. --name report")
@@ -879,8 +944,12 @@ def write_report(results_dir: Path, out_dir: Path, name: str = "report") -> tupl
     generated = (f"Generated {datetime.now(timezone.utc).isoformat(timespec='seconds')} by pmemlab {__version__} "
                  f"({toolkit_revision()}) from {len(sections)} experiments.")
     html_path, md_path = out_dir / f"{name}.html", out_dir / f"{name}.md"
-    html_path.write_text(render_html(sections, results_dir, generated, out_dir), encoding="utf-8")
-    md_path.write_text(render_markdown(sections, results_dir, generated, figures.name, out_dir), encoding="utf-8")
+    families = curves_families(results_dir)
+    page = render_html(sections, results_dir, generated, out_dir)
+    page = page.replace("</body></html>", "\n".join([*curves_html(families, out_dir), "</body></html>"]))
+    html_path.write_text(page, encoding="utf-8")
+    md = render_markdown(sections, results_dir, generated, figures.name, out_dir)
+    md_path.write_text(md + "\n".join(curves_markdown(families, out_dir)) + ("\n" if families else ""), encoding="utf-8")
     return html_path, md_path
 
 

@@ -12,7 +12,7 @@ import argparse
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from pmemlab.cli import (abort, compare, info, oneliners, params, plot, plot_all, report, run, summarize, sweep,
+from pmemlab.cli import (abort, compare, curves, info, oneliners, params, plot, plot_all, report, run, summarize, sweep,
                          targets)
 
 
@@ -40,6 +40,7 @@ COMMANDS: tuple[Command, ...] = (
     Command("report", report),
     # the one-liners: a row each, named where they are defined (oneliners.ONELINERS), in its order
     *(Command(name, oneliners) for name in oneliners.ONELINERS),
+    Command("curves", curves),
     Command("summarize", summarize),
     Command("abort", abort),
 )

@@ -18,7 +18,8 @@ def add_parser(sub: Any, name: str) -> None:
                                        "pmemlab compare results/bw-threads.csv results/bw-threads.csv "
                                        "--a-target dram --b-target pmem",
                                        "pmemlab compare old-results results --json",
-                                       "pmemlab compare a.csv b.csv --metric lat_ns_p99 --threshold 0.1 -o diff.csv"))
+                                       "pmemlab compare a.csv b.csv --metric lat_ns_p99 --threshold 0.1 -o diff.csv",
+                                       "pmemlab compare results/curves-dram.csv results/curves-cxl.csv  # pmemlab curves"))
     p.add_argument("a", type=Path, metavar="A", help="sweep CSV or results directory (the baseline)")
     p.add_argument("b", type=Path, metavar="B", help="sweep CSV or results directory (compared with A)")
     p.add_argument("--a-target", metavar="LABEL", help="A's rows of this target only (a CSV of several targets)")
@@ -35,6 +36,10 @@ def add_parser(sub: Any, name: str) -> None:
 def run(args: argparse.Namespace) -> int:
     if args.output:
         check_writable(args.output, "-o", directory=False)
+    from pmemlab.cli import curves
+
+    if curves.is_curves_csv(args.a) and curves.is_curves_csv(args.b):  # two bandwidth-latency families
+        return curves.compare_command(args)
     c = compare.compare(args.a, args.b, args.metric, args.threshold, args.a_target, args.b_target)
     if args.output:
         args.output.parent.mkdir(parents=True, exist_ok=True)

@@ -1,0 +1,209 @@
+"""`pmemlab curves` end to end on the real user backend (a tiny grid: structure, not speed), and
+its one-line errors with their exit codes."""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+import pytest
+
+import pmemlab.cli as cli
+from pmemlab import exitcodes
+from pmemlab.analysis import curves as C
+from pmemlab.cli import curves as cmd
+
+MAX_DELAY = 4096
+
+
+@pytest.fixture(scope="module")
+def family(tmp_path_factory: pytest.TempPathFactory) -> tuple[int, dict, Path]:
+    out = tmp_path_factory.mktemp("curves") / "c.csv"
+    import contextlib
+    import io
+
+    buf = io.StringIO()
+    with contextlib.redirect_stdout(buf):
+        code = cli.main(["curves", "--backend", "user", "--mixes", "100,0", "--points", "5", "--threads", "2",
+                         "--duration-ms", "20", "--working-set", "8M", "--repeats", "2", "--max-repeats", "2",
+                         "--max-delay", str(MAX_DELAY), "-o", str(out), "--json"])
+    return code, json.loads(buf.getvalue()), out
+
+
+def test_the_csv_has_its_columns_and_a_monotone_grid_per_mix(family) -> None:
+    code, doc, out = family
+    assert code == exitcodes.OK
+    with out.open() as f:
+        reader = csv.DictReader(f)
+        assert tuple(reader.fieldnames or ()) == cmd.CSV_COLUMNS
+        rows = list(reader)
+    by_mix: dict[int, list[int]] = {}
+    sampled: set[str] = set()
+    for r in rows:
+        by_mix.setdefault(int(r["mix_pct"]), []).append(int(r["delay_ticks"]))
+        assert r["write_op"] == "store" and r["probe_op"] in ("chase", "load") and r["backend"] == "user"
+        assert int(r["repeats"]) == 2
+        if int(r["lat_samples"]) == 0:  # a loaded host may not schedule the probe in a short run
+            assert r["lat_p50_ns"] == "" and r["lat_p999_ns"] == ""
+            continue
+        sampled.add(r["mix_pct"])
+        assert float(r["lat_p50_ns"]) <= float(r["lat_p90_ns"]) <= float(r["lat_p99_ns"]) \
+            <= float(r["lat_p999_ns"]) <= float(r["lat_max_ns"])
+        assert float(r["bw_gbps"]) > 0
+        share = float(r["read_pct_actual"])
+        assert share == (100.0 if r["mix_pct"] == "100" else 0.0)
+        factor = 1.0 if r["mix_pct"] == "100" else 2.0  # plain stores: read for ownership
+        assert float(r["bw_memory_gbps"]) == pytest.approx(factor * float(r["bw_gbps"]))
+    assert sorted(by_mix) == [0, 100] and sampled == {"0", "100"}
+    for delays in by_mix.values():  # listed from the lightest load to flat out, each delay once
+        assert delays == sorted(set(delays), reverse=True) and len(delays) == 5
+        assert delays[0] == MAX_DELAY and delays[-1] == 0
+
+
+def test_the_json_says_what_each_curve_means(family) -> None:
+    _, doc, out = family
+    assert doc["command"] == "curves" and doc["probe_op"] in ("chase", "load") and doc["write_op"] == "store"
+    assert [s["mix"] for s in doc["summaries"]] == [100, 0]
+    for s in doc["summaries"]:
+        assert s["points"] == 5 and s["peak_gbps"] > 0 and s["unloaded_ns"] > 0
+    assert doc["best_mix"] == max(doc["summaries"], key=lambda s: s["peak_gbps"])["mix"]
+    assert "load" in doc["unloaded_ns"] or "chase" in doc["unloaded_ns"]
+    assert any("read for ownership" in n for n in doc["notes"])
+    assert doc["csv"] == str(out) and len(doc["points"]) == 10
+
+
+def test_the_figures_are_drawn_beside_the_csv(family) -> None:
+    _, doc, out = family
+    figs = [Path(p) for p in doc["figures"]]
+    assert [p.name for p in figs] == ["c.family.png", "c.tails.png"]
+    assert all(p.exists() and p.stat().st_size > 10_000 for p in figs)
+
+
+def test_rows_turn_into_points_with_pooled_percentiles() -> None:
+    import pandas as pd
+
+    rows = pd.DataFrame([
+        {"thread": "all", "status": "ok", "read_pct": 50, "delay_ticks": 0, "point_key": "a", "bw_gbps": b,
+         "reads": 50, "writes": 50, "lat_ns_max": 900.0, "lat_ns_p50": 100.0 + i}
+        for i, b in enumerate((1.0, 3.0))] + [
+        {"thread": "0", "status": "ok", "read_pct": 50, "delay_ticks": 0, "point_key": "a", "bw_gbps": 9.0,
+         "reads": 5, "writes": 0, "lat_ns_max": 900.0, "lat_ns_p50": 1.0}])
+    hist = pd.DataFrame([{"point_key": "a", "thread": 0, "lo_ns": 100.0, "hi_ns": 200.0, "count": 99},
+                         {"point_key": "a", "thread": 0, "lo_ns": 1000.0, "hi_ns": 2000.0, "count": 1},
+                         {"point_key": "a", "thread": 1, "lo_ns": 5000.0, "hi_ns": 6000.0, "count": 1000}])
+    (p,) = cmd.points_of(rows, hist)
+    assert p.mix == 50 and p.repeats == 2 and p.bw_gbps == pytest.approx(2.0) and p.bw_std == pytest.approx(2 ** 0.5)
+    assert p.read_share == pytest.approx(50.0)  # the load threads' counts (the all rows), not the probe's
+    assert 100.0 < p.p50_ns < 200.0 and p.p999_ns == 900.0  # thread 1's buckets are not the probe's; clamped to max
+
+
+def bad(capsys, *argv: str) -> tuple[int, str]:
+    code = cli.main(["curves", *argv])
+    err = capsys.readouterr().err.strip()
+    return code, err
+
+
+@pytest.mark.parametrize("argv, says", [
+    (["--points", "2"], "--points 2: a curve needs at least 3"),
+    (["--mixes", "100,101"], "each read share 0..100"),
+    (["--mixes", "a"], "whole percentages"),
+    (["--threads", "1"], "--threads 1: the probe and at least one load thread"),
+    (["--ci-target", "2"], "--ci-target 2.0"),
+    (["--max-delay", "8"], "--max-delay 8"),
+    (["--write-op", "load"], "invalid choice"),
+    (["-o", "x.txt"], "ends in .csv"),
+])
+def test_bad_input_is_one_line_and_exit_code_2(capsys, tmp_path, argv, says) -> None:
+    code, err = bad(capsys, "--backend", "user", *argv)
+    assert code == exitcodes.BAD_INPUT
+    assert len(err.splitlines()) == 1 and says in err, err
+
+
+def test_an_output_directory_is_refused(capsys, tmp_path) -> None:
+    d = tmp_path / "d.csv"
+    d.mkdir()
+    code, err = bad(capsys, "--backend", "user", "-o", str(d))
+    assert code == exitcodes.BAD_INPUT and "a directory" in err and len(err.splitlines()) == 1
+
+
+def test_summaries_of_the_recorded_points_agree_with_the_module() -> None:
+    """The JSON's summaries are analysis.curves' of the same points (no second implementation)."""
+    pts = [C.CurvePoint(100, d, bw, 0.0, 100.0, lat, lat, lat, lat * 2, lat * 3)
+           for d, bw, lat in ((4096, 0.1, 100.0), (64, 5.0, 150.0), (0, 8.0, 300.0))]
+    s = C.summarize_curve(pts)
+    assert s.knee_gbps == pytest.approx(5.0 + 3.0 * 50 / 150)
+
+
+def test_compare_reads_two_families_and_matches_their_mixes(family, tmp_path, capsys) -> None:
+    _, _, out = family
+    assert cmd.is_curves_csv(out) and not cmd.is_curves_csv(tmp_path / "none.csv")
+    pts = cmd.read_curves_csv(out)
+    assert len(pts) == 10 and {p.mix for p in pts} == {0, 100}
+    # B: A's 100 % curve only, every latency doubled
+    b = tmp_path / "b.csv"
+    with out.open() as f, b.open("w") as g:
+        rows = [r for r in csv.DictReader(f) if r["mix_pct"] == "100"]
+        w = csv.DictWriter(g, fieldnames=list(cmd.CSV_COLUMNS), lineterminator="\n")
+        w.writeheader()
+        for r in rows:
+            w.writerow({**r, **{k: (str(2 * float(r[k])) if r[k] else "") for k in
+                                ("lat_p50_ns", "lat_p90_ns", "lat_p99_ns", "lat_p999_ns", "lat_max_ns")}})
+    assert cli.main(["compare", str(out), str(b), "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["kind"] == "curves" and [s["mix"] for s in doc["mixes"]] == [100]
+    assert doc["mixes"][0]["unloaded_ns_b_over_a"] == pytest.approx(2.0)
+    assert doc["mixes"][0]["peak_gbps_b_over_a"] == pytest.approx(1.0)
+    # B's median at A's bandwidth: twice A's curve there (A's own point where A's bandwidth grows
+    # with load; on a noisy curve the first place along the load where it reaches it)
+    a100 = [p for p in pts if p.mix == 100]
+    timed = [p for p in doc["points"] if p["p50_ns_b"] is not None]
+    assert timed and all(p["p50_ns_b"] == pytest.approx(2 * C.latency_at(a100, p["bw_gbps"])) for p in timed)
+    assert cli.main(["compare", str(out), str(b)]) == 0
+    assert "100 % reads: unloaded" in capsys.readouterr().out
+    only0 = tmp_path / "c.csv"
+    with out.open() as f, only0.open("w") as g:
+        g.write(f.readline())
+        g.writelines(line for line in f if line.startswith("0,"))
+    assert cli.main(["compare", str(b), str(only0)]) == exitcodes.BAD_INPUT
+    err = capsys.readouterr().err.strip()
+    assert "no read share in both families" in err and len(err.splitlines()) == 1
+
+
+def test_report_has_a_section_of_each_family(family, tmp_path, capsys) -> None:
+    """`pmemlab report` of a results directory holding a sweep and a curves CSV: the section of the
+    family, its summary per mix (as analysis.curves gives it), its figure, in HTML and Markdown."""
+    import shutil
+
+    _, doc, out = family
+    results = tmp_path / "results"
+    results.mkdir()
+    recorded = Path(__file__).parent / "fixtures" / "recorded"
+    for name in ("bw-size.csv", "bw-size.json"):
+        shutil.copy(recorded / name, results / name)
+    for p in (out, *[Path(f) for f in doc["figures"]]):
+        shutil.copy(p, results / p.name)
+    assert cli.main(["report", str(results), "-o", str(tmp_path / "rep")]) == 0
+    page = (tmp_path / "rep" / "report.html").read_text()
+    md = (tmp_path / "rep" / "report.md").read_text()
+    assert "<section id=curves><h2>Bandwidth-latency curves</h2>" in page and "alt='c family'" in page
+    assert page.index("id=curves") > page.index("exp-bw-size") and page.rstrip().endswith("</body></html>")
+    best = doc["best_mix"]
+    assert f"Highest peak: {best} % reads" in page and f"Highest peak: {best} % reads" in md
+    assert "## Bandwidth-latency curves" in md and "![c family](../results/c.family.png)" in md
+    table = md.split("## Bandwidth-latency curves", 1)[1]
+    lines = [ln for ln in table.splitlines() if ln.startswith("| 100 |") or ln.startswith("| 0 |")]
+    assert len(lines) == 2 and all("| 5 |" in ln for ln in lines)  # the two mixes, 5 points each
+
+
+def test_report_without_a_family_has_no_curves_section(tmp_path) -> None:
+    import shutil
+
+    results = tmp_path / "results"
+    results.mkdir()
+    recorded = Path(__file__).parent / "fixtures" / "recorded"
+    for name in ("bw-size.csv", "bw-size.json"):
+        shutil.copy(recorded / name, results / name)
+    assert cli.main(["report", str(results), "-o", str(tmp_path / "rep")]) == 0
+    assert "Bandwidth-latency" not in (tmp_path / "rep" / "report.html").read_text()
+    assert "Bandwidth-latency" not in (tmp_path / "rep" / "report.md").read_text()
