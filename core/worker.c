@@ -68,8 +68,9 @@ int pl_thread_setup(struct pl_thread *t, const struct pl_setup *s, unsigned int 
 		.fence = p->fence,
 		.fence_interval = p->fence_interval,
 		.flush = p->flush,
-		.read_pct = p->read_pct,
-		.delay_ticks = p->delay_ticks,
+		/* the probe's samples back to back: delay_ticks and read_pct load the others only */
+		.read_pct = t->probe ? 0 : p->read_pct,
+		.delay_ticks = t->probe ? 0 : p->delay_ticks,
 		.prep = p->cold ? PL_PREP_COLD : p->warm ? PL_PREP_WARM : PL_PREP_NONE,
 		.count = t->probe ? 0 : p->count,
 		.stop = t->probe ? s->probe_stop : s->stop,

@@ -409,6 +409,24 @@ def test_the_probes_accesses_stay_out_of_the_aggregate(built: Path) -> None:
     assert milli(total["bw_mbps"]) == int(loader["bytes"]) * tsc_khz // int(total["ticks"])
 
 
+def test_the_probe_is_neither_throttled_nor_mixed(built: Path) -> None:
+    """probe=1: delay_ticks and read_pct load the other threads only; the probe samples back to
+    back with its own op (it was throttled by the delay too: a light load's probe waited 10 ms
+    before each sample). By the counts: the loader did at most one access per delay in its ticks,
+    the probe more samples than a delay per sample would allow, and no read of the mix."""
+    tsc_khz = int(facts_of(run("target=dram", "dram_size=16M", "count=1").stdout)["tsc_khz"])
+    delay, duration_ms = 10 * tsc_khz, 200  # 10 ms; segment_ms must be above twice the delay
+    res = run("target=dram", "dram_size=16M", "threads=2", "probe=1", "op=ntstore", "access_size=64",
+              f"delay_ticks={delay}", "read_pct=50", "segment_ms=50", f"duration_ms={duration_ms}")
+    probe, loader, _ = [fields(ln) for ln in result_lines(res.stdout)]
+    assert probe["role"] == "probe"
+    assert int(loader["ops"]) * delay <= int(loader["ticks"]) and int(loader["reads"]) > 0, loader
+    # delayed, the probe would have taken at most one sample per delay of its window
+    window = int(probe["start_lag_ticks"]) + int(probe["ticks"]) + int(probe["gap_ticks"]) + int(probe["end_lag_ticks"])
+    assert int(probe["lat_n"]) > window // delay + 1, (probe, delay)
+    assert int(probe["reads"]) == 0 and int(probe["writes"]) == int(probe["ops"]), probe
+
+
 def test_runner_probe_and_copy(built: Path) -> None:
     # The probe samples while the loader runs; on a host busy with a guest (make test runs this
     # file at nice 19 beside them) the probe's thread may not be scheduled before a loader's count
