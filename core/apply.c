@@ -8,7 +8,7 @@
  */
 #include "pl_run.h"
 
-/* "load ntload ...; user backend: copy ntcopy chase": what op= accepts, for a refusal */
+/* "load ntload ... chase; user backend: copy ntcopy": what op= accepts, for a refusal */
 static void pl_out_op_names(struct pl_buf *b)
 {
 	int i;

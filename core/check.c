@@ -279,7 +279,7 @@ static int pl_resolve_width(const struct pl_params *p, const struct pl_facts *f,
 static int pl_check_xops(const struct pl_params *p, const bool *used, struct pl_verdict *v)
 {
 	if (used[PL_OP_CHASE]) {
-		/* its loop (userspace/runner/chase.c) has no mix, delay or prep to honour */
+		/* its loop (pl_chase_loop, engine.c) has no mix, delay or prep to honour */
 		if (p->nops > 1 || p->mode != PL_MODE_LAT || p->read_pct || p->probe ||
 		    p->delay_ticks || p->cold || p->warm)
 			return pl_refuse(v, -EINVAL, PL_P_op, false,
@@ -287,6 +287,10 @@ static int pl_check_xops(const struct pl_params *p, const bool *used, struct pl_
 		if (p->access_size % PL_LINE)
 			return pl_refuse(v, -EINVAL, PL_P_access_size, false,
 					 "op chase: access_size (the slot) must be a multiple of 64");
+		if (p->chase_page && p->access_size != 4096)
+			return pl_refuse(v, -EINVAL, PL_P_chase_page, false,
+					 "chase_page=1 lays one line of the chain per 4096-byte slot: access_size must be 4096, not %llu",
+					 p->access_size);
 	}
 	if ((used[PL_OP_COPY] || used[PL_OP_NTCOPY]) && p->placement == PL_PLACE_DIMM)
 		return pl_refuse(v, -EINVAL, PL_P_op, false,

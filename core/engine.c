@@ -835,6 +835,49 @@ PL_LOOP void pl_lat_##k##_##form(struct pl_eng *e, u64 until)			\
 	PL_LAT(ID, k, form)
 #include "ops.def"
 
+/*
+ * The loop of op chase (ops.def PL_OWN): batches of chase_batch dependent
+ * loads over the chain chase.c laid, PL_CHASE_UNROLL of them per step, each
+ * batch in one bracket; a sample is the batch's ticks less the bracket's
+ * overhead, divided by chase_batch (rounded): a hop's mean latency in its
+ * batch.  count (e->left) counts hops, in whole batches.
+ */
+#define PL_HOP		PL_I("mov (%[p]), %[p]")
+#define PL_HOP4		PL_HOP PL_HOP PL_HOP PL_HOP
+void pl_chase_loop(struct pl_eng *e, u64 until);
+PL_LOOP void pl_chase_loop(struct pl_eng *e, u64 until)
+{
+	struct pl_hist h = e->hist;
+	const u64 batch = e->chase_batch, ov = e->overhead, nmax = e->nsamples_max;
+	const bool rdtscp = e->rdtscp;
+	u64 *const samples = e->samples;
+	u64 left = e->left, done = 0, ns = e->nsamples, t0, t1, d, i;
+	char *p = e->chase_p;
+
+	while (left && !READ_ONCE(*e->stop) && pl_rdtsc() < until) {
+		t0 = pl_rdtsc_serial(rdtscp);
+		for (i = 0; i < batch; i += PL_CHASE_UNROLL)
+			asm volatile(PL_HOP4 PL_HOP4 PL_HOP4 PL_HOP4 : [p] "+r"(p) :: "memory");
+		t1 = pl_rdtsc_serial(rdtscp);
+		d = t1 - t0;
+		d = d > ov ? d - ov : 0;
+		d = (d + batch / 2) / batch;
+		pl_hist_add(&h, d);
+		if (ns < nmax)
+			samples[ns++] = d;
+		done += batch;
+		if (left != ~0ULL)
+			left = left > batch ? left - batch : 0;
+	}
+	e->chase_p = p;
+	e->hist = h;
+	e->nsamples = ns;
+	e->left = left;
+	e->st.ops += done;
+	e->st.reads += done;
+	e->st.bytes += done * e->access;
+}
+
 struct pl_loop_ent {
 	pl_loop_fn fn;
 	const char *name;
@@ -1047,6 +1090,54 @@ u64 pl_eng_ceiling_len(const struct pl_eng_cfg *c)
 	return pl_is_copy(pl_ops[cop].flags) ? 2 * r : r;
 }
 
+/* op chase: its chain's lines in the region, its own loop (pl_chase_loop) */
+static int pl_eng_init_chase(struct pl_eng *e, const struct pl_eng_cfg *c, char *why, size_t len)
+{
+	int err;
+
+	if (c->mode != PL_MODE_LAT || c->width != 8 || c->access % PL_LINE) {
+		snprintf(why, len, "engine: chase runs in latency mode at width 8 over slots of a multiple of 64 bytes");
+		return -EINVAL;
+	}
+	if (!c->chase_batch || c->chase_batch % PL_CHASE_UNROLL) {
+		snprintf(why, len, "engine: chase_batch %llu: not a multiple of %u",
+			 PL_ULL(c->chase_batch), PL_CHASE_UNROLL);
+		return -EINVAL;
+	}
+	if (!c->hist_buckets || (c->nsamples_max && !c->samples)) {
+		snprintf(why, len, "engine: a latency thread needs a histogram and its samples' buffer");
+		return -EINVAL;
+	}
+	/* every line (one 8-byte word in each slot of access bytes) inside the region */
+	err = pl_eng_fits("region", c->base, c->base_len, &c->gen, c->access, PL_FENCE_NONE, 0, 0,
+			  PL_PREP_NONE, why, len);
+	if (err)
+		return err;
+	e->op = c->op;
+	e->mode = c->mode;
+	e->form = PL_FORM_8;
+	e->fam = pl_gen_fam(&c->gen);
+	e->loop = pl_chase_loop;
+	e->loop_name = "pl_chase_loop";
+	e->base = c->base;
+	e->access = c->access;
+	e->rdtscp = c->features & PL_F_RDTSCP;
+	e->batch = c->chase_batch;
+	e->chase_batch = c->chase_batch;
+	e->chase_page = c->chase_page;
+	e->chase_seed = c->chase_seed;
+	e->chase_stream = c->chase_stream;
+	e->left = c->count ? c->count : ~0ULL;
+	e->stop = c->stop;
+	e->samples = c->samples;
+	e->nsamples_max = c->samples ? c->nsamples_max : 0;
+	pl_gen_init(&e->gen, &c->gen);
+	e->hist.b = c->hist_buckets;
+	pl_hist_reset(&e->hist);
+	snprintf(e->insn, sizeof(e->insn), "%s", pl_ops[PL_OP_CHASE].insn[0]);
+	return 0;
+}
+
 int pl_eng_init(struct pl_eng *e, const struct pl_eng_cfg *c, char *why, size_t len)
 {
 	const struct pl_loop_ent *ent;
@@ -1059,6 +1150,8 @@ int pl_eng_init(struct pl_eng *e, const struct pl_eng_cfg *c, char *why, size_t 
 		snprintf(why, len, "engine: op %d does not exist", c->op);
 		return -EINVAL;
 	}
+	if (c->op == PL_OP_CHASE)
+		return pl_eng_init_chase(e, c, why, len);
 	e->form = pl_op_form(c->op, c->width, c->features);
 	if (e->form < 0 || pl_form_width(e->form) != c->width) {
 		snprintf(why, len, "engine: op %s has no %u-byte form on this CPU",

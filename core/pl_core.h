@@ -33,13 +33,13 @@ extern const char *const pl_feature_names[PL_F_NR];
 #define PL_OPF_DATA	(1u << 2)	/* stores the data register (non-zero, varying) */
 #define PL_OPF_FLUSHES	(1u << 3)	/* flushes each line it stored */
 #define PL_OPF_USER	(1u << 4)	/* userspace runner only */
-#define PL_OPF_OWN	(1u << 5)	/* its loop is the backend's own (chase.c), not generated */
+#define PL_OPF_OWN	(1u << 5)	/* its loop is written out (pl_chase_loop), not generated */
 #define PL_OPF_NT	(1u << 6)	/* non-temporal: its access bypasses the caches (movnt*) */
 
 /*
  * Ops, in the order of ops.def: the module's ops first (PL_OP_NR of them:
  * the rows without PL_OPF_USER; ops.c checks the order), then the user
- * backend's: the copy ops and chase.
+ * backend's: the copy ops.
  */
 enum pl_op {
 #define PL_OP(ID, ident, name, flags, CEIL)	PL_OP_##ID,
@@ -400,6 +400,11 @@ struct pl_eng_cfg {
 	u64 data_seed;		/* store data starts here (made odd, so never zero) */
 	char *ceil_buf;		/* bandwidth mode: pl_eng_ceiling_len() bytes, 64-B aligned */
 	u64 ceil_len;		/* its bytes (pl_eng_init checks the ceiling against them) */
+	/* op chase (chase.c): hops per timed batch (a multiple of PL_CHASE_UNROLL), a random line per page */
+	u64 chase_batch;
+	bool chase_page;
+	u64 chase_seed;		/* the chain's permutation: the run's seed, */
+	u64 chase_stream;	/* and the worker's stream (its index) */
 };
 
 struct pl_eng;
@@ -446,6 +451,12 @@ struct pl_eng {
 	u64 ceil_bytes, ceil_ticks;
 	const char *ceil_loop;	/* the loop that measured it */
 	u64 ceil_ops;		/* accesses the ceiling ran, its windows together */
+	/* op chase: the chain (chase.c) and where the loop stands in it */
+	u64 chase_batch;
+	bool chase_page;
+	u64 chase_seed, chase_stream;
+	struct pl_rng chase_rng;	/* pl_chase_build's draws */
+	char *chase_p;
 };
 
 /* store data advances by this every access: even, so odd data stays odd (never zero) */
@@ -469,6 +480,27 @@ u64 pl_eng_ceiling_len(const struct pl_eng_cfg *c);
  * off; at most ticks + ticks / 8 + two batches, less at *e->stop)
  */
 void pl_eng_ceiling(struct pl_eng *e, u64 ticks);
+/*
+ * ---- op chase (chase.c): one random cycle over the lines of a worker's
+ * region, each line's first 8 bytes the address of the next ----
+ * The line of slot k is at the slot's start (pl_gen_map of k * step), or,
+ * with chase_page, at a line of the slot drawn from the seed.  A chase
+ * leaves the target as it found it: pl_chase_build saves the first word of
+ * each line in save[pl_chase_lines(e)] (the caller's buffer) before laying
+ * the chain, pl_chase_restore writes back those of the lines below laid
+ * (where the build stopped: a build cut short saved only those).  Both work in steps of at
+ * most `budget` lines from *pos (0 at first), so that the module can
+ * reschedule between them: each returns true when it is done.
+ * pl_chase_loop (engine.c) runs hops in batches of chase_batch dependent
+ * loads, one bracket per batch, and adds the batch's ticks / chase_batch
+ * (rounded) to the histogram: a sample is a hop's mean latency in its batch.
+ */
+#define PL_CHASE_UNROLL		16	/* hops per unrolled step of the loop: chase_batch is a multiple */
+u64 pl_chase_lines(const struct pl_eng *e);
+char *pl_chase_line(const struct pl_eng *e, u64 k);
+bool pl_chase_build(struct pl_eng *e, u64 *save, u64 *pos, u64 budget);
+bool pl_chase_restore(struct pl_eng *e, const u64 *save, u64 laid, u64 *pos, u64 budget);
+
 /* loop table lookups (tests, docs) */
 const char *pl_eng_bw_name(int op, int form, int fam, bool plain);
 const char *pl_eng_lat_name(int op, int form);

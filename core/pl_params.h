@@ -35,8 +35,7 @@ enum pl_placement { PL_PLACE_GLOBAL, PL_PLACE_THREAD, PL_PLACE_DIMM };
 
 /*
  * Ops of the user backend only (ops.def, PL_OPF_USER), after the module's:
- * copy and ntcopy (their loops are generated from ops.def with the others),
- * chase (the runner's own loop).  PL_OP_ANY counts every op a parameter can name.
+ * copy and ntcopy (their loops are generated from ops.def with the others).  PL_OP_ANY counts every op a parameter can name.
  */
 #define PL_NXOPS	(PL_OP_ALL - PL_OP_NR)
 #define PL_OP_ANY	PL_OP_ALL

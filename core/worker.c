@@ -59,8 +59,7 @@ int pl_thread_setup(struct pl_thread *t, const struct pl_setup *s, unsigned int 
 		.base_len = s->target_size - reg.base,
 		.gen = reg.g,
 		.copy_delta = reg.copy_delta,
-		/* chase runs the runner's own loop on the set-up of an 8-byte load */
-		.op = t->op == PL_OP_CHASE ? PL_OP_LOAD : t->op,
+		.op = t->op,
 		.width = s->width,
 		.features = s->f->features,
 		.mode = t->probe ? PL_MODE_LAT : p->mode,
@@ -76,6 +75,10 @@ int pl_thread_setup(struct pl_thread *t, const struct pl_setup *s, unsigned int 
 		.stop = t->probe ? s->probe_stop : s->stop,
 		.nsamples_max = p->samples,
 		.data_seed = p->seed * 0x2545f4914f6cdd1dULL + idx,
+		.chase_batch = p->chase_batch,
+		.chase_page = p->chase_page,
+		.chase_seed = p->seed,
+		.chase_stream = idx,
 	};
 	return 0;
 }

@@ -56,6 +56,8 @@ struct pl_worker {
 	struct pl_target *tgt;		/* the memory it runs on: its run's target or load target */
 	struct task_struct *task;
 	char *ceil_alloc;		/* the vmalloc area t.ec.ceil_buf lies at the end of */
+	u64 *chase_save;		/* op chase: the words its chain overwrote (core/chase.c) */
+	u64 chase_laid;			/* how far pl_chase_build got */
 	bool complete;			/* ran to its count or duration */
 };
 

@@ -343,6 +343,16 @@ static int pl_setup_worker(struct pl_run *r, struct pl_worker *w, const struct p
 		}
 	}
 	err = pl_thread_engine(&w->t, why, PL_ERR_LEN);
+	if (!err && w->t.op == PL_OP_CHASE) {
+		u64 lines = pl_chase_lines(&w->t.e);
+
+		w->chase_save = kvmalloc_array(lines, sizeof(u64), GFP_KERNEL);
+		if (!w->chase_save) {
+			err = -ENOMEM;
+			snprintf(why, PL_ERR_LEN, "run: out of memory to save the %llu lines of thread %u's chase",
+				 lines, idx);
+		}
+	}
 out:
 	if (err)
 		pl_fail(r->dev, err, "%s", why);
@@ -367,6 +377,7 @@ static void pl_run_free(struct pl_run *r)
 	for (i = 0; i < r->n; i++) {
 		kvfree(r->w[i].t.ec.hist_buckets);
 		kvfree(r->w[i].t.ec.samples);
+		kvfree(r->w[i].chase_save);
 		pl_free_ceiling(&r->w[i]);
 	}
 	kvfree(r);
@@ -510,6 +521,36 @@ static void pl_worker_loop(struct pl_run *r, struct pl_worker *w, u64 go)
 	w->complete = !e->left || now >= end;
 }
 
+/*
+ * Op chase: lay the chain (core/chase.c) in the worker's target, or take it
+ * down again (restore), in steps of PL_CHASE_STEP lines inside the target's
+ * read side, rescheduling between them.  Laying stops at an abort; false
+ * when the target went away (the run stops: target-gone).
+ */
+#define PL_CHASE_STEP	4096
+static bool pl_chase_lay(struct pl_run *r, struct pl_worker *w, bool restore)
+{
+	u64 pos = 0;
+	bool done;
+	int id;
+
+	do {
+		if (!restore && READ_ONCE(r->stop))
+			return true;
+		id = pl_target_enter(w->tgt);
+		if (id < 0)
+			return false;
+		if (restore)
+			done = pl_chase_restore(&w->t.e, w->chase_save, w->chase_laid, &pos,
+						PL_CHASE_STEP);
+		else
+			done = pl_chase_build(&w->t.e, w->chase_save, &w->chase_laid, PL_CHASE_STEP);
+		pl_target_leave(w->tgt, id);
+		cond_resched();
+	} while (!done);
+	return true;
+}
+
 static void pl_park(void)
 {
 	while (!kthread_should_stop()) {
@@ -527,6 +568,10 @@ static int pl_worker_fn(void *arg)
 	unsigned long flags;
 	u64 go;
 
+	if (w->chase_save && !pl_chase_lay(r, w, false)) {
+		WRITE_ONCE(r->dead, 1);
+		pl_stop_all(r);
+	}
 	local_irq_save(flags);
 	if (w->t.e.mode == PL_MODE_LAT) {
 		pl_thread_calibrate(&w->t);
@@ -541,6 +586,9 @@ static int pl_worker_fn(void *arg)
 	go = pl_barrier(r, w);
 	if (go)
 		pl_worker_loop(r, w, go);
+	/* a chase leaves the target as it found it (unless the target is gone) */
+	if (w->chase_save && w->chase_laid && !pl_chase_lay(r, w, true))
+		WRITE_ONCE(r->dead, 1);
 	if (!w->t.probe && atomic_dec_and_test(&r->loaders))
 		WRITE_ONCE(r->probe_stop, 1);
 	atomic_inc(&r->finished);

@@ -244,7 +244,7 @@ def runnable_sets(draw: st.DrawFn, m: Machine, user_ops: bool = True, widths: tu
     plain = [o for o in ops if o != "chase"]
     threads = draw(st.integers(1, min(m.online, P.PARAMS["threads"].hi or 1)))
     v["threads"] = threads
-    if user_ops and lat and draw(st.integers(0, 7)) == 0:
+    if lat and draw(st.integers(0, 7)) == 0:
         v["op"] = "chase"
     else:
         v["op"] = ",".join(draw(st.lists(st.sampled_from(plain), min_size=1, max_size=3)))
@@ -292,6 +292,8 @@ def runnable_sets(draw: st.DrawFn, m: Machine, user_ops: bool = True, widths: tu
             v["placement"] = "global"
     if v["op"] == "chase":
         v["read_pct"], v["probe"], v["cold"], v["warm"] = 0, "0", "0", "0"
+        if access != 4096:
+            v["chase_page"] = "0"  # one line per page: slots of a page
     v["cpus"] = draw(st.sampled_from(["", "", ",".join(str(c) for c in range(threads))]))
     # what the run costs: a short window, or a count whose work is bounded
     v["segment_ms"] = _table_int(draw, "segment_ms", RUN_CAPS["segment_ms"])
@@ -317,7 +319,7 @@ def runnable_sets(draw: st.DrawFn, m: Machine, user_ops: bool = True, widths: tu
 
 
 SAMPLE_NONE = (1 << 64) - 1  # a raw_samples slot its thread did not fill (kmod/core/pl_run.h)
-CHASE = 256  # loads per chase sample (userspace/runner/chase.c)
+CHASE = 256  # loads per chase sample: chase_batch's default (core/params.def)
 
 
 def check_accounting(values: dict[str, str], out: str, samples: bytes) -> None:

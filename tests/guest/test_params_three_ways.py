@@ -112,7 +112,7 @@ def test_module_runner_and_controller_give_the_same_verdict(module) -> None:
                 verdict = judge(raw)
                 assert verdict == runner(raw) == controller_verdict(raw, controller_facts)
                 assert verdict == (("ERANGE", "threads") if int(raw.get("threads", 1)) > online else ("ok", "-"))
-            for op in ("copy", "ntcopy", "chase"):  # the user backend's own: the module says so, as the controller
+            for op in ("copy", "ntcopy"):  # the user backend's own: the module says so, as the controller
                 raw = {"mode": "latency", "op": op}
                 assert judge(raw) == controller_verdict(raw, controller_facts) == ("EOPNOTSUPP", "op")
                 assert runner(raw)[0] != "EOPNOTSUPP", raw

@@ -200,6 +200,12 @@ def test_write_protection_and_backend_ops():
                          allow_overwrite=False)
     assert problems(user, op="copy") == set()
     assert problems(user, op="chase") == {("op", "invalid")}  # chase: latency mode only
+    # chase runs on the module too (issue 35): latency mode, chase_page over 4 KiB slots only
+    assert problems(facts, op="chase", mode="latency") == set()
+    assert problems(facts, op="chase") == {("op", "invalid")}
+    assert problems(facts, op="chase", mode="latency", chase_page=1) == {("chase_page", "invalid")}
+    assert problems(facts, op="chase", mode="latency", chase_page=1, access_size=4096) == set()
+    assert problems(facts, op="chase", mode="latency", chase_batch=24) == {("chase_batch", "invalid")}
 
 
 def test_overwrite_verdict_reads_as_the_targets_contents_not_a_range():

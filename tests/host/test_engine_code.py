@@ -196,3 +196,45 @@ def test_runner_loops(runner_obj: Path) -> None:
 def test_module_loops_every_tree(module_obj: Path) -> None:
     check_object(module_obj, MODULE_OPS)
     check_alignment(module_obj, MODULE_OPS)
+
+
+HOPS_PER_STEP = 16  # PL_CHASE_UNROLL (core/pl_core.h): chase_batch is a multiple of it
+
+
+def check_chase(obj: Path) -> None:
+    """pl_chase_loop (op chase, both backends): its hops are `mov (%r),%r` on one register, each
+    load's address the previous load's result (one dependent load per hop), 16 of them in the
+    innermost loop, whose counter steps by 16 (so chase_batch hops are chase_batch loads), and no
+    other memory access in that loop; the bracket around it reads the clock serialised."""
+    insns = disassemble(obj)["pl_chase_loop"]
+    hop = re.compile(r"^\(%(\w+)\),%(\w+)$")
+    hops = [i for i in insns if i.mnemonic == "mov" and (m := hop.match(i.operands)) and m.group(1) == m.group(2)]
+    assert len(hops) == HOPS_PER_STEP, f"{obj.name}: {len(hops)} dependent loads in pl_chase_loop"
+    assert len({hop.match(i.operands).group(1) for i in hops}) == 1, f"{obj.name}: hops on several registers"
+    loops = []
+    for i in insns:
+        m = re.match(r"([0-9a-f]+) <", i.operands)
+        if i.mnemonic.startswith("j") and m and int(m.group(1), 16) <= i.addr:
+            loops.append((int(m.group(1), 16), i.addr))
+    around = sorted((end - start, start, end) for start, end in loops
+                    if all(start <= h.addr <= end for h in hops))
+    assert around, f"{obj.name}: the hops are not in a loop"
+    _, start, end = around[0]
+    body = [i for i in insns if start <= i.addr <= end]
+    # the hops back to back, nothing else touching memory in the loop
+    idx = [body.index(h) for h in hops]
+    assert idx == list(range(idx[0], idx[0] + HOPS_PER_STEP)), f"{obj.name}: the hops are not consecutive"
+    others = [i for i in body if i not in hops]
+    assert not [i for i in others if "(" in i.operands], f"{obj.name}: other memory accesses in the hop loop: {others}"
+    assert any(i.mnemonic == "add" and i.operands.startswith(f"${HOPS_PER_STEP:#x},") for i in others), \
+        f"{obj.name}: the hop loop's counter does not step by {HOPS_PER_STEP}: {others}"
+    mn = {i.mnemonic for i in insns}
+    assert {"rdtscp", "rdtsc", "lfence"} <= mn, f"{obj.name}: pl_chase_loop's brackets"
+
+
+def test_runner_chase_loop(runner_obj: Path) -> None:
+    check_chase(runner_obj)
+
+
+def test_module_chase_loop(module_obj: Path) -> None:
+    check_chase(module_obj)

@@ -75,7 +75,7 @@ def test_runner_schema_is_the_table():
     schema = json.loads(res.stdout)
     assert schema == plcore.schema()
     assert [p["name"] for p in schema["params"]] == list(P.PARAM_NAMES)
-    assert {op["name"] for op in schema["ops"] if op["user_only"]} == {"copy", "ntcopy", "chase"}
+    assert {op["name"] for op in schema["ops"] if op["user_only"]} == {"copy", "ntcopy"}
 
 
 def test_core_names_the_runners_own_ops():

@@ -14,6 +14,7 @@ test_engine_exec.py (what they execute).
 """
 from __future__ import annotations
 
+import bisect
 import ctypes
 import errno
 import json
@@ -245,6 +246,50 @@ def test_the_chase_visits_the_threads_own_slots_once_per_cycle(lib: ctypes.CDLL,
     cycle = out[:len(mine)].tolist()
     assert set(cycle) == mine, f"the chase visits {len(set(cycle) - mine)} slots not the thread's"
     assert out[len(mine)] == out[0] and out.tolist()[len(mine):2 * len(mine)] == cycle  # one cycle, then again
+
+
+@pytest.mark.parametrize("page", [0, 1])
+@pytest.mark.parametrize("placement", ["global", "per-thread", "per-dimm"])
+def test_the_chase_is_one_cycle_in_the_window_and_leaves_the_target_as_it_was(lib: ctypes.CDLL, page: int,
+                                                                             placement: str) -> None:
+    """op chase, as both backends lay it (core/chase.c, in steps as the module does): one cycle
+    through one line of every slot of the thread's pass (chase_page=1: a line of each 4 KiB slot
+    drawn from the seed, at several cache sets; 0: the slot's start), every hop inside the thread's
+    window, and once the chain is taken down the target holds its bytes again, byte for byte (a
+    chase writes nothing a run leaves behind). Before, the runner's chain stayed in the target."""
+    size, wo, access = 4 << 20, 3 * 4096 * 4, 4096 if page else 256
+    ws = size - wo - 8192
+    kw = dict(target_size=size, window_offset=wo, working_set=ws, pattern=PAT_SEQ, access=access, stride=0,
+              hotspot_size=4096, passes=1, seed=5, gran=4096 * 2, idx=1, n=3)
+    if placement == "per-thread":
+        kw.update(per_thread=1)
+    elif placement == "per-dimm":
+        kw.update(ways=3, dimms=1)
+    _, _, _, slots = place(lib, 40_000, **kw)
+    mine = sorted(set(slots.tolist()))
+    rng = np.random.default_rng(3)
+    target = rng.integers(0, 256, size, dtype=np.uint8)
+    before = target.copy()
+    out = np.zeros(len(mine) + 1, dtype=np.uint64)
+    why = ctypes.create_string_buffer(256)
+    lib.pl_test_chase_page.argtypes = [ctypes.c_void_p, ctypes.POINTER(Place), ctypes.c_uint64, ctypes.c_int,
+                                       ctypes.c_void_p, ctypes.c_uint64, ctypes.c_char_p, ctypes.c_size_t]
+    rc = lib.pl_test_chase_page(target.ctypes.data, ctypes.byref(Place(**kw)), 7, page, out.ctypes.data, len(out),
+                                why, 256)
+    assert rc == 0, why.value
+    hops = out[:len(mine)].tolist()
+    assert out[len(mine)] == out[0], "the chain does not close after visiting every line once"
+    assert len(set(hops)) == len(mine), f"{len(mine) - len(set(hops))} lines visited twice in one cycle"
+    slot_of = {h: mine[bisect.bisect_right(mine, h) - 1] for h in hops}
+    assert all(h < s + access for h, s in slot_of.items()), "a line outside the thread's slots"
+    assert sorted(slot_of.values()) == mine, "the chain's lines are not one in each of the thread's slots"
+    assert all(h % 64 == 0 and wo <= h and h + 8 <= wo + ws for h in hops), "a hop outside the window"
+    in_slot = {h - s for h, s in slot_of.items()}
+    if page:
+        assert len(in_slot) > 16, f"chase_page: the lines sit at {len(in_slot)} offsets of their pages"
+    else:
+        assert in_slot == {0}, "the line of a slot is its start"
+    assert np.array_equal(target, before), f"{int((target != before).sum())} target bytes changed by the chase"
 
 
 @pytest.mark.parametrize("pattern", [PAT_SEQ, PAT_RAND, PAT_STRIDE, PAT_HOTSPOT])

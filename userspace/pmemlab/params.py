@@ -77,8 +77,10 @@ PARAMS: dict[str, Param] = _load()
 PARAM_NAMES: tuple[str, ...] = tuple(PARAMS)
 _INDEX = {name: i for i, name in enumerate(PARAM_NAMES)}
 _OPS = plcore.schema()["ops"]
-# the module's ops (the user backend adds copy, ntcopy, chase)
-OPS: tuple[str, ...] = tuple(op["name"] for op in _OPS if not op["user_only"])
+# the module's access ops, which the sweeps and one-liners combine (the user backend adds copy and
+# ntcopy); chase (its own loop: latency mode, dependent loads) runs on both backends but is not one
+CHASE_OPS: tuple[str, ...] = tuple(op["name"] for op in _OPS if op.get("own_loop"))
+OPS: tuple[str, ...] = tuple(op["name"] for op in _OPS if not op["user_only"] and not op.get("own_loop"))
 WRITE_OPS: frozenset[str] = frozenset(op["name"] for op in _OPS if op["writes"] and not op["user_only"])
 READ_OPS: frozenset[str] = frozenset(OPS) - WRITE_OPS  # the module's ops that only read
 

@@ -4,6 +4,7 @@
  * the host tests (ctypes): the engine on a buffer, the generator, a worker's
  * region, the histogram, the fence rate.
  */
+#include <stdlib.h>
 #include "pl_core.h"
 #include "runner.h"
 #include "pl_run.h"
@@ -264,42 +265,59 @@ int pl_test_place(const struct pl_place *in, u64 *base, u64 *copy_delta, u64 *sp
 }
 
 /*
- * The pointer chase (chase.c) over worker in->idx's region of target (in->
- * target_size bytes), as the runner builds and starts it: the target
- * offsets of its first n loads; 0, or -errno and why.
+ * The pointer chase (core/chase.c) over worker in->idx's region of target
+ * (in->target_size bytes), as both backends lay and start it (page:
+ * chase_page): the target offsets of its first n hops, then the chain is
+ * taken down again (pl_chase_restore); 0, or -errno and why.
  */
-int pl_test_chase(char *target, const struct pl_place *in, u64 seed, u64 *out, u64 n, char *why,
-		  size_t len)
+int pl_test_chase_page(char *target, const struct pl_place *in, u64 seed, int page, u64 *out, u64 n,
+		       char *why, size_t len)
 {
 	static u64 hist[PL_HIST_NB];
 	static int stop;
 	struct pl_region reg;
 	struct pl_eng e;
 	struct pl_eng_cfg c;
+	u64 i, pos = 0, laid, *save;
 	char *p;
-	u64 i;
 	int err = pl_place_worker(in, &reg, why, len);
 
 	if (err)
 		return err;
 	c = (struct pl_eng_cfg) {
 		.base = target + reg.base, .base_len = in->target_size - reg.base, .gen = reg.g,
-		.op = PL_OP_LOAD, .width = 8, .mode = PL_MODE_LAT, .access = in->access, .count = 1,
-		.stop = &stop, .hist_buckets = hist,
+		.op = PL_OP_CHASE, .width = 8, .mode = PL_MODE_LAT, .access = in->access, .count = 1,
+		.stop = &stop, .hist_buckets = hist, .chase_batch = 256, .chase_page = page,
+		.chase_seed = seed, .chase_stream = in->idx,
 	};
 	err = pl_eng_init(&e, &c, why, len);
 	if (err)
 		return err;
-	if (plu_chase_build(&e, seed, in->idx)) {
+	save = malloc(pl_chase_lines(&e) * sizeof(u64));
+	if (!save) {
 		snprintf(why, len, "chase: no memory");
 		return -ENOMEM;
 	}
-	p = e.base + pl_gen_next(&e.gen);
+	/* in steps, as the module lays it */
+	while (!pl_chase_build(&e, save, &pos, 1000))
+		;
+	p = e.chase_p;
 	for (i = 0; i < n; i++) {
 		out[i] = p - target;
 		p = *(char **)p;
 	}
+	laid = pos;
+	pos = 0;
+	while (!pl_chase_restore(&e, save, laid, &pos, 1000))
+		;
+	free(save);
 	return 0;
+}
+
+int pl_test_chase(char *target, const struct pl_place *in, u64 seed, u64 *out, u64 n, char *why,
+		  size_t len)
+{
+	return pl_test_chase_page(target, in, seed, 0, out, n, why, len);
 }
 
 /* percentiles (q in ppm) of n samples through the histogram, plus min, max */

@@ -70,11 +70,10 @@ static void setup_worker(struct plu_run *r, struct plu_worker *w, const struct p
 	if (err)
 		refuse(-err, "thread %u: %s", idx, why);
 	if (w->chase) {
-		/* what runs is the runner's own loop (chase.c), not the engine's */
-		snprintf(e->insn, sizeof(e->insn), "mov");
-		e->loop_name = "chase_loop";
-		if (plu_chase_build(e, r->c.seed, idx))
-			refuse(ENOMEM, "chase: no memory for %llu slots", e->gen.nslots);
+		/* the words the chain overwrites, written back when the worker ends (core/chase.c) */
+		w->chase_save = malloc(pl_chase_lines(e) * sizeof(u64));
+		if (!w->chase_save)
+			refuse(ENOMEM, "chase: no memory to save the %llu lines of thread %u", pl_chase_lines(e), idx);
 	}
 }
 
@@ -108,7 +107,7 @@ static void *worker_fn(void *arg)
 	struct pl_eng *e = &w->t.e;
 	cpu_set_t set;
 	u64 go, t0, seg_end;
-	char *chase_p = NULL;
+	u64 pos = 0;
 
 	CPU_ZERO(&set);
 	CPU_SET(w->t.cpu, &set);
@@ -131,8 +130,9 @@ static void *worker_fn(void *arg)
 		e->ceil_buf = NULL;
 		w->t.ec.ceil_buf = NULL;
 	}
+	/* the chain, laid by the pinned thread (its lines first touched on its node) */
 	if (w->chase)
-		chase_p = e->base + pl_gen_next(&e->gen);
+		pl_chase_build(e, w->chase_save, &pos, ~0ULL);
 	go = barrier(w);
 	if (!go)
 		goto out;
@@ -141,14 +141,18 @@ static void *worker_fn(void *arg)
 		/* its end first: at the warm-up's end that resets the counts, outside [t0, t1) */
 		seg_end = pl_thread_until(&w->t, pl_rdtsc());
 		t0 = pl_rdtsc();
-		if (w->chase)
-			chase_p = plu_chase_loop(e, chase_p, seg_end);
-		else
-			pl_eng_run(e, seg_end);
+		pl_eng_run(e, seg_end);
 		pl_thread_segment(&w->t, t0, pl_rdtsc());
 	}
 	pl_thread_end(&w->t, pl_rdtsc());
 out:
+	/* a chase leaves the target as it found it */
+	if (w->chase && pos) {
+		u64 laid = pos;
+
+		pos = 0;
+		pl_chase_restore(e, w->chase_save, laid, &pos, ~0ULL);
+	}
 	if (!w->t.probe && atomic_fetch_sub(&r->loaders, 1) == 1)
 		__atomic_store_n(&r->probe_stop, 1, __ATOMIC_RELAXED);
 	return NULL;

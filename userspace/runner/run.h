@@ -19,6 +19,7 @@ struct plu_worker {
 	struct pl_thread t;
 	struct plu_run *run;
 	bool chase;
+	u64 *chase_save;		/* op chase: the words its chain overwrote (core/chase.c) */
 	int pin_err;			/* errno of a failed pinning, or -1: ran elsewhere */
 	int ran_on;			/* sched_getcpu() after pinning */
 	pthread_t th;

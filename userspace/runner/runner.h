@@ -97,9 +97,6 @@ char *plu_reserve(u64 len, u64 align);
 void *plu_guarded_alloc(u64 len);
 void plu_guarded_free(void *buf, u64 len);
 
-/* chase.c: the pointer chase (its loop, and the cycle over a thread's slots) */
-int plu_chase_build(struct pl_eng *e, u64 seed, unsigned int idx);
-char *plu_chase_loop(struct pl_eng *e, char *p, u64 until);
 
 /* schema.c: the parameter table as JSON (NUL-terminated, static) */
 const char *plu_schema_json(void);

@@ -88,11 +88,12 @@ const char *plu_schema_json(void)
 	for (i = 0; i < PL_OP_ANY; i++) {
 		pl_out(&b, "%s{\"name\": ", i ? ", " : "");
 		put_str(&b, pl_op_name(i));
-		pl_out(&b, ", \"writes\": %s, \"flushes\": %s, \"non_temporal\": %s, \"user_only\": %s}",
+		pl_out(&b, ", \"writes\": %s, \"flushes\": %s, \"non_temporal\": %s, \"user_only\": %s, \"own_loop\": %s}",
 		       pl_op_desc_of(&f, i)->writes ? "true" : "false",
 		       pl_ops[i].flags & PL_OPF_FLUSHES ? "true" : "false",
 		       pl_ops[i].flags & PL_OPF_NT ? "true" : "false",
-		       pl_ops[i].flags & PL_OPF_USER ? "true" : "false");
+		       pl_ops[i].flags & PL_OPF_USER ? "true" : "false",
+		       pl_ops[i].flags & PL_OPF_OWN ? "true" : "false");
 	}
 	pl_out(&b, "],\n \"features\": [");
 	for (i = 0; i < PL_F_NR; i++) {

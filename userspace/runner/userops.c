@@ -3,8 +3,7 @@
  * userops.c - the ops only the user backend has (ops.def rows flagged
  * PL_OPF_USER), as the validator and the
  * worker set-up see them: copy and ntcopy (generated from ops.def with the
- * module's) and chase (chase.c runs its loop; a chase is a chain of
- * dependent 8-byte loads).
+ * module's).
  */
 #include "runner.h"
 
