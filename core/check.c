@@ -176,12 +176,34 @@ static const char *pl_feature_name(u32 miss)
 	return "?";
 }
 
+/*
+ * Does a thread running op write its target?  A store does unless read_pct
+ * makes it loads only; a chase lays its chain in the target's lines (and
+ * writes their words back at the end): the mapping and the overwrite guard
+ * treat it as a write.
+ */
+static bool pl_op_alters(const struct pl_params *p, const struct pl_facts *f, int op)
+{
+	return op == PL_OP_CHASE || (pl_op_writes(f, op) && p->read_pct < 100);
+}
+
 bool pl_run_writes(const struct pl_params *p, const struct pl_facts *f)
 {
 	unsigned int i;
 
 	for (i = 0; i < p->threads && i < PL_MAX_THREADS; i++)
-		if (pl_op_writes(f, p->ops[i % p->nops]) && p->read_pct < 100)
+		if (pl_op_alters(p, f, p->ops[i % p->nops]))
+			return true;
+	return false;
+}
+
+/* does a thread of the run store data (a chase only lays its chain, then restores it)? */
+bool pl_run_stores(const struct pl_params *p, const struct pl_facts *f)
+{
+	unsigned int i;
+
+	for (i = 0; i < p->threads && i < PL_MAX_THREADS; i++)
+		if (p->ops[i % p->nops] != PL_OP_CHASE && pl_op_alters(p, f, p->ops[i % p->nops]))
 			return true;
 	return false;
 }
@@ -384,7 +406,7 @@ static bool pl_threads_write(const struct pl_params *p, const struct pl_facts *f
 	unsigned int i;
 
 	for (i = from; i < n && i < PL_MAX_THREADS; i++)
-		if (pl_op_writes(f, p->ops[i % p->nops]) && p->read_pct < 100)
+		if (pl_op_alters(p, f, p->ops[i % p->nops]))
 			return true;
 	return false;
 }

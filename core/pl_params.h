@@ -206,7 +206,8 @@ int pl_judge_cpus(unsigned int top, const struct pl_facts *f, struct pl_verdict 
 int pl_check_run(const struct pl_params *p, const struct pl_facts *f, struct pl_plan *plan,
 		 struct pl_verdict *v);
 /* some thread of the run stores (read_pct 100 makes every access a load) */
-bool pl_run_writes(const struct pl_params *p, const struct pl_facts *f);
+bool pl_run_writes(const struct pl_params *p, const struct pl_facts *f);	/* stores, or a chase's chain */
+bool pl_run_stores(const struct pl_params *p, const struct pl_facts *f);
 
 /* ---- apply.c: a value's text parsed (params.c), judged (check.c) and stored ---- */
 /*

@@ -454,6 +454,20 @@ def test_the_probes_accesses_stay_out_of_the_aggregate(built: Path) -> None:
     assert milli(total["bw_mbps"]) == int(loader["bytes"]) * tsc_khz // int(total["ticks"])
 
 
+def test_a_chase_on_a_file_maps_it_for_its_chain_and_leaves_it_as_it_was(built: Path, tmp_path: Path) -> None:
+    """A chase lays its chain in the target's lines and writes their words back at the end: the
+    runner maps the target for writing as for a store (read-only, the first link was a SIGSEGV),
+    and the overwrite guard counts it as a write (core/check.c, pl_op_alters)."""
+    import hashlib
+    f = tmp_path / "t"
+    f.write_bytes(np.random.default_rng(7).integers(0, 256, 8 << 20, dtype=np.uint8).tobytes())
+    before = hashlib.sha256(f.read_bytes()).hexdigest()
+    for extra in ([], ["threads=2", "chase_page=1", "access_size=4096"]):
+        res = run(f"target={f}", "allow_file=1", "op=chase", "mode=latency", "count=2048", *extra)
+        assert [fields(ln)["op"] for ln in result_lines(res.stdout)][-1] == "chase"
+    assert hashlib.sha256(f.read_bytes()).hexdigest() == before, "the chase left bytes changed"
+
+
 def test_the_probe_is_neither_throttled_nor_mixed(built: Path) -> None:
     """probe=1: delay_ticks and read_pct load the other threads only; the probe samples back to
     back with its own op (it was throttled by the delay too: a light load's probe waited 10 ms

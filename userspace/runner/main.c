@@ -234,8 +234,12 @@ static void print_facts(const char *target)
 	printf("#fact fs_signature %s\n", R.t.fs_sig);
 }
 
-/* does the run write?  (to map the target for it; the values are judged later) */
-static bool run_writes(const char *const *vals, const struct pl_facts *f)
+/*
+ * Does the run write (to map the target for it), and does it store data
+ * (then the pre-fault fills the window; a chase's chain keeps what is
+ * there)?  The values are judged later.
+ */
+static bool run_writes(const char *const *vals, const struct pl_facts *f, bool *stores)
 {
 	static const int ids[] = { PL_P_threads, PL_P_op, PL_P_read_pct };
 	struct pl_params p;
@@ -246,6 +250,7 @@ static bool run_writes(const char *const *vals, const struct pl_facts *f)
 	for (i = 0; i < sizeof(ids) / sizeof(ids[0]); i++)
 		if (vals[ids[i]])
 			pl_param_set(&p, ids[i], vals[ids[i]], strlen(vals[ids[i]]), f, &v);
+	*stores = pl_run_stores(&p, f);
 	return pl_run_writes(&p, f);
 }
 
@@ -330,7 +335,7 @@ int main(int argc, char **argv)
 	struct pl_verdict v;
 	struct pl_plan plan;
 	cpu_set_t allowed;
-	bool writes = false;
+	bool writes = false, stores = false;
 	long node;
 	int i;
 
@@ -371,7 +376,7 @@ int main(int argc, char **argv)
 		refuse(EINVAL, "sched_getaffinity: %s", strerror(errno));
 	plu_user_ops(&R.f);
 	if (mode == RUN || mode == CHECK)
-		writes = run_writes(vals, &R.f);
+		writes = run_writes(vals, &R.f, &stores);
 	{
 		/* --facts and --check-batch do not know whether a run writes: judged as if it may */
 		struct plu_path_opts po = { .size = o.size, .may_write = writes || mode == FACTS ||
@@ -409,10 +414,10 @@ int main(int argc, char **argv)
 	}
 	plu_map(&R.t, o.target, mode == RUN && writes);
 	/* pre-fault what the run touches: the window (all of it for --facts: 4 MiB) */
-	plu_prefault(&R.t, writes, mode == FACTS ? 4ULL << 20 : ~0ULL);
+	plu_prefault(&R.t, stores, mode == FACTS ? 4ULL << 20 : ~0ULL);
 	if (load_spec) {
 		plu_map(&R.lt, load_spec, mode == RUN && writes);
-		plu_prefault(&R.lt, writes, mode == FACTS ? 4ULL << 20 : ~0ULL);
+		plu_prefault(&R.lt, stores, mode == FACTS ? 4ULL << 20 : ~0ULL);
 	}
 	if (node >= 0 && R.t.node >= 0 && R.t.node != node)
 		fprintf(stderr, "pmemlab-run: asked for node %ld, got node %ld\n", node, R.t.node);
