@@ -107,11 +107,17 @@ static int pl_set_cpus(struct pl_params *p, const char *s, size_t len, const str
 	return 0;
 }
 
-/* a NAME value: printable, no white space (its meaning is the backend's: check.c, the module, the runner) */
-static int pl_set_name(struct pl_params *p, int id, const char *s, size_t len, struct pl_verdict *v)
+/*
+ * a NAME value: printable, no white space, then as the backend names its
+ * targets (check.c: the module's rule for a named target's name; the
+ * runner's spec is its own to judge)
+ */
+static int pl_set_name(struct pl_params *p, int id, const char *s, size_t len,
+		       const struct pl_facts *f, struct pl_verdict *v)
 {
 	char *dst = (char *)p + pl_params[id].off;
 	size_t i;
+	int err;
 
 	if (len > PL_NAME_MAX)
 		return pl_refuse(v, -EINVAL, id, false, "%zu characters: at most %d", len, PL_NAME_MAX);
@@ -119,6 +125,9 @@ static int pl_set_name(struct pl_params *p, int id, const char *s, size_t len, s
 		if (s[i] <= ' ' || s[i] > '~')
 			return pl_refuse(v, -EINVAL, id, false,
 					 "want printable characters without spaces (character %zu is not)", i + 1);
+	err = pl_judge_name(id, s, len, f, v);
+	if (err)
+		return err;
 	memcpy(dst, s, len);
 	dst[len] = '\0';
 	return 0;
@@ -143,7 +152,7 @@ int pl_param_set(struct pl_params *p, int id, const char *text, size_t len,
 		return pl_refuse(v, -EINVAL, id, false, "empty value");
 	switch (pl_params[id].kind) {
 	case PL_K_NAME:
-		return pl_set_name(p, id, s, len, v);
+		return pl_set_name(p, id, s, len, f, v);
 	case PL_K_OPS:
 		return pl_set_ops(p, s, len, f, v);
 	case PL_K_CPUS:

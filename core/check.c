@@ -124,6 +124,32 @@ int pl_judge_ops(const u8 *ops, unsigned int n, const struct pl_facts *f, struct
 	return 0;
 }
 
+bool pl_target_name_ok(const char *s, size_t len)
+{
+	size_t i;
+
+	if (!len || len > PL_TARGET_NAME_MAX || (len == 3 && !memcmp(s, "add", 3)) ||
+	    (len == 6 && !memcmp(s, "remove", 6)))
+		return false;
+	for (i = 0; i < len; i++)
+		if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= '0' && s[i] <= '9') ||
+		      s[i] == '_' || s[i] == '-'))
+			return false;
+	return true;
+}
+
+int pl_judge_name(int id, const char *s, size_t len, const struct pl_facts *f, struct pl_verdict *v)
+{
+	int shown = len > PL_TARGET_NAME_MAX + 1 ? PL_TARGET_NAME_MAX + 1 : (int)len;
+
+	if (!len || id != PL_P_load_target || !pl_known(f, PL_FACT_BACKEND) || f->user ||
+	    pl_target_name_ok(s, len))
+		return 0;
+	return pl_refuse(v, -EINVAL, id, false,
+			 "'%.*s%s' is not a target name (%s, as targets/add names them)",
+			 shown, s, (size_t)shown < len ? "..." : "", PL_TARGET_NAME_RULE);
+}
+
 int pl_judge_cpus(unsigned int top, const struct pl_facts *f, struct pl_verdict *v)
 {
 	if (pl_known(f, PL_FACT_CPUS) && top > f->nr_possible)
@@ -471,7 +497,8 @@ int pl_check_run(const struct pl_params *p, const struct pl_facts *f, struct pl_
 			err = pl_judge_cpus(pl_cpu_top(p->cpus), f, v);
 			break;
 		case PL_K_NAME:
-			err = 0;	/* judged below (load_target) */
+			err = pl_judge_name(id, (const char *)p + pl_params[id].off,
+					    strlen((const char *)p + pl_params[id].off), f, v);
 			break;
 		default:
 			err = pl_judge_value(id, *(const u64 *)((const char *)p + pl_params[id].off),

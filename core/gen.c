@@ -26,6 +26,22 @@ static u64 splitmix64(u64 *x)
 	return z ^ (z >> 31);
 }
 
+/*
+ * Thread idx's store data start: splitmix64 twice, the thread's index added
+ * between the rounds.  splitmix64 is a bijection of its input, so two
+ * threads of a run never start at the same value, and the starts of any
+ * two threads lie a random distance apart (whatever the seed's parity):
+ * their sequences (start + k x PL_DATA_INC) share no value over any run's
+ * length but by a 2^-64-scale chance.
+ */
+u64 pl_data_seed(u64 seed, u64 idx)
+{
+	u64 x = seed;
+
+	x = splitmix64(&x) + idx;
+	return splitmix64(&x);
+}
+
 void pl_rng_seed(struct pl_rng *r, u64 seed, u64 stream)
 {
 	u64 x = seed ^ (stream * 0xd1342543de82ef95ULL);

@@ -199,6 +199,8 @@ struct pl_rng {
 };
 
 void pl_rng_seed(struct pl_rng *r, u64 seed, u64 stream);
+/* the store data start of thread idx of a run seeded seed (its own stream: gen.c) */
+u64 pl_data_seed(u64 seed, u64 idx);
 u64 pl_rng_next(struct pl_rng *r);
 /* uniform integer in [0, n), n > 0, without modulo bias (Lemire) */
 u64 pl_rng_below(struct pl_rng *r, u64 n);
@@ -397,7 +399,7 @@ struct pl_eng_cfg {
 	u64 *hist_buckets;	/* PL_HIST_NB counters, latency mode (caller's) */
 	u64 *samples;		/* the first nsamples_max raw samples (may be NULL) */
 	u64 nsamples_max;
-	u64 data_seed;		/* store data starts here (made odd, so never zero) */
+	u64 data_seed;		/* store data starts here (made odd, so never zero): pl_data_seed() */
 	char *ceil_buf;		/* bandwidth mode: pl_eng_ceiling_len() bytes, 64-B aligned */
 	u64 ceil_len;		/* its bytes (pl_eng_init checks the ceiling against them) */
 	/* op chase (chase.c): hops per timed batch (a multiple of PL_CHASE_UNROLL), a random line per page */

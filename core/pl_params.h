@@ -45,6 +45,13 @@ enum pl_kind { PL_K_NUM, PL_K_SIZE, PL_K_BOOL, PL_K_ENUM, PL_K_OPS, PL_K_CPUS, P
 /* a NAME value: printable, no white space, at most this long; empty is its default */
 #define PL_NAME_MAX		255
 
+/*
+ * The name of one of the module's named targets (targets/add, and
+ * load_target where the module runs): the rule's one place (check.c).
+ */
+#define PL_TARGET_NAME_MAX	31
+#define PL_TARGET_NAME_RULE	"1 to 31 of a-z 0-9 _ -, not add or remove"
+
 enum pl_rule {
 	PL_R_NONE,
 	PL_R_WIDTH,		/* 0, 8, 16, 32 or 64 */
@@ -198,6 +205,13 @@ int pl_judge_value(int id, u64 val, const struct pl_facts *f, struct pl_verdict 
 int pl_judge_ops(const u8 *ops, unsigned int n, const struct pl_facts *f, struct pl_verdict *v);
 /* a CPU list whose highest CPU is top - 1 (top 0: empty) */
 int pl_judge_cpus(unsigned int top, const struct pl_facts *f, struct pl_verdict *v);
+/* s[0..len) is a named target's name (PL_TARGET_NAME_RULE) */
+bool pl_target_name_ok(const char *s, size_t len);
+/*
+ * A NAME value (load_target) for this backend: the module's is a named
+ * target's name or empty (EINVAL otherwise); the runner's is a spec.
+ */
+int pl_judge_name(int id, const char *s, size_t len, const struct pl_facts *f, struct pl_verdict *v);
 /*
  * Judge a whole run as `run` does: every value, then their combination,
  * the CPU features, the target and each thread's region.  0 and the plan,

@@ -74,7 +74,7 @@ int pl_thread_setup(struct pl_thread *t, const struct pl_setup *s, unsigned int 
 		.count = t->probe ? 0 : p->count,
 		.stop = t->probe ? s->probe_stop : s->stop,
 		.nsamples_max = p->samples,
-		.data_seed = p->seed * 0x2545f4914f6cdd1dULL + idx,
+		.data_seed = pl_data_seed(p->seed, idx),	/* every thread its own stream */
 		.chase_batch = p->chase_batch,
 		.chase_page = p->chase_page,
 		.chase_seed = p->seed,

@@ -103,18 +103,10 @@ const char *pl_load_targets(void)
 	return targets;
 }
 
-/* a name of a named target: [a-z0-9_-]{1,31}, not add or remove */
+/* a name of a named target: the core's rule (PL_TARGET_NAME_RULE), also load_target's */
 bool pl_name_ok(const char *s)
 {
-	size_t n = strlen(s), i;
-
-	if (!n || n >= PL_NAME_LEN || !strcmp(s, "add") || !strcmp(s, "remove"))
-		return false;
-	for (i = 0; i < n; i++)
-		if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= '0' && s[i] <= '9') ||
-		      s[i] == '_' || s[i] == '-'))
-			return false;
-	return true;
+	return pl_target_name_ok(s, strlen(s));
 }
 
 /*
@@ -187,7 +179,7 @@ int pl_load_line(struct pl_load *l, const char **name, char *line, char *why, si
 		return -EINVAL;
 	}
 	if (!pl_name_ok(*name)) {
-		snprintf(why, len, "name '%s': want 1 to 31 of a-z 0-9 _ -, not add or remove", *name);
+		snprintf(why, len, "name '%s': want " PL_TARGET_NAME_RULE, *name);
 		return -EINVAL;
 	}
 	return pl_load_parse(&x, l, why, len);

@@ -96,7 +96,7 @@ struct pl_load {
 	bool allow_overwrite;
 };
 
-#define PL_NAME_LEN		32	/* a named target's name, NUL included */
+#define PL_NAME_LEN		(PL_TARGET_NAME_MAX + 1)	/* a named target's name, NUL included */
 #define PL_MAX_NAMED		16
 
 /*
@@ -132,6 +132,7 @@ struct pl_dev {
 	bool opening;			/* targets/add opens it: the name taken, no directory yet */
 	char who[PL_NAME_LEN + 16];	/* log prefix of its target: "" or "targets/add: cxl: " */
 	cpumask_t busy;			/* the CPUs of its active run */
+	u64 busy_prefetch;		/* and its prefetch setting (0 on, 1 off) */
 	struct pl_dev *load;		/* the target its active run loads (load_target) */
 	struct pl_dev *loaded_by;	/* the dev whose active run loads this one */
 };

@@ -12,12 +12,17 @@
  * hypervisor that ignores or filters the MSR) the run does not start, the
  * CPU keeps its value, and prefetch_control reads none from then on.
  *
- * The value to restore is kept per CPU.  SMT siblings share the register,
- * so a CPU whose sibling already turned the prefetchers off takes the
- * sibling's saved value instead of reading back "off".  Changes and
- * restores run under cpus_read_lock(); a CPU that goes offline in between
- * gets its value back from the hotplug callback, on that CPU, before it
- * goes (pl_cpu_offline), so no CPU comes back with its prefetchers off.
+ * MSR 0x1A4 is per core: SMT siblings share it.  A core's users are its
+ * CPUs whose run has turned the prefetchers off (held); the first user
+ * reads and saves the core's value, every user writes "off" (the same
+ * value), and the last one to leave writes the saved value back.  Runs
+ * with other prefetch settings never share a core (run.c refuses a run on
+ * a sibling of a busy CPU whose run's setting differs), so no run measures
+ * with prefetchers off it did not ask for.  Changes, restores and the
+ * users go under pl_pf_lock inside cpus_read_lock(); a CPU that goes
+ * offline in between leaves its core from the hotplug callback, on that
+ * CPU, before it goes (pl_cpu_offline): as the core's last user it writes
+ * the saved value back, so no CPU comes back with its prefetchers off.
  */
 #define pr_fmt(fmt) "pmemlab: " fmt
 
@@ -25,6 +30,8 @@
 #include <linux/cpu.h>
 #include <linux/cpuhotplug.h>
 #include <linux/percpu.h>
+#include <linux/mutex.h>
+#include <linux/lockdep.h>
 #include <linux/topology.h>
 #include <asm/processor.h>
 #include <asm/msr.h>
@@ -61,24 +68,45 @@ bool pl_prefetch_probe(void)
 }
 
 struct pl_msr {
-	u64 saved;
-	bool changed;
+	u64 saved;			/* the core's value before its first user */
+	bool held;			/* a run on this CPU has the core's prefetchers off */
 };
 
 static DEFINE_PER_CPU(struct pl_msr, pl_msr);
+static DEFINE_MUTEX(pl_pf_lock);	/* every CPU's pl_msr, and the MSR writes */
 static int pl_cpuhp_state = -1;
 
-static bool pl_sibling_saved(unsigned int cpu, u64 *v)
+/*
+ * The users of cpu's core other than cpu (under pl_pf_lock), and in *saved
+ * the core's value the first of them saved
+ */
+static unsigned int pl_core_users(unsigned int cpu, u64 *saved)
 {
-	unsigned int s;
+	unsigned int s, users = 0;
 
+	lockdep_assert_held(&pl_pf_lock);
 	for_each_cpu(s, topology_sibling_cpumask(cpu)) {
-		if (s != cpu && per_cpu_ptr(&pl_msr, s)->changed) {
-			*v = per_cpu_ptr(&pl_msr, s)->saved;
-			return true;
+		if (s != cpu && per_cpu_ptr(&pl_msr, s)->held) {
+			if (!users++ && saved)
+				*saved = per_cpu_ptr(&pl_msr, s)->saved;
 		}
 	}
-	return false;
+	return users;
+}
+
+/* cpu leaves its core (under pl_pf_lock): the last user writes the saved value back */
+static int pl_core_leave(unsigned int cpu)
+{
+	struct pl_msr *m = per_cpu_ptr(&pl_msr, cpu);
+	int err = 0;
+
+	lockdep_assert_held(&pl_pf_lock);
+	if (!m->held)
+		return 0;
+	m->held = false;
+	if (!pl_core_users(cpu, NULL))
+		err = wrmsrq_safe_on_cpu(cpu, PL_MSR_PREFETCH, m->saved);
+	return err;
 }
 
 /* write v to MSR 0x1A4 of cpu and read it back: 1 (*got) when bits 0-3 did not take */
@@ -102,17 +130,19 @@ int pl_prefetch_off(struct pl_run *r)
 	u64 v, got = 0;
 
 	cpus_read_lock();
+	mutex_lock(&pl_pf_lock);
 	for (i = 0; i < r->n && !err; i++) {
 		cpu = r->w[i].t.cpu;
 		m = per_cpu_ptr(&pl_msr, cpu);
-		if (m->changed)
+		if (m->held)
 			continue;
 		if (!cpu_online(cpu)) {
 			pr_err("cannot turn prefetchers off on CPU %u: offline\n", cpu);
 			err = -ENXIO;
 			break;
 		}
-		if (!pl_sibling_saved(cpu, &v))
+		/* the core's first user saves its value; the others take that one, not "off" */
+		if (!pl_core_users(cpu, &v))
 			err = rdmsrq_safe_on_cpu(cpu, PL_MSR_PREFETCH, &v);
 		if (!err)
 			err = pl_msr_write(cpu, v | PL_MSR_PREFETCH_OFF, &got);
@@ -133,42 +163,43 @@ int pl_prefetch_off(struct pl_run *r)
 			break;
 		}
 		m->saved = v;
-		m->changed = true;
+		m->held = true;
 	}
+	mutex_unlock(&pl_pf_lock);
 	cpus_read_unlock();
 	return err;
 }
 
 void pl_prefetch_restore(struct pl_run *r)
 {
-	struct pl_msr *m;
 	unsigned int i, cpu;
 
 	cpus_read_lock();
+	mutex_lock(&pl_pf_lock);
 	for (i = 0; i < r->n; i++) {
 		cpu = r->w[i].t.cpu;
-		m = per_cpu_ptr(&pl_msr, cpu);
-		if (!m->changed)
-			continue;
-		if (wrmsrq_safe_on_cpu(cpu, PL_MSR_PREFETCH, m->saved))
+		if (pl_core_leave(cpu))
 			pr_err("cannot restore MSR 0x1a4 on CPU %u\n", cpu);
-		m->changed = false;
 	}
+	mutex_unlock(&pl_pf_lock);
 	cpus_read_unlock();
 }
 
-/* CPU hotplug teardown: runs on @cpu, still online, hotplug lock held */
+/* CPU hotplug teardown: runs on @cpu, still online (its siblings still listed), hotplug lock held */
 static int pl_cpu_offline(unsigned int cpu)
 {
 	struct pl_msr *m = per_cpu_ptr(&pl_msr, cpu);
 
-	if (m->changed) {
-		if (wrmsrq_safe_on_cpu(cpu, PL_MSR_PREFETCH, m->saved))
+	mutex_lock(&pl_pf_lock);
+	if (m->held) {
+		bool last = !pl_core_users(cpu, NULL);
+
+		if (pl_core_leave(cpu))
 			pr_err("cannot restore MSR 0x1a4 on CPU %u going offline\n", cpu);
-		else
+		else if (last)
 			pr_info("CPU %u going offline: prefetchers restored\n", cpu);
-		m->changed = false;
 	}
+	mutex_unlock(&pl_pf_lock);
 	return 0;
 }
 

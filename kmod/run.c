@@ -157,22 +157,67 @@ static int pl_run_params(struct pl_dev *d, struct pl_dev *ld, struct pl_plan *pl
 }
 
 /*
- * default CPUs: distinct cores of the target's node, then other cores, then
- * siblings; returns how many were found, or -ENOMEM
+ * What other targets' active runs hold, for a run with prefetch setting pf
+ * (under pl_mod.lock): their CPUs, and the siblings of those whose run's
+ * prefetch setting differs (MSR 0x1A4 is per core), in *avoid; the siblings
+ * of the others (sharing a core disturbs a measurement) in *near.
  */
-static int pl_default_cpus(int node, unsigned int n, unsigned int *out)
+static void pl_busy_cpus(const struct pl_dev *d, u64 pf, struct cpumask *avoid,
+			 struct cpumask *near)
 {
-	cpumask_var_t chosen;
+	struct pl_dev *o, *all[PL_MAX_NAMED + 1];
+	unsigned int k, no = 0, cpu;
+
+	lockdep_assert_held(&pl_mod.lock);
+	all[no++] = pl_mod.top;
+	list_for_each_entry(o, &pl_mod.named, entry)
+		all[no++] = o;
+	for (k = 0; k < no; k++) {
+		o = all[k];
+		if (o == d || !o->active)
+			continue;
+		for_each_cpu(cpu, &o->busy) {
+			struct cpumask *m = o->busy_prefetch != pf ? avoid : near;
+
+			cpumask_set_cpu(cpu, avoid);
+			cpumask_or(m, m, topology_sibling_cpumask(cpu));
+		}
+	}
+	cpumask_andnot(near, near, avoid);
+}
+
+/*
+ * default CPUs: distinct free cores of the target's node, then other free
+ * cores, then siblings, then CPUs that share a core with another run of the
+ * same prefetch setting; never a CPU of another active run nor a sibling of
+ * one whose run's prefetch setting differs (docs/interface.md).  Returns how
+ * many were found, or -ENOMEM.
+ */
+static int pl_default_cpus(const struct pl_dev *d, int node, unsigned int n, unsigned int *out)
+{
+	cpumask_var_t chosen, avoid, near;
 	unsigned int cpu, k = 0;
 	int pass;
 
 	if (!zalloc_cpumask_var(&chosen, GFP_KERNEL))
 		return -ENOMEM;
-	for (pass = 0; pass < 3 && k < n; pass++) {
+	if (!zalloc_cpumask_var(&avoid, GFP_KERNEL)) {
+		free_cpumask_var(chosen);
+		return -ENOMEM;
+	}
+	if (!zalloc_cpumask_var(&near, GFP_KERNEL)) {
+		free_cpumask_var(avoid);
+		free_cpumask_var(chosen);
+		return -ENOMEM;
+	}
+	pl_busy_cpus(d, d->cfg.prefetch, avoid, near);
+	for (pass = 0; pass < 4 && k < n; pass++) {
 		for_each_online_cpu(cpu) {
 			if (k == n)
 				break;
-			if (cpumask_test_cpu(cpu, chosen))
+			if (cpumask_test_cpu(cpu, chosen) || cpumask_test_cpu(cpu, avoid))
+				continue;
+			if (pass < 3 && cpumask_test_cpu(cpu, near))
 				continue;
 			if (pass == 0 && (node < 0 || cpu_to_node(cpu) != node))
 				continue;
@@ -183,6 +228,8 @@ static int pl_default_cpus(int node, unsigned int n, unsigned int *out)
 			out[k++] = cpu;
 		}
 	}
+	free_cpumask_var(near);
+	free_cpumask_var(avoid);
 	free_cpumask_var(chosen);
 	return k;
 }
@@ -199,22 +246,26 @@ static int pl_pick_cpus(struct pl_dev *d, const struct pl_params *c, unsigned in
 		out[k++] = cpu;
 	if (k)
 		return 0;
-	got = pl_default_cpus(d->t.node, n, out);
+	got = pl_default_cpus(d, d->t.node, n, out);
 	if (got < 0)
 		return pl_fail(d, got, "run: out of memory choosing CPUs");
+	/* the check took threads <= CPUs online: the others are held by other targets' runs */
 	if (got < n)
-		return pl_fail(d, -EINVAL, "threads: %u, but only %u CPUs online", n, got);
+		return pl_fail(d, -EBUSY,
+			       "threads: %u, but only %u CPUs online are free of other targets' runs (and of cores whose prefetchers another run set otherwise): give cpus= or wait",
+			       n, got);
 	return 0;
 }
 
 /*
  * What other targets' runs hold (under pl_mod.lock): this target, while
- * another run loads it; the CPUs of every active run.
+ * another run loads it; the CPUs of every active run, and their SMT
+ * siblings where the two runs' prefetch settings differ.
  */
 static int pl_run_others(struct pl_dev *d, const unsigned int *cpus, unsigned int n)
 {
 	struct pl_dev *o, *all[PL_MAX_NAMED + 1];
-	unsigned int i, k, no = 0;
+	unsigned int i, k, s, no = 0;
 	char l1[PL_NAME_LEN + 8], l2[PL_NAME_LEN + 8];
 
 	lockdep_assert_held(&pl_mod.lock);
@@ -235,6 +286,18 @@ static int pl_run_others(struct pl_dev *d, const unsigned int *cpus, unsigned in
 			if (cpumask_test_cpu(cpus[i], &o->busy))
 				return pl_fail(d, -EBUSY, "run: cpu %u is used by the run on %s",
 					       cpus[i], pl_dev_label(o, l1, sizeof(l1)));
+		/* MSR 0x1A4 is per core: no sibling runs with the other prefetch setting */
+		if (o->busy_prefetch == d->cfg.prefetch)
+			continue;
+		for (i = 0; i < n; i++) {
+			s = cpumask_first_and(topology_sibling_cpumask(cpus[i]), &o->busy);
+			if (s < nr_cpu_ids)
+				return pl_fail(d, -EBUSY,
+					       "run: cpu %u is an SMT sibling of cpu %u, used by the run on %s with prefetch=%s: siblings share the prefetchers (MSR 0x1a4); give this run prefetch=%s or cpus on other cores",
+					       cpus[i], s, pl_dev_label(o, l1, sizeof(l1)),
+					       pl_onoff_names[o->busy_prefetch],
+					       pl_onoff_names[o->busy_prefetch]);
+		}
 	}
 	return 0;
 }
@@ -746,6 +809,7 @@ int pl_run_start(struct pl_dev *d)
 	cpumask_clear(&d->busy);
 	for (i = 0; i < r->n; i++)
 		cpumask_set_cpu(r->w[i].t.cpu, &d->busy);
+	d->busy_prefetch = r->c.prefetch;
 	wake_up_process(ctl);
 	return 0;
 }

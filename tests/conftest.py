@@ -44,5 +44,8 @@ def pytest_configure(config) -> None:
     config.addinivalue_line("markers", "two_nodes: a guest test that needs two NUMA nodes with CPUs; make test runs "
                                        "these with the kernel matrix in the last kernel's guest, booted with "
                                        "scripts/vm --numa-nodes 2")
+    config.addinivalue_line("markers", "smt: a guest test that needs SMT siblings and the prefetcher control; make "
+                                       "test runs these in a guest of the first kernel booted with scripts/vm --smt "
+                                       "--cpus 4 --cpu-model Cascadelake-Server-v1")
     config.addinivalue_line("markers", "cxl: a guest test of the CXL lanes (scripts/vm --cxl); make test runs these "
                                        "in the guest of the kernel scripts/vm --list-kernels --cxl names")

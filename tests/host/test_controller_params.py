@@ -308,3 +308,29 @@ def test_pmemlab_params_lists_the_modules_table(capsys):
     assert rows["width"]["default"] == 0 and rows["mode"]["default"] == "bandwidth"
     assert cli.main(["params", "--markdown"]) == 0
     assert capsys.readouterr().out == P.doc_table()
+
+
+@pytest.mark.parametrize("name", ["CXL!", "Cxl", "a b", "x" * 32, "add", "remove", "cxl.0", "/dev/pmem0"])
+def test_load_target_on_the_module_is_a_target_name_on_the_write(name: str) -> None:
+    """The module's load_target names a named target: what targets/add could never name is
+    refused on the write (EINVAL, the rule in the reason), as docs/interface.md says; the
+    runner's is a spec (a path), and without facts of the backend nothing more is judged."""
+    from pmemlab import plcore
+    rc, why, param, machine = plcore.judge_value("load_target", name, "backend=kernel\n")
+    if " " in name:
+        assert rc == -errno.EINVAL and "spaces" in why, why
+        return
+    assert rc == -errno.EINVAL and not machine, (rc, why)
+    assert why.startswith("load_target: ") and "is not a target name (1 to 31 of a-z 0-9 _ -, not add or " \
+        "remove, as targets/add names them)" in why, why
+    assert plcore.judge_run([("probe", "1"), ("threads", "2"), ("load_target", name)], "backend=kernel\n")[0] \
+        == -errno.EINVAL
+    assert plcore.judge_value("load_target", name, "backend=user\n")[0] == 0
+    assert plcore.judge_value("load_target", name, "")[0] == 0
+
+
+@pytest.mark.parametrize("name", ["", "cxl", "pm-0", "a_b", "x" * 31])
+def test_load_target_names_the_module_takes(name: str) -> None:
+    from pmemlab import plcore
+    rc, shown, _, _ = plcore.judge_value("load_target", name, "backend=kernel\n")
+    assert (rc, shown) == (0, name)

@@ -194,6 +194,20 @@ def test_a_socket_per_numa_node() -> None:
     assert vm.socket_per_node(2, 5) == []
 
 
+def test_smt_gives_two_threads_per_core() -> None:
+    """--smt: QEMU's -smp with threads=2 (CPUs 2k and 2k+1 siblings), a socket per NUMA node;
+    without it the topology is socket_per_node's; an odd split is refused before any boot."""
+    assert vm.smp_options(1, 4, True) == ["-smp 4,sockets=1,cores=2,threads=2"]
+    assert vm.smp_options(2, 4, True) == ["-smp 4,sockets=2,cores=1,threads=2"]
+    assert vm.smp_options(1, 2, True) == ["-smp 2,sockets=1,cores=1,threads=2"]
+    assert vm.smp_options(2, 4, False) == vm.socket_per_node(2, 4)
+    assert vm.smp_options(1, 2, False) == []
+    import subprocess
+    res = subprocess.run([str(TOP / "scripts" / "vm"), "--smt", "--cpus", "3", "--", "true"],
+                         capture_output=True, text=True, timeout=60)
+    assert res.returncode != 0 and "--smt needs --cpus a multiple of 2" in res.stderr, res.stderr
+
+
 def test_numa_nodes_share_memory_and_vcpus() -> None:
     assert vm.numa_options(1, 2048, 2) == []
     assert vm.numa_options(2, 2048, 2) == ["--numa", "1024M,cpus=0", "--numa", "1024M,cpus=1"]

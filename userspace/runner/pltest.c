@@ -555,3 +555,45 @@ int pl_test_tally(const char *nodes, const char *weights, u64 unit, const u64 *l
 	pl_tally_out(&b, &y);
 	return err;
 }
+
+/*
+ * The store data of a run's n threads as the module and the runner set them
+ * up (pl_thread_setup from the parameters, then the engine): op store,
+ * 8-byte accesses, placement per-thread, seq, count accesses each, seed as
+ * given, on buf of size bytes (zeroed by the caller).  Thread i's access k
+ * writes the 8-byte word at bases[i] + 8 k.  0, or -errno and why.
+ */
+int pl_test_thread_data(u64 seed, unsigned int n, u64 count, u32 features, char *buf, u64 size,
+			u64 *bases, char *why, size_t len)
+{
+	static int stop;
+	struct pl_facts f = { .known = PL_FACT_CPU, .features = features };
+	struct pl_setup s = { .f = &f, .target = buf, .target_size = size, .n = n, .width = 8,
+			      .stop = &stop, .probe_stop = &stop };
+	struct pl_params p;
+	struct pl_thread t;
+	unsigned int i;
+	int err;
+
+	pl_params_defaults(&p);
+	p.ops[0] = PL_OP_STORE;
+	p.threads = n;
+	p.access_size = 8;
+	p.pattern = PL_PAT_SEQ;
+	p.placement = PL_PLACE_THREAD;
+	p.count = count;
+	p.seed = seed;
+	s.p = &p;
+	for (i = 0; i < n; i++) {
+		memset(&t, 0, sizeof(t));
+		err = pl_thread_setup(&t, &s, i, i, why, len);
+		if (!err)
+			err = pl_thread_engine(&t, why, len);
+		if (err)
+			return err;
+		bases[i] = t.ec.base - buf;
+		while (t.e.left)
+			pl_eng_run(&t.e, ~0ULL);
+	}
+	return 0;
+}
