@@ -523,14 +523,22 @@ PL_LOOP void pl_bw_##k##_##form##_##fam(struct pl_eng *e, u64 until)		\
 										\
 	if (opf & PL_OPF_DATA)							\
 		pl_data_begin_##form(v);					\
-	/* own copies of the loop: per-DIMM random with one DIMM a thread,	\
-	 * per-DIMM sequential as runs inside a chunk, and random accesses	\
-	 * of one line (no shape compare per access) */				\
-	if (FAM == PL_FAM_DIMM_RAND && g.dimm_fast)				\
+	/* own copies of the loop: per-DIMM random with one DIMM a thread	\
+	 * (with contiguous chunks: the random family's walk), per-DIMM	\
+	 * sequential as runs inside a chunk, and accesses of one line,	\
+	 * sequential or random (no shape compare per access: a 64-byte	\
+	 * sequential access takes one branch, the loop's) */			\
+	if (FAM == PL_FAM_DIMM_RAND && g.dimm_fast && !g.skip && n == PL_LINE) \
+		PL_BW_BATCHES(k, form, PL_WALK_DIMM_RAND0, FAM, pl_line);	\
+	else if (FAM == PL_FAM_DIMM_RAND && g.dimm_fast && !g.skip)		\
+		PL_BW_BATCHES(k, form, PL_WALK_DIMM_RAND0, FAM, pl_acc);	\
+	else if (FAM == PL_FAM_DIMM_RAND && g.dimm_fast && n == PL_LINE)	\
+		PL_BW_BATCHES(k, form, PL_WALK_DIMM_RAND1, FAM, pl_line);	\
+	else if (FAM == PL_FAM_DIMM_RAND && g.dimm_fast)			\
 		PL_BW_BATCHES(k, form, PL_WALK_DIMM_RAND1, FAM, pl_acc);	\
 	else if (FAM == PL_FAM_DIMM_LINEAR)					\
 		PL_BW_BATCHES(k, form, PL_WALK_DIMM_RUNS, FAM, pl_acc);		\
-	else if (FAM == PL_FAM_RAND && n == PL_LINE)				\
+	else if ((FAM == PL_FAM_RAND || FAM == PL_FAM_LINEAR) && n == PL_LINE) \
 		PL_BW_BATCHES(k, form, FAM, FAM, pl_line);			\
 	else									\
 		PL_BW_BATCHES(k, form, FAM, FAM, pl_acc);			\
