@@ -805,8 +805,7 @@ PL_LOOP void pl_lat_##k##_##form(struct pl_eng *e, u64 until)			\
 			d = pl_br_load_##form(p, p, n, v, rdtscp, false);	\
 		else								\
 			d = pl_br_##k##_##form(p, q, n, v, rdtscp, fla);	\
-		d = d > ov ? d - ov : 0;					\
-		pl_hist_add(&h, d);						\
+		d = pl_hist_add(&h, d, ov);					\
 		if (ns < nmax)							\
 			samples[ns++] = d;					\
 		reads += rd;							\

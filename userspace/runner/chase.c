@@ -60,7 +60,7 @@ char *plu_chase_loop(struct pl_eng *e, char *p, u64 until)
 		d = t1 - t0;
 		d = d > e->overhead ? d - e->overhead : 0;
 		d = (d + CHASE_UNROLL / 2) / CHASE_UNROLL;
-		pl_hist_add(&e->hist, d);
+		pl_hist_add(&e->hist, d, 0);
 		if (e->nsamples < e->nsamples_max)
 			e->samples[e->nsamples++] = d;
 		e->st.ops += CHASE_UNROLL;
