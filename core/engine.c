@@ -523,14 +523,22 @@ PL_LOOP void pl_bw_##k##_##form##_##fam(struct pl_eng *e, u64 until)		\
 										\
 	if (opf & PL_OPF_DATA)							\
 		pl_data_begin_##form(v);					\
-	/* own copies of the loop: per-DIMM random with one DIMM a thread,	\
-	 * per-DIMM sequential as runs inside a chunk, and random accesses	\
-	 * of one line (no shape compare per access) */				\
-	if (FAM == PL_FAM_DIMM_RAND && g.dimm_fast)				\
+	/* own copies of the loop: per-DIMM random with one DIMM a thread	\
+	 * (with contiguous chunks: the random family's walk), per-DIMM	\
+	 * sequential as runs inside a chunk, and accesses of one line,	\
+	 * sequential or random (no shape compare per access: a 64-byte	\
+	 * sequential access takes one branch, the loop's) */			\
+	if (FAM == PL_FAM_DIMM_RAND && g.dimm_fast && !g.skip && n == PL_LINE) \
+		PL_BW_BATCHES(k, form, PL_WALK_DIMM_RAND0, FAM, pl_line);	\
+	else if (FAM == PL_FAM_DIMM_RAND && g.dimm_fast && !g.skip)		\
+		PL_BW_BATCHES(k, form, PL_WALK_DIMM_RAND0, FAM, pl_acc);	\
+	else if (FAM == PL_FAM_DIMM_RAND && g.dimm_fast && n == PL_LINE)	\
+		PL_BW_BATCHES(k, form, PL_WALK_DIMM_RAND1, FAM, pl_line);	\
+	else if (FAM == PL_FAM_DIMM_RAND && g.dimm_fast)			\
 		PL_BW_BATCHES(k, form, PL_WALK_DIMM_RAND1, FAM, pl_acc);	\
 	else if (FAM == PL_FAM_DIMM_LINEAR)					\
 		PL_BW_BATCHES(k, form, PL_WALK_DIMM_RUNS, FAM, pl_acc);		\
-	else if (FAM == PL_FAM_RAND && n == PL_LINE)				\
+	else if ((FAM == PL_FAM_RAND || FAM == PL_FAM_LINEAR) && n == PL_LINE) \
 		PL_BW_BATCHES(k, form, FAM, FAM, pl_line);			\
 	else									\
 		PL_BW_BATCHES(k, form, FAM, FAM, pl_acc);			\
@@ -797,8 +805,7 @@ PL_LOOP void pl_lat_##k##_##form(struct pl_eng *e, u64 until)			\
 			d = pl_br_load_##form(p, p, n, v, rdtscp, false);	\
 		else								\
 			d = pl_br_##k##_##form(p, q, n, v, rdtscp, fla);	\
-		d = d > ov ? d - ov : 0;					\
-		pl_hist_add(&h, d);						\
+		d = pl_hist_add(&h, d, ov);					\
 		if (ns < nmax)							\
 			samples[ns++] = d;					\
 		reads += rd;							\
@@ -859,10 +866,12 @@ PL_LOOP void pl_chase_loop(struct pl_eng *e, u64 until)
 		for (i = 0; i < batch; i += PL_CHASE_UNROLL)
 			asm volatile(PL_HOP4 PL_HOP4 PL_HOP4 PL_HOP4 : [p] "+r"(p) :: "memory");
 		t1 = pl_rdtsc_serial(rdtscp);
+		/* per hop, rounded; a batch below the overhead counts negative in the mean (hist.c) */
 		d = t1 - t0;
-		d = d > ov ? d - ov : 0;
-		d = (d + batch / 2) / batch;
-		pl_hist_add(&h, d);
+		if (d >= ov)
+			d = pl_hist_add(&h, (d - ov + batch / 2) / batch, 0);
+		else
+			d = pl_hist_add(&h, 0, (ov - d + batch / 2) / batch);
 		if (ns < nmax)
 			samples[ns++] = d;
 		done += batch;

@@ -98,22 +98,43 @@ static u64 isqrt128(pl_u128 x)
 	return (u64)r;
 }
 
-void pl_hist_moments(const struct pl_hist *h, u64 *mean_milli, u64 *sd_milli)
+/*
+ * The mean of the signed differences (truncated toward 0, in thousandths)
+ * and their standard deviation; |sum| is divided as an unsigned 128-bit
+ * value (pl_udiv128: the kernel has no 128-bit division) and the sign put
+ * back.
+ */
+void pl_hist_moments(const struct pl_hist *h, s64 *mean_milli, u64 *sd_milli)
 {
-	pl_u128 mean2, var;
+	pl_u128 mag, y, var;
+	u64 q, r;
 
 	*mean_milli = 0;
 	*sd_milli = 0;
 	if (!h->n)
 		return;
-	*mean_milli = (u64)pl_udiv128(h->sum * 1000, h->n);
-	/* var = E[x^2] - E[x]^2, in ticks^2 times 10^6 */
-	mean2 = pl_udiv128(h->sum * h->sum, h->n);
-	if (h->sumsq <= mean2)
+	mag = h->sum < 0 ? (pl_u128)-h->sum : (pl_u128)h->sum;
+	q = (u64)pl_udiv128(mag * 1000, h->n);
+	*mean_milli = h->sum < 0 ? -(s64)q : (s64)q;
+	/*
+	 * n var = sumsq - sum^2 / n, with sum^2 / n as q^2 n + 2 q r + r^2 / n
+	 * (q, r: |sum|'s quotient and remainder by n): each term is at most
+	 * sumsq (Cauchy-Schwarz), so none overflows where sum^2 would; y is
+	 * the exact integer part, r^2 / n the rest, taken off after the
+	 * scaling to ticks^2 x 10^6 (a variance below a tick^2 keeps its
+	 * digits)
+	 */
+	q = (u64)pl_udiv128(mag, h->n);
+	r = (u64)(mag - (pl_u128)q * h->n);
+	y = (pl_u128)q * q * h->n + (pl_u128)2 * q * r;
+	if (h->sumsq <= y)
 		return;
-	var = pl_udiv128(h->sumsq - mean2, h->n);
-	if (var > ((pl_u128)~0ULL << 40))	/* keep var * 10^6 in range */
+	y = h->sumsq - y;
+	if (y > ((pl_u128)1 << 100) || r > (1ULL << 44)) {	/* x 10^6 out of range */
+		var = pl_udiv128(y, h->n);
 		*sd_milli = isqrt128(var) * 1000;
-	else
-		*sd_milli = isqrt128(var * 1000000);
+		return;
+	}
+	y = y * 1000000 - pl_udiv128((pl_u128)r * r * 1000000, h->n);
+	*sd_milli = isqrt128(pl_udiv128(y, h->n));
 }

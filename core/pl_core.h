@@ -316,9 +316,17 @@ int pl_place_worker(const struct pl_place *in, struct pl_region *out, char *why,
 #define PL_HIST_SUB	128	/* buckets per power of two above: <= 0.79% wide */
 #define PL_HIST_NB	(PL_HIST_EXACT + (64 - 8) * PL_HIST_SUB)
 
+/*
+ * A sample is a bracket's ticks t less the thread's calibrated overhead
+ * ov.  The buckets, min and max count max(0, t - ov) (a tick count); the
+ * moments the signed difference t - ov, unclamped: a clamp at 0 would lift
+ * the mean of near-zero samples (L1 hits) by the mean of the negative
+ * differences it drops (docs/method.md).
+ */
 struct pl_hist {
 	u64 n, min, max;
-	pl_u128 sum, sumsq;
+	pl_s128 sum;		/* of t - ov, signed */
+	pl_u128 sumsq;		/* of (t - ov)^2 */
 	u64 *b;			/* PL_HIST_NB counters, owned by the caller */
 };
 
@@ -327,8 +335,8 @@ void pl_hist_merge(struct pl_hist *dst, const struct pl_hist *src);
 void pl_hist_bounds(unsigned int idx, u64 *lo, u64 *hi);
 /* q in parts per million; value at the smallest bucket covering rank q */
 u64 pl_hist_pct(const struct pl_hist *h, u32 q_ppm);
-/* mean and standard deviation, both times 1000 */
-void pl_hist_moments(const struct pl_hist *h, u64 *mean_milli, u64 *sd_milli);
+/* mean (signed: of the unclamped differences) and standard deviation, both times 1000 */
+void pl_hist_moments(const struct pl_hist *h, s64 *mean_milli, u64 *sd_milli);
 
 static inline unsigned int pl_hist_idx(u64 v)
 {
@@ -341,17 +349,24 @@ static inline unsigned int pl_hist_idx(u64 v)
 	       ((v >> (k - 7)) & (PL_HIST_SUB - 1));
 }
 
-/* inline: the latency loops add every sample without a call */
-static inline void pl_hist_add(struct pl_hist *h, u64 v)
+/*
+ * inline: the latency loops add every sample without a call.  t: the
+ * bracket's ticks, ov: its overhead (0: t is the sample); returns the
+ * sample clamped at 0, as the buckets count it (raw_samples keep it).
+ */
+static inline u64 pl_hist_add(struct pl_hist *h, u64 t, u64 ov)
 {
+	u64 v = t > ov ? t - ov : 0, m = t > ov ? v : ov - t;
+
 	h->n++;
 	if (v < h->min)
 		h->min = v;
 	if (v > h->max)
 		h->max = v;
-	h->sum += v;
-	h->sumsq += (pl_u128)v * v;
+	h->sum += (pl_s128)t - (pl_s128)ov;
+	h->sumsq += (pl_u128)m * m;
 	h->b[pl_hist_idx(v)]++;
+	return v;
 }
 
 /* ---- the timed loops (engine.c) ---- */

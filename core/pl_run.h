@@ -114,7 +114,8 @@ struct pl_scalars {
 	bool ceil;			/* ceil_milli is set (a bandwidth thread ran) */
 	u64 ceil_milli;			/* the engine's ceiling, MB/s x 1000 */
 	bool lat;			/* the lat_* fields below are set */
-	u64 lat_overhead, lat_n, lat_min, lat_mean_milli, lat_sd_milli;
+	u64 lat_overhead, lat_n, lat_min, lat_sd_milli;
+	s64 lat_mean_milli;		/* of the unclamped differences: may be < 0 */
 	u64 lat_p[PL_NPCT], lat_max;
 };
 

@@ -93,6 +93,14 @@ static void pl_out_milli(struct pl_buf *b, const char *key, u64 milli)
 	pl_out(b, " %s=%llu.%03llu", key, milli / 1000, milli % 1000);
 }
 
+/* the same, signed ("-0.250") */
+static void pl_out_smilli(struct pl_buf *b, const char *key, s64 milli)
+{
+	u64 m = milli < 0 ? -(u64)milli : (u64)milli;
+
+	pl_out(b, " %s=%s%llu.%03llu", key, milli < 0 ? "-" : "", m / 1000, m % 1000);
+}
+
 static void pl_out_scalars(struct pl_buf *b, const struct pl_scalars *sc)
 {
 	static const char *const qn[PL_NPCT] = { "p50", "p90", "p99", "p999", "p9999" };
@@ -113,7 +121,7 @@ static void pl_out_scalars(struct pl_buf *b, const struct pl_scalars *sc)
 	}
 	pl_out(b, " lat_overhead_ticks=%llu lat_n=%llu lat_min=%llu", sc->lat_overhead,
 	       sc->lat_n, sc->lat_min);
-	pl_out_milli(b, "lat_mean", sc->lat_mean_milli);
+	pl_out_smilli(b, "lat_mean", sc->lat_mean_milli);
 	pl_out_milli(b, "lat_stddev", sc->lat_sd_milli);
 	for (i = 0; i < PL_NPCT; i++)
 		pl_out(b, " lat_%s=%llu", qn[i], sc->lat_p[i]);

@@ -75,5 +75,6 @@ typedef long long s64;
 #endif
 
 typedef unsigned __int128 pl_u128;
+typedef __int128 pl_s128;
 
 #endif /* PMEMLAB_SHIM_H */

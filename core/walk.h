@@ -184,6 +184,16 @@ static __always_inline u64 pl_walk_dimm_rand1_rel(struct pl_gen *g)
 }
 
 /*
+ * The same where a thread's chunks follow each other (skip 0: one
+ * interleave way, or the thread holds every way): slot t's offset is
+ * t * step + pass_add, i.e. the random family's draw times step plus a
+ * part that stays for the pass (pass_q * step + pass_add).  The
+ * per-family loops run it as a walk of its own (PL_WALK_DIMM_RAND0), the
+ * instructions of the per-thread random loop (bench row 3, issue 37).
+ */
+#define PL_WALK_DIMM_RAND0	(PL_NFAM + 2)
+
+/*
  * The part of family fam's next offsets that stays the same until the pass
  * changes (the random families' pass base, 0 for the others): the
  * per-family loops add it to their base pointer once per run of accesses,
@@ -196,6 +206,8 @@ static __always_inline u64 pl_walk_pass_part(const struct pl_gen *g, const int f
 		return g->pass_base;
 	case PL_WALK_DIMM_RAND1:
 		return g->pass_add;
+	case PL_WALK_DIMM_RAND0:
+		return g->pass_q * g->c.step + g->pass_add;
 	case PL_WALK_DIMM_RUNS:
 		return g->rbase + g->doff;
 	default:
@@ -213,6 +225,7 @@ static __always_inline u64 pl_walk_step_rel(struct pl_gen *g, const int fam)
 {
 	switch (fam) {
 	case PL_FAM_RAND:
+	case PL_WALK_DIMM_RAND0:
 		return pl_walk_rand_rel(g);
 	case PL_FAM_DIMM_LINEAR:
 		return pl_walk_dimm_linear(g);

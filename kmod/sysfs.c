@@ -461,6 +461,7 @@ struct pl_rattr {
 	struct kobj_attribute attr;
 	size_t off;			/* in struct pl_scalars */
 	bool milli;			/* three decimals */
+	bool sgn;			/* an s64 (lat_mean) */
 	bool lat;			/* only with a latency thread */
 	bool bw;			/* only with a bandwidth thread */
 };
@@ -477,7 +478,9 @@ static ssize_t pl_rattr_show(struct kobject *k, struct kobj_attribute *a, char *
 		n = sysfs_emit(b, "\n");
 	} else {
 		v = *(const u64 *)((const char *)&d->agg + ra->off);
-		if (ra->milli)
+		if (ra->sgn && (s64)v < 0)
+			n = sysfs_emit(b, "-%llu.%03llu\n", -v / 1000, -v % 1000);
+		else if (ra->milli)
 			n = sysfs_emit(b, "%llu.%03llu\n", v / 1000, v % 1000);
 		else
 			n = sysfs_emit(b, "%llu\n", v);
@@ -489,6 +492,9 @@ static ssize_t pl_rattr_show(struct kobject *k, struct kobj_attribute *a, char *
 #define R(_name, _field, _milli, _lat) {					\
 	.attr = __ATTR(_name, 0444, pl_rattr_show, NULL),			\
 	.off = offsetof(struct pl_scalars, _field), .milli = _milli, .lat = _lat }
+#define RS(_name, _field) {						\
+	.attr = __ATTR(_name, 0444, pl_rattr_show, NULL),			\
+	.off = offsetof(struct pl_scalars, _field), .milli = true, .sgn = true, .lat = true }
 #define RBW(_name, _field) {							\
 	.attr = __ATTR(_name, 0444, pl_rattr_show, NULL),			\
 	.off = offsetof(struct pl_scalars, _field), .milli = true, .bw = true }
@@ -511,7 +517,7 @@ static struct pl_rattr pl_rattrs[] = {
 	R(lat_overhead_ticks, lat_overhead, false, true),
 	R(lat_n, lat_n, false, true),
 	R(lat_min, lat_min, false, true),
-	R(lat_mean, lat_mean_milli, true, true),
+	RS(lat_mean, lat_mean_milli),
 	R(lat_stddev, lat_sd_milli, true, true),
 	R(lat_p50, lat_p[0], false, true),
 	R(lat_p90, lat_p[1], false, true),

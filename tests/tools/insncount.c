@@ -3,7 +3,7 @@
  * insncount - count the instructions a program executes inside given
  * functions, instruction by instruction (ptrace single-step).
  *
- *	insncount -o OUT -b BINARY -f OFF[,OFF...] [-x FROM-TO] -- COMMAND [ARG...]
+ *	insncount -o OUT -b BINARY -f OFF[,OFF...] [-x FROM-TO] [-e] -- COMMAND [ARG...]
  *
  * OFF: the functions' entry offsets in BINARY (objdump addresses of a PIE,
  * hex).  Every thread of COMMAND gets an x86 debug-register breakpoint on
@@ -15,6 +15,8 @@
  * armed again when it gets there.  OUT gets, per traced entry:
  *	entry TID FUNC_OFF RETURN_OFF RDI
  *	RIP_OFF COUNT		(one line per distinct instruction)
+ *	e FROM_OFF TO_OFF COUNT	(-e: one line per distinct pair of
+ *				 instructions executed one after the other)
  * with offsets relative to BINARY's load address (-1 for an address outside
  * it).  COMMAND's stdout and stderr pass through; the exit status is
  * COMMAND's.
@@ -41,6 +43,10 @@ struct count {
 	uint64_t rip, n;
 };
 
+struct edge {
+	uint64_t from, to, n;
+};
+
 struct thread {
 	pid_t tid;
 	int stepping;			/* inside a traced function */
@@ -48,6 +54,9 @@ struct thread {
 	uint64_t entry_rsp, ret, func, rdi;
 	struct count *tab;		/* open addressing, 1 << HASH_BITS */
 	size_t used;
+	struct edge *etab;		/* -e: the same, keyed by (from, to) */
+	size_t eused;
+	uint64_t prev;			/* the last instruction counted, 0 at entry */
 };
 
 static struct thread threads[MAX_THREADS];
@@ -55,6 +64,7 @@ static uint64_t funcs[MAX_FUNCS];
 static int nfuncs;
 static uint64_t base, base_end, skip_from, skip_to;
 static FILE *out;
+static int edges;
 
 static void die(const char *what)
 {
@@ -133,6 +143,38 @@ static void count(struct thread *t, uint64_t rip)
 	t->tab[h].n++;
 }
 
+/* -e: the pair (t->prev, rip): a taken branch where rip is not prev's next instruction */
+static void count_edge(struct thread *t, uint64_t rip)
+{
+	size_t mask = (1u << HASH_BITS) - 1;
+	size_t h = ((t->prev ^ (rip << 7)) * 0x9e3779b97f4a7c15ULL) >> (64 - HASH_BITS);
+
+	if (!t->etab) {
+		t->etab = calloc(mask + 1, sizeof(*t->etab));
+		if (!t->etab)
+			die("calloc");
+	}
+	while (t->etab[h].n && (t->etab[h].from != t->prev || t->etab[h].to != rip))
+		h = (h + 1) & mask;
+	if (!t->etab[h].n) {
+		if (++t->eused > mask / 2) {
+			fprintf(stderr, "insncount: too many distinct pairs of instructions\n");
+			exit(111);
+		}
+		t->etab[h].from = t->prev;
+		t->etab[h].to = rip;
+	}
+	t->etab[h].n++;
+}
+
+static void step(struct thread *t, uint64_t rip)
+{
+	count(t, rip);
+	if (edges && t->prev)
+		count_edge(t, rip);
+	t->prev = rip;
+}
+
 static long long rel(uint64_t a)
 {
 	return a >= base && a < base_end ? (long long)(a - base) : -1;
@@ -151,6 +193,14 @@ static void flush_entry(struct thread *t)
 			t->tab[i].n = 0;
 		}
 	t->used = 0;
+	for (i = 0; edges && i < (1u << HASH_BITS); i++)
+		if (t->etab[i].n) {
+			fprintf(out, "e %llx %llx %llu\n", rel(t->etab[i].from),
+				rel(t->etab[i].to), (unsigned long long)t->etab[i].n);
+			t->etab[i].n = 0;
+		}
+	t->eused = 0;
+	t->prev = 0;
 }
 
 /* the load address and end of BINARY in the tracee (its mappings) */
@@ -193,13 +243,16 @@ int main(int argc, char **argv)
 	pid_t pid, tid;
 	char *tok;
 
-	while ((opt = getopt(argc, argv, "o:b:f:x:")) != -1) {
+	while ((opt = getopt(argc, argv, "o:b:f:x:e")) != -1) {
 		switch (opt) {
 		case 'o':
 			outpath = optarg;
 			break;
 		case 'b':
 			binary = optarg;
+			break;
+		case 'e':
+			edges = 1;
 			break;
 		case 'x':
 			if (sscanf(optarg, "%lx-%lx", &skip_from, &skip_to) != 2) {
@@ -221,7 +274,7 @@ int main(int argc, char **argv)
 		}
 	}
 	if (!outpath || !binary || !nfuncs || optind >= argc) {
-		fprintf(stderr, "usage: insncount -o OUT -b BINARY -f OFF[,OFF] -- COMMAND [ARG...]\n");
+		fprintf(stderr, "usage: insncount -o OUT -b BINARY -f OFF[,OFF] [-x FROM-TO] [-e] -- COMMAND [ARG...]\n");
 		return 111;
 	}
 	out = fopen(outpath, "w");
@@ -323,7 +376,7 @@ int main(int argc, char **argv)
 			t->rdi = regs.rdi;
 			t->stepping = 1;
 			arm(tid, 0);
-			count(t, regs.rip);
+			step(t, regs.rip);
 			ptrace(PTRACE_SINGLESTEP, tid, 0, 0);
 			continue;
 		}
@@ -334,7 +387,7 @@ int main(int argc, char **argv)
 			ptrace(PTRACE_CONT, tid, 0, 0);
 			continue;
 		}
-		count(t, regs.rip);
+		step(t, regs.rip);
 		ptrace(PTRACE_SINGLESTEP, tid, 0, 0);
 	}
 	fclose(out);

@@ -329,11 +329,42 @@ void pl_test_hist(const u64 *v, u64 n, const u32 *q, unsigned int nq, u64 *out, 
 
 	pl_hist_reset(&h);
 	for (k = 0; k < n; k++)
-		pl_hist_add(&h, v[k]);
+		pl_hist_add(&h, v[k], 0);
 	for (i = 0; i < nq; i++)
 		out[i] = pl_hist_pct(&h, q[i]);
 	out[nq] = h.min;
 	out[nq + 1] = h.max;
+}
+
+/*
+ * n brackets of t[k] ticks less their overhead ov through the latency
+ * loops' statistics (pl_hist_add, pl_hist_moments): out[0] the mean x 1000
+ * (signed), out[1] the standard deviation x 1000, out[2] the median,
+ * out[3] the min, out[4] the max; line gets a latency thread's result line
+ * and the `all` line (report.c) of len bytes.
+ */
+void pl_test_moments(const u64 *t, u64 n, u64 ov, s64 *out, char *line, size_t len)
+{
+	static u64 buckets[PL_HIST_NB], all_buckets[PL_HIST_NB];
+	struct pl_thread th = { .e.loop_name = "moments", .e.insn = "none", .e.mode = PL_MODE_LAT };
+	struct pl_buf b = { .p = line, .cap = len }, h = { .cap = 0 };
+	struct pl_scalars all;
+	struct pl_report r;
+	u64 k, sd;
+
+	th.e.hist.b = buckets;
+	th.e.overhead = ov;
+	pl_hist_reset(&th.e.hist);
+	for (k = 0; k < n; k++)
+		pl_hist_add(&th.e.hist, t[k], ov);
+	pl_hist_moments(&th.e.hist, &out[0], &sd);
+	out[1] = (s64)sd;
+	out[2] = (s64)pl_hist_pct(&th.e.hist, 500000);
+	out[3] = (s64)th.e.hist.min;
+	out[4] = (s64)th.e.hist.max;
+	pl_report_begin(&r, all_buckets, 1000000, 8);
+	pl_report_thread(&b, &h, &r, &th);
+	pl_report_all(&b, &h, &r, PL_MODE_LAT, &all);
 }
 
 /*
