@@ -229,12 +229,14 @@ def thread_switches(exits: Sequence[TaskExit], rows: Sequence[Mapping[str, Any]]
                 out[str(r["thread"])] = found[0]
         return out
     main = [e for e in exits if e.pid == runner_pid]
-    if len(main) != 1:
+    # a served runner (the user backend's sweeps) outlives its runs: its name from /proc
+    comm = main[0].comm if len(main) == 1 else _read(Path(f"/proc/{runner_pid}/comm")) if not main else None
+    if not comm:
         return out
     leader = runner_pid
     # the worker threads: same name as the runner, same parent (this process); created after the
     # main thread, so their ids follow its id (past a wrap of pid_max, they start again low)
-    workers = sorted((e for e in exits if e.ppid == os.getpid() and e.pid != leader and e.comm == main[0].comm),
+    workers = sorted((e for e in exits if e.ppid == os.getpid() and e.pid != leader and e.comm == comm),
                      key=lambda e: e.pid if e.pid > leader else e.pid + PID_MAX_LIMIT)
     if len(workers) != len(threads):
         return out
