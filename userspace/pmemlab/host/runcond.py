@@ -28,6 +28,8 @@ from pmemlab.host.taskstats import ExitListener, TaskExit
 
 CPU = "devices/system/cpu"
 PID_MAX_LIMIT = 1 << 22  # the kernel's upper bound of pid_max: thread ids wrap below it
+WAIT_S = 0.2  # how long a run's thread records are waited for after it ended
+MISSES_BEFORE_NO_WAIT = 3  # runs in a row without any record: the next ones are not waited for
 
 def _read(path: Path) -> str | None:
     try:
@@ -253,6 +255,9 @@ class RunWatch:
     host: Host = field(default_factory=Host)
     listener: ExitListener | None = None
     _before: dict[int, CpuTime] = field(default_factory=dict)
+    # runs in a row whose thread records did not come within WAIT_S: past MISSES_BEFORE_NO_WAIT,
+    # no more waiting (a backend whose threads send none must not cost every point WAIT_S)
+    _misses: int = 0
 
     @classmethod
     def open(cls, host: Host | None = None, taskstats: bool = True) -> RunWatch:
@@ -277,9 +282,10 @@ class RunWatch:
         if self.listener is not None and threads:
             exits = self.listener.collect()
             per_thread = thread_switches(exits, rows, runner_pid)
-            if len(per_thread) < len(threads):  # records still on their way
-                exits += self.listener.collect(0.2)
+            if len(per_thread) < len(threads) and self._misses < MISSES_BEFORE_NO_WAIT:
+                exits += self.listener.collect(WAIT_S)  # records still on their way
                 per_thread = thread_switches(exits, rows, runner_pid)
+            self._misses = 0 if per_thread else self._misses + 1
             if self.listener.overflowed:
                 per_thread = {}  # records were dropped: a count could belong to the wrong thread
         complete = bool(threads) and all(str(r["thread"]) in per_thread for r in threads)

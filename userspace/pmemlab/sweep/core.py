@@ -199,6 +199,9 @@ class Sweep:
     def _finish(self) -> None:
         """Sidecar and summary, however the session ended."""
         report = self.report
+        sync = getattr(self.recorder, "sync", None)
+        if callable(sync):
+            sync()
         if self.sidecar is not None:
             self.sidecar.end(report.status, report.counts(), report.interrupted)
         if self.files is not None:

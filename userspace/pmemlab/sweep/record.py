@@ -16,6 +16,9 @@ class Recorder(Protocol):
     def record(self, rows: Sequence[Row], hist: Sequence[Row] = ()) -> None:
         """The rows of one run (per thread, then the aggregate) and its histogram buckets."""
 
+    def sync(self) -> None:
+        """What was recorded, on disk."""
+
 
 class CsvRecorder:
     """Appends to NAME.csv and NAME.hist.csv; every append leaves both files valid."""
@@ -45,9 +48,17 @@ class CsvRecorder:
             self.hist.append(hist)
         self.rows.append(rows)
 
+    def sync(self) -> None:
+        """Every row recorded on disk (the sweep's end, however it ended)."""
+        self.hist.sync()
+        self.rows.sync()
+
 
 class MemoryRecorder:
     """Keeps the rows (`pmemlab run` prints them)."""
+
+    def sync(self) -> None:
+        """Nothing to sync."""
 
     def __init__(self) -> None:
         self.rows: list[dict[str, Any]] = []
