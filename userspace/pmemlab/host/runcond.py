@@ -17,9 +17,10 @@ from __future__ import annotations
 
 import os
 import re
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from pmemlab.host.probe import HostPaths as Host
 from pmemlab.params import parse_cpulist
@@ -28,6 +29,7 @@ from pmemlab.host.taskstats import ExitListener, TaskExit
 
 CPU = "devices/system/cpu"
 PID_MAX_LIMIT = 1 << 22  # the kernel's upper bound of pid_max: thread ids wrap below it
+STATE_EVERY_S = 1.0  # the machine state (governor, turbo, SMT, THP) read at most this often in a sweep
 WAIT_S = 0.2  # how long a run's thread records are waited for after it ended
 MISSES_BEFORE_NO_WAIT = 3  # runs in a row without any record: the next ones are not waited for
 
@@ -199,9 +201,10 @@ def busy_pct(before: Mapping[int, CpuTime], after: Mapping[int, CpuTime], cpu: i
 
 
 def sibling_busy_pct(host: Host, before: Mapping[int, CpuTime], after: Mapping[int, CpuTime],
-                     cpus: Iterable[int]) -> float | None:
-    """The busiest SMT sibling of the run's CPUs (None: no siblings, or no tick passed)."""
-    values = [busy_pct(before, after, s) for c in cpus for s in siblings(host, c)]
+                     cpus: Iterable[int], sibling_of: Callable[[int], list[int]] | None = None) -> float | None:
+    """The busiest SMT sibling of the run's CPUs (None: no siblings, or no tick passed);
+    `sibling_of(cpu)` instead of reading the topology again (RunWatch reads it once)."""
+    values = [busy_pct(before, after, s) for c in cpus for s in (sibling_of or (lambda c: siblings(host, c)))(c)]
     known = [v for v in values if v is not None]
     return max(known) if known else None
 
@@ -258,6 +261,28 @@ class RunWatch:
     # runs in a row whose thread records did not come within WAIT_S: past MISSES_BEFORE_NO_WAIT,
     # no more waiting (a backend whose threads send none must not cost every point WAIT_S)
     _misses: int = 0
+    clock: Callable[[], float] = time.monotonic
+    # the machine state of a set of CPUs and when it was read (sampled at most every STATE_EVERY_S)
+    _state: dict[tuple[int, ...], tuple[float, dict[str, Any]]] = field(default_factory=dict)
+    # each CPU's SMT siblings: the topology does not change within a sweep, read once
+    _siblings: dict[int, list[int]] = field(default_factory=dict)
+
+    def machine_state(self, cpus: Sequence[int]) -> dict[str, Any]:
+        """machine_state(cpus), read again only when the last reading is STATE_EVERY_S old: a
+        governor, turbo, SMT or THP switched during a sweep shows in the rows of the runs that
+        end a second after it at most, and a point costs no sysfs reads of them."""
+        key = tuple(cpus)
+        now = self.clock()
+        seen = self._state.get(key)
+        if seen is None or now - seen[0] >= STATE_EVERY_S:
+            seen = (now, machine_state(self.host, cpus))
+            self._state[key] = seen
+        return dict(seen[1])
+
+    def sibling_of(self, cpu: int) -> list[int]:
+        if cpu not in self._siblings:
+            self._siblings[cpu] = siblings(self.host, cpu)
+        return self._siblings[cpu]
 
     @classmethod
     def open(cls, host: Host | None = None, taskstats: bool = True) -> RunWatch:
@@ -273,10 +298,10 @@ class RunWatch:
         run's; each thread row its own context switches, the aggregate their sum)."""
         after = cpu_times(self.host)
         cpus = sorted({c for r in rows if str(r.get("thread")) != "all" for c in [row_number(r.get("cpu"))] if c >= 0})
-        run: dict[str, Any] = {**machine_state(self.host, cpus),
+        run: dict[str, Any] = {**self.machine_state(cpus),
                                "steal_pct": steal_pct(self._before, after, cpus) if cpus else None,
-                               "smt_sibling_busy_pct": sibling_busy_pct(self.host, self._before, after, cpus)
-                               if cpus else None}
+                               "smt_sibling_busy_pct": sibling_busy_pct(self.host, self._before, after, cpus,
+                                                                        self.sibling_of) if cpus else None}
         per_thread: dict[str, TaskExit] = {}
         threads = [r for r in rows if str(r.get("thread")) != "all"]
         if self.listener is not None and threads:
