@@ -306,3 +306,55 @@ def test_user_backend_sweep_records_the_conditions(tmp_path: Path) -> None:
             assert agg["ctx_involuntary"] == per["ctx_involuntary"].sum()
     summary = pd.read_csv(out.with_name("c.summary.csv"))
     assert {"governor", "thp_enabled", "mitigations", "steal_pct_max", "cv_pct", "noisy", "noise"} <= set(summary)
+
+
+def test_run_watch_samples_the_machine_state_once_a_second(tmp_path: Path) -> None:
+    # issue 37: the state a sweep cannot change between two points is not read at every point;
+    # a change shows in the rows of the runs that end a second after it at most
+    host = host_tree(tmp_path)
+    put(host.proc / "stat", stat({c: (0, 0, 0, 1000, 0, 0, 0, 0, 0, 0) for c in range(4)}))
+    now = [100.0]
+    watch = RunWatch(host=host, listener=None, clock=lambda: now[0])
+    thp = host.sys / "kernel/mm/transparent_hugepage/enabled"
+    rows = [{"thread": 0, "cpu": 0}, {"thread": "all", "cpu": -1}]
+    watch.before()
+    watch.annotate(rows)
+    assert rows[0]["thp_enabled"] == "madvise"
+    put(thp, "always madvise [never]\n")
+    now[0] += 0.5
+    rows = [{"thread": 0, "cpu": 0}, {"thread": "all", "cpu": -1}]
+    watch.before()
+    watch.annotate(rows)
+    assert rows[0]["thp_enabled"] == "madvise", "read again within the second"
+    now[0] += 0.6
+    rows = [{"thread": 0, "cpu": 0}, {"thread": "all", "cpu": -1}]
+    watch.before()
+    watch.annotate(rows)
+    assert rows[0]["thp_enabled"] == rows[1]["thp_enabled"] == "never"
+
+
+def test_run_watch_stops_waiting_for_records_that_never_come(tmp_path: Path) -> None:
+    # a backend whose threads send no exit records (the host tests' stand-in module) must not
+    # cost every point the 0.2 s wait: three runs in a row without any, then no more waiting
+    host = host_tree(tmp_path)
+    put(host.proc / "stat", stat({c: (0, 0, 0, 1000, 0, 0, 0, 0, 0, 0) for c in range(4)}))
+
+    class Counting(FakeListener):
+        waits: list[float] = []
+
+        def collect(self, timeout_s: float = 0.0) -> list[TaskExit]:
+            self.waits.append(timeout_s)
+            return super().collect(timeout_s)
+
+    listener = Counting([])
+    watch = RunWatch(host=host, listener=listener)  # type: ignore[arg-type]
+    for _ in range(6):
+        watch.before()
+        watch.annotate([{"thread": 0, "cpu": 0}, {"thread": "all", "cpu": -1}])
+    assert sum(1 for w in listener.waits if w > 0) == 3
+    # a record again: the wait comes back
+    listener.records = [TaskExit(61, 2, "pmemlab/0", 1, 2)]
+    watch.annotate([{"thread": 0, "cpu": 0}, {"thread": "all", "cpu": -1}])
+    listener.waits.clear()
+    watch.annotate([{"thread": 0, "cpu": 0}, {"thread": "all", "cpu": -1}])
+    assert any(w > 0 for w in listener.waits)

@@ -605,3 +605,17 @@ def test_error_lines_and_exit_codes() -> None:
     assert user_message(BrokenPipeError()) == "" and exitcodes.for_error(BrokenPipeError()) == 0
     assert exitcodes.for_error(ConfigError("x")) == exitcodes.BAD_INPUT
     assert not math.isnan(exitcodes.FAILED)
+
+
+def test_observations_keep_only_what_the_policy_reads() -> None:
+    # issue 37: memory flat over 10,000 points: a point's aggregate rows kept for the repeat
+    # policy hold its columns, not the row's ~150 cells
+    from pmemlab.sweep.plan import AdaptiveRepeats, FixedRepeats, Observations, metric_values, policy_columns
+
+    row = {"point_key": "a", "thread": "all", "status": "ok", "bw_gbps": "1.5", "insn": "vmovdqa"}
+    policy = AdaptiveRepeats(metric="bw_gbps", ci_target=0.05, min_repeats=2, max_repeats=5)
+    obs = Observations([row, {**row, "thread": "0"}], policy_columns(policy))
+    assert obs.rows("a") == [{"point_key": "a", "thread": "all", "status": "ok", "bw_gbps": "1.5"}]
+    assert metric_values(obs.rows("a"), "a", "bw_gbps") == [1.5]
+    assert policy_columns(FixedRepeats(3)) == ()
+    assert Observations([row]).rows("a") == [row]  # without keep: whole rows, as before

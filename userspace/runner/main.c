@@ -16,6 +16,7 @@
  *	pmemlab-run --facts target=...              target facts only
  *	pmemlab-run --check target=... KEY=VALUE... judge the run, run nothing
  *	pmemlab-run --check-batch target=...        judge each line of KEY=VALUEs on stdin
+ *	pmemlab-run --serve target=... [KEY=VALUE...]  run each line of KEY=VALUEs on stdin
  *	pmemlab-run --schema                        the run parameters as JSON
  *
  * KEY=VALUE are the module's run parameters, judged by the module's code in
@@ -27,6 +28,17 @@
  * a verdict per run: `ok WIDTH`, or `ERRNO PARAM MACHINE REASON` (PARAM `-`
  * for none, MACHINE 1 when a fact of this machine or target decided it);
  * --check-batch maps the target as a read run does.
+ *
+ * --serve (the user backend's sweeps, docs/userspace.md): the target mapped
+ * and pre-faulted once (for a write run when the KEY=VALUEs of the command
+ * line, the sweep's first point, write), its facts printed once, then
+ * `#ready`; then one run per line of KEY=VALUEs on stdin (run parameters and
+ * raw_samples=PATH), judged as a one-shot run is, its output as one-shot's,
+ * then `#end`.  A refused line prints `#refused ERRNO reason`, a line whose
+ * mapping differs from the one made (a write run on a file mapped for
+ * reading, another load_target) `#state restart: reason`, each then `#end`;
+ * the process goes on.  SIGINT aborts the run in progress (#state
+ * error:aborted); EOF ends the process.
  */
 #define _GNU_SOURCE
 #include <cpuid.h>
@@ -325,12 +337,109 @@ static int check_batch(const struct pl_facts *f)
 	return 0;
 }
 
+/* after a run of --serve: the workers' buffers back, the run's state cleared for the next */
+static void run_reset(void)
+{
+	unsigned int i;
+
+	for (i = 0; i < R.n; i++) {
+		struct pl_eng_cfg *ec = &R.w[i].t.ec;
+
+		if (ec->hist_buckets)
+			plu_guarded_free(ec->hist_buckets, PL_HIST_NB * sizeof(u64));
+		if (ec->samples)
+			plu_guarded_free(ec->samples, ec->nsamples_max * sizeof(u64));
+		if (ec->ceil_buf)
+			plu_guarded_free(ec->ceil_buf, ec->ceil_len);
+	}
+	memset(R.w, 0, sizeof(R.w));
+	R.stop = R.probe_stop = 0;
+	R.aborted = 0;
+	atomic_store(&R.arrived, 0);
+	atomic_store(&R.loaders, 0);
+	atomic_store(&R.go_tsc, 0);
+	R.n = 0;
+}
+
+/* --serve: a run per line of stdin on the target mapped once (see the top of this file) */
+static int serve(const cpu_set_t *allowed, bool writes, bool stores, const char *load_spec)
+{
+	const char *vals[PL_NPARAMS];
+	const char *samples;
+	struct pl_verdict v;
+	struct pl_plan plan;
+	char *line = NULL, *tok, *save, *eq;
+	size_t cap = 0;
+	bool w, st;
+	int id;
+
+	printf("#ready\n");
+	fflush(stdout);
+	while (getline(&line, &cap, stdin) > 0) {
+		const char *lt;
+
+		memset(vals, 0, sizeof(vals));
+		pl_verdict_clear(&v);
+		samples = NULL;
+		for (tok = strtok_r(line, " \t\n", &save); tok; tok = strtok_r(NULL, " \t\n", &save)) {
+			eq = strchr(tok, '=');
+			if (eq && eq - tok == 11 && !strncmp(tok, "raw_samples", 11)) {
+				samples = eq + 1;
+				continue;
+			}
+			id = eq ? pl_param_find(tok, eq - tok) : -1;
+			if (id < 0) {
+				pl_refuse(&v, -EINVAL, -1, false, "%s: unknown parameter (a line of --serve "
+					  "takes run parameters and raw_samples)", tok);
+				break;
+			}
+			vals[id] = eq + 1;
+		}
+		lt = vals[PL_P_load_target] && *vals[PL_P_load_target] ? vals[PL_P_load_target] : NULL;
+		if (!v.err && (lt ? !load_spec || strcmp(lt, load_spec) : load_spec != NULL)) {
+			printf("#state restart: load_target %s, mapped %s\n#end\n", lt ? lt : "none",
+			       load_spec ? load_spec : "none");
+			fflush(stdout);
+			continue;
+		}
+		/* a file or device mapped for reading, or not filled (a chase's): a store run maps it again */
+		if (!v.err && (strcmp(R.t.kind, "dram") || (load_spec && strcmp(R.lt.kind, "dram"))) &&
+		    (w = run_writes(vals, &R.f, &st), (w && !writes) || (st && !stores))) {
+			printf("#state restart: a %s run, the target mapped %s\n#end\n", st ? "store" : "write",
+			       writes ? "without its pre-fault fill" : "for reading");
+			fflush(stdout);
+			continue;
+		}
+		pl_params_defaults(&R.c);
+		if (!v.err && !pl_params_apply(&R.c, vals, &R.f, &v))
+			pl_check_run(&R.c, &R.f, &plan, &v);
+		if (v.err) {
+			pl_printable(v.why);
+			printf("#refused %s %s\n#end\n", errno_name(-v.err), v.why);
+			fflush(stdout);
+			continue;
+		}
+		R.n = plan.n;
+		R.width = plan.width;
+		R.stop = R.probe_stop = R.aborted = 0;	/* a SIGINT between runs aborts none */
+		plu_run(&R, allowed, load_spec != NULL);
+		print_results();
+		if (samples)
+			write_samples(samples);
+		printf("#state %s\n#end\n", R.aborted ? "error:aborted" : "done");
+		fflush(stdout);
+		run_reset();
+	}
+	free(line);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	struct opts o = { .dram_size = 256ULL << 20, .dram_pages = 1, .dram_node = -1,
 			  .dram_node_strict = 1 };
 	const char *vals[PL_NPARAMS] = { 0 };
-	enum { RUN, FACTS, CHECK, BATCH } mode = RUN;
+	enum { RUN, FACTS, CHECK, BATCH, SERVE } mode = RUN;
 	const char *load_spec;
 	struct pl_verdict v;
 	struct pl_plan plan;
@@ -346,6 +455,8 @@ int main(int argc, char **argv)
 			mode = CHECK;
 		} else if (!strcmp(argv[i], "--check-batch")) {
 			mode = BATCH;
+		} else if (!strcmp(argv[i], "--serve")) {
+			mode = SERVE;
 		} else if (!strcmp(argv[i], "--schema")) {
 			const char *json = plu_schema_json();
 
@@ -354,7 +465,7 @@ int main(int argc, char **argv)
 			fputs(json, stdout);
 			return 0;
 		} else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-			printf("usage: pmemlab-run [--facts | --check | --check-batch | --schema] "
+			printf("usage: pmemlab-run [--facts | --check | --check-batch | --serve | --schema] "
 			       "target=dram[:NODE]|PATH KEY=VALUE...\n"
 			       "(the module's run parameters, docs/interface.md; see main.c)\n");
 			return 0;
@@ -375,12 +486,12 @@ int main(int argc, char **argv)
 	if (sched_getaffinity(0, sizeof(allowed), &allowed))
 		refuse(EINVAL, "sched_getaffinity: %s", strerror(errno));
 	plu_user_ops(&R.f);
-	if (mode == RUN || mode == CHECK)
+	if (mode == RUN || mode == CHECK || mode == SERVE)
 		writes = run_writes(vals, &R.f, &stores);
 	{
 		/* --facts and --check-batch do not know whether a run writes: judged as if it may */
 		struct plu_path_opts po = { .size = o.size, .may_write = writes || mode == FACTS ||
-					    mode == BATCH, .probe = mode != RUN,
+					    mode == BATCH, .probe = mode != RUN && mode != SERVE,
 					    .allow_file = o.allow_file };
 
 		node = open_target(&R.t, o.target, &o, true, &po);
@@ -400,7 +511,7 @@ int main(int argc, char **argv)
 	}
 	if (mode == BATCH)
 		return check_batch(&R.f);
-	if (mode != FACTS) {
+	if (mode != FACTS && mode != SERVE) {
 		pl_params_defaults(&R.c);
 		if (pl_params_apply(&R.c, vals, &R.f, &v) || pl_check_run(&R.c, &R.f, &plan, &v)) {
 			if (mode == CHECK)
@@ -412,11 +523,11 @@ int main(int argc, char **argv)
 			return 0;
 		}
 	}
-	plu_map(&R.t, o.target, mode == RUN && writes);
+	plu_map(&R.t, o.target, (mode == RUN || mode == SERVE) && writes);
 	/* pre-fault what the run touches: the window (all of it for --facts: 4 MiB) */
 	plu_prefault(&R.t, stores, mode == FACTS ? 4ULL << 20 : ~0ULL);
 	if (load_spec) {
-		plu_map(&R.lt, load_spec, mode == RUN && writes);
+		plu_map(&R.lt, load_spec, (mode == RUN || mode == SERVE) && writes);
 		plu_prefault(&R.lt, stores, mode == FACTS ? 4ULL << 20 : ~0ULL);
 	}
 	if (node >= 0 && R.t.node >= 0 && R.t.node != node)
@@ -428,6 +539,8 @@ int main(int argc, char **argv)
 		       load_spec, R.lt.kind, R.lt.run_size, R.lt.node, R.lt.page_size);
 	if (mode == FACTS)
 		return 0;
+	if (mode == SERVE)
+		return serve(&allowed, writes, stores, load_spec);
 	R.n = plan.n;
 	R.width = plan.width;
 	plu_run(&R, &allowed, load_spec != NULL);

@@ -141,9 +141,15 @@ class Module:
             return "/dev/pmem0"
 
     def read_opt(self, name: str) -> str | None:
+        """read(name), None for a file this module does not have or lets nobody read (without
+        building read()'s error and its fix hint: a run reads several such files)."""
         try:
-            return self.read(name)
-        except ModuleAccessError:
+            return self.io.read(self.root / name).strip()
+        except FileNotFoundError:
+            if not self.root.is_dir():
+                raise ModuleNotLoaded(f"module not loaded ({self.root} does not exist)", _LOAD_FIX) from None
+            return None
+        except PermissionError:
             return None
 
     def write(self, name: str, value: str) -> None:

@@ -14,10 +14,17 @@ parameters): `dram_size`, `dram_pages` (4k | 2m = THP | hugetlb = hugetlbfs), `d
 `dram_nodes` with `dram_weights` (pages over several nodes in weighted round robin; `dram_node_strict=0`
 runs a placement that is off instead of refusing it), `size` (bytes of a file to use, created/extended for write runs), `allow_overwrite`, `allow_file`
 (a file that is not on a DAX file system: page cache, refused without it), `tsc_khz`.
-Every run maps the target afresh and pre-faults it before anything is timed, and prints the
-facts of that mapping (`#fact` lines: page size obtained, THP/hugetlbfs/4k, MAP_SYNC); `run()`
-returns them with the outcome (`RunOutcome.conditions`), so each CSV row carries the
-conditions of its own run, not those of the `--facts` probe.
+Runs go to one `pmemlab-run --serve` process per target (backends/served.py): it maps the
+target and pre-faults it once, before anything is timed, and prints the facts of that mapping
+once (`#fact` lines: page size obtained, THP/hugetlbfs/4k, MAP_SYNC); each point is a line of
+parameters to it, judged by the same validator as a one-shot run. `run()` returns the facts of
+the mapping the run ran on with the outcome (`RunOutcome.conditions`), so each CSV row carries
+the conditions of its own run's mapping, not those of the `--facts` probe. A point the process
+does not answer in time is aborted; a process that dies is reported on that point's row; either
+way the next point starts a new process, as does a point that needs another mapping (another
+load_target, a write run on a file mapped for reading). `persistent=False` (or
+PMEMLAB_RUNNER_ONESHOT=1) runs a process per point, as `pmemlab-run`'s command line does.
+`close()` ends the process.
 """
 
 from __future__ import annotations
@@ -36,6 +43,7 @@ from pmemlab import params as P
 from pmemlab.errors import BadInput, Interrupted, ModuleNotLoaded, ParamRefused, PmemlabError, WrongTarget
 from pmemlab.backends.protocol import BACKENDS, BackendKind, RunOutcome, load_identity
 from pmemlab.backends.facts import PLACEMENT_FACTS, parse_fact_lines
+from pmemlab.backends.served import Answer, ServedRunner
 
 # facts of a run's own mapping that go into its CSV rows (condition columns)
 RUN_CONDITIONS = ("target_kind", "target_size", "target_node", "target_page_size", "target_pages", "map_sync",
@@ -49,6 +57,8 @@ CXL_NAME = "cxl"  # the one name the user backend knows besides dram (user_targe
 BARE_NAME = re.compile(r"[a-z0-9_-]{1,31}")  # a name of the module's named targets (docs/interface.md)
 SYS = Path("/sys")  # where user_target reads the CXL regions (tests point it at a fixture tree)
 GIVE = "dram, dram:NODE (pmemlab info lists the nodes), /dev/daxX.Y or a file's path"
+START_TIMEOUT_S = 300.0  # a served runner's start: mapping and pre-faulting its target
+ABORT_GRACE_S = 5.0  # a timed-out point: SIGINT, then this long for its answer, then SIGKILL
 
 
 def user_target(spec: str, what: str = "target", sys: Path | None = None) -> str:
@@ -107,7 +117,8 @@ class UserBackend:
 
     kind: BackendKind = "user"
 
-    def __init__(self, target: str, options: Mapping[str, str] | None = None, runner: Path | None = None) -> None:
+    def __init__(self, target: str, options: Mapping[str, str] | None = None, runner: Path | None = None,
+                 persistent: bool | None = None) -> None:
         if not target:
             raise PmemlabError("the user backend needs a target",
                                "give target=dram, target=dram:NODE, a file on a DAX file system or /dev/daxX.Y")
@@ -118,6 +129,10 @@ class UserBackend:
         self.root = Path(f"user:{target}")  # shown where the module's sysfs directory would be
         self._facts: dict[str, Any] | None = None
         self._last_error = ""
+        self.persistent = os.environ.get("PMEMLAB_RUNNER_ONESHOT") != "1" if persistent is None else persistent
+        self._served: ServedRunner | None = None
+        self._served_cond: dict[str, Any] = {}
+        self.starts = 0  # served processes started
 
     # -- the Backend protocol -------------------------------------------------
     def loaded(self) -> bool:
@@ -198,18 +213,128 @@ class UserBackend:
     def abort(self) -> None:
         """Nothing runs between calls: a run in progress is stopped by run() itself."""
 
+    @property
+    def restarts(self) -> int:
+        """Served processes started after the first (a crash, a timeout, another mapping)."""
+        return max(0, self.starts - 1)
+
+    def close(self) -> None:
+        """End the served runner (the sweep is over); the next run starts another."""
+        if self._served is not None:
+            self._served.close()
+            self._served = None
+
     def run(self, values: Mapping[str, Any], timeout_s: float = 600.0, poll_s: float = 0.002,
             on_poll: Callable[[], None] | None = None) -> RunOutcome:
         self.require_loaded()
-        args = [*self._args(), *(f"{k}={P.to_sysfs(k, v)}" for k, v in values.items() if k in P.PARAMS
-                                 and k != "load_target")]
+        point = [f"{k}={P.to_sysfs(k, v)}" for k, v in values.items() if k in P.PARAMS and k != "load_target"]
         if values.get("load_target"):  # cxl as the target is
-            args.append(f"load_target={user_target(str(values['load_target']), 'load_target')}")
+            point.append(f"load_target={user_target(str(values['load_target']), 'load_target')}")
+        if any(any(c.isspace() for c in a) for a in point):
+            # a line of --serve splits at white space: such a value goes on a command line
+            return self._oneshot(point, values, timeout_s)
+        if not values.get("samples"):
+            return self._run_point(point, values, timeout_s, None)
+        with tempfile.TemporaryDirectory(prefix="pmemlab-run-") as tmp:
+            samples = Path(tmp) / "raw_samples"
+            return self._run_point([*point, f"raw_samples={samples}"], values, timeout_s, samples)
+
+    def _oneshot(self, point: list[str], values: Mapping[str, Any], timeout_s: float) -> RunOutcome:
+        args = [*self._args(), *point]
         if not values.get("samples"):
             return self._run(args, values, timeout_s, None)
         with tempfile.TemporaryDirectory(prefix="pmemlab-run-") as tmp:
             samples = Path(tmp) / "raw_samples"
             return self._run([*args, f"raw_samples={samples}"], values, timeout_s, samples)
+
+    def _run_point(self, point: list[str], values: Mapping[str, Any], timeout_s: float,
+                   samples: Path | None) -> RunOutcome:
+        if not self.persistent:
+            return self._run([*self._args(), *point], values, timeout_s, samples)
+        started = time.time()
+        t0 = time.monotonic()
+        try:
+            for attempt in range(2):
+                if self._served is None or not self._served.alive():
+                    failed = self._start_served(point, values, started, t0)
+                    if failed is not None:
+                        return failed
+                assert self._served is not None
+                ans = self._served.ask(" ".join(point), timeout_s)
+                if ans.how == "end" and ans.lines and ans.lines[-1].startswith("#state restart") and attempt == 0:
+                    self.close()  # another mapping: a process for it
+                    continue
+                return self._served_outcome(ans, values, timeout_s, started, t0, samples)
+            raise PmemlabError(f"user backend: the runner asked twice for another mapping for "
+                               f"{' '.join(point)}", "run the point alone (pmemlab run backend=user ...)")
+        except KeyboardInterrupt:
+            if self._served is not None:
+                if self._served.interrupt(ABORT_GRACE_S).how != "end":
+                    self._served.kill()
+                self.close()
+            raise Interrupted("interrupted (Ctrl-C); the user backend's run was aborted") from None
+
+    def _start_served(self, point: list[str], values: Mapping[str, Any], started: float,
+                      t0: float) -> RunOutcome | None:
+        """A served runner for this target, mapped for `point` (its write runs, its load_target);
+        None when it is ready, else the point's failed outcome."""
+        self.close()
+        self.starts += 1
+        served = ServedRunner([*self._args(), "--serve", *(a for a in point if not a.startswith("raw_samples="))])
+        ans = served.start(START_TIMEOUT_S)
+        if ans.how == "end":
+            self._served = served
+            facts = parse_facts(ans.text)
+            if self._facts is None:
+                self._facts = facts
+            self._served_cond = run_conditions(facts)
+            return None
+        served.kill()
+        served.close()
+        if ans.how == "died" and ans.returncode == 2:
+            self._last_error = _reason(ans.stderr)
+            raise ParamRefused("run", "1", self._last_error)
+        why = (f"the runner did not map its target within {START_TIMEOUT_S:g} s" if ans.how == "timeout"
+               else f"the runner did not start: {_exit_text(ans.returncode)}")
+        self._last_error = _reason(ans.stderr) or why
+        return UserRunOutcome("error:runner did not start", error=f"{why}: {self._last_error}" if
+                              self._last_error != why else why, started=started,
+                              elapsed_s=time.monotonic() - t0, params=dict(values))
+
+    def _served_outcome(self, ans: Answer, values: Mapping[str, Any], timeout_s: float, started: float,
+                        t0: float, samples: Path | None) -> RunOutcome:
+        assert self._served is not None
+        pid = self._served.pid
+        cond = dict(self._served_cond)
+        if ans.how == "timeout":
+            if self._served.interrupt(ABORT_GRACE_S).how != "end":
+                self._served.kill()  # it does not answer: the next point starts another
+            return UserRunOutcome("timeout", error=f"no result after {timeout_s:g} s; run aborted",
+                                  started=started, elapsed_s=time.monotonic() - t0, params=dict(values),
+                                  conditions=cond, pid=pid)
+        elapsed = time.monotonic() - t0
+        if ans.how == "died":
+            self.close()
+            if ans.returncode == 2:  # refused in the run's set-up (as one-shot's exit 2)
+                self._last_error = _reason(ans.stderr)
+                raise ParamRefused("run", "1", self._last_error)
+            died = f"runner died during the run ({_exit_text(ans.returncode)}); restarted for the next point"
+            self._last_error = _reason(ans.stderr) or died
+            return UserRunOutcome(f"error:{died}", result=split_output(ans.text)[0], error=self._last_error,
+                                  started=started, elapsed_s=elapsed, params=dict(values), conditions=cond,
+                                  pid=pid)
+        if ans.lines and ans.lines[0].startswith("#refused "):
+            self._last_error = ans.lines[0][len("#refused "):].partition(" ")[2]
+            raise ParamRefused("run", "1", self._last_error)
+        result, hist, state = split_output(ans.text)
+        if state != "done":
+            reason = state.split(":", 1)[1] if state.startswith("error:") else state
+            self._last_error = _reason(ans.stderr) or reason
+            return UserRunOutcome(f"error:{reason}", result=result, error=self._last_error, started=started,
+                                  elapsed_s=elapsed, params=dict(values), conditions=cond, pid=pid)
+        raw = samples.read_bytes() if samples is not None and samples.exists() else b""
+        return UserRunOutcome("done", result=result, started=started, elapsed_s=elapsed, params=dict(values),
+                              histogram=hist, run_id=None, conditions=cond, raw_samples=raw, pid=pid)
 
     def _run(self, args: list[str], values: Mapping[str, Any], timeout_s: float,
              samples: Path | None) -> RunOutcome:
@@ -248,6 +373,18 @@ class UserBackend:
         raw = samples.read_bytes() if samples is not None and samples.exists() else b""
         return UserRunOutcome("done", result=result, started=started, elapsed_s=elapsed, params=dict(values),
                               histogram=hist, run_id=None, conditions=cond, raw_samples=raw, pid=proc.pid)
+
+
+def _exit_text(returncode: int | None) -> str:
+    """How a process ended, in words: `exit 3`, `killed by SIGKILL`."""
+    if returncode is None:
+        return "no exit status"
+    if returncode < 0:
+        try:
+            return f"killed by {signal.Signals(-returncode).name}"
+        except ValueError:
+            return f"killed by signal {-returncode}"
+    return f"exit {returncode}"
 
 
 def _reason(stderr: str) -> str:

@@ -17,9 +17,10 @@ from __future__ import annotations
 
 import os
 import re
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from pmemlab.host.probe import HostPaths as Host
 from pmemlab.params import parse_cpulist
@@ -28,6 +29,9 @@ from pmemlab.host.taskstats import ExitListener, TaskExit
 
 CPU = "devices/system/cpu"
 PID_MAX_LIMIT = 1 << 22  # the kernel's upper bound of pid_max: thread ids wrap below it
+STATE_EVERY_S = 1.0  # the machine state (governor, turbo, SMT, THP) read at most this often in a sweep
+WAIT_S = 0.2  # how long a run's thread records are waited for after it ended
+MISSES_BEFORE_NO_WAIT = 3  # runs in a row without any record: the next ones are not waited for
 
 def _read(path: Path) -> str | None:
     try:
@@ -197,9 +201,10 @@ def busy_pct(before: Mapping[int, CpuTime], after: Mapping[int, CpuTime], cpu: i
 
 
 def sibling_busy_pct(host: Host, before: Mapping[int, CpuTime], after: Mapping[int, CpuTime],
-                     cpus: Iterable[int]) -> float | None:
-    """The busiest SMT sibling of the run's CPUs (None: no siblings, or no tick passed)."""
-    values = [busy_pct(before, after, s) for c in cpus for s in siblings(host, c)]
+                     cpus: Iterable[int], sibling_of: Callable[[int], list[int]] | None = None) -> float | None:
+    """The busiest SMT sibling of the run's CPUs (None: no siblings, or no tick passed);
+    `sibling_of(cpu)` instead of reading the topology again (RunWatch reads it once)."""
+    values = [busy_pct(before, after, s) for c in cpus for s in (sibling_of or (lambda c: siblings(host, c)))(c)]
     known = [v for v in values if v is not None]
     return max(known) if known else None
 
@@ -229,12 +234,14 @@ def thread_switches(exits: Sequence[TaskExit], rows: Sequence[Mapping[str, Any]]
                 out[str(r["thread"])] = found[0]
         return out
     main = [e for e in exits if e.pid == runner_pid]
-    if len(main) != 1:
+    # a served runner (the user backend's sweeps) outlives its runs: its name from /proc
+    comm = main[0].comm if len(main) == 1 else _read(Path(f"/proc/{runner_pid}/comm")) if not main else None
+    if not comm:
         return out
     leader = runner_pid
     # the worker threads: same name as the runner, same parent (this process); created after the
     # main thread, so their ids follow its id (past a wrap of pid_max, they start again low)
-    workers = sorted((e for e in exits if e.ppid == os.getpid() and e.pid != leader and e.comm == main[0].comm),
+    workers = sorted((e for e in exits if e.ppid == os.getpid() and e.pid != leader and e.comm == comm),
                      key=lambda e: e.pid if e.pid > leader else e.pid + PID_MAX_LIMIT)
     if len(workers) != len(threads):
         return out
@@ -251,6 +258,31 @@ class RunWatch:
     host: Host = field(default_factory=Host)
     listener: ExitListener | None = None
     _before: dict[int, CpuTime] = field(default_factory=dict)
+    # runs in a row whose thread records did not come within WAIT_S: past MISSES_BEFORE_NO_WAIT,
+    # no more waiting (a backend whose threads send none must not cost every point WAIT_S)
+    _misses: int = 0
+    clock: Callable[[], float] = time.monotonic
+    # the machine state of a set of CPUs and when it was read (sampled at most every STATE_EVERY_S)
+    _state: dict[tuple[int, ...], tuple[float, dict[str, Any]]] = field(default_factory=dict)
+    # each CPU's SMT siblings: the topology does not change within a sweep, read once
+    _siblings: dict[int, list[int]] = field(default_factory=dict)
+
+    def machine_state(self, cpus: Sequence[int]) -> dict[str, Any]:
+        """machine_state(cpus), read again only when the last reading is STATE_EVERY_S old: a
+        governor, turbo, SMT or THP switched during a sweep shows in the rows of the runs that
+        end a second after it at most, and a point costs no sysfs reads of them."""
+        key = tuple(cpus)
+        now = self.clock()
+        seen = self._state.get(key)
+        if seen is None or now - seen[0] >= STATE_EVERY_S:
+            seen = (now, machine_state(self.host, cpus))
+            self._state[key] = seen
+        return dict(seen[1])
+
+    def sibling_of(self, cpu: int) -> list[int]:
+        if cpu not in self._siblings:
+            self._siblings[cpu] = siblings(self.host, cpu)
+        return self._siblings[cpu]
 
     @classmethod
     def open(cls, host: Host | None = None, taskstats: bool = True) -> RunWatch:
@@ -266,18 +298,19 @@ class RunWatch:
         run's; each thread row its own context switches, the aggregate their sum)."""
         after = cpu_times(self.host)
         cpus = sorted({c for r in rows if str(r.get("thread")) != "all" for c in [row_number(r.get("cpu"))] if c >= 0})
-        run: dict[str, Any] = {**machine_state(self.host, cpus),
+        run: dict[str, Any] = {**self.machine_state(cpus),
                                "steal_pct": steal_pct(self._before, after, cpus) if cpus else None,
-                               "smt_sibling_busy_pct": sibling_busy_pct(self.host, self._before, after, cpus)
-                               if cpus else None}
+                               "smt_sibling_busy_pct": sibling_busy_pct(self.host, self._before, after, cpus,
+                                                                        self.sibling_of) if cpus else None}
         per_thread: dict[str, TaskExit] = {}
         threads = [r for r in rows if str(r.get("thread")) != "all"]
         if self.listener is not None and threads:
             exits = self.listener.collect()
             per_thread = thread_switches(exits, rows, runner_pid)
-            if len(per_thread) < len(threads):  # records still on their way
-                exits += self.listener.collect(0.2)
+            if len(per_thread) < len(threads) and self._misses < MISSES_BEFORE_NO_WAIT:
+                exits += self.listener.collect(WAIT_S)  # records still on their way
                 per_thread = thread_switches(exits, rows, runner_pid)
+            self._misses = 0 if per_thread else self._misses + 1
             if self.listener.overflowed:
                 per_thread = {}  # records were dropped: a count could belong to the wrong thread
         complete = bool(threads) and all(str(r["thread"]) in per_thread for r in threads)

@@ -15,7 +15,7 @@ from pmemlab.host.runcond import RunWatch
 from pmemlab.sweep.bench import Bench
 from pmemlab.sweep.execute import Executor, PointExecutor, RunResult
 from pmemlab.sweep.files import SweepFiles, check_output
-from pmemlab.sweep.plan import FixedRepeats, Observations, Plan, Slot, policy_for
+from pmemlab.sweep.plan import FixedRepeats, Observations, Plan, Slot, policy_columns, policy_for
 from pmemlab.sweep.progress import Progress
 from pmemlab.sweep.record import CsvRecorder, MemoryRecorder, Recorder
 from pmemlab.sweep.resume import ResumeState, resume, resume_identity
@@ -127,9 +127,10 @@ class Sweep:
         if sidecar_extra:
             sidecar.doc.update(sidecar_extra)
             sidecar.write()
-        plan = Plan(points, policy_for(cfg), state.done if state else ())
+        policy = policy_for(cfg)
+        plan = Plan(points, policy, state.done if state else ())
         return cls(cfg.name, plan, executor(RunWatch.open() if opts.run_conditions else None), recorder,
-                   observations=Observations(state.kept if state else ()), files=files, sidecar=sidecar,
+                   observations=Observations(state.kept if state else (), policy_columns(policy)), files=files, sidecar=sidecar,
                    progress=Progress(plan.planned_runs(), cfg.name, opts.progress), fail_fast=opts.fail_fast,
                    resumed=resumed, resumed_ok=resumed_ok_runs(state))
 
@@ -199,6 +200,9 @@ class Sweep:
     def _finish(self) -> None:
         """Sidecar and summary, however the session ended."""
         report = self.report
+        sync = getattr(self.recorder, "sync", None)
+        if callable(sync):
+            sync()
         if self.sidecar is not None:
             self.sidecar.end(report.status, report.counts(), report.interrupted)
         if self.files is not None:

@@ -134,5 +134,13 @@ class Executor:
         return rows
 
     def close(self) -> None:
+        close_backend(self.backend)
         if self.watch is not None:
             self.watch.close()
+
+
+def close_backend(backend: Backend) -> None:
+    """End what a backend holds open for the sweep (the user backend's served runner)."""
+    close = getattr(backend, "close", None)
+    if callable(close):
+        close()

@@ -32,14 +32,18 @@ class Observations:
     """The aggregate (thread=all) rows of each point so far, kept by resume and recorded
     since: what an adaptive repeat policy decides on."""
 
-    def __init__(self, rows: Iterable[Mapping[str, Any]] = ()) -> None:
+    def __init__(self, rows: Iterable[Mapping[str, Any]] = (), keep: Sequence[str] | None = None) -> None:
         self._by_point: dict[str, list[Mapping[str, Any]]] = {}
+        # the columns a policy reads (None: whole rows); a fixed policy reads none, so 10,000
+        # points hold a few strings each, not their ~150 cells
+        self.keep = None if keep is None else tuple(dict.fromkeys(("point_key", "thread", "status", *keep)))
         self.add(rows)
 
     def add(self, rows: Iterable[Mapping[str, Any]]) -> None:
         for r in rows:
             if str(r.get("thread")) == "all":
-                self._by_point.setdefault(str(r.get("point_key", "")), []).append(r)
+                kept = r if self.keep is None else {k: r.get(k) for k in self.keep}
+                self._by_point.setdefault(str(r.get("point_key", "")), []).append(kept)
 
     def rows(self, key: str) -> Rows:
         return self._by_point.get(key, [])
@@ -94,6 +98,12 @@ class AdaptiveRepeats:
         if s.n == 0:  # every run of this point failed or was skipped
             return False
         return not (s.n >= 2 and not math.isnan(s.ci95_rel) and s.ci95_rel <= self.ci_target)
+
+
+def policy_columns(policy: RepeatPolicy) -> tuple[str, ...]:
+    """The columns of the aggregate rows a policy decides on (Observations keeps only these)."""
+    metric = getattr(policy, "metric", None)
+    return (metric,) if isinstance(metric, str) else ()
 
 
 def policy_for(cfg: SweepConfig) -> RepeatPolicy:

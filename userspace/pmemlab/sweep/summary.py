@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pmemlab.host import ipmctl
-from pmemlab.noise import judge_runs, metric_of
+from pmemlab.noise import judge, metric_of, steal_columns
 from pmemlab.params import PARAM_NAMES
 from pmemlab.results import KNOWN_RESULT_COLUMNS
 from pmemlab.stats import summarize
@@ -31,7 +31,12 @@ JUDGEMENT_COLUMNS: tuple[str, ...] = ("metric", "cv_pct", "steal_pct_max", "nois
 
 def _shared(values: pd.Series) -> Any:
     """The value the rows share; several distinct values joined with '/'; None for none."""
-    distinct = list(dict.fromkeys(v for v in values.tolist() if not (isinstance(v, float) and math.isnan(v))))
+    return _shared_list(values.tolist())
+
+
+def _shared_list(values: list[Any]) -> Any:
+    """_shared of a column's values as a list."""
+    distinct = list(dict.fromkeys(v for v in values if not (isinstance(v, float) and math.isnan(v))))
     if not distinct:
         return None
     return distinct[0] if len(distinct) == 1 else "/".join(str(v) for v in distinct)
@@ -40,9 +45,16 @@ def _shared(values: pd.Series) -> Any:
 EMPTY_COLUMNS: tuple[str, ...] = ("sweep", "point", "point_key", "n", *JUDGEMENT_COLUMNS)
 
 
+def _clean(values: list[Any]) -> list[Any]:
+    """The values that are there (None and NaN dropped), as pandas' dropna()."""
+    return [v for v in values if v is not None and not (isinstance(v, float) and math.isnan(v))]
+
+
 def summarize_frame(df: pd.DataFrame) -> pd.DataFrame:
     """Per point (the ok aggregate rows of a sweep CSV as read by table.read_rows); without any,
-    a frame with the identifying columns and no rows (the file still says what it is)."""
+    a frame with the identifying columns and no rows (the file still says what it is).
+    Each column is taken out of the frame once and each point's rows are positions into it:
+    the cost per point is its own rows', not a frame's per group (issue 37)."""
     import pandas as pd
 
     if df.empty:
@@ -55,23 +67,31 @@ def summarize_frame(df: pd.DataFrame) -> pd.DataFrame:
                  *[c for c in PARAM_NAMES if c in agg.columns]]
     conditions = [c for c in SUMMARY_CONDITIONS if c in agg.columns]
     noise_max = [c for c in NOISE_COLUMNS if c in agg.columns]
-    judged = agg.assign(metric=metric_of(agg)) if not agg.empty else agg
+    if agg.empty:
+        return pd.DataFrame(columns=list(EMPTY_COLUMNS))
+    judged = agg.assign(metric=metric_of(agg)).reset_index(drop=True)
+    plain = {c: judged[c].tolist() for c in dict.fromkeys([*keep_cols, *conditions, *metrics, "metric"])}
+    numeric = {c: pd.to_numeric(judged[c], errors="coerce").tolist()
+               for c in dict.fromkeys([*noise_max, *steal_columns(judged.columns),
+                                       *(m for m in set(plain["metric"]) if m in judged.columns)])}
+    steals = steal_columns(judged.columns)
     out_rows: list[dict[str, Any]] = []
-    for key, grp in judged.groupby("point_key", sort=False):
-        first = grp.iloc[0]
-        row: dict[str, Any] = {c: first[c] for c in keep_cols}
-        row.update({c: _shared(grp[c]) for c in conditions})
-        row["n"] = len(grp)
+    for _key, where in judged.groupby("point_key", sort=False).indices.items():
+        first = int(where[0])
+        row: dict[str, Any] = {c: plain[c][first] for c in keep_cols}
+        row.update({c: _shared_list([plain[c][i] for i in where]) for c in conditions})
+        row["n"] = len(where)
         for m in metrics:
-            s = summarize(grp[m].dropna().tolist())
+            s = summarize(_clean([plain[m][i] for i in where]))
             row[f"{m}_mean"] = s.mean
             row[f"{m}_stddev"] = s.stddev
             row[f"{m}_ci95"] = s.ci95
         for c in noise_max:
-            values = pd.to_numeric(grp[c], errors="coerce").dropna()
-            row[f"{c}_max"] = float(values.max()) if len(values) else None
-        metric = str(first["metric"])
-        verdict = judge_runs(grp, metric)
+            values = _clean([numeric[c][i] for i in where])
+            row[f"{c}_max"] = float(max(values)) if values else None
+        metric = str(plain["metric"][first])
+        verdict = judge(_clean([numeric[metric][i] for i in where]) if metric in numeric else [],
+                        [v for c in steals for v in _clean([numeric[c][i] for i in where])])
         row.update(metric=metric, cv_pct=verdict.cv_pct,
                    steal_pct_max=None if math.isnan(verdict.steal_pct) else verdict.steal_pct,
                    noisy=int(verdict.noisy), noise="; ".join(verdict.reasons))

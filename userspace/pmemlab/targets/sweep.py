@@ -22,7 +22,7 @@ from pmemlab.errors import PmemlabError
 from pmemlab.host.runcond import RunWatch
 from pmemlab.sweep import Sweep, SweepOptions
 from pmemlab.sweep.bench import Bench
-from pmemlab.sweep.execute import Executor, RunResult
+from pmemlab.sweep.execute import Executor, RunResult, close_backend
 from pmemlab.sweep.resume import config_identity, resume_targets, target_identity
 from pmemlab.sweep.sidecar import media_notes
 from pmemlab.table import rows_for_outcome
@@ -184,6 +184,8 @@ class TargetExecutor:
         return self.executors[pt.target].run(pt, ids)
 
     def close(self) -> None:
+        for executor in self.executors.values():
+            close_backend(executor.backend)
         if self.watch is not None:
             self.watch.close()
 

@@ -1,0 +1,167 @@
+"""The user backend's runner that stays up for a sweep (pmemlab-run --serve, backends/served.py):
+the same results as one-shot runs, a runner killed mid-sweep or a hung point recorded on that
+point's row with the reason while the rest of the sweep completes, the CSV valid."""
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from pmemlab.backends.user import UserBackend, split_output
+from pmemlab.errors import ParamRefused
+from pmemlab.results import parse_result_text as parse_result
+
+TOP = Path(__file__).resolve().parents[2]
+RUNNER = TOP / "userspace" / "runner" / "pmemlab-run"
+
+
+@pytest.fixture(scope="module", autouse=True)
+def built() -> None:
+    res = subprocess.run(["make", "-s", "-C", str(TOP / "userspace")], capture_output=True, text=True)
+    assert res.returncode == 0, res.stderr
+
+
+POINTS = [
+    {"mode": "bandwidth", "op": "load", "access_size": 256, "pattern": "rand", "count": 5000},
+    {"mode": "bandwidth", "op": "ntstore", "access_size": 1024, "threads": 2, "count": 2000},
+    {"mode": "latency", "op": "load", "access_size": 8, "count": 2000, "samples": 100},
+]
+
+
+def _shape(outcome) -> tuple:
+    rows = parse_result(outcome.result)
+    return (outcome.state, [sorted(r) for r in rows], [(r["thread"], r["op"], r["ops"]) for r in rows],
+            bool(outcome.histogram), sorted(outcome.conditions), len(outcome.raw_samples))
+
+
+def test_served_results_equal_one_shot_in_structure() -> None:
+    served = UserBackend("dram", {"dram_size": "16M"}, persistent=True)
+    oneshot = UserBackend("dram", {"dram_size": "16M"}, persistent=False)
+    try:
+        pids = set()
+        for values in POINTS:
+            a, b = served.run(values, timeout_s=60), oneshot.run(values, timeout_s=60)
+            assert a.ok and b.ok, (a.error, b.error)
+            assert _shape(a) == _shape(b)
+            assert a.conditions == b.conditions  # the same mapping's facts
+            pids.add(a.pid)
+        assert len(pids) == 1 and served.restarts == 0, "one process for the whole sweep"
+        # a refusal by the validator: the same reason as one-shot's, and the process stays
+        bad = {"op": "load", "fence": "sfence", "fence_interval": 192, "access_size": 256, "count": 10}
+        with pytest.raises(ParamRefused) as served_no:
+            served.run(bad)
+        with pytest.raises(ParamRefused) as oneshot_no:
+            oneshot.run(bad)
+        assert served_no.value.reason == oneshot_no.value.reason != ""
+        assert served.run(POINTS[0]).pid in pids and served.restarts == 0
+    finally:
+        served.close()
+
+
+def test_served_process_survives_ctrl_c_of_a_point() -> None:
+    be = UserBackend("dram", {"dram_size": "16M"}, persistent=True)
+    try:
+        out = be.run({"op": "load", "duration_ms": 30000}, timeout_s=0.5)
+        assert out.state == "timeout" and "no result after 0.5 s" in out.error
+        # the run was aborted by SIGINT and the process answered: it serves the next point
+        nxt = be.run(POINTS[0], timeout_s=60)
+        assert nxt.ok and nxt.pid == out.pid and be.restarts == 0
+    finally:
+        be.close()
+
+
+def test_served_runner_killed_mid_point_is_that_points_error() -> None:
+    be = UserBackend("dram", {"dram_size": "16M"}, persistent=True)
+    try:
+        first = be.run(POINTS[0], timeout_s=60)
+        threading.Timer(0.5, os.kill, (first.pid, signal.SIGKILL)).start()
+        killed = be.run({"op": "load", "duration_ms": 5000}, timeout_s=60)
+        assert killed.state.startswith("error:") and "SIGKILL" in killed.state
+        after = be.run(POINTS[0], timeout_s=60)
+        assert after.ok and after.pid != first.pid and be.restarts == 1
+    finally:
+        be.close()
+
+
+def test_served_restarts_for_another_mapping(tmp_path: Path) -> None:
+    # a file mapped for a read run: a write run needs it mapped for writing (a new process)
+    pool = tmp_path / "pool"
+    pool.write_bytes(b"\0" * (4 << 20))
+    be = UserBackend(str(pool), {"allow_file": "1", "allow_overwrite": "1"}, persistent=True)
+    try:
+        read = be.run({"op": "load", "count": 1000}, timeout_s=60)
+        write = be.run({"op": "ntstore", "count": 1000}, timeout_s=60)
+        assert read.ok and write.ok, (read.error, write.error)
+        assert write.pid != read.pid and be.restarts == 1
+        assert parse_result(write.result)[-1]["writes"] == 1000
+    finally:
+        be.close()
+
+
+def _sweep(tmp_path: Path, durations: list[int], timeout_s: float) -> subprocess.Popen:
+    cfg = tmp_path / "s.toml"
+    cfg.write_text(f"""[sweep]
+name = "served"
+repeats = 1
+timeout_s = {timeout_s}
+
+[base]
+mode = "bandwidth"
+op = "load"
+threads = 1
+
+[axes]
+duration_ms = {durations}
+""")
+    env = {**os.environ, "PYTHONPATH": str(TOP / "userspace")}
+    return subprocess.Popen([sys.executable, "-m", "pmemlab", "sweep", str(cfg), "--backend", "user",
+                             "--set", "target=dram", "--set", "dram_size=16M", "-o", str(tmp_path / "s.csv"),
+                             "--fresh", "--no-progress"], env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+
+
+def _children(pid: int) -> list[int]:
+    out = subprocess.run(["pgrep", "-P", str(pid), "-x", "pmemlab-run"], capture_output=True, text=True)
+    return [int(x) for x in out.stdout.split()]
+
+
+def _aggregates(tmp_path: Path) -> pd.DataFrame:
+    df = pd.read_csv(tmp_path / "s.csv")
+    return df[df["thread"].astype(str) == "all"].sort_values("point")
+
+
+def test_sweep_with_runner_killed_mid_sweep_completes(tmp_path: Path) -> None:
+    proc = _sweep(tmp_path, [20, 21, 4000, 22, 23], 120)
+    killed = None
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and killed is None:
+        csv = tmp_path / "s.csv"
+        done = csv.exists() and sum(1 for ln in csv.read_text().splitlines() if ",all," in ln)
+        kids = _children(proc.pid)
+        if done == 2 and kids:  # points 0 and 1 recorded: point 2 (4 s) is running
+            time.sleep(0.5)
+            os.kill(kids[0], signal.SIGKILL)
+            killed = kids[0]
+        time.sleep(0.05)
+    out, err = proc.communicate(timeout=120)
+    assert killed is not None, err
+    agg = _aggregates(tmp_path)
+    assert list(agg["point"]) == [0, 1, 2, 3, 4]
+    assert list(agg["status"]) == ["ok", "ok", "error", "ok", "ok"], err
+    assert "SIGKILL" in str(agg.iloc[2]["error"])
+    assert proc.returncode != 0  # a failed point: the exit code says so
+
+
+def test_sweep_with_a_hung_point_times_out_and_goes_on(tmp_path: Path) -> None:
+    proc = _sweep(tmp_path, [20, 30000, 21], 2)
+    out, err = proc.communicate(timeout=120)
+    agg = _aggregates(tmp_path)
+    assert list(agg["status"]) == ["ok", "timeout", "ok"], err
+    assert "no result after 2 s" in str(agg.iloc[1]["error"])
