@@ -103,6 +103,17 @@ def test_served_restarts_for_another_mapping(tmp_path: Path) -> None:
         assert parse_result(write.result)[-1]["writes"] == 1000
     finally:
         be.close()
+    # a chase maps the file writable for its chain but keeps its bytes (no pre-fault fill): a
+    # store run after it is mapped again, so its pages are filled outside its timing
+    be = UserBackend(str(pool), {"allow_file": "1", "allow_overwrite": "1"}, persistent=True)
+    try:
+        chase = be.run({"op": "chase", "mode": "latency", "count": 1024}, timeout_s=60)
+        again = be.run({"op": "chase", "mode": "latency", "count": 1024}, timeout_s=60)
+        store = be.run({"op": "store", "count": 1000}, timeout_s=60)
+        assert chase.ok and again.ok and store.ok, (chase.error, again.error, store.error)
+        assert again.pid == chase.pid and store.pid != chase.pid and be.restarts == 1
+    finally:
+        be.close()
 
 
 def _sweep(tmp_path: Path, durations: list[int], timeout_s: float) -> subprocess.Popen:
