@@ -135,3 +135,37 @@ def test_cpu_caches_reads_sysfs(tmp_path):
         (d / "size").write_text(size + "\n")
     assert probe_cli.cpu_caches(tmp_path) == [{"level": 1, "type": "Data", "size_bytes": 32768},
                                               {"level": 2, "type": "Unified", "size_bytes": 1 << 20}]
+
+
+def test_compare_two_cards(probed, tmp_path, capsys):
+    out, _, _ = probed
+    assert main(["compare", str(out), str(out / "card.json"), "--json"]) == exitcodes.OK
+    rows = json.loads(capsys.readouterr().out)["rows"]
+    assert {r["inference"] for r in rows} == {"levels", "read_granularity", "interleave"}
+    assert all(r["verdict"] in ("same", "uncertain in both") for r in rows), rows
+    other = json.loads((out / "card.json").read_text())
+    gran = next(i for i in other["inferences"] if i["name"] == "read_granularity")
+    gran.update(value=256, uncertain=False, confidence=0.9)
+    (tmp_path / "b.json").write_text(json.dumps(other))
+    assert main(["compare", str(out), str(tmp_path / "b.json"), "--json"]) == exitcodes.OK
+    rows = {r["inference"]: r for r in json.loads(capsys.readouterr().out)["rows"]}
+    was = next(i for i in json.loads((out / "card.json").read_text())["inferences"] if i["name"] == "read_granularity")
+    assert rows["read_granularity"]["verdict"] == ("uncertain in A" if was["uncertain"] else "differs")
+
+
+def test_compare_card_with_a_csv_is_one_line(probed, capsys):
+    out, _, _ = probed
+    assert main(["compare", str(out), str(out / "probe.csv")]) == exitcodes.BAD_INPUT
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "not a device card" in err[0]
+
+
+def test_compare_cards_verdicts():
+    base: dict = {"name": "levels", "unit": "bytes", "confidence": 1.0, "method": "m", "evidence": [], "uncertain": False,
+            "reason": "", "emulated": False,
+            "detail": {"levels": [{"latency_ns": 1.0}, {"latency_ns": 4.0}, {"latency_ns": 90.0}]}}
+    a = {"inferences": [dict(base, value=[32768, 524288])]}
+    assert C.compare_cards(a, {"inferences": [dict(base, value=[40000, 600000])]})[0]["verdict"] == "same"
+    assert C.compare_cards(a, {"inferences": [dict(base, value=[32768, 2 << 20])]})[0]["verdict"] == "differs"
+    assert C.compare_cards(a, {"inferences": [dict(base, value=[32768])]})[0]["verdict"] == "differs"
+    assert C.compare_cards(a, {"inferences": [dict(base, value=None, uncertain=True)]})[0]["verdict"] == "uncertain in B"

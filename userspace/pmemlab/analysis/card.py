@@ -16,6 +16,7 @@ from pmemlab.analysis.interleave import interleave_inference
 from pmemlab.analysis.knees import levels_inference
 
 SCHEMA = "pmemlab-card/1"
+CARD_NAME = "card.json"
 GRANULARITY_MAX = 4096  # the granularity fit looks at access sizes up to this
 
 
@@ -136,3 +137,46 @@ def table_rows(doc: Mapping[str, Any]) -> list[list[str]]:
 
 
 TABLE_COLUMNS = ["inference", "value", "confidence", "points", "note"]
+
+
+SAME = 1.5  # two cards' values within this factor say the same
+
+
+def _ratio_same(a: float, b: float) -> bool:
+    return a > 0 and b > 0 and 1 / SAME <= b / a <= SAME
+
+
+def compare_cards(a: Mapping[str, Any], b: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """Two cards side by side, a row per inference either holds: A's and B's value and
+    confidence, and a verdict: same (every number within a factor 1.5; levels: as many knees,
+    each within it), differs, or uncertain in A / B / both."""
+    ia = {i["name"]: i for i in a["inferences"]}
+    ib = {i["name"]: i for i in b["inferences"]}
+    rows = []
+    for name in list(dict.fromkeys([*ia, *ib])):
+        x, y = ia.get(name), ib.get(name)
+        if x is None or y is None:
+            verdict = "only in A" if y is None else "only in B"
+        elif x["uncertain"] or y["uncertain"]:
+            verdict = ("uncertain in both" if x["uncertain"] and y["uncertain"]
+                       else "uncertain in A" if x["uncertain"] else "uncertain in B")
+        else:
+            va, vb = x["value"], y["value"]
+            if isinstance(va, list) and isinstance(vb, list):
+                same = len(va) == len(vb) and all(_ratio_same(p, q) for p, q in zip(va, vb))
+            elif isinstance(va, dict) and isinstance(vb, dict):
+                same = va.keys() == vb.keys() and all(_ratio_same(float(va[k]), float(vb[k])) for k in va)
+            elif isinstance(va, (int, float)) and isinstance(vb, (int, float)):
+                same = _ratio_same(float(va), float(vb))
+            else:
+                same = va == vb
+            verdict = "same" if same else "differs"
+        rows.append({"inference": name,
+                     "a": value_text(x) if x else "", "a_confidence": x["confidence"] if x else None,
+                     "b": value_text(y) if y else "", "b_confidence": y["confidence"] if y else None,
+                     "verdict": verdict})
+    return rows
+
+
+def is_card(doc: Any) -> bool:
+    return isinstance(doc, dict) and doc.get("schema") == SCHEMA

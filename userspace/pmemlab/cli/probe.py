@@ -30,7 +30,7 @@ from pmemlab.output import print_json, text_table
 from pmemlab.sweep import Bench, Sweep
 
 CSV_NAME = "probe.csv"
-CARD_NAME = "card.json"
+CARD_NAME = C.CARD_NAME
 CACHE_DIR = Path("/sys/devices/system/cpu/cpu0/cache")
 MIN_SIZE = 4096
 BEYOND = 8  # the chase reaches this factor beyond the largest cache (capped by the target's size)
