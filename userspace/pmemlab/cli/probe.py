@@ -37,6 +37,7 @@ BEYOND = 8  # the chase reaches this factor beyond the largest cache (capped by 
 CHASE_MS = 60
 RANDREAD_MS = 100
 RANDREAD_SIZES = tuple(2 ** k for k in range(3, 17))  # 8 B .. 64 KiB
+RANDREAD_REPEATS = 3  # the median of each size enters the fits
 STABLE = 1.1  # knees within this factor of the previous round: stable
 TCG = "qemu"  # systemd-detect-virt names TCG 'qemu' (KVM: 'kvm'); machine.hypervisor_info
 CSV_COLUMNS = ("curve", "round", "size", "value", "lat_ns_p50", "lat_ns_mean", "bw_gbps", "status", "error")
@@ -184,10 +185,11 @@ def measure(prober: Prober, target_size: int, caches: Sequence[Mapping[str, Any]
     top = max(MIN_SIZE * 4, min(largest * BEYOND, target_size // 2))
     ws = top
     rr_deadline = time.monotonic() + budget_s / 5
-    for a in RANDREAD_SIZES:
-        if time.monotonic() > rr_deadline or prober.left() <= 0:
-            break
-        prober.randread(a, ws)
+    for _ in range(RANDREAD_REPEATS):  # rounds over every size: a burst of noise hits one repeat of several
+        for a in RANDREAD_SIZES:
+            if time.monotonic() > rr_deadline or prober.left() <= 0:
+                break
+            prober.randread(a, ws)
     grid = initial_grid(MIN_SIZE, top)
     for s in grid:
         if prober.left() <= 0:
