@@ -1,3 +1,4 @@
-"""Analysis: what a family of measurements means (curves, inference, statistics), in pure Python.
+"""Analysis: what a family of measurements means, in pure Python: bandwidth-latency curves, and
+inference from measured curves for the device card (knees, granularity, interleave, tails).
 
 Its modules import nothing from plots/, cli/ or report.py: the layers point down."""

@@ -12,8 +12,8 @@ import argparse
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from pmemlab.cli import (abort, compare, curves, info, oneliners, params, plot, plot_all, report, run, summarize, sweep,
-                         targets)
+from pmemlab.cli import (abort, compare, curves, info, oneliners, params, plot, plot_all, probe, report, run,
+                         summarize, sweep, targets)
 
 
 class CommandModule(Protocol):
@@ -38,6 +38,7 @@ COMMANDS: tuple[Command, ...] = (
     Command("plot-all", plot_all),
     Command("compare", compare),
     Command("report", report),
+    Command("probe", probe),
     # the one-liners: a row each, named where they are defined (oneliners.ONELINERS), in its order
     *(Command(name, oneliners) for name in oneliners.ONELINERS),
     Command("curves", curves),
