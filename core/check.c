@@ -250,6 +250,12 @@ static void pl_used_ops(const struct pl_params *p, const struct pl_facts *f, uns
 	}
 }
 
+/* the probe's chase (its own 8-byte loop, pl_check_xops) leaves the load threads their width */
+static bool pl_width_free(const struct pl_params *p, int op)
+{
+	return op == PL_OP_CHASE && p->probe;
+}
+
 static int pl_resolve_width(const struct pl_params *p, const struct pl_facts *f,
 			    const bool *used, unsigned int *width, struct pl_verdict *v)
 {
@@ -264,7 +270,7 @@ static int pl_resolve_width(const struct pl_params *p, const struct pl_facts *f,
 					 "access_size %llu is not a multiple of width %llu",
 					 p->access_size, p->width);
 		for (op = 0; op < PL_OP_ANY; op++) {
-			if (!used[op] || !(d = pl_op_desc_of(f, op)))
+			if (!used[op] || pl_width_free(p, op) || !(d = pl_op_desc_of(f, op)))
 				continue;
 			miss = pl_missing(f, op, p->width);
 			if (miss & PL_F_NONE)
@@ -286,7 +292,7 @@ static int pl_resolve_width(const struct pl_params *p, const struct pl_facts *f,
 		if (pl_widths[i] > p->access_size)
 			continue;
 		for (op = 0; op < PL_OP_ANY; op++) {
-			if (!used[op])
+			if (!used[op] || pl_width_free(p, op))
 				continue;
 			miss = pl_missing(f, op, pl_widths[i]);
 			none |= !!(miss & PL_F_NONE);
@@ -327,11 +333,22 @@ static int pl_resolve_width(const struct pl_params *p, const struct pl_facts *f,
 static int pl_check_xops(const struct pl_params *p, const bool *used, struct pl_verdict *v)
 {
 	if (used[PL_OP_CHASE]) {
-		/* its loop (pl_chase_loop, engine.c) has no mix, delay or prep to honour */
-		if (p->nops > 1 || p->mode != PL_MODE_LAT || p->read_pct || p->probe ||
+		/*
+		 * Its loop (pl_chase_loop, engine.c) has no mix, delay or prep to
+		 * honour: every thread in latency mode, or the probe's op alone
+		 * (thread 0 of probe=1, which runs without the load's mix and
+		 * delay, worker.c) beside load threads of other ops.
+		 */
+		bool probe_only = p->probe && p->ops[0] == PL_OP_CHASE;
+		unsigned int i;
+
+		for (i = 1; probe_only && i < p->threads && i < PL_MAX_THREADS; i++)
+			probe_only = p->ops[i % p->nops] != PL_OP_CHASE;
+		if (probe_only ? p->cold || p->warm :
+		    p->nops > 1 || p->mode != PL_MODE_LAT || p->read_pct || p->probe ||
 		    p->delay_ticks || p->cold || p->warm)
 			return pl_refuse(v, -EINVAL, PL_P_op, false,
-					 "chase: one op for every thread, mode latency, no read_pct, probe, delay_ticks, cold or warm");
+					 "chase: one op for every thread, mode latency, no read_pct, probe, delay_ticks, cold or warm; or the probe's op alone (probe=1, thread 0; no cold or warm)");
 		if (p->access_size % PL_LINE)
 			return pl_refuse(v, -EINVAL, PL_P_access_size, false,
 					 "op chase: access_size (the slot) must be a multiple of 64");

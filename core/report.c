@@ -182,7 +182,8 @@ void pl_report_thread(struct pl_buf *b, struct pl_buf *hist, struct pl_report *r
 	pl_scalars(&sc, &s, lat ? &e->hist : NULL, e->overhead, r->tsc_khz, false);
 	pl_out(b, "thread=%u cpu=%d node=%d role=%s op=%s width=%u mode=%s insn=%s loop=%s",
 	       t->idx, t->cpu, t->node, t->probe ? "probe" : "load", pl_op_name(t->op),
-	       r->width, pl_mode_name(e->mode), e->insn, e->loop_name);
+	       t->op == PL_OP_CHASE ? 8 : r->width,	/* a chase is 8-byte loads at any run width */
+	       pl_mode_name(e->mode), e->insn, e->loop_name);
 	pl_out_scalars(b, &sc);
 	if (e->hist.b) {
 		snprintf(who, sizeof(who), "%u", t->idx);

@@ -60,7 +60,7 @@ int pl_thread_setup(struct pl_thread *t, const struct pl_setup *s, unsigned int 
 		.gen = reg.g,
 		.copy_delta = reg.copy_delta,
 		.op = t->op,
-		.width = s->width,
+		.width = t->op == PL_OP_CHASE ? 8 : s->width,	/* a probe's chase beside wider load threads */
 		.features = s->f->features,
 		.mode = t->probe ? PL_MODE_LAT : p->mode,
 		.access = p->access_size,

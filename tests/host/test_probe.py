@@ -97,12 +97,29 @@ def test_output_is_a_file(tmp_path, capsys):
     assert "not a directory" in capsys.readouterr().err
 
 
-def test_module_without_chase_is_one_line(fake, tmp_path, capsys):
-    """The module backend before its own chase: refused in one readable line, exit 1."""
+def test_module_without_chase_is_one_line(fake, tmp_path, capsys, monkeypatch):
+    """A module that refuses op=chase (one built before its own chase): one readable line, exit 1.
+    The stand-in module judges with this tree's validator, which takes chase: it is made to
+    refuse it here."""
+    from pmemlab.errors import ParamRefused
+
+    def refuse_chase(self, *args, **kwargs):
+        raise ParamRefused("op", "chase", "op chase: not in this backend")
+
+    monkeypatch.setattr(probe_cli.Prober, "chase", refuse_chase)
     code = main(["probe", "--backend", "kernel", "--budget", "5s", "-o", str(tmp_path / "k")])
     err = capsys.readouterr().err.strip().splitlines()
     assert code == exitcodes.FAILED, err
     assert len(err) == 1 and "no pointer chase" in err[0] and "--backend user" in err[0], err
+
+
+def test_the_module_backend_draws_a_card(fake, tmp_path):
+    """The module's own chase (issue 35 point 1): the probe runs on the kernel backend (the stand-in
+    module here) and writes a card that passes the schema check."""
+    out = tmp_path / "k"
+    assert main(["probe", "--backend", "kernel", "--budget", "5s", "-o", str(out)]) == exitcodes.OK
+    doc = json.loads((out / "card.json").read_text())
+    assert doc["backend"] == "kernel" and C.validate(doc) == []
 
 
 def test_emulated_card_marks_every_inference(probed):
@@ -145,7 +162,8 @@ def test_compare_two_cards(probed, tmp_path, capsys):
     assert all(r["verdict"] in ("same", "uncertain in both") for r in rows), rows
     other = json.loads((out / "card.json").read_text())
     gran = next(i for i in other["inferences"] if i["name"] == "read_granularity")
-    gran.update(value=256, uncertain=False, confidence=0.9)
+    # 4x what this host's probe found (a loaded host once measured 256 B: a fixed 256 was "same")
+    gran.update(value=4 * (gran["value"] or 64), uncertain=False, confidence=0.9)
     (tmp_path / "b.json").write_text(json.dumps(other))
     assert main(["compare", str(out), str(tmp_path / "b.json"), "--json"]) == exitcodes.OK
     rows = {r["inference"]: r for r in json.loads(capsys.readouterr().out)["rows"]}

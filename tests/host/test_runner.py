@@ -468,6 +468,25 @@ def test_a_chase_on_a_file_maps_it_for_its_chain_and_leaves_it_as_it_was(built: 
     assert hashlib.sha256(f.read_bytes()).hexdigest() == before, "the chase left bytes changed"
 
 
+def test_a_chase_is_the_probes_op_alone(built: Path) -> None:
+    """probe=1 with op=chase,store: thread 0 chases (whole batches, reads only) beside a mixed,
+    throttled store thread; a chase on a load thread, or a cold probe's chase, is refused."""
+    res = run("target=dram", "dram_size=16M", "threads=2", "probe=1", "op=chase,store", "read_pct=50",
+              "delay_ticks=1000", "chase_batch=64", "duration_ms=100")
+    probe, loader, _ = [fields(ln) for ln in result_lines(res.stdout)]
+    assert probe["role"] == "probe" and probe["op"] == "chase" and probe["loop"] == "pl_chase_loop", probe
+    assert int(probe["lat_n"]) > 0 and int(probe["ops"]) == 64 * int(probe["lat_n"]) and probe["writes"] == "0"
+    assert loader["op"] == "store" and int(loader["reads"]) > 0 and int(loader["writes"]) > 0, loader
+    # the chase keeps its 8-byte loads; the load threads their width
+    res = run("target=dram", "dram_size=16M", "threads=2", "probe=1", "op=chase,store", "width=16",
+              "duration_ms=50")
+    probe, loader, total = [fields(ln) for ln in result_lines(res.stdout)]
+    assert (probe["width"], loader["width"], total["width"]) == ("8", "16", "16"), (probe, loader)
+    for args in (["op=store,chase"], ["op=chase"], ["op=chase,store", "cold=1"]):
+        bad = run("target=dram", "dram_size=16M", "threads=2", "probe=1", *args, "duration_ms=10", check=False)
+        assert bad.returncode != 0 and "chase: one op for every thread" in bad.stderr, (args, bad.stderr)
+
+
 def test_the_probe_is_neither_throttled_nor_mixed(built: Path) -> None:
     """probe=1: delay_ticks and read_pct load the other threads only; the probe samples back to
     back with its own op (it was throttled by the delay too: a light load's probe waited 10 ms
