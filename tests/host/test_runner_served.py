@@ -176,3 +176,19 @@ def test_sweep_with_a_hung_point_times_out_and_goes_on(tmp_path: Path) -> None:
     agg = _aggregates(tmp_path)
     assert list(agg["status"]) == ["ok", "timeout", "ok"], err
     assert "no result after 2 s" in str(agg.iloc[1]["error"])
+
+
+def test_a_dropped_backend_ends_its_served_runner(tmp_path: Path) -> None:
+    """A backend used for one run and dropped (no close()) does not leave its served process
+    mapping the target: a file stays unheld (in a guest, a DAX file system stayed busy at umount)."""
+    pool = tmp_path / "pool"
+    pool.write_bytes(b"\0" * (4 << 20))
+    out = UserBackend(str(pool), {"allow_file": "1"}, persistent=True).run({"op": "load", "count": 100})
+    assert out.ok, out.error
+    deadline = time.monotonic() + 10
+    while Path(f"/proc/{out.pid}").exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not Path(f"/proc/{out.pid}").exists(), "the served runner outlived its backend"
+    with UserBackend(str(pool), {"allow_file": "1"}, persistent=True) as be:
+        pid = be.run({"op": "load", "count": 100}).pid
+    assert not Path(f"/proc/{pid}").exists()

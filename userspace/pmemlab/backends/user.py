@@ -224,6 +224,20 @@ class UserBackend:
             self._served.close()
             self._served = None
 
+    def __enter__(self) -> UserBackend:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        # a backend dropped without close() (a caller's one-off run) ends its served runner: a
+        # process left mapping a file keeps its file system busy (umount fails) and its memory held
+        try:
+            self.close()
+        except Exception:  # interpreter shutdown: the process goes with its stdin
+            pass
+
     def run(self, values: Mapping[str, Any], timeout_s: float = 600.0, poll_s: float = 0.002,
             on_poll: Callable[[], None] | None = None) -> RunOutcome:
         self.require_loaded()
