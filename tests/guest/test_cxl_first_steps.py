@@ -88,7 +88,7 @@ def expect(cmd: str, before: set[str]) -> set[str]:
     if cmd.startswith("insmod"):
         return {e.split()[0] for e in m.group(1).split(";") if e.strip()} if m else set()
     after = set(before)
-    for value, path in re.findall(r"""echo\s+"?([^">]*?)"?\s*>\s*(\S+)""", cmd):
+    for value, path in re.findall(r"""echo\s+"?([^">]*?)"?\s*>\s*([^\s;]+)""", cmd):
         if path.endswith("/targets/add"):
             after.add(value.split()[0])
         elif path.endswith("/targets/remove"):
@@ -119,7 +119,7 @@ def run_doc(doc: str, heading: str, ko: Path, node: int, pmem: str) -> list[str]
             res = subprocess.run(["sh", "-c", cmd], cwd=TOP, capture_output=True, text=True, timeout=600)
             assert res.returncode == 0, f"{doc}: `{doc_cmd}` run as `sh -c '{cmd}'`: {res.stderr.strip()}"
             assert named() == want, (doc_cmd, named(), want)
-            for value, path in re.findall(r"""echo\s+"?([^">]*?)"?\s*>\s*(\S+)""", cmd):
+            for value, path in re.findall(r"""echo\s+"?([^">]*?)"?\s*>\s*([^\s;]+)""", cmd):
                 if "/targets/" in path and not path.endswith(("/add", "/remove")):
                     assert Path(path).read_text().strip() == value.strip(), (doc_cmd, path)
             if "targets=" in cmd and "dram_node=" in cmd and cmd.startswith("insmod"):
