@@ -56,6 +56,7 @@ def test_the_report_has_a_section_per_card(carded) -> None:
     assert "<section id=device-cards><h2>Device cards</h2>" in page and "## Device cards" in md
     assert "Device card: dram (user backend, probe-dram)" in page and "### Device card: dram (user backend, probe-dram)" in md
     assert page.index("id=device-cards") > page.index("exp-bw-size")
+    assert "<a href='#device-cards'>device cards</a></nav>" in page
     card_md = md.split("## Device cards", 1)[1]
     card_html = page.split("id=device-cards", 1)[1]
     for inf in doc["inferences"]:  # each inference's name, value, confidence and method, as the card holds them

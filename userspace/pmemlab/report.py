@@ -16,6 +16,11 @@ beside it), in the order a reviewer reads:
 4. the experiments in the papers' order, each with its claim, what ran (from the rows, at the
    scale actually run), the figure with one caption, and its per-point tables folded, in the
    figure's own statistic (plots/tables.py), with a link to the CSV.
+5. the bandwidth-latency families (`pmemlab curves` CSVs), then a section per device card (every
+   `card.json` of `pmemlab probe` under the directory, docs/card.md): its table, figures, each
+   inference's evidence folded, what it did not decide and its run conditions; a card that does
+   not read is one line of warning. A probe's probe.csv is not a sweep's results; a directory of
+   cards or families and no sweep reports them alone.
 
 The EMULATED mark is said once, at the top (the figures keep their faint watermark).
 
@@ -1123,6 +1128,8 @@ def write_report(results_dir: Path, out_dir: Path, name: str = "report") -> tupl
     else:
         page = render_html(sections, results_dir, generated, out_dir)
         page = page.replace("</body></html>", "\n".join([*extra_html, "</body></html>"]))
+        if found or card_warnings:
+            page = page.replace("</nav>", " · <a href='#device-cards'>device cards</a></nav>", 1)
         md = render_markdown(sections, results_dir, generated, figures.name, out_dir)
         md += "\n".join(extra_md) + ("\n" if extra_md else "")
     html_path.write_text(page, encoding="utf-8")
