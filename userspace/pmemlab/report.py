@@ -16,6 +16,11 @@ beside it), in the order a reviewer reads:
 4. the experiments in the papers' order, each with its claim, what ran (from the rows, at the
    scale actually run), the figure with one caption, and its per-point tables folded, in the
    figure's own statistic (plots/tables.py), with a link to the CSV.
+5. the bandwidth-latency families (`pmemlab curves` CSVs), then a section per device card (every
+   `card.json` of `pmemlab probe` under the directory, docs/card.md): its table, figures, each
+   inference's evidence folded, what it did not decide and its run conditions; a card that does
+   not read is one line of warning. A probe's probe.csv is not a sweep's results; a directory of
+   cards or families and no sweep reports them alone.
 
 The EMULATED mark is said once, at the top (the figures keep their faint watermark).
 
@@ -28,14 +33,16 @@ from __future__ import annotations
 import base64
 import html
 import io
+import json
 import math
 import os
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
 
 from pmemlab import __version__
+from pmemlab.analysis import card as cards
 from pmemlab.analysis import curves
 from pmemlab.compare import swept_parameters
 from pmemlab.errors import BadInput, ConfigError
@@ -931,25 +938,202 @@ def curves_markdown(families: Sequence[CurvesFamily], out_dir: Path) -> list[str
     return out
 
 
+@dataclass(frozen=True)
+class DeviceCard:
+    """A `pmemlab probe` card (card.json) found under the results, with its figures beside it."""
+
+    path: Path
+    doc: dict[str, Any]
+    figures: list[Path]
+
+    @property
+    def anchor(self) -> str:
+        return "card-" + "".join(c if c.isalnum() or c in "-_." else "_" for c in self.path.parent.name)
+
+
+def device_cards(results_dir: Path) -> tuple[list[DeviceCard], list[str]]:
+    """Every card.json under results_dir, read and checked against the card schema
+    (analysis.card.validate); a file that is not a card is one line of warning, not a card."""
+    found, warnings = [], []
+    for path in sorted(results_dir.rglob(cards.CARD_NAME)) if results_dir.is_dir() else []:
+        where = _relative(path, results_dir)
+        try:
+            doc = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, ValueError) as exc:
+            first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            warnings.append(f"{where}: not read as a device card (not JSON: {first}); "
+                            "draw it again with pmemlab probe --from DIR -o DIR")
+            continue
+        errs = cards.validate(doc)
+        if errs:
+            warnings.append(f"{where}: not read as a device card ({errs[0]}"
+                            f"{f'; {len(errs) - 1} more' if len(errs) > 1 else ''}); "
+                            "draw it again with pmemlab probe --from DIR -o DIR")
+            continue
+        figs = [path.with_name(f"{i['name']}.png") for i in doc["inferences"]]
+        found.append(DeviceCard(path, doc, [f for f in figs if f.is_file()]))
+    return found, warnings
+
+
+CARD_TEXT = ("What `pmemlab probe` infers about the memory (docs/card.md): each line a value with its unit, "
+             "its confidence, the method that drew it and the measured points it rests on, or uncertain "
+             "and why")
+EMULATED_CARD = "EMULATED (TCG): the timings mean nothing; every inference below is marked"
+
+
+def card_table(doc: Mapping[str, Any]) -> pd.DataFrame:
+    """A row per inference: name, value, unit, confidence, method, note (uncertain and why, or what
+    the value was held against; the EMULATED mark)."""
+    import pandas as pd
+
+    rows = []
+    for inf in doc["inferences"]:
+        note = (f"uncertain: {inf['reason']}" if inf["uncertain"] else inf["reason"])
+        if inf.get("emulated"):
+            note = (note + "; " if note else "") + "EMULATED: timing means nothing"
+        rows.append({"inference": inf["name"], "value": cards.value_text(inf), "unit": inf["unit"],
+                     "confidence": f"{inf['confidence']:.2f}", "method": inf["method"], "points": len(inf["evidence"]),
+                     "note": note})
+    return pd.DataFrame(rows, columns=["inference", "value", "unit", "confidence", "method", "points", "note"])
+
+
+def _evidence_table(inf: Mapping[str, Any]) -> pd.DataFrame:
+    import pandas as pd
+
+    return pd.DataFrame([e for e in inf["evidence"] if isinstance(e, dict)])
+
+
+def card_conditions(doc: Mapping[str, Any]) -> pd.DataFrame:
+    """The card's run conditions that say something (null ones left out), then its measuring."""
+    import pandas as pd
+
+    items = [(k, v) for k, v in doc.get("conditions", {}).items() if v is not None and v != ""]
+    items += [("budget_s", doc.get("budget_s")), ("wall_s", doc.get("wall_s")), ("stopped", doc.get("stopped"))]
+    caches = ", ".join(f"L{c.get('level')} {c.get('type')} {cards._size(float(c.get('size_bytes', 0)))}"
+                       for c in doc.get("cpu_caches", []))
+    if caches:
+        items.append(("cpu caches", caches))
+    return pd.DataFrame([{"condition": k, "value": _cell(v)} for k, v in items])
+
+
+def _card_heading(c: DeviceCard) -> str:
+    return f"Device card: {c.doc['target']} ({c.doc['backend']} backend, {c.path.parent.name})"
+
+
+def cards_html(found: Sequence[DeviceCard], warnings: Sequence[str], out_dir: Path) -> list[str]:
+    if not found and not warnings:
+        return []
+    out = ["<section id=device-cards><h2>Device cards</h2>", f"<p>{html.escape(CARD_TEXT)}.</p>"]
+    if warnings:
+        out.append("<div class=warn id=card-warnings><ul>" + "".join(f"<li>{html.escape(w)}</li>" for w in warnings)
+                   + "</ul></div>")
+    for c in found:
+        doc = c.doc
+        out.append(f"<h3 id='{html.escape(c.anchor)}'>{html.escape(_card_heading(c))}</h3>")
+        if doc.get("emulated"):
+            out.append(f"<p class=mark>{html.escape(EMULATED_CARD)}</p>")
+        out.append(f"<p class=muted>The card: <a href='{html.escape(_relative(c.path, out_dir))}'>"
+                   f"{html.escape(c.path.name)}</a>; stopped: {html.escape(str(doc['stopped']))}</p>")
+        out.append(_html_table(card_table(doc), numeric=["points"]))
+        for f in c.figures:
+            data = base64.b64encode(f.read_bytes()).decode("ascii")
+            out.append(f"<figure><img src='data:image/png;base64,{data}' alt='{html.escape(c.anchor)} "
+                       f"{html.escape(f.stem)}'><figcaption>{html.escape(f.stem)}</figcaption></figure>")
+        for inf in doc["inferences"]:
+            ev = _evidence_table(inf)
+            out.append(f"<details><summary>Evidence of {html.escape(inf['name'])} ({len(ev)} points)</summary>")
+            out.append(_html_table(ev, numeric=_numeric(ev)) if not ev.empty else "<p>No points.</p>")
+            out.append("</details>")
+        if doc["undecided"]:
+            out.append("<p><b>Not decided</b>:</p><ul>" + "".join(
+                f"<li>{html.escape(str(u.get('name')))}: {html.escape(str(u.get('reason')))}</li>"
+                for u in doc["undecided"]) + "</ul>")
+        out.append("<details><summary>Run conditions of the probe</summary>")
+        out.append(_html_table(card_conditions(doc)))
+        out.append("</details>")
+    out.append("</section>")
+    return out
+
+
+def cards_markdown(found: Sequence[DeviceCard], warnings: Sequence[str], out_dir: Path,
+                   figures: Path | None = None) -> list[str]:
+    """The cards in Markdown; their figures copied into `figures` (the report's figure directory)
+    when given, else linked where they are."""
+    if not found and not warnings:
+        return []
+    out = ["", "## Device cards", "", CARD_TEXT + ".", ""]
+    out += [f"- **Warning**: {w}" for w in warnings]
+    for c in found:
+        doc = c.doc
+        out += ["", f"### {_card_heading(c)}", ""]
+        if doc.get("emulated"):
+            out += [f"> **{EMULATED_CARD}**", ""]
+        out += [f"The card: [{c.path.name}]({_relative(c.path, out_dir)}); stopped: {doc['stopped']}", "",
+                _md_table(card_table(doc)), ""]
+        for f in c.figures:
+            link = _relative(f, out_dir)
+            if figures is not None:
+                copy = figures / f"{c.anchor}-{f.name}"
+                copy.write_bytes(f.read_bytes())
+                link = f"{figures.name}/{copy.name}"
+            out += [f"![{c.anchor} {f.stem}]({link})", ""]
+        for inf in doc["inferences"]:
+            ev = _evidence_table(inf)
+            out += [f"<details><summary>Evidence of {inf['name']} ({len(ev)} points)</summary>", "",
+                    _md_table(ev) if not ev.empty else "No points.", "", "</details>", ""]
+        if doc["undecided"]:
+            out += ["**Not decided**:", ""] + [f"- {u.get('name')}: {u.get('reason')}" for u in doc["undecided"]] + [""]
+        out += ["<details><summary>Run conditions of the probe</summary>", "", _md_table(card_conditions(doc)), "",
+                "</details>", ""]
+    return out
+
+
+def _bare_page(results_dir: Path, generated: str, parts: Sequence[str], markdown: bool) -> str:
+    """The page of a results directory without a sweep: its cards and curves families only."""
+    if markdown:
+        return "\n".join([f"# pmemlab report: {results_dir}", "", generated, "", *parts]) + "\n"
+    return "\n".join(["<!DOCTYPE html>", "<html lang=en><head><meta charset=utf-8>",
+                      f"<title>pmemlab report: {html.escape(str(results_dir))}</title>",
+                      f"<style>{STYLE}</style></head><body>",
+                      f"<h1>pmemlab report: {html.escape(str(results_dir))}</h1>",
+                      f"<p class=muted>{html.escape(generated)}</p>", *parts, "</body></html>"])
+
+
 def write_report(results_dir: Path, out_dir: Path, name: str = "report") -> tuple[Path, Path]:
+    from pmemlab.plots.data import find_experiments
+
     if "/" in name or name in ("", ".", ".."):
         raise ConfigError(f"--name {name!r}: not a file name", "give a name without /, e.g. --name report")
-    sections = build_sections(results_dir)
+    families = curves_families(results_dir)
+    found, card_warnings = device_cards(results_dir)
+    # a directory holding only cards or curves families reports them; without any of them, bad input
+    bare = not find_experiments(results_dir) and bool(families or found or card_warnings)
+    sections = [] if bare else build_sections(results_dir)
     check_writable(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     figures = out_dir / f"{name}-figures"
     figures.mkdir(exist_ok=True)
     for s in sections:
         (figures / f"{s.name}.png").write_bytes(s.png)
+    what = f"{len(sections)} experiments" + (f" and {len(found)} device card{'s' if len(found) != 1 else ''}"
+                                             if found else "")
     generated = (f"Generated {datetime.now(timezone.utc).isoformat(timespec='seconds')} by pmemlab {__version__} "
-                 f"({toolkit_revision()}) from {len(sections)} experiments.")
+                 f"({toolkit_revision()}) from {what}.")
     html_path, md_path = out_dir / f"{name}.html", out_dir / f"{name}.md"
-    families = curves_families(results_dir)
-    page = render_html(sections, results_dir, generated, out_dir)
-    page = page.replace("</body></html>", "\n".join([*curves_html(families, out_dir), "</body></html>"]))
+    extra_html = [*curves_html(families, out_dir), *cards_html(found, card_warnings, out_dir)]
+    extra_md = [*curves_markdown(families, out_dir), *cards_markdown(found, card_warnings, out_dir, figures)]
+    if bare:
+        page = _bare_page(results_dir, generated, extra_html, markdown=False)
+        md = _bare_page(results_dir, generated, extra_md, markdown=True)
+    else:
+        page = render_html(sections, results_dir, generated, out_dir)
+        page = page.replace("</body></html>", "\n".join([*extra_html, "</body></html>"]))
+        if found or card_warnings:
+            page = page.replace("</nav>", " · <a href='#device-cards'>device cards</a></nav>", 1)
+        md = render_markdown(sections, results_dir, generated, figures.name, out_dir)
+        md += "\n".join(extra_md) + ("\n" if extra_md else "")
     html_path.write_text(page, encoding="utf-8")
-    md = render_markdown(sections, results_dir, generated, figures.name, out_dir)
-    md_path.write_text(md + "\n".join(curves_markdown(families, out_dir)) + ("\n" if families else ""), encoding="utf-8")
+    md_path.write_text(md, encoding="utf-8")
     return html_path, md_path
 
 

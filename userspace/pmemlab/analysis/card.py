@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
+from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
@@ -17,6 +18,8 @@ from pmemlab.analysis.knees import levels_inference
 
 SCHEMA = "pmemlab-card/1"
 CARD_NAME = "card.json"
+PROBE_CSV = "probe.csv"  # a probe's measurements (docs/card.md): not a sweep's results
+PROBE_COLUMNS = ("curve", "round", "size", "value")  # its first columns
 GRANULARITY_MAX = 4096  # the granularity fit looks at access sizes up to this
 
 
@@ -180,3 +183,17 @@ def compare_cards(a: Mapping[str, Any], b: Mapping[str, Any]) -> list[dict[str, 
 
 def is_card(doc: Any) -> bool:
     return isinstance(doc, dict) and doc.get("schema") == SCHEMA
+
+
+def is_probe_csv(path: Path) -> bool:
+    """A `pmemlab probe` measurements file: named probe.csv, its header starting with the probe's
+    columns (curve, round, size, value). Its rows carry a run's full result row, so it would pass
+    for a sweep's CSV: the places that gather results skip it."""
+    if path.name != PROBE_CSV:
+        return False
+    try:
+        with path.open(encoding="utf-8", errors="replace") as f:
+            head = f.readline().strip().split(",")
+    except OSError:
+        return False
+    return tuple(head[:len(PROBE_COLUMNS)]) == PROBE_COLUMNS

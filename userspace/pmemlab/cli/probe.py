@@ -29,7 +29,7 @@ from pmemlab.errors import BadInput, OutputError, ParamRefused, PmemlabError, Us
 from pmemlab.output import print_json, text_table
 from pmemlab.sweep import Bench, Sweep
 
-CSV_NAME = "probe.csv"
+CSV_NAME = C.PROBE_CSV
 CARD_NAME = C.CARD_NAME
 CACHE_DIR = Path("/sys/devices/system/cpu/cpu0/cache")
 MIN_SIZE = 4096

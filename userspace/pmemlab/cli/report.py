@@ -17,7 +17,7 @@ def add_parser(sub: Any, name: str) -> None:
                        description=report.__doc__, formatter_class=argparse.RawDescriptionHelpFormatter,
                        epilog=examples("pmemlab report results -o report    # then open report/report.html",
                                        "pmemlab report results --name demo --json"))
-    p.add_argument("results", type=Path, metavar="RESULTS_DIR", help="directory of sweep CSVs (results/)")
+    p.add_argument("results", type=Path, metavar="RESULTS_DIR", help="directory of sweep CSVs, curves CSVs and probe directories (results/)")
     p.add_argument("-o", "--output", type=Path, default=None, metavar="DIR",
                    help="directory for NAME.html, NAME.md and NAME-figures/ (default: RESULTS_DIR)")
     p.add_argument("--name", default="report", help="file name of the report, without extension (report)")

@@ -82,11 +82,15 @@ def sweep_name(csv_path: Path) -> str:
 
 def find_experiments(results_dir: Path) -> dict[str, list[Path]]:
     """Sweep CSVs under `results_dir` grouped by sweep name (NAME.csv and NAME@LABEL.csv merge); CSVs
-    that are not pmemlab's (no sweep, point_key, repeat, thread and status columns) are not results."""
+    that are not pmemlab's (no sweep, point_key, repeat, thread and status columns) are not results,
+    nor is a probe's probe.csv (its rows are a device card's measurements, docs/card.md)."""
+    from pmemlab.analysis.card import is_probe_csv
+
     found: dict[str, list[Path]] = {}
     if results_dir.is_dir():
         for path in sorted(results_dir.rglob("*.csv")):
-            if is_sweep_csv(path) and path.is_file() and path.stat().st_size > 0 and is_pmemlab_csv(path):
+            if (is_sweep_csv(path) and path.is_file() and path.stat().st_size > 0 and not is_probe_csv(path)
+                    and is_pmemlab_csv(path)):
                 found.setdefault(sweep_name(path), []).append(path)
     return found
 
