@@ -11,7 +11,7 @@ import os
 import time
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence, cast
 
 from pmemlab.host import ipmctl
 from pmemlab.errors import NotPmemlabFile
@@ -266,7 +266,7 @@ def rows_for_outcome(ids: Mapping[str, Any], params: Mapping[str, Any], outcome:
 def _cell(value: Any) -> str:
     kind = type(value)  # the common cells first: a sweep writes ~150 of them per row
     if kind is str:
-        return value
+        return cast(str, value)
     if kind is int:
         return str(value)
     if value is None:
