@@ -329,6 +329,24 @@ static int pl_resolve_width(const struct pl_params *p, const struct pl_facts *f,
 			 p->access_size);
 }
 
+/* do two threads on this target share lines, so that one can overwrite a chase's chain? */
+static bool pl_chase_shares_lines(const struct pl_params *p, bool probe_only)
+{
+	/* the probe's chase alone on this target: its load threads run on load_target */
+	unsigned int on_target = probe_only && p->load_target[0] ? 1 : p->threads;
+
+	if (on_target < 2)
+		return false;
+	switch (p->placement) {
+	case PL_PLACE_THREAD:
+		return false;		/* the window cut into regions of their own */
+	case PL_PLACE_DIMM:
+		return (u64)on_target * p->dimms_per_thread > p->interleave_ways;
+	default:
+		return true;		/* global: every thread over the whole window */
+	}
+}
+
 /* the ops only the runner has: rules of their own */
 static int pl_check_xops(const struct pl_params *p, const bool *used, struct pl_verdict *v)
 {
@@ -349,6 +367,16 @@ static int pl_check_xops(const struct pl_params *p, const bool *used, struct pl_
 		    p->delay_ticks || p->cold || p->warm)
 			return pl_refuse(v, -EINVAL, PL_P_op, false,
 					 "chase: one op for every thread, mode latency, no read_pct, probe, delay_ticks, cold or warm; or the probe's op alone (probe=1, thread 0; no cold or warm)");
+		/*
+		 * A chain is followed while it lies in the target: no other
+		 * thread may write its lines (another chain, a store, the
+		 * restore at a thread's end), or a hop reads a word that is
+		 * no pointer (a wild load: an oops in the module).  So the
+		 * threads on this target need regions of their own.
+		 */
+		if (pl_chase_shares_lines(p, probe_only))
+			return pl_refuse(v, -EINVAL, PL_P_placement, false,
+					 "op chase: every thread on the target needs lines of its own (another thread's chain, stores or restore would overwrite the chain's pointers): placement per-thread, per-dimm with threads x dimms_per_thread <= interleave_ways, or one thread (or the load on load_target)");
 		if (p->access_size % PL_LINE)
 			return pl_refuse(v, -EINVAL, PL_P_access_size, false,
 					 "op chase: access_size (the slot) must be a multiple of 64");

@@ -482,6 +482,16 @@ def test_a_chase_is_the_probes_op_alone(built: Path) -> None:
               "duration_ms=50")
     probe, loader, total = [fields(ln) for ln in result_lines(res.stdout)]
     assert (probe["width"], loader["width"], total["width"]) == ("8", "16", "16"), (probe, loader)
+    # no other thread may write a chain's lines: shared lines were a wild load (SIGSEGV here, an
+    # oops in the module): refused; regions of their own, or the load on load_target, run
+    for args in (["mode=latency", "op=chase", "placement=global", "count=4096"],
+                 ["probe=1", "op=chase,store", "placement=global", "duration_ms=10"],
+                 ["mode=latency", "op=chase", "placement=per-dimm", "interleave_ways=1", "count=4096"]):
+        bad = run("target=dram", "dram_size=16M", "threads=2", *args, check=False)
+        assert bad.returncode != 0 and "needs lines of its own" in bad.stderr, (args, bad.stderr)
+    for args in (["mode=latency", "op=chase", "count=4096"],
+                 ["probe=1", "op=chase,store", "placement=global", "load_target=dram", "duration_ms=10"]):
+        assert "#state done" in run("target=dram", "dram_size=16M", "threads=2", *args).stdout, args
     for args in (["op=store,chase"], ["op=chase"], ["op=chase,store", "cold=1"]):
         bad = run("target=dram", "dram_size=16M", "threads=2", "probe=1", *args, "duration_ms=10", check=False)
         assert bad.returncode != 0 and "chase: one op for every thread" in bad.stderr, (args, bad.stderr)
