@@ -65,6 +65,9 @@ def test_chase_counts_hops_in_whole_batches(fresh: Module) -> None:
     (dict(chase_page=1), "access_size", errno.EINVAL),
     (dict(mode="bandwidth"), "chase", errno.EINVAL),
     (dict(access_size=32), "multiple of 64", errno.EINVAL),
+    # shared lines: another thread's chain or restore would overwrite the pointers (a wild load)
+    (dict(threads=2, placement="global"), "needs lines of its own", errno.EINVAL),
+    (dict(threads=2, placement="per-dimm", interleave_ways=1), "needs lines of its own", errno.EINVAL),
 ])
 def test_bad_chase_parameters_are_refused_with_the_reason(fresh: Module, bad: dict[str, object], param: str,
                                                           err: int) -> None:
