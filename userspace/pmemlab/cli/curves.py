@@ -150,7 +150,7 @@ def choose_probe(setup: Setup, bed: Bed) -> str:
     facts = bed.benches[0].facts
     trial = {**P.defaults(), **{k: P.canonical(k, v) for k, v in setup.base.items()},
              "op": P.canonical("op", ",".join([CHASE] + [setup.write_op] * (setup.threads - 1))), "read_pct": 50}
-    return CHASE if CHASE in P.OPS and not P.check_point(trial, facts) else LATENCY_OP
+    return CHASE if CHASE in P.CHASE_OPS and not P.check_point(trial, facts) else LATENCY_OP
 
 
 def unloaded(setup: Setup, bed: Bed, args: argparse.Namespace) -> dict[str, float]:
@@ -160,7 +160,7 @@ def unloaded(setup: Setup, bed: Bed, args: argparse.Namespace) -> dict[str, floa
     ops = [setup.probe_op]
     chase = {**P.defaults(), "mode": "latency", "op": P.canonical("op", CHASE), "threads": 1, "pattern": "rand",
              "count": UNLOADED_COUNT, "working_set": setup.working_set}
-    if setup.probe_op != CHASE and CHASE in P.OPS and not P.check_point(chase, facts):
+    if setup.probe_op != CHASE and CHASE in P.CHASE_OPS and not P.check_point(chase, facts):
         ops.append(CHASE)
     cfg = SweepConfig(path=None, text="", data={}, name="curves-unloaded", source="pmemlab curves", repeats=1,
                       timeout_s=args.timeout)
