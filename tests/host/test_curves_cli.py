@@ -207,3 +207,32 @@ def test_report_without_a_family_has_no_curves_section(tmp_path) -> None:
     assert cli.main(["report", str(results), "-o", str(tmp_path / "rep")]) == 0
     assert "Bandwidth-latency" not in (tmp_path / "rep" / "report.html").read_text()
     assert "Bandwidth-latency" not in (tmp_path / "rep" / "report.md").read_text()
+
+
+def test_the_unloaded_latency_runs_over_the_probes_own_region(monkeypatch) -> None:
+    """Alone, the probe runs over thread 0's region of the loaded runs (the window's first
+    1/threads under per-thread placement), not the whole window: twice the lines for two threads
+    read as a slower 'unloaded' latency than the probe's at the lightest load."""
+    from pmemlab.cli import curves
+
+    seen: list[dict] = []
+
+    class Captured(Exception):
+        pass
+
+    def capture(cfg, bed, args):
+        seen.append(dict(cfg.base))
+        raise Captured
+
+    class Bench:
+        facts = None
+
+    class Bed:
+        benches = [Bench()]
+
+    monkeypatch.setattr(curves, "run_config", capture)
+    monkeypatch.setattr(curves.P, "check_point", lambda point, facts: ["refused"])  # no chase alone
+    setup = curves.Setup(threads=3, working_set=48 << 20, probe_op="load", write_op="store", base={})
+    with pytest.raises(Captured):
+        curves.unloaded(setup, Bed(), type("A", (), {"timeout": 60})())
+    assert seen[0]["working_set"] == 16 << 20 and seen[0]["threads"] == 1

@@ -158,15 +158,18 @@ def unloaded(setup: Setup, bed: Bed, args: argparse.Namespace) -> dict[str, floa
     latency mode: op -> ns (one thread, nothing else running)."""
     facts = bed.benches[0].facts
     ops = [setup.probe_op]
+    # the probe's own region: per-thread placement gives thread 0 the first 1/threads of the window
+    # (rounded down to 64 B), so alone it runs over that, not the whole window (twice the lines)
+    region = setup.working_set // setup.threads // 64 * 64
     chase = {**P.defaults(), "mode": "latency", "op": P.canonical("op", CHASE), "threads": 1, "pattern": "rand",
-             "count": UNLOADED_COUNT, "working_set": setup.working_set}
+             "count": UNLOADED_COUNT, "working_set": region}
     if setup.probe_op != CHASE and CHASE in P.CHASE_OPS and not P.check_point(chase, facts):
         ops.append(CHASE)
     cfg = SweepConfig(path=None, text="", data={}, name="curves-unloaded", source="pmemlab curves", repeats=1,
                       timeout_s=args.timeout)
     cfg.base = {k: P.canonical(k, v) for k, v in {"mode": "latency", "threads": 1, "pattern": "rand",
                                                    "access_size": 64, "count": UNLOADED_COUNT,
-                                                   "working_set": setup.working_set}.items()}
+                                                   "working_set": region}.items()}
     cfg.axes = [Axis(keys=("op",), values=[(P.canonical("op", o),) for o in ops], table="axes")]
     rows, hist, _ = run_config(cfg, bed, args)
     out: dict[str, float] = {}
