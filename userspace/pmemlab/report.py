@@ -42,7 +42,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
 
 from pmemlab import __version__
-from pmemlab.analysis import card as cards
+from pmemlab.lazy import lazy_module
 from pmemlab.analysis import curves
 from pmemlab.compare import swept_parameters
 from pmemlab.errors import BadInput, ConfigError
@@ -58,6 +58,9 @@ if TYPE_CHECKING:  # imported by the functions that use them: the command line i
     from pmemlab.plots.data import Results, TimerStep
     from pmemlab.plots.references import PaperFigure
     from pmemlab.plots.tables import FigureTable
+    from pmemlab.analysis import card as cards
+else:
+    cards = lazy_module("pmemlab.analysis.card")  # numpy: imported where a card is read
 
 # The targets table shows a target's CXL geometry and its node's advertised values (adv_*,
 # machine.advertised_conditions) where the rows carry them.

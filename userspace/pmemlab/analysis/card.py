@@ -17,8 +17,7 @@ from pmemlab.analysis.interleave import interleave_inference
 from pmemlab.analysis.knees import levels_inference
 
 SCHEMA = "pmemlab-card/1"
-CARD_NAME = "card.json"
-PROBE_CSV = "probe.csv"  # a probe's measurements (docs/card.md): not a sweep's results
+from pmemlab.analysis import CARD_NAME as CARD_NAME, PROBE_CSV as PROBE_CSV  # their one place, light to import
 PROBE_COLUMNS = ("curve", "round", "size", "value")  # its first columns
 GRANULARITY_MAX = 4096  # the granularity fit looks at access sizes up to this
 

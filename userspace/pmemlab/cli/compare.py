@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from pmemlab import compare
-from pmemlab.analysis import card as C
+from pmemlab.analysis import CARD_NAME
 from pmemlab.errors import BadInput
 from pmemlab.output import check_writable, examples, print_json, text_table
 
@@ -41,7 +41,9 @@ def add_parser(sub: Any, name: str) -> None:
 
 def card_of(path: Path) -> dict[str, Any] | None:
     """The device card at `path` (card.json, or a probe directory holding one); None: not a card."""
-    f = path / C.CARD_NAME if path.is_dir() else path
+    from pmemlab.analysis import card as C  # numpy: only where a card is read
+
+    f = path / CARD_NAME if path.is_dir() else path
     if f.suffix != ".json" or not f.is_file():
         return None
     try:
@@ -56,6 +58,8 @@ def run_cards(args: argparse.Namespace, a: dict[str, Any] | None, b: dict[str, A
         which = args.a if a is None else args.b
         raise BadInput(f"compare {which}: not a device card while the other is one",
                        "give two cards (card.json or `pmemlab probe` directories), or two result sets")
+    from pmemlab.analysis import card as C
+
     rows = C.compare_cards(a, b)
     if args.json:
         print_json({"a": str(args.a), "b": str(args.b), "rows": rows})

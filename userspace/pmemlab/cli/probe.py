@@ -12,15 +12,13 @@ import re
 import sys
 import time
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
-import numpy as np
-import pandas as pd
 
 from pmemlab import exitcodes
 from pmemlab import params as P
-from pmemlab.analysis import card as C
-from pmemlab.analysis.inference import Inference
+from pmemlab.analysis import CARD_NAME as _CARD_NAME, PROBE_CSV as _PROBE_CSV
+from pmemlab.lazy import lazy_module
 from pmemlab.backends.spec import BackendSpec
 from pmemlab.cli import backend as backends
 from pmemlab.cli.parser import command_parser
@@ -29,8 +27,19 @@ from pmemlab.errors import BadInput, OutputError, ParamRefused, PmemlabError, Us
 from pmemlab.output import print_json, text_table
 from pmemlab.sweep import Bench, Sweep
 
-CSV_NAME = C.PROBE_CSV
-CARD_NAME = C.CARD_NAME
+if TYPE_CHECKING:
+    import numpy as np
+    import pandas as pd
+
+    from pmemlab.analysis import card as C
+    from pmemlab.analysis.inference import Inference
+else:  # imported on first use: `pmemlab --help` and the commands without tables stay light
+    np = lazy_module("numpy")
+    pd = lazy_module("pandas")
+    C = lazy_module("pmemlab.analysis.card")
+
+CSV_NAME = _PROBE_CSV
+CARD_NAME = _CARD_NAME
 CACHE_DIR = Path("/sys/devices/system/cpu/cpu0/cache")
 MIN_SIZE = 4096
 BEYOND = 8  # the chase reaches this factor beyond the largest cache (capped by the target's size)
