@@ -352,7 +352,8 @@ def check_accounting(values: dict[str, str], out: str, samples: bytes) -> None:
             # each access waits delay ticks inside the segment: the timed ones fit in the timed ticks
             assert r["ops"] * delay <= r["ticks"], f"more accesses than the timed ticks hold: {r}"
         writes = r["op"] not in ("load", "ntload", "chase")
-        pct = int(values["read_pct"]) if writes else 100
+        # the probe is not mixed (worker.c): its writing op writes every access
+        pct = (int(values["read_pct"]) if loader else 0) if writes else 100
         want = r["ops"] * pct / 100
         assert abs(r["reads"] - want) <= 1, f"read_pct {pct}: {r['reads']} reads of {r['ops']}"
         if r["mode"] == "latency":
