@@ -150,7 +150,8 @@ def test_smt_siblings_share_the_prefetch_setting(ko: Path) -> None:
             pytest.skip("no prefetcher control: boot with --cpu-model Cascadelake-Server-v1")
         before = prefetch_msrs()
         cxl = named("cxl")
-        top.set(op="load", threads=1, cpus=a_cpu, working_set=4 * MiB, duration_ms=4000, prefetch="on")
+        # A runs throughout (aborted in the finally): a 4 s run ended first under a loaded host
+        top.set(op="load", threads=1, cpus=a_cpu, working_set=4 * MiB, duration_ms=600000, prefetch="on")
         cxl.set(op="load", threads=1, cpus=b_cpu, working_set=4 * MiB, duration_ms=100, prefetch="off")
         top.start()
         try:
