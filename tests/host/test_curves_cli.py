@@ -209,6 +209,32 @@ def test_report_without_a_family_has_no_curves_section(tmp_path) -> None:
     assert "Bandwidth-latency" not in (tmp_path / "rep" / "report.md").read_text()
 
 
+def test_a_file_that_only_ends_in_csv_is_no_family_and_a_cut_row_is_one_line(family, tmp_path, capsys) -> None:
+    """A figure saved as x.csv beside the sweeps is not a family (the fuzzer's `report ''` over a
+    directory holding one raised UnicodeDecodeError); a family with a row cut short is exit 2, one line."""
+    import shutil
+
+    _, _, out = family
+    results = tmp_path / "results"
+    results.mkdir()
+    recorded = Path(__file__).parent / "fixtures" / "recorded"
+    for name in ("bw-size.csv", "bw-size.json"):
+        shutil.copy(recorded / name, results / name)
+    (results / "figure.csv").write_bytes(b"\x89PNG\r\n\x1a\n\x00\xff")
+    assert not cmd.is_curves_csv(results / "figure.csv")
+    assert cli.main(["report", str(results), "-o", str(tmp_path / "rep")]) == 0
+    cut = results / "cut.csv"
+    lines = out.read_text().splitlines()
+    cut.write_text("\n".join([*lines[:2], ",".join(lines[2].split(",")[:8])]) + "\n")
+    assert cmd.is_curves_csv(cut)
+    capsys.readouterr()
+    assert cli.main(["report", str(results), "-o", str(tmp_path / "rep2")]) == exitcodes.BAD_INPUT
+    err = capsys.readouterr().err
+    assert len(err.splitlines()) == 1 and "cut.csv: line 3 is not a curves row" in err and "; fix: " in err, err
+    assert cli.main(["compare", str(cut), str(out)]) == exitcodes.BAD_INPUT
+    assert "line 3" in capsys.readouterr().err
+
+
 def test_the_unloaded_latency_runs_over_the_probes_own_region(monkeypatch) -> None:
     """Alone, the probe runs over thread 0's region of the loaded runs (the window's first
     1/threads under per-thread placement), not the whole window: twice the lines for two threads

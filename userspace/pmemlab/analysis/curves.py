@@ -309,8 +309,11 @@ def is_curves_csv(path: Path) -> bool:
     """A CSV `pmemlab curves -o` wrote: its header is CSV_COLUMNS."""
     if path.suffix != ".csv" or not path.is_file():
         return False
-    with path.open(newline="") as f:
-        return tuple(next(csv.reader(f), [])) == CSV_COLUMNS
+    try:  # any file may end in .csv (a figure, a binary): one that cannot be read as text is not ours
+        with path.open(newline="", encoding="utf-8") as f:
+            return tuple(next(csv.reader(f), [])) == CSV_COLUMNS
+    except (OSError, UnicodeDecodeError, csv.Error):
+        return False
 
 
 def _num(text: str) -> float:
@@ -318,11 +321,26 @@ def _num(text: str) -> float:
 
 
 def read_curves_csv(path: Path) -> list[CurvePoint]:
-    with path.open(newline="") as f:
-        return [CurvePoint(mix=int(r["mix_pct"]), delay_ticks=int(r["delay_ticks"]), bw_gbps=_num(r["bw_gbps"]),
-                           bw_std=_num(r["bw_gbps_std"]), read_share=_num(r["read_pct_actual"]),
-                           p50_ns=_num(r["lat_p50_ns"]), p90_ns=_num(r["lat_p90_ns"]), p99_ns=_num(r["lat_p99_ns"]),
-                           p999_ns=_num(r["lat_p999_ns"]), max_ns=_num(r["lat_max_ns"]),
-                           p50_std=_num(r["lat_p50_std_ns"]), repeats=int(r["repeats"]))
-                for r in csv.DictReader(f)]
+    """The points of a CSV is_curves_csv accepted; a row cut short or not a number raises
+    NotPmemlabFile naming the file and the line."""
+    from pmemlab.errors import NotPmemlabFile
+
+    line = 1
+    try:
+        with path.open(newline="", encoding="utf-8") as f:
+            points = []
+            for line, r in enumerate(csv.DictReader(f), start=2):
+                points.append(_point(r))
+            return points
+    except (OSError, UnicodeDecodeError, csv.Error, ValueError, TypeError, KeyError) as exc:
+        raise NotPmemlabFile(f"{path}: line {line} is not a curves row ({type(exc).__name__}: {exc})",
+                             "draw the family again with pmemlab curves -o FILE") from None
+
+
+def _point(r: dict[str, str]) -> CurvePoint:
+    return CurvePoint(mix=int(r["mix_pct"]), delay_ticks=int(r["delay_ticks"]), bw_gbps=_num(r["bw_gbps"]),
+                      bw_std=_num(r["bw_gbps_std"]), read_share=_num(r["read_pct_actual"]),
+                      p50_ns=_num(r["lat_p50_ns"]), p90_ns=_num(r["lat_p90_ns"]), p99_ns=_num(r["lat_p99_ns"]),
+                      p999_ns=_num(r["lat_p999_ns"]), max_ns=_num(r["lat_max_ns"]),
+                      p50_std=_num(r["lat_p50_std_ns"]), repeats=int(r["repeats"]))
 
