@@ -4,8 +4,10 @@ its run example is valid, and its complete config example expands with `sweep --
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import shlex
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -80,3 +82,42 @@ def test_config_example_expands_with_dry_run(tmp_path, capsys, monkeypatch):
 @pytest.mark.parametrize("phrase", ["--fresh", "Ctrl-C", "resumes"])
 def test_resume_and_interrupt_are_described(phrase):
     assert phrase in section()
+
+
+# ---------------------------------------------------------------------------------------------
+# the one-liners' block, run as typed
+# ---------------------------------------------------------------------------------------------
+TOP = README.parent
+NEEDS = ("pmem", "cxl")  # what a line may name that this host lacks (no NVDIMM, no CXL memory)
+
+
+def one_liner_lines() -> list[str]:
+    """The command lines of the fenced block after "The one-liners, as MLC users know them"."""
+    text = section().split("The one-liners, as MLC users know them", 1)[1]
+    block = re.search(r"```sh\n(.*?)```", text, re.S)
+    assert block, "README.md: no sh block after the one-liners' sentence"
+    return [ln for ln in block.group(1).splitlines() if ln.strip()]
+
+
+@pytest.mark.parametrize("line", one_liner_lines())
+def test_one_liners_run_as_typed(line, tmp_path, monkeypatch):
+    """Each line through `sh -c`, as a user pastes it, on this host without the module (the user
+    backend): it runs and prints its table (and writes its -o), or, where it names memory this
+    host lacks (pmem, cxl), answers in one line what is missing. The guests run the module's side
+    (tests/guest/test_oneliners_on_module.py, test_cxl_first_steps.py)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PMEMLAB_")}
+    env["PATH"] = f"{TOP / '.venv' / 'bin'}:{env.get('PATH', '')}"
+    env["PMEMLAB_SYSFS"] = str(tmp_path / "no-module")
+    res = subprocess.run(["sh", "-c", line], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=1800)
+    words = shlex.split(line, comments=True)
+    lacks = [w for w in NEEDS if any(w in part.split(",") or part == f"--{w}-node" for part in words)]
+    err = [ln for ln in res.stderr.splitlines() if ln.strip()]
+    if res.returncode == 2:
+        assert lacks, f"README.md: `{line}` refused: {res.stderr.strip()}"
+        assert len(err) == 1 and err[0].startswith("pmemlab: ") and "; fix: " in err[0], res.stderr
+        return
+    assert res.returncode == 0, f"README.md: `{line}` exit {res.returncode}: {res.stderr.strip()[-2000:]}"
+    assert res.stdout.strip() and "Traceback" not in res.stderr
+    if "-o" in words:
+        out = tmp_path / words[words.index("-o") + 1]
+        assert out.is_file() and out.stat().st_size > 0, line
