@@ -4,7 +4,7 @@
 #   make module-tree DEST=DIR   the module's source tree (Kbuild, kmod/, core/ as core/core.mk lists it) into DIR
 #   make check-build      build against every installed headers tree with W=1; fail on warnings
 #   make check            quick: build, one guest boot, load, every op and pattern, unload, clean log
-#   make docs             write docs/interface.md's run-parameter table from core/params.def
+#   make docs             write userspace/pmemlab/schema.json and docs/interface.md's run-parameter table from core/params.def
 #   make test             install what is missing, then host tests, then guest tests in the VM
 #   make soak [SOAK_MINUTES=30]   the long soak: back-to-back runs in one guest (make test runs 2 min)
 #   make test-kasan       fuzz and teardown guest tests on a KASAN/lockdep/kmemleak kernel (not in make test)

@@ -1,6 +1,6 @@
 """Make tests/testlib.py and the userspace package importable from every test directory, and
-build the library the package loads (libplcore.so: the module's parameter table and validator)
-when a session starts."""
+build the library the package judges runs with (libplcore.so: the module's validator) when a
+session starts."""
 from __future__ import annotations
 
 import signal
@@ -17,8 +17,8 @@ for _path in (_TESTS, _TESTS.parent / "userspace"):
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:
-    """Build libplcore.so once a session, before collection: pmemlab.params loads the parameter
-    table from it when a test module imports the package. make rebuilds only what is stale; under
+    """Build libplcore.so once a session, before collection: the tests judge values and runs with
+    it (the parameter table itself is the package's schema.json). make rebuilds only what is stale; under
     pytest-xdist only the controlling process builds, and its workers start after this hook."""
     if hasattr(session.config, "workerinput"):
         return

@@ -1,7 +1,7 @@
 """What the host tests share: the fixtures directory on the import path (the fake module, the
 sweep configs, the recorded results), the fake module as the one `pmemlab` finds loaded, and a
 sweep config written beside it. The package is imported inside the fixtures: this file is read
-before the session builds libplcore.so (tests/conftest.py), which pmemlab.params loads."""
+before the session builds libplcore.so (tests/conftest.py), which pmemlab.params judges with."""
 
 from __future__ import annotations
 

@@ -18,7 +18,7 @@ def full(**kw):
 
 
 def test_the_table_is_the_modules():
-    """PARAMS comes from the module's table (core/params.def, through libplcore.so): every row
+    """PARAMS comes from the module's table (core/params.def, through schema.json): every row
     is there, in its order, with the module's ranges (the drift this replaced said threads 1..4096
     and read_pct 0..99)."""
     import re
@@ -283,7 +283,8 @@ def test_remote_cpus_pick_the_nearest_node_with_enough_cpus() -> None:
 
 def test_interface_doc_table_is_generated_from_the_table():
     """docs/interface.md holds the table `make docs` writes from core/params.def: a row added
-    to the table, or a range changed, without `make docs` fails here."""
+    to the table, or a range changed, without `make docs` fails here (the doc against the
+    package's schema.json) or in test_params_schema.py (schema.json against the library)."""
     from pathlib import Path
 
     doc = (Path(__file__).resolve().parents[2] / "docs" / "interface.md").read_text()

@@ -1,6 +1,7 @@
 """The CPU features `pmemlab info` reports come from the one table, core/features.def (through
-libplcore.so's schema, as the parameters and ops do), not from a list of the controller's own: a
-row added to the table reaches `pmemlab.host.machine` and the facts it reads from /proc/cpuinfo."""
+libplcore.so's schema, written into the package's schema.json by `make docs`, as the parameters and
+ops are), not from a list of the controller's own: a row added to the table reaches
+`pmemlab.host.machine` and the facts it reads from /proc/cpuinfo."""
 from __future__ import annotations
 
 import json
@@ -40,7 +41,9 @@ print(json.dumps(machine.cpu_info(probe.HostPaths(proc=root / "proc", sys=root /
 
 def test_a_row_added_to_the_table_reaches_info(tmp_path: Path) -> None:
     """A copy of the core with one more row, its libplcore.so built as `make` builds it: the
-    controller loaded with that library reports the new feature from /proc/cpuinfo's flags."""
+    package refuses that library while its schema.json is the old table (in one line: run `make
+    docs`), and a copy of the package whose schema.json the build step wrote from it reports the
+    new feature from /proc/cpuinfo's flags."""
     shutil.copytree(TOP / "core", tmp_path / "core")
     runner = tmp_path / "userspace" / "runner"
     shutil.copytree(TOP / "userspace" / "runner", runner,
@@ -59,6 +62,21 @@ def test_a_row_added_to_the_table_reaches_info(tmp_path: Path) -> None:
     (root / "sys" / "devices/system/cpu").mkdir(parents=True)
     (root / "proc" / "cpuinfo").write_text("processor\t: 0\nflags\t\t: fpu sse2 clwb pltest constant_tsc\n")
     env = {**os.environ, "PMEMLAB_PLCORE": str(runner / "libplcore.so")}
+    stale = subprocess.run([sys.executable, "-c", "import pmemlab.plcore as c; c.lib()"], capture_output=True,
+                           text=True, env=env, timeout=120)
+    assert stale.returncode == 1 and stale.stderr.strip().splitlines()[-1].startswith("pmemlab.plcore.CoreMissing: ")
+    assert "another core/params.def, ops.def or features.def than the package's schema.json" in stale.stderr
+    assert "run `make docs`" in stale.stderr
+    check = subprocess.run([sys.executable, str(TOP / "scripts" / "update-docs"), "--check"], capture_output=True,
+                           text=True, env=env, timeout=120)
+    assert check.returncode == 1
+    assert check.stderr == "update-docs: userspace/pmemlab/schema.json is stale: run `make docs`\n"
+    shutil.copytree(TOP / "userspace" / "pmemlab", tmp_path / "userspace" / "pmemlab",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    env["PYTHONPATH"] = str(tmp_path / "userspace")
+    wrote = subprocess.run([sys.executable, "-c", "import pmemlab.plcore as c; print(c.write_schema(), c.SCHEMA)"],
+                           capture_output=True, text=True, env=env, timeout=120)
+    assert wrote.stdout == f"True {tmp_path / 'userspace' / 'pmemlab' / 'schema.json'}\n", wrote.stderr
     res = subprocess.run([sys.executable, "-c", PROBE, str(root)], capture_output=True, text=True, env=env,
                          timeout=120)
     assert res.returncode == 0, res.stderr

@@ -7,7 +7,8 @@ from pmemlab.errors import PmemlabError
 
 def run() -> int:
     """main(), or the one line that says what is missing when the controller cannot start
-    (libplcore.so not built: the parameter table is loaded when pmemlab.params is imported)."""
+    (the package's parameter table, schema.json, unreadable: it is loaded when pmemlab.params is
+    imported)."""
     try:
         from pmemlab.cli import main
     except PmemlabError as exc:

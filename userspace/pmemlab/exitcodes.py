@@ -19,8 +19,9 @@ EXIT_CODES: tuple[tuple[int, str], ...] = (
          "as done; --strict makes them bad input)"),
     (FAILED, "failed: the run (`run`) or every run of a sweep failed, or the controller could not go on "
              "(module not loaded or busy, wrong target, a file it could not read or write mid-way)"),
-    (BAD_INPUT, "bad input, nothing run or written: a command line, a config, an -o path, or a CSV that is "
-                "not pmemlab's or that resuming would mix up"),
+    (BAD_INPUT, "bad input, nothing run or written: a command line, a config, an -o path, a CSV that is not "
+                "pmemlab's or that resuming would mix up, or no libplcore.so to judge a run with (`run`, `sweep` "
+                "and the one-liners; reading, plotting, comparing and reporting results do not need it)"),
     (PARTIAL, "partial: a sweep finished with some runs ok and some failed, timed out or refused "
               "(see the status and error columns)"),
     (INTERRUPTED, "interrupted (Ctrl-C); a sweep's CSV stays valid and the same command resumes it"),

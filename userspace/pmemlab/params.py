@@ -1,8 +1,10 @@
 """Run parameters of pmemlab.ko, as the module itself defines and judges them.
 
 The table (core/params.def) and the validator (core/check.c) are the module's own C
-code, which the controller calls in libplcore.so (pmemlab.plcore). This module only adds what is
-Python's: the parameters as a dict of `Param`, TOML conveniences turned into the module's text
+code. The table reaches this module as data (the package's schema.json, written from it at build
+time by `make docs`: no compiler needed to read, plot or compare results); the validator is called
+in libplcore.so (pmemlab.plcore), which judging a value or a run needs. This module only adds what
+is Python's: the parameters as a dict of `Param`, TOML conveniences turned into the module's text
 (lists, `true`, "2MiB", cpus = "remote"), and `Problem`s that config.py reports with their line.
 
 Two kinds of problems are reported:
@@ -109,7 +111,7 @@ MAX_ACCESS: int = PARAMS["access_size"].hi or 0
 MAX_SAMPLES: int = PARAMS["samples"].hi or 0
 # the longest value text one sysfs write carries whole (core/pl_params.h PL_TEXT_MAX)
 TEXT_MAX: int = plcore.schema()["text_max"]
-# the CPU features an op x width may need, in bit order (core/features.def, through libplcore.so)
+# the CPU features an op x width may need, in bit order (core/features.def, through schema.json)
 CPU_FEATURES: tuple[str, ...] = tuple(plcore.schema()["features"])
 
 

@@ -1,5 +1,5 @@
 """`pmemlab params`: the run parameters, defaults and allowed values (core/params.def, through
-libplcore.so)."""
+the package's schema.json: no library needed)."""
 
 from __future__ import annotations
 
