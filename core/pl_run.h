@@ -26,6 +26,7 @@ struct pl_thread {
 	u64 seg_ticks, start, end;	/* the time window: pl_thread_begin() */
 	u64 warm_until, left;		/* warm-up: its end, the count of the timed run */
 	u64 cal_ticks, cal_end;		/* latency: the last calibration's length and end (TSC) */
+	bool chain_kept;		/* op chase: the chain a run before laid, kept (the served runner) */
 };
 
 /* what setting up a worker needs besides its index and CPU */
@@ -143,6 +144,7 @@ struct pl_report {
 	int op;				/* of the first thread */
 	const char *insn, *loop;	/* of the first thread: what it executed */
 	unsigned int threads;
+	unsigned int chases, kept;	/* op chase threads, and those whose chain was kept */
 };
 
 void pl_report_begin(struct pl_report *r, u64 *buckets, u64 tsc_khz, unsigned int width);

@@ -128,6 +128,18 @@ static void pl_out_scalars(struct pl_buf *b, const struct pl_scalars *sc)
 	pl_out(b, " lat_max=%llu\n", sc->lat_max);
 }
 
+/*
+ * op chase: whether the thread's chain was laid for this run or kept from
+ * the run before (the served runner keeps an identical chain; the module
+ * and the one-shot runner always lay it).  `all`: kept when every chase
+ * thread's was, laid when any was laid; no field without a chase thread.
+ */
+static void pl_out_chain(struct pl_buf *b, bool chase, bool kept)
+{
+	if (chase)
+		pl_out(b, " chain=%s", kept ? "kept" : "laid");
+}
+
 static const char *pl_mode_name(int mode)
 {
 	return pl_mode_names[mode == PL_MODE_LAT];
@@ -184,6 +196,7 @@ void pl_report_thread(struct pl_buf *b, struct pl_buf *hist, struct pl_report *r
 	       t->idx, t->cpu, t->node, t->probe ? "probe" : "load", pl_op_name(t->op),
 	       t->op == PL_OP_CHASE ? 8 : r->width,	/* a chase is 8-byte loads at any run width */
 	       pl_mode_name(e->mode), e->insn, e->loop_name);
+	pl_out_chain(b, t->op == PL_OP_CHASE, t->chain_kept);
 	pl_out_scalars(b, &sc);
 	if (e->hist.b) {
 		snprintf(who, sizeof(who), "%u", t->idx);
@@ -196,6 +209,10 @@ void pl_report_thread(struct pl_buf *b, struct pl_buf *hist, struct pl_report *r
 	/* interrupts were off as long on the probe's CPU: the `all` line's longest is every thread's */
 	if (t->irqoff_max > r->s.irqoff_max)
 		r->s.irqoff_max = t->irqoff_max;
+	if (t->op == PL_OP_CHASE) {
+		r->chases++;
+		r->kept += t->chain_kept;
+	}
 	if (!r->threads++) {
 		r->op = t->op;
 		r->insn = e->insn;
@@ -229,6 +246,7 @@ void pl_report_all(struct pl_buf *b, struct pl_buf *hist, struct pl_report *r, i
 	pl_out(b, "thread=all cpu=-1 node=-1 role=all op=%s width=%u mode=%s insn=%s loop=%s",
 	       r->same_op ? pl_op_name(r->op) : "mixed", r->width, pl_mode_name(mode),
 	       r->same_insn ? r->insn : "mixed", r->same_loop ? r->loop : "mixed");
+	pl_out_chain(b, r->chases, r->chases && r->kept == r->chases);
 	pl_out_scalars(b, all);
 	pl_report_hist(hist, "all", &r->all);
 }

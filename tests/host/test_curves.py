@@ -276,3 +276,19 @@ def test_recorded_family_summaries() -> None:
             assert 2 <= p.repeats <= 5
     assert C.best_mix(list(sums.values())).mix == 0  # stores: the highest issued bandwidth on this host
     assert [v for m in fam for v in C.monotone_violations(fam[m])] == [(16, 11)]
+
+
+def test_the_default_window_gives_the_probe_a_region_of_several_times_the_largest_cache() -> None:
+    """The probe chases its per-thread slice of the window: on a machine with many threads a fixed
+    256 MiB window left it a few MiB, inside the last-level cache (64 threads: 4 MiB), measuring the
+    cache. The default window grows so the slice is PROBE_CACHE_MULTIPLE x the largest cache,
+    capped at the target (then a note says so)."""
+    MiB, K = C.MiB, C.PROBE_CACHE_MULTIPLE
+    assert C.working_set_for(2, 32 * MiB) == 256 * MiB  # 2 x 4 x 32 MiB: the default suffices
+    ws = C.working_set_for(64, 32 * MiB)
+    assert ws % MiB == 0 and C.probe_region(ws, 64) >= K * 32 * MiB and ws < 64 * K * 32 * MiB + 64 * MiB
+    assert C.working_set_for(64, 0) == 256 * MiB  # no cache reported: the default
+    assert C.working_set_for(64, 32 * MiB, target_size=1 << 30) == 1 << 30  # at most the target
+    assert C.working_set_for(4, 1 * MiB, target_size=(100 << 20) + 5) == 100 * MiB
+    assert C.cache_note(C.probe_region(256 * MiB, 64), 32 * MiB).startswith("the probe's region (4 MiB")
+    assert C.cache_note(C.probe_region(ws, 64), 32 * MiB) == "" and C.cache_note(4 * MiB, 0) == ""

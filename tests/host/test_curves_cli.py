@@ -262,3 +262,31 @@ def test_the_unloaded_latency_runs_over_the_probes_own_region(monkeypatch) -> No
     with pytest.raises(Captured):
         curves.unloaded(setup, Bed(), type("A", (), {"timeout": 60})())
     assert seen[0]["working_set"] == 16 << 20 and seen[0]["threads"] == 1
+
+
+def test_a_dram_target_grows_so_the_probe_region_exceeds_the_largest_cache(monkeypatch) -> None:
+    """The window's default on the user backend's DRAM: with a largest cache of 48 MiB and 2
+    threads the probe's slice must be 192 MiB, so the window is 384 MiB and the DRAM target (256
+    MiB by default) is opened again at that size; a given --working-set is kept, and a target that
+    cannot grow (a file) caps the window and the JSON's note says the probe may measure cache."""
+    import argparse
+
+    from pmemlab.cli import backend as backends
+    from pmemlab.cli.oneliners import open_bed
+
+    args = argparse.Namespace(backend="user", target=None, working_set=None, sysfs=None)
+    bed = open_bed(args, None, backends.online_cpus())
+    assert bed.sizing().target_size == 256 << 20
+    bed, ws = cmd.size_window(args, bed, 2, 48 << 20)
+    assert ws == 384 << 20 and bed.sizing().target_size == 384 << 20
+    assert C.probe_region(ws, 2) >= C.PROBE_CACHE_MULTIPLE * (48 << 20)
+    args.working_set = 8 << 20
+    assert cmd.size_window(args, bed, 2, 48 << 20)[1] == 8 << 20
+    note = C.cache_note(C.probe_region(8 << 20, 2), 48 << 20)
+    assert "under 4 x the largest cache" in note
+
+
+def test_the_json_says_the_probe_region_and_the_cache_it_is_sized_against(family) -> None:
+    _, doc, _ = family
+    assert doc["probe_region"] == C.probe_region(8 << 20, 2) and doc["largest_cache"] == cmd.largest_cache()
+    assert any("largest cache" in n for n in doc["notes"]) == (doc["probe_region"] < 4 * doc["largest_cache"])

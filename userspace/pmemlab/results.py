@@ -15,6 +15,9 @@ Naming (all times exist in TSC ticks, converted with the module's `tsc_khz`):
 - `bw_mbps` (MB/s = 1e6 B/s; the aggregate is the sum over threads) -> kept, plus
   `bw_gbps` = bw_mbps / 1000 (bytes / elapsed_ns when the module gives no bw_mbps)
 - `insn`, `loop`          -> kept: the instructions and the generated loop that ran
+- `chain` (op chase)      -> kept: `laid` (the chain laid for this run) or `kept` (the served
+  runner kept the identical chain of a run before; the `all` row: kept when every chase
+  thread's was); empty for threads that do not chase
 - `ceiling_mbps` (bandwidth threads: the engine's own rate with the same loop on a
   cache-resident buffer; the aggregate is the sum) -> kept, plus `engine_ceiling_gbps`
   = ceiling_mbps / 1000 and `loop_bound` = bw_gbps >= LOOP_BOUND_FRACTION x
@@ -42,6 +45,7 @@ KNOWN_RESULT_COLUMNS: tuple[str, ...] = (
     "width_used",
     "insn",
     "loop",
+    "chain",
     "ops",
     "reads",
     "writes",

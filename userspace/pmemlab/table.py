@@ -68,6 +68,9 @@ COLUMN_DOC: dict[str, str] = {
     "bw_gbps": "bandwidth, 1e9 B/s (= bw_mbps / 1000)",
     "insn": "instructions one access unit executed (then its flush; ',' the read_pct load)",
     "loop": "the generated loop that ran (a symbol of the module or the runner)",
+    "chain": "op chase: laid (the chain laid before this run) or kept (the user backend's served runner kept the "
+             "identical chain of a run before: no lay, no write-back; aggregate: kept when every chase thread's was); "
+             "empty without a chase",
     "ceiling_mbps": "the engine's ceiling as the module reports it, 1e6 B/s (bandwidth threads; aggregate: sum)",
     "engine_ceiling_gbps": "the engine's own rate: the same loop, access size, width and address family on a "
                            "cache-resident buffer (ntstore, flushes: the plain store), 1e9 B/s",

@@ -38,7 +38,10 @@
  * mapping differs from the one made (a write run on a file mapped for
  * reading, another load_target) `#state restart: reason`, each then `#end`;
  * the process goes on.  SIGINT aborts the run in progress (#state
- * error:aborted); EOF ends the process.
+ * error:aborted); EOF ends the process.  A chase's chain stays in the
+ * target for the next run that would lay the same one (chain=kept in its
+ * result) and is written back before a run that meets its lines and when
+ * the process ends (chains.c).
  */
 #define _GNU_SOURCE
 #include <cpuid.h>
@@ -373,6 +376,7 @@ static int serve(const cpu_set_t *allowed, bool writes, bool stores, const char 
 	bool w, st;
 	int id;
 
+	R.keep_chains = true;	/* a chase's chain stays for the next identical one (chains.c) */
 	printf("#ready\n");
 	fflush(stdout);
 	while (getline(&line, &cap, stdin) > 0) {
@@ -431,6 +435,7 @@ static int serve(const cpu_set_t *allowed, bool writes, bool stores, const char 
 		run_reset();
 	}
 	free(line);
+	plu_chains_restore();	/* the kept chains' words written back: the target as it was */
 	return 0;
 }
 

@@ -41,7 +41,6 @@ static void setup_worker(struct plu_run *r, struct plu_worker *w, const struct p
 			 unsigned int idx, int cpu)
 {
 	struct pl_eng_cfg *ec = &w->t.ec;
-	struct pl_eng *e = &w->t.e;
 	char why[PL_WHY_LEN];
 	int err = pl_thread_setup(&w->t, s, idx, cpu, why, sizeof(why));
 
@@ -69,12 +68,7 @@ static void setup_worker(struct plu_run *r, struct plu_worker *w, const struct p
 	err = pl_thread_engine(&w->t, why, sizeof(why));
 	if (err)
 		refuse(-err, "thread %u: %s", idx, why);
-	if (w->chase) {
-		/* the words the chain overwrites, written back when the worker ends (core/chase.c) */
-		w->chase_save = malloc(pl_chase_lines(e) * sizeof(u64));
-		if (!w->chase_save)
-			refuse(ENOMEM, "chase: no memory to save the %llu lines of thread %u", pl_chase_lines(e), idx);
-	}
+	/* a chase's chain and the words it overwrites: plu_chains_settle (chains.c) */
 }
 
 /* all workers arrive, the last one sets a start time 1 ms ahead; latency threads calibrate again */
@@ -107,7 +101,6 @@ static void *worker_fn(void *arg)
 	struct pl_eng *e = &w->t.e;
 	cpu_set_t set;
 	u64 go, t0, seg_end;
-	u64 pos = 0;
 
 	CPU_ZERO(&set);
 	CPU_SET(w->t.cpu, &set);
@@ -130,9 +123,9 @@ static void *worker_fn(void *arg)
 		e->ceil_buf = NULL;
 		w->t.ec.ceil_buf = NULL;
 	}
-	/* the chain, laid by the pinned thread (its lines first touched on its node) */
+	/* the chain, laid by the pinned thread (its lines first touched on its node), or kept */
 	if (w->chase)
-		pl_chase_build(e, w->chase_save, &pos, ~0ULL);
+		plu_chain_lay(w);
 	go = barrier(w);
 	if (!go)
 		goto out;
@@ -146,13 +139,9 @@ static void *worker_fn(void *arg)
 	}
 	pl_thread_end(&w->t, pl_rdtsc());
 out:
-	/* a chase leaves the target as it found it */
-	if (w->chase && pos) {
-		u64 laid = pos;
-
-		pos = 0;
-		pl_chase_restore(e, w->chase_save, laid, &pos, ~0ULL);
-	}
+	/* a chase leaves the target as it found it, or its chain is kept for the next run */
+	if (w->chase)
+		plu_chain_leave(w);
 	if (!w->t.probe && atomic_fetch_sub(&r->loaders, 1) == 1)
 		__atomic_store_n(&r->probe_stop, 1, __ATOMIC_RELAXED);
 	return NULL;
@@ -274,6 +263,8 @@ void plu_run(struct plu_run *r, const cpu_set_t *allowed, bool load)
 		r->w[i].run = r;
 		setup_worker(r, &r->w[i], i ? &lsetup : &setup, i, cpus[i]);
 	}
+	/* the chains: kept ones taken or restored, the others' words saved (chains.c) */
+	plu_chains_settle(r);
 	signalled = r;
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = on_signal;

@@ -14,12 +14,13 @@
 #include "runner.h"
 
 struct plu_run;
+struct plu_chain;
 
 struct plu_worker {
 	struct pl_thread t;
 	struct plu_run *run;
 	bool chase;
-	u64 *chase_save;		/* op chase: the words its chain overwrote (core/chase.c) */
+	struct plu_chain *chain;	/* op chase: its chain and the words it overwrote (chains.c) */
 	int pin_err;			/* errno of a failed pinning, or -1: ran elsewhere */
 	int ran_on;			/* sched_getcpu() after pinning */
 	pthread_t th;
@@ -36,6 +37,7 @@ struct plu_run {
 	atomic_uint arrived, loaders;
 	_Atomic u64 go_tsc;
 	int aborted;
+	bool keep_chains;		/* --serve: a chase's chain stays for the next run (chains.c) */
 	struct plu_worker w[PL_MAX_THREADS];
 };
 
@@ -49,5 +51,20 @@ void plu_facts(struct pl_facts *f, const struct plu_target *t, const struct opts
  * threads (1..n-1) run on r->lt.  A refusal exits (error.c).
  */
 void plu_run(struct plu_run *r, const cpu_set_t *allowed, bool load);
+
+/*
+ * chains.c: the chains of op chase.  plu_chains_settle, before the
+ * workers start: each kept chain taken by the worker that would lay it
+ * (its t.chain_kept), or restored when a worker of the run meets its
+ * lines; a chain for every other chase worker.  plu_chain_lay, by the
+ * worker: lay its chain (a kept one is there).  plu_chain_leave, by the
+ * worker at its end: keep the chain (keep_chains, laid whole) or restore
+ * it.  plu_chains_restore: every kept chain's words written back (at the
+ * end of --serve, and at exit).
+ */
+void plu_chains_settle(struct plu_run *r);
+void plu_chain_lay(struct plu_worker *w);
+void plu_chain_leave(struct plu_worker *w);
+void plu_chains_restore(void);
 
 #endif

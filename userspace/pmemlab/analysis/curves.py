@@ -39,6 +39,12 @@ KNEE_FACTOR = 2.0  # the knee: the median latency this many times the unloaded o
 TAIL_AT = 0.8  # the tail rise is read at this share of the peak bandwidth
 MAX_DELAY_TICKS = 1 << 20  # near idle: ~0.4 ms between accesses at 2.5 GHz
 MIN_DELAY_TICKS = 16  # the first throttle above flat out
+MiB = 1 << 20
+DEFAULT_WORKING_SET = 256 * MiB  # the window, unless the caches ask for more (working_set_for)
+# the probe's region (its per-thread slice of the window) is at least this many times the largest
+# cache the CPU reports: a uniformly random chase then finds at most a quarter of its lines there,
+# so its median (and everything above) is memory's, not the cache's
+PROBE_CACHE_MULTIPLE = 4
 
 
 @dataclass(frozen=True)
@@ -76,6 +82,35 @@ class CurveSummary:
 
     def record(self) -> dict[str, Any]:
         return asdict(self)
+
+
+# --------------------------------------------------------------------------
+# the window
+# --------------------------------------------------------------------------
+def probe_region(working_set: int, threads: int) -> int:
+    """The probe's region: its per-thread slice of the window (whole 64 B lines, place.c)."""
+    return working_set // threads // 64 * 64
+
+
+def working_set_for(threads: int, largest_cache: int, target_size: int | None = None) -> int:
+    """The default window: DEFAULT_WORKING_SET, or more so that each thread's slice (the probe's
+    region) is PROBE_CACHE_MULTIPLE x the largest cache, whole MiB; at most the target's whole
+    MiB when its size is given (then the probe's region may sit closer to the cache: cache_note)."""
+    need = threads * PROBE_CACHE_MULTIPLE * largest_cache
+    ws = max(DEFAULT_WORKING_SET, -(-need // MiB) * MiB)
+    if target_size:
+        ws = min(ws, target_size // MiB * MiB)
+    return max(MiB, ws)
+
+
+def cache_note(region: int, largest_cache: int) -> str:
+    """Why the probe's latencies may be partly the cache's ('' when its region is large enough)."""
+    if not largest_cache or region >= PROBE_CACHE_MULTIPLE * largest_cache:
+        return ""
+    return (f"the probe's region ({region / MiB:.3g} MiB: the window over the threads) is under "
+            f"{PROBE_CACHE_MULTIPLE} x the largest cache ({largest_cache / MiB:.3g} MiB): up to "
+            f"{min(100, round(100 * largest_cache / region))} % of its lines may be cache hits; give a larger "
+            f"--working-set (and target) or fewer --threads")
 
 
 # --------------------------------------------------------------------------

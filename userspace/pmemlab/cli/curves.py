@@ -85,7 +85,8 @@ def add_parser(sub: Any, name: str) -> None:
     p.add_argument("--threads", type=int, metavar="N", help="threads, the probe included (default: the CPUs "
                                                              "of the target's node, at least 2)")
     p.add_argument("--working-set", type=lambda t: P.canonical("working_set", t), metavar="SIZE",
-                   help="window of the accesses (default 256M)")
+                   help="window of the accesses (default 256M, or more: the probe's region, the window over "
+                        f"--threads, at least {C.PROBE_CACHE_MULTIPLE}x the largest cache; a DRAM target grows to it)")
     p.add_argument("--duration-ms", type=int, default=200, metavar="MS", help="length of each run (200)")
     p.add_argument("--repeats", type=int, default=2, metavar="N", help="least runs per point (2)")
     p.add_argument("--max-repeats", type=int, default=5, metavar="N",
@@ -113,6 +114,7 @@ class Setup:
     probe_op: str
     write_op: str
     base: dict[str, Any] = field(default_factory=dict)
+    largest_cache: int = 0  # bytes of the largest cache the CPU reports (0: none reported)
 
     def ops(self) -> str:
         return ",".join([self.probe_op] + [self.write_op] * (self.threads - 1))
@@ -160,7 +162,7 @@ def unloaded(setup: Setup, bed: Bed, args: argparse.Namespace) -> dict[str, floa
     ops = [setup.probe_op]
     # the probe's own region: per-thread placement gives thread 0 the first 1/threads of the window
     # (rounded down to 64 B), so alone it runs over that, not the whole window (twice the lines)
-    region = setup.working_set // setup.threads // 64 * 64
+    region = C.probe_region(setup.working_set, setup.threads)
     chase = {**P.defaults(), "mode": "latency", "op": P.canonical("op", CHASE), "threads": 1, "pattern": "rand",
              "count": UNLOADED_COUNT, "working_set": region}
     if setup.probe_op != CHASE and CHASE in P.CHASE_OPS and not P.check_point(chase, facts):
@@ -261,8 +263,9 @@ def run(args: argparse.Namespace) -> int:
     try:
         size = bed.sizing()
         threads = args.threads or max(2, size.node_threads)
-        ws = args.working_set or max(P.MiB, min(256 * P.MiB, size.target_size or 256 * P.MiB) // P.MiB * P.MiB)
-        setup = Setup(threads=threads, working_set=ws, probe_op=LATENCY_OP, write_op=args.write_op,
+        llc = largest_cache()
+        bed, ws = size_window(args, bed, threads, llc)
+        setup = Setup(threads=threads, working_set=ws, probe_op=LATENCY_OP, write_op=args.write_op, largest_cache=llc,
                       base={"mode": "bandwidth", "probe": 1, "threads": threads, "pattern": "rand",
                             "access_size": 64, "placement": "per-thread", "working_set": ws,
                             "duration_ms": args.duration_ms,
@@ -286,6 +289,33 @@ def run(args: argparse.Namespace) -> int:
     else:
         print(text(doc))
     return code
+
+
+def largest_cache() -> int:
+    """Bytes of the largest data or unified cache cpu0 reports (0: none)."""
+    from pmemlab.cli.probe import cpu_caches
+
+    return max((c["size_bytes"] for c in cpu_caches()), default=0)
+
+
+def size_window(args: argparse.Namespace, bed: Bed, threads: int, llc: int) -> tuple[Bed, int]:
+    """The window: --working-set, else 256 MiB or more, so that the probe's per-thread region is
+    PROBE_CACHE_MULTIPLE x the largest cache (analysis.curves.working_set_for). A user backend's
+    DRAM target smaller than that is opened again with dram_size = the window; any other target
+    caps it at its size (the output's note then says the probe may measure cache)."""
+    from pmemlab.backends.spec import BackendSpec
+    from pmemlab.cli.oneliners import Bed as _Bed
+    from pmemlab.sweep import Bench
+
+    size = bed.sizing().target_size
+    want = args.working_set or C.working_set_for(threads, llc)
+    facts = bed.benches[0].facts
+    if size and want > size and bed.kind == "user" and facts and facts.extra.get("target_kind") == "user-dram":
+        bed.close()
+        user = BackendSpec("user", target=args.target or "dram", options={"dram_size": str(want)}).open()
+        bed = _Bed("user", [Bench.probe(user, backend.online_cpus())])
+        size = bed.sizing().target_size
+    return bed, args.working_set or C.working_set_for(threads, llc, size)
 
 
 def _measure(setup: Setup, bed: Bed, args: argparse.Namespace) -> tuple[pd.DataFrame, pd.DataFrame, int]:
@@ -343,13 +373,15 @@ def document(args: argparse.Namespace, setup: Setup, bed: Bed, rows: pd.DataFram
                                                       if alone.get(setup.probe_op) else math.nan),
                            "lightest_over_chase": (fam[s.mix][0].p50_ns / alone[CHASE]
                                                    if alone.get(CHASE) else math.nan)} for s in sums}
-    notes = [n for n in (C.memory_note(args.write_op, factor, list(fam)),) if n]
+    notes = [n for n in (C.memory_note(args.write_op, factor, list(fam)),
+                         C.cache_note(C.probe_region(setup.working_set, setup.threads), setup.largest_cache)) if n]
     if setup.probe_op != CHASE:
         notes.append(f"probe: {setup.probe_op} (this backend takes no chase as a probe's op: each sample is one "
                      f"random load with a fence, not a chain of dependent loads)")
     notes += emulation_note(rows)
     return {"command": "curves", "title": headline("curves", rows, bed), "probe_op": setup.probe_op,
             "write_op": args.write_op, "threads": setup.threads, "working_set": setup.working_set,
+            "probe_region": C.probe_region(setup.working_set, setup.threads), "largest_cache": setup.largest_cache,
             "unloaded_ns": alone, "summaries": [s.record() for s in sums], "best_mix": best.mix,
             "checks": checks, "points": records, "notes": notes, "emulated": emulated, "wall_s": wall}
 
