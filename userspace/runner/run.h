@@ -36,6 +36,8 @@ struct plu_run {
 	atomic_uint arrived, loaders;
 	_Atomic u64 go_tsc;
 	int aborted;
+	u64 run_tsc, done_tsc;		/* the run asked for, its threads joined (setup, teardown) */
+	struct pl_ceil_cache *ceil;	/* --serve: the ceilings of earlier runs (core/ceil.c), else NULL */
 	struct plu_worker w[PL_MAX_THREADS];
 };
 
