@@ -669,7 +669,7 @@ def test_ceiling_is_reused_where_its_key_matches_and_measured_after_a_change(mod
     """A second identical run reuses the first's ceiling (its workers skip theirs); a change of
     key (access size), another target (a named target, a reload) measures again."""
     point = {"mode": "bandwidth", "op": "load", "access_size": 256, "threads": 1, "cpus": "0",
-             "duration_ms": 20, "working_set": 4 * MiB}
+             "duration_ms": 20, "count": 0, "working_set": 4 * MiB}
     with module(target="dram", dram_size="32M") as sysfs:
         mod = Module(sysfs)
 
@@ -686,7 +686,7 @@ def test_ceiling_is_reused_where_its_key_matches_and_measured_after_a_change(mod
         assert other["ceiling_src"] == "measured"
         assert run(access_size=512)["ceiling_src"] == "reused"
         assert run()["ceiling_src"] == "reused", "the cache holds both keys"
-        assert run(threads=2, cpus="")["ceiling_src"] == "measured"
+        assert run(threads=2, cpus="0,1")["ceiling_src"] == "measured"
         # latency runs carry no ceiling; an aborted run stores none
         assert "ceiling_src" not in mod.run(mode="latency", op="load", count=200, working_set=4 * MiB).total
         # another target: its own cache
@@ -710,7 +710,7 @@ def test_params_gen_changes_with_each_parameter_write_taken(module, pmem_dev: st
         mod.set(op="load", access_size=256)
         assert int(mod.read("params_gen")) == (gen + 2) % 2**64
         with pytest.raises(WriteRefused):
-            mod.write("access_size", 100)
+            mod.write("access_size", "abc")
         assert int(mod.read("params_gen")) == (gen + 2) % 2**64
         mod.run(mode="bandwidth", duration_ms=10, working_set=MiB)
         gen2 = int(mod.read("params_gen"))
