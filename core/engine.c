@@ -1099,6 +1099,11 @@ u64 pl_eng_ceiling_len(const struct pl_eng_cfg *c)
 	return pl_is_copy(pl_ops[cop].flags) ? 2 * r : r;
 }
 
+void pl_eng_ceiling_inputs(const struct pl_eng *e, int *cop, u64 *a, struct pl_gen_cfg *g)
+{
+	pl_ceil_setup(e->op, e->access, e->fence, e->fence_interval, &e->gen.c, g, a, cop);
+}
+
 /* op chase: its chain's lines in the region, its own loop (pl_chase_loop) */
 static int pl_eng_init_chase(struct pl_eng *e, const struct pl_eng_cfg *c, char *why, size_t len)
 {

@@ -492,6 +492,8 @@ void pl_eng_run(struct pl_eng *e, u64 until);
 void pl_eng_calibrate(struct pl_eng *e);
 /* bytes of the cache-resident buffer the ceiling of a bandwidth thread runs on */
 u64 pl_eng_ceiling_len(const struct pl_eng_cfg *c);
+/* the ceiling's op, access and generator for e (what pl_eng_ceiling runs: core/ceil.c keys them) */
+void pl_eng_ceiling_inputs(const struct pl_eng *e, int *cop, u64 *a, struct pl_gen_cfg *g);
 /*
  * bandwidth threads: run the loop on e->ceil_buf for about ticks (SIMD allowed, IRQs may be
  * off; at most ticks + ticks / 8 + two batches, less at *e->stop)

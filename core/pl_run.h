@@ -27,6 +27,7 @@ struct pl_thread {
 	u64 warm_until, left;		/* warm-up: its end, the count of the timed run */
 	u64 cal_ticks, cal_end;		/* latency: the last calibration's length and end (TSC) */
 	bool chain_kept;		/* op chase: the chain a run before laid, kept (the served runner) */
+	bool ceil_reused;		/* bandwidth: e.ceil_* came from the ceiling cache (ceil.c) */
 };
 
 /* what setting up a worker needs besides its index and CPU */
@@ -100,6 +101,75 @@ void pl_thread_segment(struct pl_thread *t, u64 t0, u64 t1);
  */
 void pl_thread_end(struct pl_thread *t, u64 now);
 
+/*
+ * ---- ceil.c: the engine's ceilings a target's earlier runs measured ----
+ * A bandwidth thread's ceiling (pl_eng_ceiling) depends on what its loop
+ * runs on the cache-resident buffer, and on where and beside what it runs:
+ * the key.  A run reuses the ceilings of an earlier run only whole: when
+ * every one of its bandwidth threads finds its key among the ceilings one
+ * earlier run measured together, and that run had as many (the same CPUs,
+ * so the same neighbours while they were measured).  The cache is the
+ * owner's (the module: one per target; the served runner: one per
+ * process); what the key omits (the target, the prefetchers' state, the
+ * module) clears it: pl_ceil_clear().
+ */
+struct pl_ceil_key {
+	int cpu;			/* the thread's */
+	unsigned int n;			/* threads of the run */
+	u64 prefetch;			/* the run's prefetch parameter (MSR 0x1a4 on the module) */
+	u64 others;			/* CPUs other targets' runs held at the start (module) */
+	int op, form, fam, cop;		/* the run's op, its form and family; the ceiling's op */
+	bool plain, split, avx;
+	u64 access, ceil_access, batch;
+	int fence, flush;
+	u64 fence_interval, delay_ticks;
+	u32 read_pct;
+	struct pl_gen_cfg gen;		/* the ceiling's generator; seed and stream 0 (below) */
+};
+
+#define PL_CEIL_CACHE	64		/* threads' ceilings a cache holds */
+
+struct pl_ceil_cache {
+	u64 sets;			/* the last set number given (0: none) */
+	struct pl_ceil_ent {
+		u64 set;		/* the run that measured it (renumbered when reused); 0: free */
+		struct pl_ceil_key k;
+		u64 bytes, ticks, ops;
+		const char *loop;
+	} e[PL_CEIL_CACHE];
+};
+
+/* a run's threads: n of them, the first at first, each stride bytes after the one before */
+struct pl_threads {
+	char *first;
+	size_t stride;
+	unsigned int n;
+};
+
+static inline struct pl_thread *pl_threads_at(const struct pl_threads *ts, unsigned int i)
+{
+	return (struct pl_thread *)(ts->first + i * ts->stride);
+}
+
+void pl_ceil_clear(struct pl_ceil_cache *c);
+/* the key of thread t (engine set up: pl_thread_engine) in a run of n threads */
+void pl_ceil_key(struct pl_ceil_key *k, const struct pl_thread *t, unsigned int n, u64 prefetch,
+		 u64 others);
+/*
+ * Before the run: true when every bandwidth thread of ts finds its ceiling
+ * (then copied into its engine, ceil_reused set): its workers skip
+ * pl_eng_ceiling.  False (and nothing set) otherwise, or with no
+ * bandwidth thread.
+ */
+bool pl_ceil_reuse(struct pl_ceil_cache *c, const struct pl_threads *ts, u64 prefetch, u64 others);
+/*
+ * After a run that ran to its end: the ceilings its bandwidth threads
+ * measured (none reused) go into the cache as one set, the oldest sets
+ * leaving to make room; a run of more bandwidth threads than the cache
+ * holds, or one whose ceiling measured nothing, is not kept.
+ */
+void pl_ceil_store(struct pl_ceil_cache *c, const struct pl_threads *ts, u64 prefetch, u64 others);
+
 /* ---- report.c: the `result` and `histogram` text ---- */
 #define PL_NPCT			5	/* p50 p90 p99 p999 p9999 */
 #define PL_LINE_BYTES		1024	/* room for one result line (insn and loop included) */
@@ -114,6 +184,16 @@ struct pl_scalars {
 	u64 irqoff_max;			/* the longest segment (all: of every thread, the probe's too) */
 	bool ceil;			/* ceil_milli is set (a bandwidth thread ran) */
 	u64 ceil_milli;			/* the engine's ceiling, MB/s x 1000 */
+	u64 ceil_reused;		/* 1: reused (ceil.c), 0: measured by this run */
+	/*
+	 * pl_report_times() given: the run's fixed cost.  setup: from `run`
+	 * to the first timed stamp; teardown: from the last timed stamp to
+	 * done; total: from `run` to done (a run with no timed segment: all
+	 * of it setup).  The `all` row: setup + ticks + teardown = total.
+	 */
+	bool timed;
+	u64 setup, teardown, total;	/* TSC ticks */
+	u64 setup_ns, teardown_ns, total_ns;
 	bool lat;			/* the lat_* fields below are set */
 	u64 lat_overhead, lat_n, lat_min, lat_sd_milli;
 	s64 lat_mean_milli;		/* of the unclamped differences: may be < 0 */
@@ -127,6 +207,7 @@ struct pl_sum {
 	u64 irqoff_max;			/* the longest segment of the threads */
 	u64 ceil_milli;			/* engine ceilings of the bandwidth threads */
 	bool ceil;			/* a bandwidth thread is among them */
+	unsigned int ceil_n, ceil_reused;	/* bandwidth threads, and those whose ceiling was reused */
 };
 
 /*
@@ -145,9 +226,17 @@ struct pl_report {
 	const char *insn, *loop;	/* of the first thread: what it executed */
 	unsigned int threads;
 	unsigned int chases, kept;	/* op chase threads, and those whose chain was kept */
+	u64 run_tsc, done_tsc;		/* pl_report_times(); 0: not given */
 };
 
 void pl_report_begin(struct pl_report *r, u64 *buckets, u64 tsc_khz, unsigned int width);
+/*
+ * The run's ends, TSC: when `run` was asked (the module's run write, the
+ * runner's run line) and when it is done (its results built); before
+ * the first pl_report_thread.  Without it the rows carry no setup_*,
+ * teardown_* and total_* fields.
+ */
+void pl_report_times(struct pl_report *r, u64 run_tsc, u64 done_tsc);
 size_t pl_report_hist_room(const struct pl_thread *t);
 void pl_report_thread(struct pl_buf *b, struct pl_buf *hist, struct pl_report *r,
 		      const struct pl_thread *t);

@@ -41,6 +41,8 @@ static void pl_sum_add(struct pl_sum *s, const struct pl_thread *t, u64 tsc_khz)
 	if (t->e.mode == PL_MODE_BW) {
 		s->ceil = true;
 		s->ceil_milli += pl_bw_milli(t->e.ceil_bytes, t->e.ceil_ticks, tsc_khz);
+		s->ceil_n++;
+		s->ceil_reused += t->ceil_reused;
 	}
 }
 
@@ -52,9 +54,32 @@ static void pl_sum_add(struct pl_sum *s, const struct pl_thread *t, u64 tsc_khz)
  * (gaps included), so threads that ran for different times (count > 0)
  * are not each credited with a rate over their own period.
  */
-static void pl_scalars(struct pl_scalars *sc, const struct pl_sum *s, const struct pl_hist *h,
-		       u64 overhead, u64 tsc_khz, bool window)
+/* setup, teardown, total (pl_scalars): the stamps clamped into [run, done] */
+static void pl_scalars_times(struct pl_scalars *sc, const struct pl_sum *s, const struct pl_report *r)
 {
+	u64 first, last, tsc_khz = r->tsc_khz;
+
+	if (!r->run_tsc || r->done_tsc < r->run_tsc)
+		return;
+	sc->timed = true;
+	sc->total = r->done_tsc - r->run_tsc;
+	if (s->segments) {
+		first = s->first < r->run_tsc ? r->run_tsc : s->first > r->done_tsc ? r->done_tsc : s->first;
+		last = s->last < first ? first : s->last > r->done_tsc ? r->done_tsc : s->last;
+		sc->setup = first - r->run_tsc;
+		sc->teardown = r->done_tsc - last;
+	} else {
+		sc->setup = sc->total;
+	}
+	sc->setup_ns = pl_muldiv(sc->setup, 1000000, tsc_khz);
+	sc->teardown_ns = pl_muldiv(sc->teardown, 1000000, tsc_khz);
+	sc->total_ns = pl_muldiv(sc->total, 1000000, tsc_khz);
+}
+
+static void pl_scalars(struct pl_scalars *sc, const struct pl_sum *s, const struct pl_hist *h,
+		       u64 overhead, const struct pl_report *r, bool window)
+{
+	u64 tsc_khz = r->tsc_khz;
 	static const u32 q[PL_NPCT] = { 500000, 900000, 990000, 999000, 999900 };
 	u64 all = s->ticks + s->gap;
 	unsigned int i;
@@ -75,6 +100,9 @@ static void pl_scalars(struct pl_scalars *sc, const struct pl_sum *s, const stru
 	sc->irqoff_max = s->irqoff_max;
 	sc->ceil = s->ceil;
 	sc->ceil_milli = s->ceil_milli;
+	/* ceil.c reuses a run's ceilings whole: reused on every bandwidth thread, or measured */
+	sc->ceil_reused = s->ceil_n && s->ceil_reused == s->ceil_n;
+	pl_scalars_times(sc, s, r);
 	if (!h)
 		return;
 	sc->lat = true;
@@ -109,10 +137,15 @@ static void pl_out_scalars(struct pl_buf *b, const struct pl_scalars *sc)
 	pl_out(b, " ops=%llu reads=%llu writes=%llu bytes=%llu ticks=%llu ns=%llu",
 	       sc->ops, sc->reads, sc->writes, sc->bytes, sc->ticks, sc->ns);
 	pl_out_milli(b, "bw_mbps", sc->bw_milli);
-	if (sc->ceil)
+	if (sc->ceil) {
 		pl_out_milli(b, "ceiling_mbps", sc->ceil_milli);
+		pl_out(b, " ceiling_src=%s", sc->ceil_reused ? "reused" : "measured");
+	}
 	pl_out(b, " segments=%llu gap_ticks=%llu start_lag_ticks=%llu end_lag_ticks=%llu", sc->segments,
 	       sc->gap_ticks, sc->start_lag, sc->end_lag);
+	if (sc->timed)
+		pl_out(b, " setup_ticks=%llu setup_ns=%llu teardown_ticks=%llu teardown_ns=%llu total_ticks=%llu total_ns=%llu",
+		       sc->setup, sc->setup_ns, sc->teardown, sc->teardown_ns, sc->total, sc->total_ns);
 	pl_out_milli(b, "irqoff_pct", sc->irqoff_milli);
 	pl_out(b, " irqoff_max_ticks=%llu", sc->irqoff_max);
 	if (!sc->lat) {
@@ -157,6 +190,12 @@ void pl_report_begin(struct pl_report *r, u64 *buckets, u64 tsc_khz, unsigned in
 	pl_hist_reset(&r->all);
 }
 
+void pl_report_times(struct pl_report *r, u64 run_tsc, u64 done_tsc)
+{
+	r->run_tsc = run_tsc;
+	r->done_tsc = done_tsc;
+}
+
 static void pl_report_hist(struct pl_buf *b, const char *who, const struct pl_hist *h)
 {
 	unsigned int i;
@@ -191,7 +230,7 @@ void pl_report_thread(struct pl_buf *b, struct pl_buf *hist, struct pl_report *r
 	char who[16];
 
 	pl_sum_add(&s, t, r->tsc_khz);
-	pl_scalars(&sc, &s, lat ? &e->hist : NULL, e->overhead, r->tsc_khz, false);
+	pl_scalars(&sc, &s, lat ? &e->hist : NULL, e->overhead, r, false);
 	pl_out(b, "thread=%u cpu=%d node=%d role=%s op=%s width=%u mode=%s insn=%s loop=%s",
 	       t->idx, t->cpu, t->node, t->probe ? "probe" : "load", pl_op_name(t->op),
 	       t->op == PL_OP_CHASE ? 8 : r->width,	/* a chase is 8-byte loads at any run width */
@@ -242,7 +281,7 @@ void pl_report_samples(const struct pl_thread *t, u64 *out, u64 per)
 void pl_report_all(struct pl_buf *b, struct pl_buf *hist, struct pl_report *r, int mode,
 		   struct pl_scalars *all)
 {
-	pl_scalars(all, &r->s, r->lat ? &r->all : NULL, r->overhead, r->tsc_khz, true);
+	pl_scalars(all, &r->s, r->lat ? &r->all : NULL, r->overhead, r, true);
 	pl_out(b, "thread=all cpu=-1 node=-1 role=all op=%s width=%u mode=%s insn=%s loop=%s",
 	       r->same_op ? pl_op_name(r->op) : "mixed", r->width, pl_mode_name(mode),
 	       r->same_insn ? r->insn : "mixed", r->same_loop ? r->loop : "mixed");

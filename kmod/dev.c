@@ -15,6 +15,7 @@
 #include <linux/list.h>
 #include <linux/kobject.h>
 #include <linux/sysfs.h>
+#include <linux/random.h>
 #include "pmemlab.h"
 
 /* a refusal of targets/add or targets/remove: the top level's last_error and the log */
@@ -48,6 +49,8 @@ static struct pl_dev *pl_dev_alloc(const char *name, const char *spec)
 	d->t.who = d->who;
 	d->spec = kstrdup(spec ? spec : "", GFP_KERNEL);
 	pl_params_defaults(&d->cfg);
+	/* random: a token read before a reload or of a removed target matches no new one */
+	d->params_gen = get_random_u64();
 	if (!d->spec) {
 		kobject_put(&d->kobj);
 		return NULL;

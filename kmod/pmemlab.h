@@ -78,6 +78,8 @@ struct pl_run {
 	int err;			/* set up failed (errno) */
 	char why[PL_ERR_LEN];		/* and why, where known */
 	bool prefetch_lost;		/* a prefetcher write did not read back */
+	u64 run_tsc, done_tsc;		/* `run` written, results built: setup and teardown (report.c) */
+	u64 others;			/* CPUs other targets' runs held at the start (the ceiling's key) */
 	struct pl_dev *dev;		/* whose run it is */
 	struct pl_target *lt;		/* the load threads' target (load_target), or &dev->t */
 	struct pl_worker w[];
@@ -135,6 +137,10 @@ struct pl_dev {
 	u64 busy_prefetch;		/* and its prefetch setting (0 on, 1 off) */
 	struct pl_dev *load;		/* the target its active run loads (load_target) */
 	struct pl_dev *loaded_by;	/* the dev whose active run loads this one */
+	/* the ceilings of its runs (core/ceil.c; under d->lock), valid while ceil_gen is pl_mod's */
+	struct pl_ceil_cache *ceil;
+	u64 ceil_gen;
+	u64 params_gen;			/* changes with every parameter write taken (params_gen) */
 };
 
 /* the module: its targets and what is common to them */
@@ -147,6 +153,7 @@ struct pl_module {
 	bool closing;			/* rmmod: no new target */
 	u32 features;
 	bool prefetch_ok;
+	u64 ceil_gen;			/* a change no ceiling key holds (prefetchers lost): caches clear */
 };
 
 /*
@@ -200,7 +207,7 @@ void pl_devs_exit(void);
 /* run.c (pl_run_reap takes the locks; the others want d->lock held) */
 void pl_facts(const struct pl_dev *d, struct pl_facts *f);
 int pl_run_check(struct pl_dev *d, struct pl_plan *plan);
-int pl_run_start(struct pl_dev *d);
+int pl_run_start(struct pl_dev *d, u64 run_tsc);
 void pl_run_abort(struct pl_dev *d);
 void pl_run_stop(struct pl_dev *d);
 void pl_run_reap(struct pl_dev *d);

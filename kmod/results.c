@@ -57,6 +57,7 @@ int pl_results_build(struct pl_dev *d, struct pl_run *r)
 	}
 	h.p[0] = '\0';
 	pl_report_begin(&rep, buckets, tsc_khz, r->width);
+	pl_report_times(&rep, r->run_tsc, r->done_tsc);
 	for (i = 0; i < r->n; i++)
 		pl_report_thread(&b, &h, &rep, &r->w[i].t);
 	pl_report_all(&b, &h, &rep, r->c.mode, &d->agg);

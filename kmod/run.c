@@ -344,6 +344,56 @@ static int pl_run_judge(struct pl_dev *d, struct pl_plan *plan, unsigned int **c
 	return 0;
 }
 
+/* the CPUs other targets' active runs hold (under pl_mod.lock): a ceiling measured beside them differs */
+static u64 pl_others_busy(const struct pl_dev *d)
+{
+	struct pl_dev *o, *all[PL_MAX_NAMED + 1];
+	unsigned int k, no = 0;
+	u64 n = 0;
+
+	lockdep_assert_held(&pl_mod.lock);
+	all[no++] = pl_mod.top;
+	list_for_each_entry(o, &pl_mod.named, entry)
+		all[no++] = o;
+	for (k = 0; k < no; k++)
+		if (all[k] != d && all[k]->active)
+			n += cpumask_weight(&all[k]->busy);
+	return n;
+}
+
+/*
+ * The ceilings an earlier run of d measured, if its key is this run's
+ * (core/ceil.c): the workers then skip theirs.  The cache is made at the
+ * first run and cleared when the module's state a key does not hold changed.
+ */
+static void pl_ceil_lookup(struct pl_dev *d, struct pl_run *r)
+{
+	struct pl_threads ts = { (char *)&r->w[0].t, sizeof(r->w[0]), r->n };
+
+	lockdep_assert_held(&pl_mod.lock);
+	lockdep_assert_held(&d->lock);
+	if (!d->ceil)
+		d->ceil = kvzalloc(sizeof(*d->ceil), GFP_KERNEL);
+	if (!d->ceil)
+		return;			/* no cache: every run measures its ceiling */
+	if (d->ceil_gen != pl_mod.ceil_gen) {
+		pl_ceil_clear(d->ceil);
+		d->ceil_gen = pl_mod.ceil_gen;
+	}
+	r->others = pl_others_busy(d);
+	pl_ceil_reuse(d->ceil, &ts, r->c.prefetch, r->others);
+}
+
+/* a run that ran to its end keeps the ceilings it measured for the next (under the locks) */
+static void pl_ceil_keep(struct pl_dev *d, struct pl_run *r)
+{
+	struct pl_threads ts = { (char *)&r->w[0].t, sizeof(r->w[0]), r->n };
+
+	lockdep_assert_held(&d->lock);
+	if (d->ceil && d->ceil_gen == pl_mod.ceil_gen)
+		pl_ceil_store(d->ceil, &ts, r->c.prefetch, r->others);
+}
+
 /* `check`: judge as `run` does, start nothing */
 int pl_run_check(struct pl_dev *d, struct pl_plan *plan)
 {
@@ -489,6 +539,7 @@ static int pl_run_build(struct pl_dev *d, struct pl_run **out)
 		pl_run_free(r);
 		goto out_cpus;
 	}
+	pl_ceil_lookup(d, r);
 	*out = r;
 out_cpus:
 	kfree(cpus);
@@ -638,7 +689,7 @@ static int pl_worker_fn(void *arg)
 	local_irq_save(flags);
 	if (w->t.e.mode == PL_MODE_LAT) {
 		pl_thread_calibrate(&w->t);
-	} else {
+	} else if (!w->t.ceil_reused) {
 		/* the loop on a cache-resident buffer: the engine's own ceiling */
 		kernel_fpu_begin();
 		pl_eng_ceiling(&w->t.e, PL_CEILING_MS * tsc_khz);
@@ -699,6 +750,7 @@ static void pl_publish(struct pl_run *r, bool unloading)
 
 	mutex_lock(&pl_mod.lock);
 	mutex_lock(&d->lock);
+	r->done_tsc = pl_rdtsc();	/* done: the run's teardown ends (teardown_ticks) */
 	err = pl_results_build(d, r);
 	d->state = PL_ERROR;
 	if (r->err)
@@ -715,8 +767,12 @@ static void pl_publish(struct pl_run *r, bool unloading)
 		scnprintf(d->reason, sizeof(d->reason), "results (%d)", err);
 	else
 		d->state = PL_DONE;
-	if (r->prefetch_lost)
+	if (r->prefetch_lost) {
 		WRITE_ONCE(pl_mod.prefetch_ok, false);	/* a prefetcher write did not take: say so from now on */
+		pl_mod.ceil_gen++;	/* and no ceiling measured before is known to hold */
+	}
+	if (d->state == PL_DONE)
+		pl_ceil_keep(d, r);
 	if (d->state == PL_ERROR && r->cpu_lost)
 		pl_fail(d, 0, "run %llu: cpu-offline (CPU %d went offline under its thread)",
 			d->run_id, r->cpu_lost - 1);
@@ -777,7 +833,7 @@ static void pl_reap_locked(struct pl_dev *d)
 }
 
 /* with pl_mod.lock and d->lock held */
-int pl_run_start(struct pl_dev *d)
+int pl_run_start(struct pl_dev *d, u64 run_tsc)
 {
 	struct task_struct *ctl;
 	struct pl_run *r;
@@ -788,6 +844,7 @@ int pl_run_start(struct pl_dev *d)
 	err = pl_run_build(d, &r);
 	if (err)
 		return err;
+	r->run_tsc = run_tsc;
 	ctl = kthread_create(pl_ctl_fn, r, "pmemlab-ctl");
 	if (IS_ERR(ctl)) {
 		pl_run_free(r);

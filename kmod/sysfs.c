@@ -49,6 +49,8 @@ static ssize_t param_store(struct kobject *k, struct kobj_attribute *a,
 		err = pl_param_set(&d->cfg, id, buf, count, &f, v);
 		if (err)
 			pl_fail_verdict(d, v);
+		else
+			d->params_gen++;
 	}
 	mutex_unlock(&d->lock);
 	kfree(v);
@@ -286,13 +288,14 @@ static ssize_t run_store(struct kobject *k, struct kobj_attribute *a,
 			 const char *buf, size_t count)
 {
 	struct pl_dev *d = pl_dev_of(k);
+	u64 now = pl_rdtsc();		/* `run`: the run's setup starts (setup_ticks) */
 	int err;
 
 	mutex_lock(&pl_mod.lock);
 	mutex_lock(&d->lock);
 	err = pl_parse_one(d, buf, count, "run");
 	if (!err)
-		err = pl_run_start(d);
+		err = pl_run_start(d, now);
 	mutex_unlock(&d->lock);
 	mutex_unlock(&pl_mod.lock);
 	return err ? err : count;
@@ -366,12 +369,25 @@ static ssize_t run_id_show(struct kobject *k, struct kobj_attribute *a, char *b)
 	return n;
 }
 
+/* an opaque token: another value when a parameter write was taken, or the target is another */
+static ssize_t params_gen_show(struct kobject *k, struct kobj_attribute *a, char *b)
+{
+	struct pl_dev *d = pl_dev_of(k);
+	ssize_t n;
+
+	mutex_lock(&d->lock);
+	n = sysfs_emit(b, "%llu\n", d->params_gen);
+	mutex_unlock(&d->lock);
+	return n;
+}
+
 static struct kobj_attribute pl_attr_run = __ATTR(run, 0200, NULL, run_store);
 static struct kobj_attribute pl_attr_check = __ATTR(check, 0200, NULL, check_store);
 static struct kobj_attribute pl_attr_abort = __ATTR(abort, 0200, NULL, abort_store);
 RO(state, 0444);
 RO(last_error, 0444);
 RO(run_id, 0444);
+RO(params_gen, 0444);
 
 /* ---- results: bin attributes, restartable at any offset ---- */
 enum pl_bin { PL_BIN_RESULT, PL_BIN_HISTO, PL_BIN_SAMPLES };
@@ -464,6 +480,8 @@ struct pl_rattr {
 	bool sgn;			/* an s64 (lat_mean) */
 	bool lat;			/* only with a latency thread */
 	bool bw;			/* only with a bandwidth thread */
+	bool src;			/* ceiling_src: the word */
+	bool timed;			/* setup_*, teardown_*, total_* */
 };
 
 static ssize_t pl_rattr_show(struct kobject *k, struct kobj_attribute *a, char *b)
@@ -474,11 +492,14 @@ static ssize_t pl_rattr_show(struct kobject *k, struct kobj_attribute *a, char *
 	u64 v;
 
 	mutex_lock(&d->lock);
-	if (!d->agg_valid || (ra->lat && !d->agg.lat) || (ra->bw && !d->agg.ceil)) {
+	if (!d->agg_valid || (ra->lat && !d->agg.lat) || (ra->bw && !d->agg.ceil) ||
+	    (ra->timed && !d->agg.timed)) {
 		n = sysfs_emit(b, "\n");
 	} else {
 		v = *(const u64 *)((const char *)&d->agg + ra->off);
-		if (ra->sgn && (s64)v < 0)
+		if (ra->src)
+			n = sysfs_emit(b, "%s\n", v ? "reused" : "measured");
+		else if (ra->sgn && (s64)v < 0)
 			n = sysfs_emit(b, "-%llu.%03llu\n", -v / 1000, -v % 1000);
 		else if (ra->milli)
 			n = sysfs_emit(b, "%llu.%03llu\n", v / 1000, v % 1000);
@@ -495,6 +516,9 @@ static ssize_t pl_rattr_show(struct kobject *k, struct kobj_attribute *a, char *
 #define RS(_name, _field) {						\
 	.attr = __ATTR(_name, 0444, pl_rattr_show, NULL),			\
 	.off = offsetof(struct pl_scalars, _field), .milli = true, .sgn = true, .lat = true }
+#define RT(_name, _field) {							\
+	.attr = __ATTR(_name, 0444, pl_rattr_show, NULL),			\
+	.off = offsetof(struct pl_scalars, _field), .timed = true }
 #define RBW(_name, _field) {							\
 	.attr = __ATTR(_name, 0444, pl_rattr_show, NULL),			\
 	.off = offsetof(struct pl_scalars, _field), .milli = true, .bw = true }
@@ -508,10 +532,18 @@ static struct pl_rattr pl_rattrs[] = {
 	R(ns, ns, false, false),
 	R(bw_mbps, bw_milli, true, false),
 	RBW(ceiling_mbps, ceil_milli),
+	{ .attr = __ATTR(ceiling_src, 0444, pl_rattr_show, NULL),
+	  .off = offsetof(struct pl_scalars, ceil_reused), .bw = true, .src = true },
 	R(segments, segments, false, false),
 	R(gap_ticks, gap_ticks, false, false),
 	R(start_lag_ticks, start_lag, false, false),
 	R(end_lag_ticks, end_lag, false, false),
+	RT(setup_ticks, setup),
+	RT(setup_ns, setup_ns),
+	RT(teardown_ticks, teardown),
+	RT(teardown_ns, teardown_ns),
+	RT(total_ticks, total),
+	RT(total_ns, total_ns),
 	R(irqoff_pct, irqoff_milli, true, false),
 	R(irqoff_max_ticks, irqoff_max, false, false),
 	R(lat_overhead_ticks, lat_overhead, false, true),
@@ -556,6 +588,7 @@ static struct kobj_attribute *pl_fixed_attrs[] = {
 	&pl_attr_target_nodes, &pl_attr_target_weights, &pl_attr_target_node_bytes,
 	&pl_attr_target_placement, &pl_attr_fs_signature, &pl_attr_target_partitions,
 	&pl_attr_run, &pl_attr_check, &pl_attr_abort, &pl_attr_state, &pl_attr_run_id,
+	&pl_attr_params_gen,
 };
 
 static struct attribute *pl_attrs[PL_NPARAMS + ARRAY_SIZE(pl_fixed_attrs) + 1];
@@ -578,6 +611,7 @@ static void pl_dev_release(struct kobject *k)
 	struct pl_dev *d = pl_dev_of(k);
 
 	kfree(d->spec);
+	kvfree(d->ceil);
 	kfree(d);
 }
 

@@ -540,9 +540,10 @@ def test_one_huge_access_is_split_between_segments(module, pmem_dev: str) -> Non
         assert int(row["ops"]) == 3 and int(row["irqoff_max_ticks"]) >= int(row["lat_max"]), row
 
 
+COST_FIELDS = ["setup_ticks", "setup_ns", "teardown_ticks", "teardown_ns", "total_ticks", "total_ns"]
 RESULT_SCALARS = ["ops", "reads", "writes", "bytes", "ticks", "ns", "bw_mbps", "segments", "gap_ticks",
-                  "start_lag_ticks", "end_lag_ticks", "irqoff_pct", "irqoff_max_ticks"]
-BW_SCALARS = ["ceiling_mbps"]  # only with a bandwidth thread
+                  "start_lag_ticks", "end_lag_ticks", "irqoff_pct", "irqoff_max_ticks", *COST_FIELDS]
+BW_SCALARS = ["ceiling_mbps", "ceiling_src"]  # only with a bandwidth thread
 LAT_SCALARS = ["lat_overhead_ticks", "lat_n", "lat_min", "lat_mean", "lat_stddev", "lat_p50", "lat_p90",
                "lat_p99", "lat_p999", "lat_p9999", "lat_max"]
 
@@ -639,3 +640,81 @@ def test_warm_up_is_not_counted(module, pmem_dev: str) -> None:
         # on: the bound only has to tell the warm-up out, which would make it 400 ms at least
         for row in res.threads:
             assert 0 < int(row["ticks"]) < (100 + 300) * tsc_khz, row
+
+
+def test_setup_and_teardown_are_reported_and_add_up(module, pmem_dev: str) -> None:
+    """Every line carries the run's fixed cost (issue 37): setup (run -> first timed stamp),
+    teardown (last timed stamp -> done) and total, in ticks and ns; structure only (TCG)."""
+    with module(target=pmem_dev) as sysfs:
+        mod = Module(sysfs)
+        khz = int(mod.read("tsc_khz"))
+        for params in ({"mode": "bandwidth", "op": "load", "threads": 2, "duration_ms": 30},
+                       {"mode": "latency", "op": "load", "threads": 1, "count": 500},
+                       {"mode": "bandwidth", "op": "store", "threads": 1, "count": 1000}):
+            res = mod.run(working_set=4 * MiB, **params)
+            total = res.total
+            for row in res.rows:
+                v = {k: int(row[k]) for k in COST_FIELDS}
+                assert all(x >= 0 for x in v.values()), row
+                for k in ("setup", "teardown", "total"):
+                    assert abs(v[f"{k}_ns"] - v[f"{k}_ticks"] * 10**6 // khz) <= 1, (k, row)
+                assert v["setup_ticks"] + int(row["ticks"]) + v["teardown_ticks"] <= v["total_ticks"], row
+                assert v["total_ticks"] == int(total["total_ticks"]), "one run, one total"
+            assert int(total["setup_ticks"]) + int(total["ticks"]) + int(total["teardown_ticks"]) == \
+                int(total["total_ticks"]), total
+            assert int(total["setup_ticks"]) > 0 and int(total["teardown_ticks"]) > 0, total
+
+
+def test_ceiling_is_reused_where_its_key_matches_and_measured_after_a_change(module, pmem_dev: str) -> None:
+    """A second identical run reuses the first's ceiling (its workers skip theirs); a change of
+    key (access size), another target (a named target, a reload) measures again."""
+    point = {"mode": "bandwidth", "op": "load", "access_size": 256, "threads": 1, "cpus": "0",
+             "duration_ms": 20, "count": 0, "working_set": 4 * MiB}
+    with module(target="dram", dram_size="32M") as sysfs:
+        mod = Module(sysfs)
+
+        def run(m: Module = mod, **change: object) -> dict[str, str]:
+            return m.run(**{**point, **change}).total
+
+        first = run()
+        assert first["ceiling_src"] == "measured"
+        again = run()
+        assert again["ceiling_src"] == "reused" and again["ceiling_mbps"] == first["ceiling_mbps"]
+        assert (sysfs / "results" / "ceiling_src").read_text().strip() == "reused"
+        assert run(seed=9)["ceiling_src"] == "reused", "the seed is not in the key"
+        other = run(access_size=512)
+        assert other["ceiling_src"] == "measured"
+        assert run(access_size=512)["ceiling_src"] == "reused"
+        assert run()["ceiling_src"] == "reused", "the cache holds both keys"
+        assert run(threads=2, cpus="0,1")["ceiling_src"] == "measured"
+        # latency runs carry no ceiling; an aborted run stores none
+        assert "ceiling_src" not in mod.run(mode="latency", op="load", count=200, working_set=4 * MiB).total
+        # another target: its own cache
+        Module(sysfs / "targets").write_raw("add", b"other dram dram_size=16M\n")
+        named = Module(sysfs / "targets" / "other")
+        assert run(named)["ceiling_src"] == "measured"
+        assert run(named)["ceiling_src"] == "reused"
+        assert run()["ceiling_src"] == "reused"
+        Module(sysfs / "targets").write_raw("remove", b"other\n")
+    with module(target="dram", dram_size="32M") as sysfs:  # loaded again: nothing kept
+        assert Module(sysfs).run(**point).total["ceiling_src"] == "measured"
+
+
+def test_params_gen_changes_with_each_parameter_write_taken(module, pmem_dev: str) -> None:
+    """params_gen (the controller writes only what changed while it is what its writes made):
+    +1 per write taken, unchanged by a refused one, by a run and by a read; another value after a
+    reload."""
+    with module(target=pmem_dev) as sysfs:
+        mod = Module(sysfs)
+        gen = int(mod.read("params_gen"))
+        mod.set(op="load", access_size=256)
+        assert int(mod.read("params_gen")) == (gen + 2) % 2**64
+        with pytest.raises(WriteRefused):
+            mod.write("access_size", "abc")
+        assert int(mod.read("params_gen")) == (gen + 2) % 2**64
+        mod.run(mode="bandwidth", duration_ms=10, working_set=MiB)
+        gen2 = int(mod.read("params_gen"))
+        assert gen2 == (gen + 5) % 2**64 and mod.read("access_size") == "256"
+        assert oct((sysfs / "params_gen").stat().st_mode & 0o777) == oct(0o444)
+    with module(target=pmem_dev) as sysfs:
+        assert int(Module(sysfs).read("params_gen")) != gen2

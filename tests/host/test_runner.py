@@ -360,8 +360,9 @@ def test_histogram_percentiles_match_numpy(lib: ctypes.CDLL) -> None:
 
 # --------------------------------------------------------------------------- the runner
 RESULT_KEYS = ["thread", "cpu", "node", "role", "op", "width", "mode", "insn", "loop", "ops", "reads", "writes",
-               "bytes", "ticks", "ns", "bw_mbps", "ceiling_mbps", "segments", "gap_ticks", "start_lag_ticks",
-               "end_lag_ticks", "irqoff_pct", "irqoff_max_ticks"]
+               "bytes", "ticks", "ns", "bw_mbps", "ceiling_mbps", "ceiling_src", "segments", "gap_ticks",
+               "start_lag_ticks", "end_lag_ticks", "setup_ticks", "setup_ns", "teardown_ticks", "teardown_ns",
+               "total_ticks", "total_ns", "irqoff_pct", "irqoff_max_ticks"]
 LAT_KEYS = ["lat_overhead_ticks", "lat_n", "lat_min", "lat_mean", "lat_stddev", "lat_p50", "lat_p90",
             "lat_p99", "lat_p999", "lat_p9999", "lat_max"]
 
@@ -396,7 +397,7 @@ def test_runner_latency_and_mix(built: Path) -> None:
     res = run("target=dram:0", "dram_size=4M", "dram_pages=4k", "mode=latency", "pattern=rand", "count=3000",
               "op=store+clflush", "read_pct=25", "width=16")
     lines = result_lines(res.stdout)
-    lat_keys = [k for k in RESULT_KEYS if k != "ceiling_mbps"] + LAT_KEYS  # no ceiling: no bandwidth thread
+    lat_keys = [k for k in RESULT_KEYS if not k.startswith("ceiling_")] + LAT_KEYS  # no bandwidth thread: no ceiling
     assert [f.split("=")[0] for f in lines[0].split()] == lat_keys
     row = parse_result(lines[0], 1e6)[0]
     assert row["ops"] == 3000 and row["reads"] == 750 and row["writes"] == 2250 and row["lat_n"] == 3000

@@ -23,6 +23,10 @@ Naming (all times exist in TSC ticks, converted with the module's `tsc_khz`):
   = ceiling_mbps / 1000 and `loop_bound` = bw_gbps >= LOOP_BOUND_FRACTION x
   engine_ceiling_gbps: the number is within 2x of what the tool itself can do, so it says
   more about the loop than about the memory (docs/method.md)
+- `ceiling_src` (with ceiling_mbps): `measured` by this run, or `reused` from an earlier run of the
+  same target whose ceiling key was this run's (docs/method.md)
+- `setup_ticks`/`_ns`, `teardown_ticks`/`_ns`, `total_ticks`/`_ns`: the run's fixed cost, from
+  `run` to its first timed stamp, from its last timed stamp to done, and from `run` to done
 """
 
 from __future__ import annotations
@@ -57,6 +61,7 @@ KNOWN_RESULT_COLUMNS: tuple[str, ...] = (
     "ceiling_mbps",
     "engine_ceiling_gbps",
     "loop_bound",
+    "ceiling_src",
     "segments",
     "gap_ticks",
     "gap_ns",
@@ -64,6 +69,12 @@ KNOWN_RESULT_COLUMNS: tuple[str, ...] = (
     "start_lag_ns",
     "end_lag_ticks",
     "end_lag_ns",
+    "setup_ticks",
+    "setup_ns",
+    "teardown_ticks",
+    "teardown_ns",
+    "total_ticks",
+    "total_ns",
     "irqoff_pct",
     "irqoff_max_ticks",
     "irqoff_max_ns",

@@ -85,6 +85,16 @@ COLUMN_DOC: dict[str, str] = {
     "end_lag_ticks": "from the thread's last timed access to when it left its loop, at most to the run's end, TSC "
                      "ticks (a thread off its CPU when the end came, or stopped early; aggregate: the largest)",
     "end_lag_ns": "the same in ns",
+    "ceiling_src": "where ceiling_mbps came from: measured by this run, or reused from an earlier run of the same "
+                   "target with the same ceiling key (docs/method.md)",
+    "setup_ticks": "from `run` (the module's run write; the runner's run line) to the thread's first timed access, "
+                   "TSC ticks (aggregate: to the first thread's)",
+    "setup_ns": "the same in ns",
+    "teardown_ticks": "from the thread's last timed access to the run's results (done), TSC ticks (aggregate: from "
+                      "the last thread's)",
+    "teardown_ns": "the same in ns",
+    "total_ticks": "from `run` to done, TSC ticks (aggregate: setup + elapsed + teardown)",
+    "total_ns": "the same in ns",
     "irqoff_pct": "% of the timed run with interrupts off",
     "irqoff_max_ticks": "the thread's longest stretch with interrupts off (one segment, warm-up included), TSC ticks "
                         "(aggregate: the longest of every thread's, the probe's too)",

@@ -176,6 +176,7 @@ static void print_results(void)
 	if (!buckets || !b.p || !h.p)
 		refuse(ENOMEM, "no memory for the results");
 	pl_report_begin(&rep, buckets, R.tsc_khz, R.width);
+	pl_report_times(&rep, R.run_tsc, R.done_tsc);
 	for (i = 0; i < R.n; i++)
 		pl_report_thread(&b, &h, &rep, &R.w[i].t);
 	pl_report_all(&b, &h, &rep, R.c.mode, &all);
@@ -375,13 +376,16 @@ static int serve(const cpu_set_t *allowed, bool writes, bool stores, const char 
 	size_t cap = 0;
 	bool w, st;
 	int id;
+	static struct pl_ceil_cache ceil;
 
 	R.keep_chains = true;	/* a chase's chain stays for the next identical one (chains.c) */
+	R.ceil = &ceil;
 	printf("#ready\n");
 	fflush(stdout);
 	while (getline(&line, &cap, stdin) > 0) {
 		const char *lt;
 
+		R.run_tsc = pl_rdtsc();	/* the run line read: its setup starts */
 		memset(vals, 0, sizeof(vals));
 		pl_verdict_clear(&v);
 		samples = NULL;
@@ -427,7 +431,13 @@ static int serve(const cpu_set_t *allowed, bool writes, bool stores, const char 
 		R.width = plan.width;
 		R.stop = R.probe_stop = R.aborted = 0;	/* a SIGINT between runs aborts none */
 		plu_run(&R, allowed, load_spec != NULL);
+		R.done_tsc = pl_rdtsc();
 		print_results();
+		if (!R.aborted) {
+			struct pl_threads ts = { (char *)&R.w[0].t, sizeof(R.w[0]), R.n };
+
+			pl_ceil_store(&ceil, &ts, R.c.prefetch, 0);
+		}
 		if (samples)
 			write_samples(samples);
 		printf("#state %s\n#end\n", R.aborted ? "error:aborted" : "done");
@@ -453,6 +463,7 @@ int main(int argc, char **argv)
 	long node;
 	int i;
 
+	R.run_tsc = pl_rdtsc();	/* a one-shot run: its setup is the whole process's before it */
 	for (i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--facts")) {
 			mode = FACTS;
@@ -549,6 +560,7 @@ int main(int argc, char **argv)
 	R.n = plan.n;
 	R.width = plan.width;
 	plu_run(&R, &allowed, load_spec != NULL);
+	R.done_tsc = pl_rdtsc();
 	print_results();
 	if (o.raw_samples)
 		write_samples(o.raw_samples);

@@ -116,9 +116,11 @@ static void *worker_fn(void *arg)
 	if (e->mode == PL_MODE_LAT) {
 		pl_thread_calibrate(&w->t);
 	} else {
-		/* the loop on a cache-resident buffer: the engine's own ceiling */
-		memset(e->ceil_buf, 0x5a, w->t.ec.ceil_len);
-		pl_eng_ceiling(e, PL_CEILING_MS * r->tsc_khz);
+		/* the loop on a cache-resident buffer: the engine's own ceiling (unless reused) */
+		if (!w->t.ceil_reused) {
+			memset(e->ceil_buf, 0x5a, w->t.ec.ceil_len);
+			pl_eng_ceiling(e, PL_CEILING_MS * r->tsc_khz);
+		}
 		plu_guarded_free(e->ceil_buf, w->t.ec.ceil_len);
 		e->ceil_buf = NULL;
 		w->t.ec.ceil_buf = NULL;
@@ -265,6 +267,12 @@ void plu_run(struct plu_run *r, const cpu_set_t *allowed, bool load)
 	}
 	/* the chains: kept ones taken or restored, the others' words saved (chains.c) */
 	plu_chains_settle(r);
+	if (r->ceil) {
+		/* --serve: an earlier run's ceilings where the key is this run's (core/ceil.c) */
+		struct pl_threads ts = { (char *)&r->w[0].t, sizeof(r->w[0]), r->n };
+
+		pl_ceil_reuse(r->ceil, &ts, r->c.prefetch, 0);
+	}
 	signalled = r;
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = on_signal;

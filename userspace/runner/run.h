@@ -38,6 +38,8 @@ struct plu_run {
 	_Atomic u64 go_tsc;
 	int aborted;
 	bool keep_chains;		/* --serve: a chase's chain stays for the next run (chains.c) */
+	u64 run_tsc, done_tsc;		/* the run asked for, its threads joined (setup, teardown) */
+	struct pl_ceil_cache *ceil;	/* --serve: the ceilings of earlier runs (core/ceil.c), else NULL */
 	struct plu_worker w[PL_MAX_THREADS];
 };
 

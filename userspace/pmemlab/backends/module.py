@@ -108,6 +108,10 @@ class Module:
             modparams = Path(env) if env else (
                 DEFAULT_MODPARAMS if self.root == DEFAULT_SYSFS else self.root / ".." / "module-parameters")
         self.modparams = modparams
+        # what this controller last wrote and the module's params_gen after it: a point writes only
+        # the parameters that differ, while params_gen says no one else wrote (or reloaded) since
+        self._held: dict[str, str] = {}
+        self._gen: int | None = None
 
     # -- basic access ---------------------------------------------------
     def loaded(self) -> bool:
@@ -285,22 +289,45 @@ class Module:
 
     # -- one run ----------------------------------------------------------
     def set_params(self, values: Mapping[str, Any]) -> None:
-        """Write every parameter (canonical values); retry order-dependent refusals once.
+        """Write the parameters that differ from what the module holds (canonical values); retry
+        order-dependent refusals once.
 
         A parameter this module has no file for is skipped while it holds its default
         (the schema may know parameters an older module lacks); set to anything else,
         it is an error naming the missing file.
+
+        Unchanged since this controller's last point, a parameter is not written again: the
+        module's `params_gen` (another value after every parameter write it took, and on every
+        load) is then what this controller's own writes made it, so nothing else changed the
+        module's parameters in between. Otherwise, and on a module without params_gen, every
+        parameter is written.
         """
         pending = [(k, P.to_sysfs(k, v)) for k, v in values.items()
                    if not (k in P.PARAMS and v == P.PARAMS[k].default and not (self.root / k).exists())]
+        text = self.read_opt("params_gen")
+        gen = int(text) if text and text.isdigit() else None
+        held = dict(self._held) if gen is not None and gen == self._gen else {}
+        self._gen = None  # until the writes below are all known
         refused: list[tuple[str, str, ParamRefused]] = []
+        taken = 0
         for key, text in pending:
+            if held.get(key) == text:
+                continue
+            held.pop(key, None)
             try:
                 self.write(key, text)
             except ParamRefused as exc:
                 refused.append((key, text, exc))
+                continue
+            held[key] = text
+            taken += 1
         for key, text, _ in refused:
             self.write(key, text)  # raises ParamRefused if still refused
+            held[key] = text
+            taken += 1
+        if gen is not None:
+            self._held = held
+            self._gen = (gen + taken) % (1 << 64)
 
     def run(self, values: Mapping[str, Any], timeout_s: float = 600.0,
             poll_s: float = 0.002, on_poll: Callable[[], None] | None = None) -> RunOutcome:
