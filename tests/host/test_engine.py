@@ -269,7 +269,7 @@ def window_run(lib: ctypes.CDLL, warmup_ms: int, duration_ms: int, segments: lis
                exit: int = 0) -> tuple[list[int], list[dict[str, str]]]:
     """pl_test_window at 1000 ticks per ms, each segment (t0, t1), or (now, t0, t1) when its end
     was computed at now, the loop left at exit (0: at the last segment's end): its out array and
-    the thread's and the `all` result lines (report.c)."""
+    the thread's and the `all` result lines (resultfmt.c)."""
     triples = [seg if len(seg) == 3 else (seg[0], *seg) for seg in segments]
     seg = (ctypes.c_uint64 * (3 * len(triples)))(*[x for t in triples for x in t])
     n = len(triples)

@@ -6,7 +6,7 @@ and the standard deviation are of t - ov itself, signed: a clamp at 0 lifts the 
 near zero (L1 hits, whose brackets fall on both sides of the median overhead) by the mean of the
 negative differences it drops (measured 5.1 TSC ticks above an independent mfence/rdtscp
 bracket). Synthetic brackets go through the core's own statistics (pl_hist_add, pl_hist_moments,
-the result lines of report.c) in libplcore (userspace/runner/pltest.c)."""
+the result lines of resultfmt.c) in libplcore (userspace/runner/pltest.c)."""
 from __future__ import annotations
 
 import ctypes

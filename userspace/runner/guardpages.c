@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * guard.c - guard pages for the runner's buffers (in the runner and in
+ * guardpages.c - guard pages for the runner's buffers (in the runner and in
  * libplcore.so, whose host tests fault them on purpose).
  */
 #define _GNU_SOURCE

@@ -341,7 +341,7 @@ void pl_test_hist(const u64 *v, u64 n, const u32 *q, unsigned int nq, u64 *out, 
  * loops' statistics (pl_hist_add, pl_hist_moments): out[0] the mean x 1000
  * (signed), out[1] the standard deviation x 1000, out[2] the median,
  * out[3] the min, out[4] the max; line gets a latency thread's result line
- * and the `all` line (report.c) of len bytes.
+ * and the `all` line (resultfmt.c) of len bytes.
  */
 void pl_test_moments(const u64 *t, u64 n, u64 ov, s64 *out, char *line, size_t len)
 {
@@ -374,7 +374,7 @@ void pl_test_moments(const u64 *t, u64 n, u64 ov, s64 *out, char *line, size_t l
  * unlimited); out[i] is pl_thread_more() at its end, then the timed
  * segments, their ticks, the accesses counted and e.left; the loop is left
  * at exit_tsc (pl_thread_end; 0: the last segment's end); line gets the
- * thread's result line and then the `all` line (report.c) of len bytes.
+ * thread's result line and then the `all` line (resultfmt.c) of len bytes.
  */
 void pl_test_window(u64 warmup_ms, u64 duration_ms, u64 count, u64 tsc_khz, const u64 *seg,
 		    unsigned int nseg, u64 exit_tsc, u64 *out, char *line, size_t len)
