@@ -1,5 +1,5 @@
 """`pmemlab info`: facts about the target and the machine, and the run conditions
-every result row carries (shared/experiments.md: target kind and device, NUMA node,
+every result row carries (docs/method.md, "Run conditions": target kind and device, NUMA node,
 interleave geometry, page size, CPU model, frequency source, prefetchers, kernel,
 toolkit version, interrupts off during timing).
 """
