@@ -2,7 +2,7 @@
 # (Kbuild; the module's build tree and the DKMS tree are copied by this list: Makefile
 # module-tree), and the user backend's runner and the controller's library libplcore.so
 # (userspace/runner/Makefile). A file added to the core is added here and nowhere else.
-PL_CORE_SRC := ops.c gen.c hist.c engine.c chase.c place.c params.c apply.c check.c worker.c report.c facts.c ceil.c \
+PL_CORE_SRC := ops.c gen.c hist.c engine.c chase.c place.c params.c apply.c check.c worker.c resultfmt.c facts.c ceil.c \
 	       sig.c badrange.c tier.c
 PL_CORE_HDR := pl_core.h pl_params.h pl_run.h pl_safe.h pl_tier.h shim.h walk.h ops.def params.def features.def
 

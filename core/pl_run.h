@@ -2,7 +2,7 @@
 /*
  * pl_run.h - what the module and the runner do alike with a judged run:
  * set up each worker from the parameters (worker.c) and write the result
- * lines and histogram (report.c).  Portable: only shim.h and the core.
+ * lines and histogram (resultfmt.c).  Portable: only shim.h and the core.
  */
 #ifndef PMEMLAB_RUN_H
 #define PMEMLAB_RUN_H
@@ -170,7 +170,7 @@ bool pl_ceil_reuse(struct pl_ceil_cache *c, const struct pl_threads *ts, u64 pre
  */
 void pl_ceil_store(struct pl_ceil_cache *c, const struct pl_threads *ts, u64 prefetch, u64 others);
 
-/* ---- report.c: the `result` and `histogram` text ---- */
+/* ---- resultfmt.c: the `result` and `histogram` text ---- */
 #define PL_NPCT			5	/* p50 p90 p99 p999 p9999 */
 #define PL_LINE_BYTES		1024	/* room for one result line (insn and loop included) */
 #define PL_HIST_LINE_BYTES	72	/* room for one histogram line */

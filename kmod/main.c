@@ -47,7 +47,7 @@ static int __init pl_init(void)
 		pr_err("the kernel has no TSC rate (tsc_khz = 0)\n");
 		return -EOPNOTSUPP;
 	}
-	pl_guard_load_note();
+	pl_tsc_load_note();
 	pl_mod.prefetch_ok = pl_prefetch_probe();
 	err = pl_prefetch_init();
 	if (err)

@@ -78,7 +78,7 @@ struct pl_run {
 	int err;			/* set up failed (errno) */
 	char why[PL_ERR_LEN];		/* and why, where known */
 	bool prefetch_lost;		/* a prefetcher write did not read back */
-	u64 run_tsc, done_tsc;		/* `run` written, results built: setup and teardown (report.c) */
+	u64 run_tsc, done_tsc;		/* `run` written, results built: setup and teardown (resultfmt.c) */
 	u64 others;			/* CPUs other targets' runs held at the start (the ceiling's key) */
 	struct pl_dev *dev;		/* whose run it is */
 	struct pl_target *lt;		/* the load threads' target (load_target), or &dev->t */
@@ -187,12 +187,14 @@ void pl_target_leave(struct pl_target *t, int id);
 int pl_fail(struct pl_dev *d, int err, const char *fmt, ...) __printf(3, 4);
 int pl_fail_verdict(struct pl_dev *d, const struct pl_verdict *v);
 
-/* guard.c: signatures and partitions probed, bad ranges, TSC (the overwrite rule: core/check.c) */
-void pl_guard_probe(struct pl_target *t);	/* sets fs_sig and nparts */
-int pl_guard_run(struct pl_dev *d, const struct pl_target *t, u64 start, u64 len);
-void pl_guard_load_note(void);
+/* safety.c: signatures and partitions probed, bad ranges (the overwrite rule: core/check.c) */
+void pl_safety_probe(struct pl_target *t);	/* sets fs_sig and nparts */
+int pl_safety_run(struct pl_dev *d, const struct pl_target *t, u64 start, u64 len);
+
+/* tsc.c: the TSC's facts (flags of every result row), and the load's note when one is false */
 bool pl_tsc_invariant(void);
 bool pl_tsc_reliable(void);
+void pl_tsc_load_note(void);
 
 /* sysfs.c: the attribute groups of a dev and its kobject type */
 extern const struct attribute_group *pl_dev_groups[];

@@ -2,7 +2,7 @@
 /*
  * results.c - turn a finished run into the `result`, `histogram` and
  * `samples` files (built once, under the target's lock, read through bin attributes;
- * the text is the core's, core/report.c).
+ * the text is the core's, core/resultfmt.c).
  */
 #define pr_fmt(fmt) "pmemlab: " fmt
 

@@ -148,11 +148,11 @@ static int pl_run_params(struct pl_dev *d, struct pl_dev *ld, struct pl_plan *pl
 	if (err)
 		pl_fail_verdict(d, v);
 	kfree(v);
-	/* known bad ranges of the disk in the run's window (guard.c) */
+	/* known bad ranges of the disk in the run's window (safety.c) */
 	if (!err)
-		err = pl_guard_run(d, &d->t, d->cfg.window_offset, pl_window_len(&d->cfg, &d->t));
+		err = pl_safety_run(d, &d->t, d->cfg.window_offset, pl_window_len(&d->cfg, &d->t));
 	if (!err && ld)
-		err = pl_guard_run(d, &ld->t, d->cfg.window_offset, pl_window_len(&d->cfg, &ld->t));
+		err = pl_safety_run(d, &ld->t, d->cfg.window_offset, pl_window_len(&d->cfg, &ld->t));
 	return err;
 }
 

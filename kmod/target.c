@@ -82,7 +82,7 @@ static u64 pl_page_size(char *addr, u64 size)
  * -EIO before 5.19) and, while the disk has any, maps only the pages asked
  * for: then the good stretches are mapped piece by piece, each checked to
  * lie where the first one puts it, so that the load succeeds and runs are
- * kept off the bad ranges instead (pl_guard_run).  Returns the pages mapped
+ * kept off the bad ranges instead (pl_safety_run).  Returns the pages mapped
  * from the start, or a negative errno when none could be.
  */
 static long pl_dax_map_all(struct dax_device *dax, pgoff_t first, long pages, char **kaddr)
@@ -181,7 +181,7 @@ static int pl_fsdax_open(struct pl_target *t, const char *path)
 	t->phys = slow_virt_to_phys(kaddr);
 	t->origin = start;
 	t->page_size = pl_page_size(t->kaddr, t->size);
-	pl_guard_probe(t);
+	pl_safety_probe(t);
 	return 0;
 
 err_put:
@@ -541,7 +541,7 @@ static int pl_dram_open(struct pl_target *t, u64 size, const struct pl_tier *tie
 			  !one ? "over several nodes, 2 MiB pages of each node mapped with 4 KiB entries (vmap)" :
 			  PL_HUGE_VMALLOC ? "no 2 MiB mapping could be had" :
 			  "this kernel has no huge vmalloc (5.18+)", t->page_size);
-	pl_guard_probe(t);
+	pl_safety_probe(t);
 	return 0;
 
 stopped:

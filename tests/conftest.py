@@ -1,6 +1,6 @@
 """Make tests/testlib.py and the userspace package importable from every test directory, and
-build the library the package judges runs with (libplcore.so: the module's validator) when a
-session starts."""
+build the libraries: the one the package judges runs with (libplcore.so: the module's validator)
+and the host tests' own (libpltest.so: their entry points into the core) when a session starts."""
 from __future__ import annotations
 
 import signal
@@ -17,15 +17,17 @@ for _path in (_TESTS, _TESTS.parent / "userspace"):
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:
-    """Build libplcore.so once a session, before collection: the tests judge values and runs with
-    it (the parameter table itself is the package's schema.json). make rebuilds only what is stale; under
-    pytest-xdist only the controlling process builds, and its workers start after this hook."""
+    """Build libplcore.so and libpltest.so once a session, before collection: the tests judge values
+    and runs with the first (the parameter table itself is the package's schema.json), the engine's
+    tests load the second. make rebuilds only what is stale; under pytest-xdist only the controlling
+    process builds, and its workers start after this hook."""
     if hasattr(session.config, "workerinput"):
         return
-    make = subprocess.run(["make", "-s", "-C", str(_TESTS.parent / "userspace" / "runner"), "libplcore.so"],
-                          capture_output=True, text=True)
+    make = subprocess.run(["make", "-s", "-C", str(_TESTS.parent / "userspace" / "runner"), "libplcore.so",
+                           "libpltest.so"], capture_output=True, text=True)
     if make.returncode != 0:
-        raise pytest.UsageError("building userspace/runner/libplcore.so failed:\n" + make.stdout + make.stderr)
+        raise pytest.UsageError("building userspace/runner/libplcore.so and libpltest.so failed:\n"
+                                + make.stdout + make.stderr)
 
 
 def pytest_configure(config) -> None:

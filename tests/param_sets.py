@@ -318,7 +318,7 @@ def runnable_sets(draw: st.DrawFn, m: Machine, user_ops: bool = True, widths: tu
     return {name: str(v[name]) for name in P.PARAM_NAMES if name in v}
 
 
-SAMPLE_NONE = (1 << 64) - 1  # a raw_samples slot its thread did not fill (kmod/core/pl_run.h)
+SAMPLE_NONE = (1 << 64) - 1  # a raw_samples slot its thread did not fill (core/pl_run.h)
 CHASE = 256  # loads per chase sample: chase_batch's default (core/params.def)
 
 

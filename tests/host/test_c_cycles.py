@@ -1,8 +1,9 @@
-"""No cycles between the C files: the objects of each binary (pmemlab-run, libplcore.so, and every
-object of pmemlab.ko, the glue in kmod/ and the core, for every built kernel tree) read with nm, file A depending on file B
-when A leaves undefined a symbol (function or data) B defines. A cycle is a set of files that
-depend on each other in a loop (a strongly connected set of more than one file): none may exist,
-so that each file can be read, tested and replaced with only the files below it in mind."""
+"""No cycles between the C files: the objects of each binary (pmemlab-run, libplcore.so,
+libpltest.so, and every object of pmemlab.ko, the glue in kmod/ and the core, for every built kernel
+tree) read with nm, file A depending on file B when A leaves undefined a symbol (function or data)
+B defines. A cycle is a set of files that depend on each other in a loop (a strongly connected set
+of more than one file): none may exist, so that each file can be read, tested and replaced with
+only the files below it in mind."""
 from __future__ import annotations
 
 import fcntl
@@ -67,13 +68,13 @@ def test_the_cycle_finder_finds_a_loop_and_only_a_loop(tmp_path: Path) -> None:
 
 
 def binaries() -> dict[str, list[str]]:
-    """The objects of pmemlab-run and libplcore.so, as the runner's Makefile links them."""
+    """The objects of pmemlab-run, libplcore.so and libpltest.so, as the runner's Makefile links them."""
     out = subprocess.run(["make", "-s", "--no-print-directory", "-C", str(RUNNER), "objects"],
                          capture_output=True, text=True, check=True).stdout
     return {name: objs.split() for name, _, objs in (line.partition(": ") for line in out.splitlines())}
 
 
-@pytest.mark.parametrize("binary", ["pmemlab-run", "libplcore.so"])
+@pytest.mark.parametrize("binary", ["pmemlab-run", "libplcore.so", "libpltest.so"])
 def test_no_cycle_between_the_runners_and_the_librarys_files(binary: str) -> None:
     res = subprocess.run(["make", "-s", "-C", str(RUNNER), binary], capture_output=True, text=True)
     assert res.returncode == 0, res.stdout + res.stderr

@@ -1,4 +1,4 @@
-"""The engine's generated loops, run through libplcore.so (pl_test_engine: pl_eng_init, then
+"""The engine's generated loops, run through libpltest.so (pl_test_engine: pl_eng_init, then
 the selected loop through pl_eng_run, on a buffer), judged by what they leave in memory:
 
 - every op x instruction form (the legacy SSE forms too) x access shape (a unit, two or four
@@ -25,7 +25,7 @@ from engine_code import FAMILIES, FORM_WIDTH, FORMS, OPS, has_form, ident
 from pmemlab import plcore
 from testlib import TOP
 
-LIB = TOP / "userspace" / "runner" / "libplcore.so"
+LIB = TOP / "userspace" / "runner" / "libpltest.so"
 FEATURES = ("sse2", "sse4_1", "avx", "avx2", "avx512f", "clflush", "clflushopt", "clwb", "rdtscp")
 FLAGS = set(next((ln.split(":", 1)[1].split() for ln in Path("/proc/cpuinfo").read_text().splitlines()
                   if ln.startswith("flags")), []))
@@ -269,7 +269,7 @@ def window_run(lib: ctypes.CDLL, warmup_ms: int, duration_ms: int, segments: lis
                exit: int = 0) -> tuple[list[int], list[dict[str, str]]]:
     """pl_test_window at 1000 ticks per ms, each segment (t0, t1), or (now, t0, t1) when its end
     was computed at now, the loop left at exit (0: at the last segment's end): its out array and
-    the thread's and the `all` result lines (report.c)."""
+    the thread's and the `all` result lines (resultfmt.c)."""
     triples = [seg if len(seg) == 3 else (seg[0], *seg) for seg in segments]
     seg = (ctypes.c_uint64 * (3 * len(triples)))(*[x for t in triples for x in t])
     n = len(triples)

@@ -31,7 +31,7 @@ from test_engine import FLAGS, FORM_WIDTH, OP_INDEX, Eng, Res, aligned, lib, run
 from testlib import TOP
 
 RUNNER = TOP / "userspace" / "runner" / "pmemlab-run"
-LIBPL = TOP / "userspace" / "runner" / "libplcore.so"
+LIBPL = TOP / "userspace" / "runner" / "libpltest.so"
 FORM = "32" if "avx2" in FLAGS else "16vex"
 SFENCE = 1
 MiB = 1 << 20

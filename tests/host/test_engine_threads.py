@@ -1,5 +1,5 @@
 """The store data of a run's threads, as the module and the runner set them up (core/worker.c's
-pl_thread_setup, then the engine), through libplcore.so (pl_test_thread_data): every thread
+pl_thread_setup, then the engine), through libpltest.so (pl_test_thread_data): every thread
 writes its own stream. A device that compresses or deduplicates would see less data than was
 written if two threads stored the same sequence (issue 33, point 13: with `data_seed | 1` from
 `seed x K + thread`, threads 0 and 1 of an even seed stored the same words, 1 and 2 of an odd one).

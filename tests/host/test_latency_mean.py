@@ -6,7 +6,7 @@ and the standard deviation are of t - ov itself, signed: a clamp at 0 lifts the 
 near zero (L1 hits, whose brackets fall on both sides of the median overhead) by the mean of the
 negative differences it drops (measured 5.1 TSC ticks above an independent mfence/rdtscp
 bracket). Synthetic brackets go through the core's own statistics (pl_hist_add, pl_hist_moments,
-the result lines of report.c) in libplcore (userspace/runner/pltest.c)."""
+the result lines of resultfmt.c) in libpltest.so (userspace/runner/pltest.c)."""
 from __future__ import annotations
 
 import ctypes
@@ -25,7 +25,7 @@ RUNNER_DIR = TOP / "userspace" / "runner"
 def lib() -> ctypes.CDLL:
     res = subprocess.run(["make", "-s", "-C", str(TOP / "userspace")], capture_output=True, text=True)
     assert res.returncode == 0, res.stdout + res.stderr
-    lib = ctypes.CDLL(str(RUNNER_DIR / "libplcore.so"))
+    lib = ctypes.CDLL(str(RUNNER_DIR / "libpltest.so"))
     p, u64 = ctypes.c_void_p, ctypes.c_uint64
     lib.pl_test_moments.argtypes = [p, u64, u64, p, ctypes.c_char_p, ctypes.c_size_t]
     return lib

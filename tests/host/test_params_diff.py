@@ -79,7 +79,8 @@ def test_runner_schema_is_the_table():
 
 
 def test_core_names_the_runners_own_ops():
-    """The names the core gives the user backend's ops are those of their descriptors (copy.c)."""
+    """The names the core gives the user backend's ops are those of their descriptors (ops.def rows
+    flagged PL_OPF_USER, userops.c)."""
     listing = subprocess.run([str(RUNNER), "--check", *TARGET, "op=copy,ntcopy", "threads=2"],
                              capture_output=True, text=True, timeout=60)
     assert listing.returncode == 0, listing.stdout + listing.stderr

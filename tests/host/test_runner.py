@@ -1,4 +1,4 @@
-"""The user backend's native runner and the shared core it is built from (libplcore.so: the
+"""The user backend's native runner and the shared core it is built from (libpltest.so: the
 same objects as pmemlab-run, called through ctypes). The engine's loops have their own tests:
 test_engine.py (what they write), test_engine_code.py (their code, runner and module),
 test_engine_exec.py (what they execute).
@@ -57,13 +57,36 @@ def built() -> Path:
 
 @pytest.fixture(scope="module")
 def lib(built: Path) -> ctypes.CDLL:
-    lib = ctypes.CDLL(str(built / "libplcore.so"))
+    lib = ctypes.CDLL(str(built / "libpltest.so"))
     u64, p = ctypes.c_uint64, ctypes.c_void_p
     lib.pl_test_op_name.restype = ctypes.c_char_p
     lib.pl_test_gen.argtypes = [ctypes.c_int, u64, u64, u64, u64, u64, u64, u64, p, u64, p, p,
                                 ctypes.POINTER(ctypes.c_char_p)]
     lib.pl_test_hist.argtypes = [p, u64, p, ctypes.c_uint, p, p]
     return lib
+
+
+# --------------------------------------------------------------------------- the two libraries
+def exported(lib: Path) -> set[str]:
+    """The functions and data lib exports (its dynamic symbol table)."""
+    out = subprocess.run(["nm", "-D", "--defined-only", str(lib)], capture_output=True, text=True,
+                         check=True).stdout
+    return {line.split()[-1] for line in out.splitlines() if line.strip()}
+
+
+def test_the_test_entry_points_are_only_in_the_test_library(built: Path) -> None:
+    """pltest.c's entry points (pl_test_*, the host tests' ways into the core) are libpltest.so's
+    alone: libplcore.so, the library the controller loads to judge every run, exports the schema
+    and the validator (plcore.c) and none of them (issue 38 item 4: all 24 were in it)."""
+    text = (RUNNER_DIR / "pltest.c").read_text()
+    entries = set(re.findall(r"^(?!static)[a-z].*?\b(pl_test_\w+)\(", text, re.M))
+    assert len(entries) > 20, sorted(entries)
+    plcore, pltest = exported(built / "libplcore.so"), exported(built / "libpltest.so")
+    assert {"plc_schema", "plc_value", "plc_check"} <= plcore
+    leaked = sorted(s for s in plcore if s.startswith("pl_test_"))
+    assert not leaked, f"libplcore.so exports the tests' entry points: {leaked}"
+    assert entries <= pltest, sorted(entries - pltest)
+    assert not {s for s in pltest if s.startswith("plc_")}
 
 
 # --------------------------------------------------------------------------- generators

@@ -1,7 +1,7 @@
 """A DRAM target over several NUMA nodes in weighted round robin (dram_nodes, dram_weights) and
 `pmemlab tier-bw`, on the host:
 
-- the load parameters are judged once, in the shared core (core/tier.c, through libplcore.so):
+- the load parameters are judged once, in the shared core (core/tier.c, through libpltest.so):
   every malformed or contradictory value refused with a reason naming the parameter, and the
   runner refuses with the very same reason;
 - the round robin: which node each page goes to, and how many pages each node gets, against an
@@ -42,7 +42,7 @@ from pmemlab.errors import ConfigError
 from pmemlab.targets.spec import Substitutes, TargetLoad, derived_label
 from testlib import TOP
 
-LIB = TOP / "userspace" / "runner" / "libplcore.so"
+LIB = TOP / "userspace" / "runner" / "libpltest.so"
 RUNNER = TOP / "userspace" / "runner" / "pmemlab-run"
 MiB = 1 << 20
 

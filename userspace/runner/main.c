@@ -160,7 +160,7 @@ static u64 read_tsc_khz(void)
 /* the run: its parameters, facts, targets and workers (run.c runs it) */
 static struct plu_run R;
 
-/* ---- results: the module's text (core/report.c) ---- */
+/* ---- results: the module's text (core/resultfmt.c) ---- */
 static void print_results(void)
 {
 	struct pl_buf b = { .cap = (R.n + 1) * PL_LINE_BYTES }, h = { .cap = 1 };
@@ -186,7 +186,7 @@ static void print_results(void)
 	free(buckets);
 }
 
-/* the module's raw_samples (core/report.c: not filled is PL_SAMPLE_NONE) */
+/* the module's raw_samples (core/resultfmt.c: not filled is PL_SAMPLE_NONE) */
 static void write_samples(const char *path)
 {
 	u64 *buf = calloc(R.c.samples, sizeof(u64));

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * pltest.c - entry points of libplcore.so, the shared core as a library for
- * the host tests (ctypes): the engine on a buffer, the generator, a worker's
- * region, the histogram, the fence rate.
+ * pltest.c - the entry points of libpltest.so, the shared core as a library
+ * for the host tests alone (ctypes; the controller's libplcore.so leaves
+ * them out): the engine on a buffer, the generator, a worker's region, the
+ * histogram, the fence rate.
  */
 #include <stdlib.h>
 #include "pl_core.h"
@@ -36,19 +37,10 @@ struct pl_test_res {
 	char loop[64], insn[64], ceil_loop[64];
 };
 
-/*
- * Run the real engine (pl_eng_init, the selected generated loop through
- * pl_eng_run) for t->count accesses over base[0, t->span) of a buffer of
- * t->base_len bytes: 0, or -errno and why.  ceil_buf (may be NULL): also
- * measure the ceiling on its t->ceil_len bytes for 1e6 ticks.
- */
-int pl_test_engine(char *base, const struct pl_test_eng *t, struct pl_test_res *res,
-		   char *ceil_buf, char *why, size_t len)
+/* the engine's configuration from the tests' inputs (the buffer, the stop flag and the histogram are the caller's) */
+static void pl_test_cfg(struct pl_eng_cfg *c, char *base, const struct pl_test_eng *t)
 {
-	static u64 hist[PL_HIST_NB];
-	static int stop;
-	struct pl_eng e;
-	struct pl_eng_cfg c = {
+	*c = (struct pl_eng_cfg) {
 		.base = base,
 		.base_len = t->base_len,
 		.gen = { .pattern = t->pattern, .access = t->access, .step = t->step,
@@ -68,37 +60,70 @@ int pl_test_engine(char *base, const struct pl_test_eng *t, struct pl_test_res *
 		.delay_ticks = t->delay_ticks,
 		.prep = t->prep,
 		.count = t->count,
-		.stop = &stop,
-		.hist_buckets = hist,
 		.data_seed = t->data_seed,
-		.ceil_buf = ceil_buf,
-		.ceil_len = t->ceil_len,
 	};
-	int err;
+}
+
+/*
+ * The harness of pl_test_engine and pl_test_steps: the engine e set up on
+ * t (its configuration in c; ceil_buf, may be NULL, the ceiling's buffer of
+ * t->ceil_len bytes) as pl_eng_init sets it up; 0, or -errno and why.
+ */
+static int pl_test_setup(struct pl_eng *e, struct pl_eng_cfg *c, char *base, const struct pl_test_eng *t,
+			 char *ceil_buf, char *why, size_t len)
+{
+	static u64 hist[PL_HIST_NB];
+	static int stop;
 
 	if (!t->count) {
 		snprintf(why, len, "count must be > 0");
 		return -EINVAL;
 	}
-	err = pl_eng_init(&e, &c, why, len);
+	pl_test_cfg(c, base, t);
+	c->stop = &stop;
+	c->hist_buckets = hist;
+	c->ceil_buf = ceil_buf;
+	c->ceil_len = t->ceil_len;
+	return pl_eng_init(e, c, why, len);
+}
+
+/* what the engine e did, as the tests read it */
+static void pl_test_result(const struct pl_eng *e, struct pl_test_res *res)
+{
+	res->ops = e->st.ops;
+	res->reads = e->st.reads;
+	res->writes = e->st.writes;
+	res->bytes = e->st.bytes;
+	res->data = e->data;
+	res->lat_n = e->hist.n;
+	res->ceil_bytes = e->ceil_bytes;
+	res->ceil_ticks = e->ceil_ticks;
+	res->ceil_ops = e->ceil_ops;
+	snprintf(res->loop, sizeof(res->loop), "%s", e->loop_name);
+	snprintf(res->insn, sizeof(res->insn), "%s", e->insn);
+	snprintf(res->ceil_loop, sizeof(res->ceil_loop), "%s", e->ceil_loop ? e->ceil_loop : "");
+}
+
+/*
+ * Run the real engine (pl_eng_init, the selected generated loop through
+ * pl_eng_run) for t->count accesses over base[0, t->span) of a buffer of
+ * t->base_len bytes: 0, or -errno and why.  ceil_buf (may be NULL): also
+ * measure the ceiling on its t->ceil_len bytes for 1e6 ticks.
+ */
+int pl_test_engine(char *base, const struct pl_test_eng *t, struct pl_test_res *res,
+		   char *ceil_buf, char *why, size_t len)
+{
+	struct pl_eng_cfg c;
+	struct pl_eng e;
+	int err = pl_test_setup(&e, &c, base, t, ceil_buf, why, len);
+
 	if (err)
 		return err;
 	if (ceil_buf)
 		pl_eng_ceiling(&e, 1000000);
 	while (e.left)
 		pl_eng_run(&e, ~0ULL);
-	res->ops = e.st.ops;
-	res->reads = e.st.reads;
-	res->writes = e.st.writes;
-	res->bytes = e.st.bytes;
-	res->data = e.data;
-	res->lat_n = e.hist.n;
-	res->ceil_bytes = e.ceil_bytes;
-	res->ceil_ticks = e.ceil_ticks;
-	res->ceil_ops = e.ceil_ops;
-	snprintf(res->loop, sizeof(res->loop), "%s", e.loop_name);
-	snprintf(res->insn, sizeof(res->insn), "%s", e.insn);
-	snprintf(res->ceil_loop, sizeof(res->ceil_loop), "%s", e.ceil_loop ? e.ceil_loop : "");
+	pl_test_result(&e, res);
 	return 0;
 }
 
@@ -115,37 +140,11 @@ int pl_test_engine(char *base, const struct pl_test_eng *t, struct pl_test_res *
 int pl_test_steps(char *base, const struct pl_test_eng *t, u64 until_ticks, u64 *out,
 		  struct pl_test_res *res, char *why, size_t len)
 {
-	static u64 hist[PL_HIST_NB];
-	static int stop;
-	struct pl_eng e;
-	struct pl_eng_cfg c = {
-		.base = base,
-		.base_len = t->base_len,
-		.gen = { .pattern = t->pattern, .access = t->access, .step = t->step,
-			 .span = t->span, .passes = t->passes, .pass_offset = t->pass_offset,
-			 .seed = t->seed, .stream = t->stream },
-		.op = t->op,
-		.width = t->width,
-		.features = t->features,
-		.mode = t->mode,
-		.access = t->access,
-		.fence = t->fence,
-		.fence_interval = t->fence_interval,
-		.flush = t->flush,
-		.read_pct = t->read_pct,
-		.count = t->count,
-		.stop = &stop,
-		.hist_buckets = hist,
-		.data_seed = t->data_seed,
-	};
 	u64 calls = 0, most = 0, slow = 0, b0, t0, t1;
-	int err;
+	struct pl_eng_cfg c;
+	struct pl_eng e;
+	int err = pl_test_setup(&e, &c, base, t, NULL, why, len);
 
-	if (!t->count) {
-		snprintf(why, len, "count must be > 0");
-		return -EINVAL;
-	}
-	err = pl_eng_init(&e, &c, why, len);
 	if (err)
 		return err;
 	while (e.left && calls < 10000 * t->count + 10000) {
@@ -165,30 +164,16 @@ int pl_test_steps(char *base, const struct pl_test_eng *t, u64 until_ticks, u64 
 	out[3] = e.st.ops;
 	out[4] = e.st.pieces;
 	out[5] = slow;
-	res->ops = e.st.ops;
-	res->reads = e.st.reads;
-	res->writes = e.st.writes;
-	res->bytes = e.st.bytes;
-	res->data = e.data;
-	snprintf(res->loop, sizeof(res->loop), "%s", e.loop_name);
-	snprintf(res->insn, sizeof(res->insn), "%s", e.insn);
+	pl_test_result(&e, res);
 	return 0;
 }
 
 /* bytes of the ceiling buffer for these inputs */
 u64 pl_test_ceiling_len(const struct pl_test_eng *t)
 {
-	struct pl_eng_cfg c = {
-		.gen = { .pattern = t->pattern, .access = t->access, .step = t->step,
-			 .span = t->span, .passes = t->passes, .pass_offset = t->pass_offset,
-			 .ways = t->ways, .gran = t->gran, .dimms = t->dimms,
-			 .first_dimm = t->first_dimm },
-		.op = t->op,
-		.access = t->access,
-		.fence = t->fence,
-		.fence_interval = t->fence_interval,
-	};
+	struct pl_eng_cfg c;
 
+	pl_test_cfg(&c, NULL, t);
 	return pl_eng_ceiling_len(&c);
 }
 
@@ -341,7 +326,7 @@ void pl_test_hist(const u64 *v, u64 n, const u32 *q, unsigned int nq, u64 *out, 
  * loops' statistics (pl_hist_add, pl_hist_moments): out[0] the mean x 1000
  * (signed), out[1] the standard deviation x 1000, out[2] the median,
  * out[3] the min, out[4] the max; line gets a latency thread's result line
- * and the `all` line (report.c) of len bytes.
+ * and the `all` line (resultfmt.c) of len bytes.
  */
 void pl_test_moments(const u64 *t, u64 n, u64 ov, s64 *out, char *line, size_t len)
 {
@@ -374,7 +359,7 @@ void pl_test_moments(const u64 *t, u64 n, u64 ov, s64 *out, char *line, size_t l
  * unlimited); out[i] is pl_thread_more() at its end, then the timed
  * segments, their ticks, the accesses counted and e.left; the loop is left
  * at exit_tsc (pl_thread_end; 0: the last segment's end); line gets the
- * thread's result line and then the `all` line (report.c) of len bytes.
+ * thread's result line and then the `all` line (resultfmt.c) of len bytes.
  */
 void pl_test_window(u64 warmup_ms, u64 duration_ms, u64 count, u64 tsc_khz, const u64 *seg,
 		    unsigned int nseg, u64 exit_tsc, u64 *out, char *line, size_t len)

@@ -16,7 +16,7 @@ from pmemlab.cli.parser import command_parser
 from pmemlab.cliargs import parse_assignments, positive_seconds
 from pmemlab.config import command_line_problems, one_point
 from pmemlab.errors import PmemlabError
-from pmemlab.host import guard
+from pmemlab.host import safety
 from pmemlab.output import print_json, text_table
 from pmemlab.sweep import Bench, Sweep
 from pmemlab.table import BASE_COLUMNS, csv_text
@@ -57,7 +57,7 @@ def run(args: argparse.Namespace) -> int:
     backend.check_target(args.target)
     # before the module's verdict on the values (which refuses the same run): blkid and lsblk
     # name more of what is on the device, mounts included
-    guard.check_overwrite(bench.info or {}, guard.writes(values))
+    safety.check_overwrite(bench.info or {}, safety.writes(values))
     point = one_point(values, raw, bench.facts, bench.discovered)  # the interleave ndctl found, unless given
     sweep, recorder = Sweep.one_point(point, bench, timeout_s=args.timeout)
     report = sweep.run()

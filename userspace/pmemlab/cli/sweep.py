@@ -18,7 +18,7 @@ from pmemlab.cli.parser import command_parser
 from pmemlab.cliargs import parse_assignments
 from pmemlab.config import Point, SweepConfig, count_points, expand, load_config
 from pmemlab.errors import ConfigError, Interrupted, PmemlabError, user_message
-from pmemlab.host import guard, ipmctl, probe
+from pmemlab.host import ipmctl, probe, safety
 from pmemlab.output import add_json, print_json
 from pmemlab.sweep import Bench, Sweep, SweepFiles, SweepOptions, SweepReport, check_output, sidecar_path, summary_path
 from pmemlab.cli.target_axis import add_target_options, check_target_option, chosen_loads, print_targets_dry_run
@@ -143,7 +143,7 @@ def _sweep_config(args: argparse.Namespace) -> tuple[int, dict[str, Any]]:
     backend.check_target(args.target or cfg.target)
     # the write points the module's verdict skipped for what the target carries count too: the
     # sweep is refused whole, with what blkid and lsblk find named
-    guard.check_overwrite(bench.info or {}, any(guard.writes(p.params) for p in points
+    safety.check_overwrite(bench.info or {}, any(safety.writes(p.params) for p in points
                                                 if not p.skip_reason or p.skip_errno == errno.EPERM))
     skipped = [p for p in points if p.skip_reason]
     if skipped:

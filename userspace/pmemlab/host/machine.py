@@ -1,5 +1,5 @@
 """`pmemlab info`: facts about the target and the machine, and the run conditions
-every result row carries (shared/experiments.md: target kind and device, NUMA node,
+every result row carries (docs/method.md, "Run conditions": target kind and device, NUMA node,
 interleave geometry, page size, CPU model, frequency source, prefetchers, kernel,
 toolkit version, interrupts off during timing).
 """
@@ -24,7 +24,7 @@ from pmemlab.backends.facts import PLACEMENT_FACTS
 from pmemlab.backends.module import load_hint
 from pmemlab.backends.protocol import Backend
 from pmemlab.cxl import numbered
-from pmemlab.host import guard, ipmctl, probe, runcond
+from pmemlab.host import ipmctl, probe, runcond, safety
 from pmemlab.host.probe import HostPaths, ToolRunner
 from pmemlab.params import parse_cpulist
 
@@ -387,7 +387,7 @@ def gather_info(module: Backend | None, host: HostPaths | None = None,
         "fs_signature": facts.get("fs_signature"),
         "nd_provider": nd_provider(facts.get("target"), host),
         "partitions": facts.get("target_partitions"),
-        "bad_ranges": guard.bad_ranges(facts.get("target"), host.sys, runner if with_tools else None),
+        "bad_ranges": safety.bad_ranges(facts.get("target"), host.sys, runner if with_tools else None),
     }
     if with_tools:
         nd = ndctl_info(runner)
@@ -726,7 +726,7 @@ def format_info(info: dict[str, Any]) -> str:
         add("fs signature", t.get("fs_signature"))
         if t.get("partitions"):
             add("partitions", t.get("partitions"))
-        for i, line in enumerate(guard.format_bad_ranges(t.get("bad_ranges") or {})):
+        for i, line in enumerate(safety.format_bad_ranges(t.get("bad_ranges") or {})):
             add("bad ranges" if i == 0 else "", line)
         ns = t.get("namespace") or {}
         if ns:

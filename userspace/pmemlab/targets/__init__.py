@@ -6,7 +6,9 @@
          added with targets/add or found there, no reload), or the user backend re-pointed
   sweep  a config over several targets into one CSV (a target_label column): each target opened
          and probed once, its points run through its own backend
-  cli    the command-line options of a target axis and `pmemlab sweep` over one
+
+The command-line options of a target axis and `pmemlab sweep` over several targets are the CLI's
+(pmemlab/cli/target_axis.py).
 
 The modules are imported by name (`from pmemlab.targets.spec import TargetLoad`): this file
 imports nothing, so the config package can be read without the sweep machinery.

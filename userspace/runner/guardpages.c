@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * guard.c - guard pages for the runner's buffers (in the runner and in
- * libplcore.so, whose host tests fault them on purpose).
+ * guardpages.c - guard pages for the runner's buffers (in the runner and in
+ * its libraries; the host tests fault them on purpose through libpltest.so).
  */
 #define _GNU_SOURCE
 #include <sys/mman.h>

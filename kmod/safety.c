@@ -1,15 +1,12 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * guard.c - what keeps a run off data and memory a user would miss, and
+ * safety.c - what keeps a run off data and memory a user would miss, and
  * the facts behind it:
  *  - the signatures and partitions the target carries (facts for the
  *    overwrite rule of core/check.c: write runs refused unless the
  *    module was loaded with allow_overwrite=1);
  *  - the namespace's known bad ranges (any run over one refused: a load
- *    from poisoned pmem machine-checks the host);
- *  - the TSC: invariant and kept reliable by the kernel, or not (facts
- *    tsc_invariant, tsc_reliable, copied into every result row by the
- *    controller; runs are flagged, not refused: docs/method.md says why).
+ *    from poisoned pmem machine-checks the host).
  * The decisions themselves are the portable core/sig.c and badrange.c.
  */
 #define pr_fmt(fmt) "pmemlab: " fmt
@@ -22,8 +19,6 @@
 #include <linux/string.h>
 #include <linux/uaccess.h>
 #include <linux/sysfs.h>
-#include <asm/cpufeature.h>
-#include <asm/tsc.h>
 #include "pmemlab.h"
 #include "pl_safe.h"
 
@@ -104,7 +99,7 @@ static int pl_sig_read(void *arg, u64 off, void *buf, unsigned int len)
 	return copy_mc_to_kernel(buf, c->kaddr + off, len) ? -EIO : 0;
 }
 
-void pl_guard_probe(struct pl_target *t)
+void pl_safety_probe(struct pl_target *t)
 {
 	struct pl_sig_ctx c = { .kaddr = t->kaddr, .origin = t->origin };
 	struct pl_bad_range *r;
@@ -124,29 +119,8 @@ void pl_guard_probe(struct pl_target *t)
 	kfree(r);
 }
 
-/* ---- TSC ---- */
-bool pl_tsc_invariant(void)
-{
-	return boot_cpu_has(X86_FEATURE_CONSTANT_TSC) && boot_cpu_has(X86_FEATURE_NONSTOP_TSC);
-}
-
-/* the kernel has not marked it unstable (unsynchronised, or drifting against its watchdog) */
-bool pl_tsc_reliable(void)
-{
-	return !check_tsc_unstable();
-}
-
-void pl_guard_load_note(void)
-{
-	if (!pl_tsc_invariant())
-		pr_warn("the TSC is not invariant (constant_tsc %d, nonstop_tsc %d): results are flagged tsc_invariant=0\n",
-			boot_cpu_has(X86_FEATURE_CONSTANT_TSC), boot_cpu_has(X86_FEATURE_NONSTOP_TSC));
-	if (!pl_tsc_reliable())
-		pr_warn("the kernel marked the TSC unstable: results are flagged tsc_reliable=0\n");
-}
-
 /* ---- the run check ---- */
-int pl_guard_run(struct pl_dev *d, const struct pl_target *t, u64 start, u64 len)
+int pl_safety_run(struct pl_dev *d, const struct pl_target *t, u64 start, u64 len)
 {
 	return pl_bad_check(d, t, start, len);
 }

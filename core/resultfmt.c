@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * report.c - the text of a finished run, one format for the module's
+ * resultfmt.c - the text of a finished run, one format for the module's
  * `result` and `histogram` files and the runner's output: a line of
  * key=value fields per thread, then the `thread=all` line, and a
  * `who lo hi count` line per non-empty histogram bucket
