@@ -24,7 +24,8 @@ from sweep_toml import bandwidth_toml
 import pmemlab.cli as cli
 import pmemlab.host.machine as machine
 import pmemlab.host.probe as probe
-from pmemlab import exitcodes, noise
+from pmemlab import exitcodes
+from pmemlab.analysis import noise
 from pmemlab.sweep import summarize_csv
 from pmemlab.table import BASE_COLUMNS, TEXT_COLUMNS, CsvSink, read_rows
 

@@ -27,6 +27,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
+from pmemlab.errors import NotPmemlabFile
+
 CSV_COLUMNS = (  # the tidy CSV of `pmemlab curves -o`, a row per point (docs/curves.md)
     "mix_pct", "write_op", "probe_op", "delay_ticks", "delay_ns", "repeats", "bw_gbps", "bw_gbps_std",
     "bw_memory_gbps", "read_pct_actual", "lat_p50_ns", "lat_p50_std_ns", "lat_p90_ns", "lat_p99_ns",
@@ -323,8 +325,6 @@ def _num(text: str) -> float:
 def read_curves_csv(path: Path) -> list[CurvePoint]:
     """The points of a CSV is_curves_csv accepted; a row cut short or not a number raises
     NotPmemlabFile naming the file and the line."""
-    from pmemlab.errors import NotPmemlabFile
-
     line = 1
     try:
         with path.open(newline="", encoding="utf-8") as f:
