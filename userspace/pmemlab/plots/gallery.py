@@ -33,6 +33,8 @@ def gallery_problem(revisions: dict[str, set[str]]) -> str:
 
 GALLERY_MANIFEST = "gallery.json"
 GALLERY_RECIPES = "userspace/pmemlab/plots"  # what a gallery shows: figures drawn by this code
+# the code a gallery's figures come from: the recipes, and the results read and summed up for them
+GALLERY_SOURCES = (GALLERY_RECIPES, "userspace/pmemlab/analysis/resultset.py", "userspace/pmemlab/analysis/stats.py")
 
 
 def gallery_revision_problem(revisions: dict[str, set[str]]) -> str:
