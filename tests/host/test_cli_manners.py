@@ -24,7 +24,8 @@ from sweep_toml import bandwidth_toml
 import pmemlab.cli as cli
 import pmemlab.host.machine as machine
 import pmemlab.host.probe as probe
-from pmemlab import exitcodes, noise
+from pmemlab import exitcodes
+from pmemlab.analysis import noise
 from pmemlab.sweep import summarize_csv
 from pmemlab.table import BASE_COLUMNS, TEXT_COLUMNS, CsvSink, read_rows
 
@@ -316,6 +317,9 @@ BAD_INPUTS = [
     ([], "the following arguments are required: COMMAND"),
     (["run", "--timeout", "nan"], "--timeout: 'nan': give a number of seconds > 0"),
     (["run", "--timeout", "-3"], "give a number of seconds > 0"),
+    (["run", "--timeout", "5x"], "--timeout: '5x' is not a number of seconds (or 90s, 5m, 1h)"),
+    (["probe", "--budget", "0m"], "--budget: '0m': give a number of seconds > 0"),
+    (["probe", "--budget", "m"], "--budget: 'm' is not a number of seconds"),
     (["run", "access_size"], "argument 'access_size' is not KEY=VALUE"),
     (["run", "op=store+clwb", "mode=fast", "threads=x"], "invalid parameters: 2 problems, one per line above"),
     (["summarize", "foreign.csv"], "foreign.csv is not a sweep CSV: no columns sweep, point_key, repeat, thread"),
@@ -431,3 +435,13 @@ def test_unwritable_places(tmp_path, capsys) -> None:
     lines = cp.stderr.strip().splitlines()
     assert len(lines) == 2 and all("is on a read-only file system; fix: choose" in ln for ln in lines), lines
     assert "Traceback" not in cp.stderr
+
+
+def test_durations_are_read_one_way() -> None:
+    """--timeout and probe's --budget take the same durations: seconds, or 90s, 5m, 1h."""
+    from pmemlab.cli.args import positive_seconds
+
+    assert [positive_seconds(t) for t in ("300", "2.5", "90s", "5m", " 1h ", "0.5m")] == [300, 2.5, 90, 300, 3600, 30]
+    probe = cli.build_parser().parse_args(["probe", "--budget", "2m"])
+    run = cli.build_parser().parse_args(["run", "--timeout", "2m"])
+    assert probe.budget == run.timeout == 120.0

@@ -15,7 +15,7 @@ import pytest
 from scipy import stats as scipy_stats
 
 import pmemlab.cli as cli
-from pmemlab.compare import compare, verdict
+from pmemlab.analysis.compare import compare, verdict
 
 from recorded_targets import RECORDED, one_target
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 import pmemlab.cli as cli
-import pmemlab.cliargs as cliargs
+import pmemlab.cli.args as cliargs
 import pmemlab.host.machine as machine
 import pmemlab.host.probe as probe
 from pmemlab import params as P

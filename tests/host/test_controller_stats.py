@@ -7,7 +7,7 @@ import random
 
 import pytest
 
-from pmemlab.stats import betainc, summarize, t_cdf, t_ppf
+from pmemlab.analysis.stats import betainc, summarize, t_cdf, t_ppf
 
 scipy_stats = pytest.importorskip("scipy.stats")
 scipy_special = pytest.importorskip("scipy.special")

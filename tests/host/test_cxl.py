@@ -1,4 +1,4 @@
-"""CXL regions, geometry and advertised performance from a fixture sysfs tree (pmemlab/cxl.py), and
+"""CXL regions, geometry and advertised performance from a fixture sysfs tree (pmemlab/host/cxl.py), and
 `pmemlab info`, the CSV's condition columns and per-device placement defaults built on them."""
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ import pmemlab.cli as cli
 import pmemlab.cli.backend as cli_backend
 import pmemlab.host.machine as machine
 import pmemlab.host.probe as probe
-from pmemlab import cxl
+from pmemlab.host import cxl
 from pmemlab.backends.module import Module
 
 
@@ -195,8 +195,8 @@ def test_sweep_takes_ways_and_granularity_from_the_cxl_region(tmp_path: Path, ho
 
 
 def test_report_holds_each_point_against_the_advertised_value() -> None:
-    from pmemlab.plots.data import Results
-    from pmemlab.report import point_table
+    from pmemlab.analysis.resultset import Results
+    from pmemlab.report.page import point_table
 
     base = {"thread": "all", "status": "ok", "source_csv": "x.csv", "target_label": "", "adv_read_latency_ns": 250,
             "adv_write_latency_ns": 300, "adv_read_bw_mbps": 8000, "adv_write_bw_mbps": 2000, "read_pct": 0}

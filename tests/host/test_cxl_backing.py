@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from pmemlab import cxl
+from pmemlab.host import cxl
 
 
 PLANS = ("per-device.json", "per-device-shifted.json")

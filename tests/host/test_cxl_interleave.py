@@ -1,4 +1,4 @@
-"""CXL interleave across host bridges (pmemlab/cxl.py): the firmware's CEDT parsed from binary
+"""CXL interleave across host bridges (pmemlab/host/cxl.py): the firmware's CEDT parsed from binary
 tables built here from the structures' documented layouts (ACPICA's acpi_table_header,
 acpi_cedt_cfmws, acpi_cedt_cxims, acpi_cedt_chbs), the host bridge of an address by the window's
 arithmetic (modulo, or XOR as CXL 3.1 Table 9-22 and Linux's cxl_xor_calc_n compute it: 2, 3, 4,
@@ -17,7 +17,7 @@ from cxl_sysfs import MiB, make_cxl_sysfs
 
 import pmemlab.host.machine as machine
 import pmemlab.host.probe as probe
-from pmemlab import cxl
+from pmemlab.host import cxl
 from pmemlab import params as P
 
 GiB = 1 << 30

@@ -20,9 +20,9 @@ from hypothesis import strategies as st
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.container import BarContainer, ErrorbarContainer
 
-from pmemlab.plots.data import load_results
+from pmemlab.analysis.resultset import load_results
 from pmemlab.plots.recipes import ALL_RECIPES
-from pmemlab.plots.render import find_experiments
+from pmemlab.analysis.resultset import find_experiments
 from pmemlab.plots.style import REFERENCE_GID
 
 RECORDED = Path(__file__).resolve().parent / "fixtures" / "recorded"

@@ -13,11 +13,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from pmemlab.plots.data import load_results
+from pmemlab.analysis.resultset import load_results
 from pmemlab.plots.marks import MARK_GID, WATERMARK_GID, emulation_notice, notice_of
 from pmemlab.plots.recipes import RECIPES
 from pmemlab.plots.references import REFERENCES, references, withheld
-from pmemlab.plots.render import find_experiments, generic_figure
+from pmemlab.analysis.resultset import find_experiments
+from pmemlab.plots.render import generic_figure
 from pmemlab.plots.style import LOOP_BOUND_GID, LOOP_BOUND_NOTE, caption_of
 
 RECORDED = Path(__file__).resolve().parent / "fixtures" / "recorded"
@@ -420,7 +421,7 @@ def test_no_drawn_interval_crosses_zero(experiments, name):
 
 def test_spread_rule():
     """From 3 repeats the 95 % CI of the mean; fewer, or a CI reaching below 0: the range; 1: none."""
-    from pmemlab.plots.data import spread_of
+    from pmemlab.analysis.stats import spread_of
     from scipy import stats as scipy_stats
 
     assert spread_of([5.0]) == (5.0, 5.0, "")

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 import pmemlab.cli as cli
-import pmemlab.plots.render as render
+import pmemlab.plots.gallery as gallery_code
 
 TOP = Path(__file__).resolve().parents[2]
 GALLERY = TOP / "docs" / "gallery"
@@ -37,7 +37,7 @@ def git(*args: str) -> subprocess.CompletedProcess:
 def test_gallery_shows_the_demo_as_rendered():
     """Every demo figure, as gallery.json says it was rendered (its SHA-256), and nothing else; the
     README shows each."""
-    manifest = json.loads((GALLERY / render.GALLERY_MANIFEST).read_text())
+    manifest = json.loads((GALLERY / gallery_code.GALLERY_MANIFEST).read_text())
     assert sorted(manifest["figures"]) == sorted(demo_experiments())
     readme = (TOP / "README.md").read_text()
     for name, entry in manifest["figures"].items():
@@ -45,20 +45,21 @@ def test_gallery_shows_the_demo_as_rendered():
         assert hashlib.sha256(png.read_bytes()).hexdigest() == entry["sha256"], f"{png} is not the one rendered"
         assert f"(docs/gallery/{entry['png']})" in readme
     assert sorted(p.name for p in GALLERY.glob("*.png")) == sorted(e["png"] for e in manifest["figures"].values())
-    assert manifest["recipes"] == render.GALLERY_RECIPES and (TOP / render.GALLERY_RECIPES).is_dir()
+    assert manifest["recipes"] == gallery_code.GALLERY_RECIPES and (TOP / gallery_code.GALLERY_RECIPES).is_dir()
 
 
 def test_gallery_is_no_older_than_the_recipes_it_shows():
-    """gallery.json's commit is in this history, and no commit since touched the recipes: else
-    `make demo` on a clean tree renders it again (commit docs/gallery after)."""
+    """gallery.json's commit is in this history, and no commit since touched the recipes or the
+    result reading they draw from (GALLERY_SOURCES): else `make demo` on a clean tree renders it
+    again (commit docs/gallery after)."""
     if git("rev-parse", "--is-inside-work-tree").returncode != 0:
         pytest.skip("not a git checkout: the gallery's commit cannot be compared")
-    manifest = json.loads((GALLERY / render.GALLERY_MANIFEST).read_text())
+    manifest = json.loads((GALLERY / gallery_code.GALLERY_MANIFEST).read_text())
     rev = manifest["revision"]
     if git("cat-file", "-e", f"{rev}^{{commit}}").returncode != 0:
         pytest.fail(f"docs/gallery was rendered at {rev[:12]}, a commit this history lacks: make demo on a clean tree")
     assert git("merge-base", "--is-ancestor", rev, "HEAD").returncode == 0, f"{rev[:12]} is not an ancestor of HEAD"
-    since = git("log", "--format=%h %s", f"{rev}..HEAD", "--", render.GALLERY_RECIPES).stdout.strip().splitlines()
+    since = git("log", "--format=%h %s", f"{rev}..HEAD", "--", *gallery_code.GALLERY_SOURCES).stdout.strip().splitlines()
     assert not since, (f"docs/gallery was rendered at {rev[:12]}, older than the recipes it shows (changed since: "
                        f"{'; '.join(since)}): run make demo on a clean tree and commit docs/gallery")
 
@@ -80,22 +81,22 @@ def test_plot_all_renders_a_gallery_only_at_the_results_commit(demo_results, tmp
     PNGs plot-all made, their hashes, the commit) and a figure of an experiment not shown is removed."""
     recorded = json.loads((demo_results / "idle-latency.json").read_text())["toolkit"]["revision"]
     gallery = tmp_path / "gallery"
-    monkeypatch.setattr(render, "git_head", lambda top=None: ("f" * 40, True))
+    monkeypatch.setattr(gallery_code, "git_head", lambda top=None: ("f" * 40, True))
     assert cli.main(["plot-all", str(demo_results), "-o", str(tmp_path / "plots"), "--gallery", str(gallery),
                      "--format", "png"]) == 0
     err = capsys.readouterr().err
     assert f"gallery {gallery} not updated: the results come from {recorded}, the tree is at ffffffffffff" in err
     assert not gallery.exists()
-    monkeypatch.setattr(render, "git_head", lambda top=None: (recorded + "0" * (40 - len(recorded)), False))
+    monkeypatch.setattr(gallery_code, "git_head", lambda top=None: (recorded + "0" * (40 - len(recorded)), False))
     assert cli.main(["plot-all", str(demo_results), "-o", str(tmp_path / "plots"), "--gallery", str(gallery),
                      "--format", "png"]) == 0
     assert "the tree is modified" in capsys.readouterr().err and not gallery.exists()
     gallery.mkdir()
     (gallery / "old-experiment.png").write_bytes(b"x")
-    monkeypatch.setattr(render, "git_head", lambda top=None: (recorded + "0" * (40 - len(recorded)), True))
+    monkeypatch.setattr(gallery_code, "git_head", lambda top=None: (recorded + "0" * (40 - len(recorded)), True))
     assert cli.main(["plot-all", str(demo_results), "-o", str(tmp_path / "plots"), "--gallery", str(gallery),
                      "--format", "png"]) == 0
-    manifest = json.loads((gallery / render.GALLERY_MANIFEST).read_text())
+    manifest = json.loads((gallery / gallery_code.GALLERY_MANIFEST).read_text())
     assert manifest["revision"].startswith(recorded) and sorted(manifest["figures"]) == sorted(demo_experiments())
     for name, entry in manifest["figures"].items():
         png = gallery / entry["png"]

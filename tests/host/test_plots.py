@@ -25,9 +25,9 @@ from scipy import stats as scipy_stats
 import pmemlab.cli as cli
 from pmemlab.config import expand, load_config
 from pmemlab.targets.spec import target_loads
-from pmemlab.plots.data import load_results
+from pmemlab.analysis.resultset import load_results
 from pmemlab.plots.recipes import RECIPES
-from pmemlab.plots.render import find_experiments
+from pmemlab.analysis.resultset import find_experiments
 from pmemlab.plots.marks import WATERMARK_GID, notice_of
 from pmemlab.plots.style import caption_of, dropped_on_log_scale, is_reference_label, references_of
 from pmemlab.targets.sweep import target_points
@@ -967,7 +967,7 @@ def test_plot_all_renders_every_experiment(results_dir, tmp_path, capsys):
     """Every experiment in PNG and SVG; and a gallery shows one clean revision: the recorded
     fixtures are one (plot-all is quiet about it); results of several revisions or of a modified
     tree are named on stderr."""
-    from pmemlab.plots.render import gallery_problem
+    from pmemlab.plots.gallery import gallery_problem
 
     assert cli.main(["plot-all", str(results_dir), "-o", str(tmp_path / "plots")]) == 0
     for name in RECIPES:
@@ -1084,7 +1084,7 @@ def test_sweep_without_recipe_gets_one_series_per_other_axis(experiments, tmp_pa
 def test_histogram_percentiles_follow_the_module():
     """The figures' percentiles from a histogram (pooled_buckets + bucket_quantiles) are the
     module's own for a single run: every p50 .. p99.99 of every recorded run, exactly."""
-    from pmemlab.plots.data import bucket_quantiles, pooled_buckets
+    from pmemlab.analysis.resultset import bucket_quantiles, pooled_buckets
 
     checked = 0
     for hist in sorted(RECORDED.glob("*.hist.csv")):
@@ -1123,7 +1123,7 @@ def test_timer_step_is_measured_from_the_samples(experiments):
     26 ticks with the overhead subtraction 4 ticks off and a tick of rounding either way is found;
     a dense clock resolves to the tick; samples only above the exact range bound the step by
     their neighbouring buckets; no samples: no step."""
-    from pmemlab.plots.data import timer_step
+    from pmemlab.analysis.resultset import timer_step
 
     checked = 0
     for name, paths in experiments.items():
@@ -1158,7 +1158,7 @@ def test_timer_step_is_measured_from_the_samples(experiments):
 def test_timer_step_is_not_claimed_from_two_modes():
     """A bare-metal TSC whose cached latencies fall into two or three narrow modes is no stepping
     clock: no step is claimed (the neighbouring ticks bound it)."""
-    from pmemlab.plots.data import timer_step
+    from pmemlab.analysis.resultset import timer_step
 
     two = timer_step(buckets_of({39: 500, 40: 900, 41: 400, 122: 80, 123: 60}))
     assert two is not None and not two.resolved and two.ticks == 1
@@ -1169,7 +1169,7 @@ def test_timer_step_is_not_claimed_from_two_modes():
 def test_timer_step_per_run_offsets():
     """Each run subtracts its own overhead: one run's samples sit on 26 k, another's on 26 k + 12.
     Pooled they are no lattice; run by run both step by 26 ticks."""
-    from pmemlab.plots.data import timer_step
+    from pmemlab.analysis.resultset import timer_step
 
     one = buckets_of({26 * k: 100 for k in range(0, 6)}, point="a")
     other = buckets_of({26 * k + 12: 100 for k in range(0, 6)}, point="b")

@@ -12,7 +12,8 @@ import pytest
 
 from pmemlab import cli
 from pmemlab.backends.protocol import SAMPLE_NONE
-from pmemlab.backends.user import UserBackend, UserRunOutcome, run_conditions, split_backend_args, split_output
+from pmemlab.backends.user import UserBackend, UserRunOutcome, run_conditions, split_output
+from pmemlab.cli.args import split_backend_args
 from pmemlab.errors import ParamRefused, PmemlabError
 from pmemlab.table import BASE_COLUMNS, rows_for_outcome
 

@@ -28,7 +28,7 @@ from pmemlab.host import taskstats
 from pmemlab.cli import target_axis as targets_cli
 from pmemlab.config import parse_config
 from pmemlab.errors import ConfigError, ModuleNotLoaded
-from pmemlab.plots.data import load_results
+from pmemlab.analysis.resultset import load_results
 from pmemlab.table import read_rows
 from pmemlab.targets.open import LoadRefused, NamedTargets, open_loader
 from pmemlab.targets.spec import Substitutes, TargetLoad, choose_loads, parse_load, parse_targets_option

@@ -37,7 +37,8 @@ from oneliner_bed import fake_module_bed
 import pmemlab.cli as cli
 import pmemlab.host.machine as machine
 import pmemlab.host.probe as probe
-from pmemlab import tiers
+from pmemlab.analysis import tiers
+from pmemlab.targets import tiers as tier_sweep
 from pmemlab.errors import ConfigError
 from pmemlab.targets.spec import Substitutes, TargetLoad, derived_label
 from testlib import TOP
@@ -315,15 +316,15 @@ def test_info_of_a_target_over_two_nodes(tmp_path, monkeypatch) -> None:
 
 
 def test_weights_option() -> None:
-    assert [r.text for r in tiers.parse_weights(tiers.DEFAULT_WEIGHTS)] == ["1:0", "9:1", "4:1", "3:1", "2:1",
+    assert [r.text for r in tier_sweep.parse_weights(tier_sweep.DEFAULT_WEIGHTS)] == ["1:0", "9:1", "4:1", "3:1", "2:1",
                                                                              "1:1", "0:1"]
-    r = tiers.parse_weights("3:1")[0]
+    r = tier_sweep.parse_weights("3:1")[0]
     assert (r.dram_pct, r.label) == (75.0, "dram3-cxl1")
     for bad, what in (("3:1,6:2", "the ratio of an earlier one"), ("0:0", "none above 0"), ("256:1", "above 255"),
                       ("3-1", "is not DRAM:CXL"), ("", "is not DRAM:CXL")):
         with pytest.raises(ConfigError, match=what):
-            tiers.parse_weights(bad)
-    loads = tiers.ratio_loads(tiers.parse_weights("1:0,3:1"), 0, 2, "64M", "4k")
+            tier_sweep.parse_weights(bad)
+    loads = tier_sweep.ratio_loads(tier_sweep.parse_weights("1:0,3:1"), 0, 2, "64M", "4k")
     assert [(t.label, t.text()) for t in loads] == [
         ("dram1-cxl0", "target=dram dram_nodes=0,2 dram_weights=1,0 dram_size=64M dram_pages=4k"),
         ("dram3-cxl1", "target=dram dram_nodes=0,2 dram_weights=3,1 dram_size=64M dram_pages=4k")]
@@ -332,13 +333,13 @@ def test_weights_option() -> None:
 def test_node_pair() -> None:
     nodes = [{"node": 0, "cpus": "0-1", "mem_total_kib": 1}, {"node": 1, "cpus": "2", "mem_total_kib": 1},
              {"node": 2, "cpus": "", "mem_total_kib": 1}, {"node": 3, "cpus": "", "mem_total_kib": 0}]
-    assert tiers.node_pair(nodes, None, None) == (0, 2)
-    assert tiers.node_pair(nodes, 1, 0) == (1, 0)
+    assert tier_sweep.node_pair(nodes, None, None) == (0, 2)
+    assert tier_sweep.node_pair(nodes, 1, 0) == (1, 0)
     for dram, cxl, what in ((None, 3, "--cxl-node 3: no NUMA node 3 with memory"), (0, 0, "both 0")):
         with pytest.raises(ConfigError, match=what):
-            tiers.node_pair(nodes, dram, cxl)
+            tier_sweep.node_pair(nodes, dram, cxl)
     with pytest.raises(ConfigError, match="no NUMA node with memory and no CPUs"):
-        tiers.node_pair(nodes[:2], None, None)
+        tier_sweep.node_pair(nodes[:2], None, None)
 
 
 def rows_of(cells: dict[tuple[str, str], list[float]], nodes: str = "0,1") -> pd.DataFrame:
@@ -360,7 +361,7 @@ def test_summary_best_and_gain_over_dram_alone() -> None:
     rows = rows_of({("1:0", "load"): [10.0, 10.2, 9.8], ("3:1", "load"): [12.0, 12.1, 11.9],
                     ("1:1", "load"): [10.1, 10.6, 9.6], ("1:0", "2:1 load:store"): [8.0, 8.0],
                     ("1:1", "2:1 load:store"): [9.0, 9.4]})
-    stats = tiers.summarize(rows, tiers.parse_weights("1:0,3:1,1:1"))
+    stats = tiers.summarize(rows, tier_sweep.parse_weights("1:0,3:1,1:1"))
     by = {(s.ratio.text, s.mix): s for s in stats}
     load = [by[(r, "load")] for r in ("1:0", "3:1", "1:1")]
     assert [s.best for s in load] == [False, True, False]
@@ -375,7 +376,7 @@ def test_summary_best_and_gain_over_dram_alone() -> None:
     # two runs: Student's t of 1 degree of freedom makes a wide interval
     assert text["2:1 load:store"] == "1:1: 9.2 GB/s, +15.0 % over DRAM alone (within the 95 % CIs of DRAM alone)"
     # without 1:0 there is no gain to give
-    stats = tiers.summarize(rows, tiers.parse_weights("3:1,1:1"))
+    stats = tiers.summarize(rows, tier_sweep.parse_weights("3:1,1:1"))
     assert all(math.isnan(s.gain_pct) for s in stats) and tiers.best_text(stats)["load"] == "3:1: 12 GB/s"
 
 
@@ -458,7 +459,7 @@ def check_figure(csv: Path, doc: dict) -> None:
     gain; the caption names the best."""
     from matplotlib.container import ErrorbarContainer
 
-    from pmemlab.plots.data import load_results
+    from pmemlab.analysis.resultset import load_results
     from pmemlab.plots.recipes import COMMAND_RECIPES
     from pmemlab.plots.style import caption_of
 

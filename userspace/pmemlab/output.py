@@ -4,9 +4,12 @@ and the examples at the end of each command's help."""
 from __future__ import annotations
 
 import argparse
+import errno
 import json
 import math
+import os
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any, Sequence, TextIO
 
@@ -80,10 +83,6 @@ def check_writable(path: Path, option: str = "-o", directory: bool = True) -> No
     be something else, and the nearest existing directory on it must take a new file (a probe file
     is created and removed: this catches /proc and /sys, read-only file systems and missing
     permissions alike)."""
-    import errno
-    import os
-    import tempfile
-
     if any(len(part.encode()) > NAME_MAX for part in path.parts):
         raise OutputError(f"{option} {str(path)[:60]}...: a name on the path is longer than {NAME_MAX} bytes",
                           f"give {option} a shorter path")

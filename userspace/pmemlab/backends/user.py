@@ -38,10 +38,10 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
-from pmemlab import cxl
+from pmemlab.host import cxl
 from pmemlab import params as P
 from pmemlab.errors import BadInput, Interrupted, ModuleNotLoaded, ParamRefused, PmemlabError, WrongTarget
-from pmemlab.backends.protocol import BACKENDS, BackendKind, RunOutcome, load_identity
+from pmemlab.backends.protocol import BackendKind, RunOutcome, load_identity
 from pmemlab.backends.facts import PLACEMENT_FACTS, parse_fact_lines
 from pmemlab.backends.served import Answer, ServedRunner
 
@@ -99,17 +99,6 @@ def runner_path() -> Path:
     if env:
         return Path(env)
     return Path(__file__).resolve().parents[2] / "runner" / "pmemlab-run"
-
-
-def split_backend_args(raw: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, str]]:
-    """(run parameters, backend/target options) out of one KEY=VALUE mapping."""
-    run = {k: v for k, v in raw.items() if k not in TARGET_KEYS}
-    opts = {k: str(v) for k, v in raw.items() if k in TARGET_KEYS}
-    backend = opts.get("backend", "kernel")
-    if backend not in BACKENDS:
-        raise PmemlabError(f"backend={backend!r}: not one of {', '.join(BACKENDS)}",
-                           "backend=kernel drives pmemlab.ko, backend=user runs userspace/runner/pmemlab-run")
-    return run, opts
 
 
 class UserBackend:

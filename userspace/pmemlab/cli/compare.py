@@ -1,4 +1,4 @@
-"""`pmemlab compare A B`: two result sets point by point (pmemlab.compare does the comparing)."""
+"""`pmemlab compare A B`: two result sets point by point (pmemlab.analysis.compare does the comparing)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from pmemlab import compare
+from pmemlab.analysis import compare
 from pmemlab.analysis import CARD_NAME
+from pmemlab.cli import curves
 from pmemlab.errors import BadInput
 from pmemlab.output import check_writable, examples, print_json, text_table
 
@@ -78,8 +79,6 @@ def run(args: argparse.Namespace) -> int:
         return run_cards(args, a, b)
     if args.output:
         check_writable(args.output, "-o", directory=False)
-    from pmemlab.cli import curves
-
     if curves.is_curves_csv(args.a) and curves.is_curves_csv(args.b):  # two bandwidth-latency families
         return curves.compare_command(args)
     c = compare.compare(args.a, args.b, args.metric, args.threshold, args.a_target, args.b_target)

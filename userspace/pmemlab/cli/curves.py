@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import csv
 import math
+import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,7 +30,7 @@ from pmemlab import params as P
 from pmemlab.analysis import curves as C
 from pmemlab.cli import backend
 from pmemlab.cli.oneliners import emulation_note, headline, open_bed
-from pmemlab.cliargs import positive_seconds
+from pmemlab.cli.args import positive_seconds
 from pmemlab.config import SweepConfig, expand
 from pmemlab.config.model import Adaptive, Axis
 from pmemlab.errors import ConfigError, OutputError, PmemlabError
@@ -447,7 +448,7 @@ def text(doc: dict[str, Any]) -> str:
 # --------------------------------------------------------------------------
 def draw(csv_path: Path, rows: pd.DataFrame, hist: pd.DataFrame, pts: list[C.CurvePoint],
          doc: dict[str, Any]) -> list[Path]:
-    from pmemlab.plots.data import Results
+    from pmemlab.analysis.resultset import Results
     from pmemlab.plots.style import BW_LABEL, LAT_LABEL, finish, new_figure
 
     results = Results("curves", rows.assign(source_csv=str(csv_path)),
@@ -541,8 +542,6 @@ def compare_command(args: argparse.Namespace) -> int:
 
 
 def write_rows(path: Path | None, rows: list[dict[str, Any]]) -> None:
-    import sys
-
     f = sys.stdout if path is None else open(path, "w", newline="")
     try:
         w = csv.DictWriter(f, fieldnames=list(rows[0]) if rows else [], lineterminator="\n")

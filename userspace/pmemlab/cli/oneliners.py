@@ -21,7 +21,7 @@ kernel; the default when it is loaded) or the user backend (--backend user, pmem
 default otherwise, on DRAM unless --target says otherwise). --targets measures several targets
 into one table with a target column; the matrices have their own: the DRAM of each node with
 memory (dram_node=N) and every fsdax namespace (the module only); tier-bw has a target per ratio
-(dram_nodes=D,C dram_weights=d,c, pmemlab.tiers).
+(dram_nodes=D,C dram_weights=d,c, pmemlab.analysis.tiers).
 """
 
 from __future__ import annotations
@@ -34,18 +34,20 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
-from pmemlab import exitcodes, tiers
+from pmemlab import exitcodes
+from pmemlab.analysis import tiers
+from pmemlab.targets import tiers as tier_sweep
 
 from pmemlab.host import machine, probe
-from pmemlab.advertised import advertised_bandwidth, advertised_latency, advertised_of, ratio
+from pmemlab.analysis.advertised import advertised_bandwidth, advertised_latency, advertised_of, ratio
 from pmemlab import params as P
 from pmemlab.backends.module import Module, sysfs_root
 from pmemlab.backends.protocol import Backend, BackendKind
 from pmemlab.backends.spec import BackendSpec
-from pmemlab.cliargs import positive_seconds
+from pmemlab.cli.args import positive_seconds
 from pmemlab.config import SweepConfig, expand, parse_config
 from pmemlab.errors import ConfigError, PmemlabError
-from pmemlab.stats import summarize
+from pmemlab.analysis.stats import summarize
 from pmemlab.output import add_json, examples, print_json, text_table
 from pmemlab.sweep import Bench, Executor, MemoryRecorder, Plan, Progress, Sweep, SweepFiles, SweepOptions, check_output
 from pmemlab.sweep import policy_for
@@ -252,7 +254,7 @@ def latency_of(rows: pd.DataFrame, hist: pd.DataFrame, keys: Sequence[str]) -> p
     pooled, from the histograms; the figures' rule) and the exact mean, with the sample count."""
     import pandas as pd
 
-    from pmemlab.plots.data import Results, latency_stats
+    from pmemlab.analysis.resultset import Results, latency_stats
 
     runs = _ok(rows).assign(source_csv="")
     results = Results("", rows.assign(source_csv=""), hist.assign(source_csv="") if not hist.empty else None)
@@ -633,14 +635,14 @@ def fsdax_namespaces(host: probe.HostPaths) -> list[str]:
     return out
 
 def tier_nodes(args: argparse.Namespace) -> tuple[int, int]:
-    """--dram-node and --cxl-node, else the first node with CPUs and the first without (tiers.node_pair)."""
-    return tiers.node_pair(machine.numa_info(probe.HostPaths())["nodes"], args.dram_node, args.cxl_node)
+    """--dram-node and --cxl-node, else the first node with CPUs and the first without (tier_sweep.node_pair)."""
+    return tier_sweep.node_pair(machine.numa_info(probe.HostPaths())["nodes"], args.dram_node, args.cxl_node)
 
 
 def tier_loads(args: argparse.Namespace, kind: BackendKind) -> list[TargetLoad]:
     """A DRAM target per ratio of --weights over the DRAM node and the CXL node."""
     dram, cxl = tier_nodes(args)
-    return tiers.ratio_loads(args.weights, dram, cxl, args.dram_size, args.dram_pages)
+    return tier_sweep.ratio_loads(args.weights, dram, cxl, args.dram_size, args.dram_pages)
 
 
 def tier_cpus(args: argparse.Namespace, size: Sizing) -> tuple[int, int, tuple[int, ...]]:
@@ -750,7 +752,7 @@ def _size(text: str) -> int:
 
 def _weights(text: str) -> tuple[tiers.Ratio, ...]:
     try:
-        return tiers.parse_weights(text)
+        return tier_sweep.parse_weights(text)
     except ConfigError as exc:
         raise argparse.ArgumentTypeError(exc.cause) from None
 
@@ -791,9 +793,9 @@ def add_parser(sub: Any, name: str) -> None:
     if name in ("peak-bw", "tier-bw"):
         p.add_argument("--access-size", type=_size, default=256, metavar="BYTES", help="bytes per access (256)")
     if name == "tier-bw":
-        p.add_argument("--weights", type=_weights, default=tiers.parse_weights(tiers.DEFAULT_WEIGHTS),
-                       metavar="D:C,...", help=f"DRAM:CXL page weights, one target each ({tiers.DEFAULT_WEIGHTS}; "
-                                               f"0..{tiers.WEIGHT_MAX}; 1:0 is DRAM alone, 0:1 CXL alone)")
+        p.add_argument("--weights", type=_weights, default=tier_sweep.parse_weights(tier_sweep.DEFAULT_WEIGHTS),
+                       metavar="D:C,...", help=f"DRAM:CXL page weights, one target each ({tier_sweep.DEFAULT_WEIGHTS}; "
+                                               f"0..{tier_sweep.WEIGHT_MAX}; 1:0 is DRAM alone, 0:1 CXL alone)")
         p.add_argument("--dram-node", type=int, metavar="N",
                        help="the DRAM node, whose CPUs run the threads (default: the first node with CPUs)")
         p.add_argument("--cxl-node", type=int, metavar="N",
@@ -895,7 +897,7 @@ def _run(cfg: SweepConfig, bed: Bed, args: argparse.Namespace) -> tuple[SweepRep
         sweep = (targets_sweep(cfg, bed.targets, opts) if bed.targets is not None
                  else Sweep.for_config(cfg, points, bed.benches[0], opts))  # runs through their own executor
         report = sweep.run()
-        from pmemlab.plots.data import histogram_path
+        from pmemlab.analysis.resultset import histogram_path
 
         hpath = histogram_path(args.output)
         hist = read_rows(hpath, HIST_CSV_COLUMNS, "histogram CSV") if hpath.exists() else pd.DataFrame()

@@ -21,6 +21,7 @@ from pmemlab.analysis import CARD_NAME as _CARD_NAME, PROBE_CSV as _PROBE_CSV
 from pmemlab.lazy import lazy_module
 from pmemlab.backends.spec import BackendSpec
 from pmemlab.cli import backend as backends
+from pmemlab.cli.args import positive_seconds
 from pmemlab.cli.parser import command_parser
 from pmemlab.config import one_point
 from pmemlab.errors import BadInput, OutputError, ParamRefused, PmemlabError, UsageError
@@ -56,14 +57,6 @@ class NoChase(PmemlabError):
     """The backend cannot pointer-chase (a module without op=chase): exit 1."""
 
 
-def parse_budget(text: str) -> float:
-    """'5m', '90s', '1h', '300' (seconds) -> seconds."""
-    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([smh]?)\s*", text)
-    if not m or float(m.group(1)) <= 0:
-        raise argparse.ArgumentTypeError(f"{text!r}: give a duration > 0 such as 90s, 5m or 1h")
-    return float(m.group(1)) * {"": 1, "s": 1, "m": 60, "h": 3600}[m.group(2)]
-
-
 def add_parser(sub: Any, name: str) -> None:
     p = command_parser(sub, name, "measure and infer a device card: cache levels, access granularity, interleave",
                        ["pmemlab probe --target dram --budget 2m -o card-dram",
@@ -77,7 +70,7 @@ def add_parser(sub: Any, name: str) -> None:
                    help="user (pmemlab-run, default) or kernel (pmemlab.ko: needs its op=chase)")
     p.add_argument("--target", help="user backend: dram[:NODE] (default dram), a DAX file or /dev/daxX.Y; "
                                     "kernel: refuse unless the module's target is this")
-    p.add_argument("--budget", type=parse_budget, default=300.0, metavar="T",
+    p.add_argument("--budget", type=positive_seconds, default=300.0, metavar="T",
                    help="time to spend measuring (90s, 5m, 1h; default 5m): stops earlier when stable")
     p.add_argument("--json", action="store_true", help="print the card as one JSON document")
     p.add_argument("-o", "--output", metavar="DIR", help="where the measurements, card.json and figures go "
@@ -293,7 +286,7 @@ def draw(doc: Mapping[str, Any], rows: Sequence[Mapping[str, Any]], directory: P
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from pmemlab.plots.data import Results
+    from pmemlab.analysis.resultset import Results
     from pmemlab.plots.style import finish
 
     frame = pd.DataFrame([r for r in rows if r.get("curve") == "chase"] or list(rows))

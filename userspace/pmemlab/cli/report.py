@@ -1,5 +1,5 @@
 """`pmemlab report RESULTS_DIR`: one self-contained HTML page (and Markdown) of a results
-directory (pmemlab.report writes it)."""
+directory (pmemlab.report.page writes it; imported when the command runs: pandas, matplotlib)."""
 
 from __future__ import annotations
 
@@ -29,7 +29,9 @@ def run(args: argparse.Namespace) -> int:
         raise BadInput(f"{args.results}: {'not a directory' if args.results.exists() else 'no such directory'}",
                        "give the directory the sweeps wrote (results/)")
     out_dir = args.output or args.results
-    html_path, md_path = report.write_report(args.results, out_dir, args.name)
+    from pmemlab.report.page import write_report  # pandas, matplotlib: not while the parser is built
+
+    html_path, md_path = write_report(args.results, out_dir, args.name)
     if args.json:
         print_json({"html": html_path, "markdown": md_path, "figures": out_dir / f"{args.name}-figures"})
         return 0

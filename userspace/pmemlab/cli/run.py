@@ -10,10 +10,9 @@ from typing import Any, Sequence
 
 from pmemlab import exitcodes
 from pmemlab import params as P
-from pmemlab.backends.user import split_backend_args
 from pmemlab.cli import backend as backends
 from pmemlab.cli.parser import command_parser
-from pmemlab.cliargs import parse_assignments, positive_seconds
+from pmemlab.cli.args import parse_assignments, positive_seconds, split_backend_args
 from pmemlab.config import command_line_problems, one_point
 from pmemlab.errors import PmemlabError
 from pmemlab.host import safety

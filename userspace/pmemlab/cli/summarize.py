@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pmemlab import noise
+from pmemlab.analysis import noise
 from pmemlab import params as P
 from pmemlab.cli.parser import command_parser
 from pmemlab.errors import BadInput
@@ -33,7 +33,7 @@ def add_parser(sub: Any, name: str) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from pmemlab.plots.data import is_sweep_csv
+    from pmemlab.analysis.resultset import is_sweep_csv
 
     if not args.csv.exists():
         raise BadInput(f"{args.csv} does not exist", "give the NAME.csv a sweep wrote")

@@ -11,11 +11,11 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from pmemlab import exitcodes, noise
-from pmemlab.backends.user import split_backend_args
+from pmemlab import exitcodes
+from pmemlab.analysis import noise
 from pmemlab.cli import backend as backends
 from pmemlab.cli.parser import command_parser
-from pmemlab.cliargs import parse_assignments
+from pmemlab.cli.args import parse_assignments, split_backend_args
 from pmemlab.config import Point, SweepConfig, count_points, expand, load_config
 from pmemlab.errors import ConfigError, Interrupted, PmemlabError, user_message
 from pmemlab.host import ipmctl, probe, safety
@@ -182,7 +182,7 @@ def _sweep_end(args: argparse.Namespace, cfg: SweepConfig, report: SweepReport, 
 
 
 def _noise_warning(summary: Path | None, output: Path) -> str:
-    """The end-of-sweep warning about points that should not be trusted (pmemlab.noise)."""
+    """The end-of-sweep warning about points that should not be trusted (pmemlab.analysis.noise)."""
     if summary is None or not summary.exists() or summary.stat().st_size == 0:
         return ""
     import pandas as pd

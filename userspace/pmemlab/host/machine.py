@@ -18,12 +18,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
-from pmemlab import __version__, cxl
+from pmemlab import __version__
+from pmemlab.host import cxl
 from pmemlab import params as P
 from pmemlab.backends.facts import PLACEMENT_FACTS
 from pmemlab.backends.module import load_hint
 from pmemlab.backends.protocol import Backend
-from pmemlab.cxl import numbered
+from pmemlab.host.cxl import numbered
 from pmemlab.host import ipmctl, probe, runcond, safety
 from pmemlab.host.probe import HostPaths, ToolRunner
 from pmemlab.params import parse_cpulist
@@ -58,6 +59,22 @@ def toolkit_revision() -> str:
     except (OSError, subprocess.TimeoutExpired):
         pass
     return f"v{__version__}"
+
+
+def git_head(top: Path | None = None) -> tuple[str, bool] | None:
+    """(full commit of the tree this package runs from, whether the tree is clean), or None
+    outside a git checkout."""
+    here = top or Path(__file__).resolve().parent
+    try:
+        head = subprocess.run(["git", "-C", str(here), "rev-parse", "HEAD"], capture_output=True, text=True,
+                              timeout=60, check=False)
+        dirty = subprocess.run(["git", "-C", str(here), "status", "--porcelain", "--untracked-files=no"],
+                               capture_output=True, text=True, timeout=60, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    if head.returncode != 0 or dirty.returncode != 0:
+        return None
+    return head.stdout.strip(), not dirty.stdout.strip()
 
 
 # --------------------------------------------------------------------------

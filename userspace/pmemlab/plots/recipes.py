@@ -18,8 +18,9 @@ import pandas as pd
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
+from pmemlab.analysis import tiers
 from pmemlab.params import DURABLE_WRITES, OPS, READ_OPS, WRITE_OPS, flush_of, non_temporal
-from pmemlab.plots.data import (
+from pmemlab.analysis.resultset import (
     Results, bucket_quantiles, count_text, latency_stats, loop_bound_rows, mean_over_repeats, pooled_buckets,
     repeats_text, size_label,
 )
@@ -532,7 +533,7 @@ def _latency_vs_bandwidth(ax: Axes, results: Results, df: pd.DataFrame, hue: str
                           name_of: Callable[[object], str] = str) -> pd.DataFrame:
     """One curve per `hue`: the probe's median latency (whiskers p5-p95; under load the runs'
     histogram holds the probe's samples only) against the achieved bandwidth (mean; error bars by
-    data.spread_of: the 95 % CI from 3 repeats, the repeats' range below), ordered by injected
+    stats.spread_of: the 95 % CI from 3 repeats, the repeats' range below), ordered by injected
     delay. A curve's conditions say that its right end is the highest bandwidth the sweep reached
     (`name_of(value)` names it, for the papers' values)."""
     every = []
@@ -965,10 +966,8 @@ def page_size(results: Results) -> Figure:
 def tier_bw(results: Results) -> Figure:
     """`pmemlab tier-bw`: bandwidth against the share of the target's pages on DRAM (one point per
     DRAM:CXL ratio, from the weights each row was loaded with), a line per mix; the best ratio of
-    each mix is starred and labelled with its gain over DRAM alone (pmemlab.tiers.summarize: the
+    each mix is starred and labelled with its gain over DRAM alone (pmemlab.analysis.tiers.summarize: the
     table's numbers)."""
-    from pmemlab import tiers
-
     df = results.ok()
     notes = Notes()
     fig, (ax,) = new_figure(1, width_per_panel=6.4)

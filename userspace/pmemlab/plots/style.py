@@ -39,10 +39,10 @@ from matplotlib.ticker import (  # noqa: E402
     FixedLocator, FuncFormatter, LogLocator, MaxNLocator, NullFormatter, NullLocator,
 )
 
-from pmemlab.plots.data import (  # noqa: E402
-    SPREAD_TEXT, Results, TimerStep, caption, count_text, mean_over_repeats, repeats_text, size_label, spread_of,
-    spread_text,
+from pmemlab.analysis.resultset import (  # noqa: E402
+    SPREAD_TEXT, Results, TimerStep, caption, count_text, mean_over_repeats, repeats_text, size_label, spread_text,
 )
+from pmemlab.analysis.stats import spread_of  # noqa: E402
 from pmemlab.plots.marks import draw_notice, emulation_notice, notice_height  # noqa: E402
 from pmemlab.plots.references import FAST, REPORT, Reference  # noqa: E402
 
@@ -391,7 +391,7 @@ def place_legends_below(fig: Figure) -> None:
 
 def ci_note(repeats: Iterable[int], kinds: Iterable[str] | None = None) -> str:
     """What the error bars are: 'error bars: min-max of 2 repeats', 'error bars: 95 % CI over 3
-    repeats' (spread_text: the rule is data.spread_of); '1 repeat: no error bars' without any."""
+    repeats' (spread_text: the rule is stats.spread_of); '1 repeat: no error bars' without any."""
     counts = [int(n) for n in repeats if pd.notna(n)]
     if kinds is None:
         kinds = [spread_of([0.0] * n)[2] for n in counts]
@@ -452,7 +452,7 @@ def series(ax: Axes, df: pd.DataFrame, x: str, y: str, hue: str | None = None,
            marker: str = "o", linestyle: str = "-", prefix: str = "", log_x: bool | None = None,
            name_of: Callable[[Any], Any] = lambda v: v, **style: Any) -> pd.DataFrame:
     """One line per value of `hue`: the mean of `y` over repeats at each `x`, error bars the
-    spread data.spread_of gives (the 95 % CI of the mean from 3 repeats, the repeats' range below,
+    spread stats.spread_of gives (the 95 % CI of the mean from 3 repeats, the repeats' range below,
     none for one repeat); points where a repeat was loop-bound get hollow markers. Several series
     with error bars are moved apart along x (`log_x`: the axis' kind; None: not moved). Each drawn
     series keeps its conditions (series_conditions: `name_of(hue value)` is its name) for the

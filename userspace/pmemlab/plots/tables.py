@@ -3,7 +3,7 @@
 A latency point is the median of every sample of its runs (repeats pooled, from the histogram)
 with p5 and p95 and the exact mean of the samples, as the figures draw it; a tail point is p99.9,
 p99.99 and the exact max; a bandwidth point is the mean over repeats with the spread the figure
-draws (data.spread_of: the 95 % CI from 3 repeats, else the repeats' min and max). Every value
+draws (stats.spread_of: the 95 % CI from 3 repeats, else the repeats' min and max). Every value
 comes from the functions the recipes draw with (data.latency_stats, data.mean_over_repeats,
 data.bucket_quantiles), so a table and its figure cannot disagree. Points are named as the figure
 names them (idle-latency's "Read (seq)", not "load stride")."""
@@ -16,11 +16,12 @@ from typing import Callable
 import numpy as np
 import pandas as pd
 
-from pmemlab.compare import swept_parameters
-from pmemlab.plots.data import (
-    SPREAD_CI, Results, TimerStep, bucket_quantiles, groups, latency_stats, mean_over_repeats, pooled_buckets,
+from pmemlab.analysis.compare import swept_parameters
+from pmemlab.analysis.resultset import (
+    Results, TimerStep, bucket_quantiles, groups, latency_stats, mean_over_repeats, pooled_buckets,
     size_label,
 )
+from pmemlab.analysis.stats import SPREAD_CI
 from pmemlab.plots.recipes import TAIL_QUANTILES, access_name, instr_category
 
 SIZE_KEYS = frozenset({"access_size", "working_set", "hotspot_size", "stride", "fence_interval", "interleave_gran"})

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Any, Iterable, Iterator, Mapping, Protocol, Sequence
 
 from pmemlab.config import Point, SweepConfig
-from pmemlab.stats import summarize
+from pmemlab.analysis.stats import summarize
 
 Rows = Sequence[Mapping[str, Any]]
 

@@ -1,7 +1,7 @@
 """NAME.summary.csv: per point, its parameters and run conditions, and the mean, sample standard
 deviation and 95 % CI half-width of every metric across the ok repeats; then the point's metric,
 its coefficient of variation, the highest steal time of its runs and whether the point should be
-trusted (pmemlab.noise). The target and condition columns stay, so the summaries of one sweep on
+trusted (pmemlab.analysis.noise). The target and condition columns stay, so the summaries of one sweep on
 several targets (NAME@dram, NAME@pmem) can be concatenated and still told apart."""
 
 from __future__ import annotations
@@ -12,10 +12,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pmemlab.host import ipmctl
-from pmemlab.noise import judge, metric_of, steal_columns
+from pmemlab.analysis.noise import judge, metric_of, steal_columns
 from pmemlab.params import PARAM_NAMES
 from pmemlab.results import KNOWN_RESULT_COLUMNS
-from pmemlab.stats import summarize
+from pmemlab.analysis.stats import summarize
 from pmemlab.sweep.files import summary_path
 from pmemlab.table import BASE_COLUMNS, CONDITION_COLUMNS, NOISE_COLUMNS, RUN_STATE_COLUMNS, read_rows
 
@@ -25,7 +25,7 @@ if TYPE_CHECKING:  # pandas is imported by the functions that use it: `pmemlab r
 SUMMARY_SKIP = frozenset({"cpu", "thread_node", "thread_op"})
 # per point: what the repeats share (several values joined with "/": they changed between repeats)
 SUMMARY_CONDITIONS: tuple[str, ...] = (*CONDITION_COLUMNS, *RUN_STATE_COLUMNS)
-# judged per point (pmemlab.noise) and placed after the statistics
+# judged per point (pmemlab.analysis.noise) and placed after the statistics
 JUDGEMENT_COLUMNS: tuple[str, ...] = ("metric", "cv_pct", "steal_pct_max", "noisy", "noise")
 
 

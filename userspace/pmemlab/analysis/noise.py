@@ -18,11 +18,14 @@ import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Iterable, Sequence
 
+from pmemlab.lazy import lazy_module
 from pmemlab.errors import ConfigError
-from pmemlab.stats import summarize
+from pmemlab.analysis.stats import summarize
 
-if TYPE_CHECKING:  # pandas is imported by the functions that use it: `pmemlab run` never needs it
+if TYPE_CHECKING:
     import pandas as pd
+else:
+    pd = lazy_module("pandas")  # imported on first use: `pmemlab run` and every --help stay without it
 
 CV_WARN = 0.05  # coefficient of variation over repeats above this: the point is noisy
 FEW_REPEATS = 3  # fewer repeats than this: the CI is too wide to tell much
@@ -34,8 +37,6 @@ LATENCY_METRIC = "lat_ns_p50"
 def metric_of(runs: pd.DataFrame, metric: str | None = None) -> pd.Series:
     """Per run, the metric its point is judged and compared by: `metric` when given, else bw_gbps
     for bandwidth runs and the run's median latency (lat_ns_p50) for latency runs."""
-    import pandas as pd
-
     if metric:
         if metric not in runs:
             raise ConfigError(f"no column {metric!r} in the results", "e.g. --metric bw_gbps or lat_ns_p99")
@@ -88,8 +89,6 @@ def judge(values: Sequence[float], steal: Sequence[float] = ()) -> PointNoise:
 
 def judge_runs(runs: pd.DataFrame, metric: str) -> PointNoise:
     """A point from its ok aggregate rows (one per repeat)."""
-    import pandas as pd
-
     values = pd.to_numeric(runs[metric], errors="coerce").dropna().tolist() if metric in runs else []
     steal: list[float] = []
     for column in steal_columns(runs.columns):
@@ -100,8 +99,6 @@ def judge_runs(runs: pd.DataFrame, metric: str) -> PointNoise:
 def sweep_warning(summary: pd.DataFrame, csv_name: str = "") -> str:
     """The line a sweep ends with when some points should not be trusted ('' when none):
     how many, why, and the worst."""
-    import pandas as pd
-
     if summary.empty or "noisy" not in summary:
         return ""
     noisy = summary[summary["noisy"].astype(bool)]

@@ -8,17 +8,18 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING
 
+from pmemlab.lazy import lazy_module
 from pmemlab.params import READ_OPS  # the module's ops that only read (core/ops.def)
 
 if TYPE_CHECKING:
     import pandas as pd
+else:
+    pd = lazy_module("pandas")  # imported on first use: `pmemlab run` and every --help stay without it
 
 
 def advertised_of(rows: pd.DataFrame, target: str | None = None) -> dict[str, float]:
     """The advertised values recorded with a target's rows (all rows without a target; NaN where the
     kernel had none): latency ns, and bandwidth in GB/s (the kernel's MB/s read as 1e6 B/s, ACPI's unit)."""
-    import pandas as pd
-
     agg = rows[rows["thread"].astype(str) == "all"] if "thread" in rows else rows
     if target is not None and "target_label" in agg:
         agg = agg[agg["target_label"] == target]

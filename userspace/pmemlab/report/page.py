@@ -1,32 +1,6 @@
-"""`pmemlab report RESULTS_DIR`: one self-contained HTML page (every figure inlined as a PNG data
-URI, the style inline, no script, nothing fetched) and its Markdown twin (figures as PNG files
-beside it), in the order a reviewer reads:
-
-1. **Coverage**: each paper figure the results reproduce, its claim, the experiment, what this
-   run deviates in (threads, instruction width, DIMMs and interleave, prefetchers, statistic,
-   samples, scale) and the figures not run (plots/references.FIGURES holds the papers' side);
-2. **Run conditions**, timing validity first: one row per target with the TSC's invariance and
-   reliability, the clocksource, the timer step measured from the samples, the share of the run
-   with interrupts off, the instruction widths against the papers', the CPU frequency source;
-   then one row per target with its device, what it is (real, emulated, DRAM), its node and the
-   threads' nodes and CPUs, interleave, page size and prefetchers; then the machine;
-3. **Warnings**, timing validity first, each saying what it means for the figures; repeat-count
-   notes collapsed into one line for a quick-scale run; a coefficient of variation that is the
-   timer's step said as such;
-4. the experiments in the papers' order, each with its claim, what ran (from the rows, at the
-   scale actually run), the figure with one caption, and its per-point tables folded, in the
-   figure's own statistic (plots/tables.py), with a link to the CSV.
-5. the bandwidth-latency families (`pmemlab curves` CSVs), then a section per device card (every
-   `card.json` of `pmemlab probe` under the directory, docs/card.md): its table, figures, each
-   inference's evidence folded, what it did not decide and its run conditions; a card that does
-   not read is one line of warning. A probe's probe.csv is not a sweep's results; a directory of
-   cards or families and no sweep reports them alone.
-
-The EMULATED mark is said once, at the top (the figures keep their faint watermark).
-
-Noise rules (pmemlab.noise): a point whose coefficient of variation over repeats exceeds 5 %;
-points with fewer than 3 repeats; steal time above 1 % of a run; points that failed or were
-skipped; loop-bound points (the engine's column)."""
+"""The report's page: its sections read from a results directory (coverage, run conditions,
+warnings, the experiments, curves and device cards) rendered as HTML and Markdown
+(`write_report`). What the page holds, in order: pmemlab.report."""
 
 from __future__ import annotations
 
@@ -39,28 +13,29 @@ import os
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
+from typing import Any, Iterable, Mapping, Sequence
+
+import pandas as pd
 
 from pmemlab import __version__
-from pmemlab.lazy import lazy_module
-from pmemlab.analysis import curves
-from pmemlab.compare import swept_parameters
+from pmemlab.analysis import card as cards, curves
+from pmemlab.analysis.advertised import advertised_bandwidth, advertised_latency, advertised_of, ratio
+from pmemlab.analysis.compare import swept_parameters
+from pmemlab.analysis.noise import CV_WARN, FEW_REPEATS, STEAL_WARN_PCT, judge, metric_of, steal_columns
+from pmemlab.analysis.resultset import (
+    RUN_KEYS, Results, TimerStep, count_text, find_experiments, latency_stats, load_results, loop_bound_rows,
+    repeats_text, scale_of, size_label, timer_step,
+)
+from pmemlab.analysis.stats import summarize
 from pmemlab.errors import BadInput, ConfigError
-from pmemlab.noise import CV_WARN, FEW_REPEATS, STEAL_WARN_PCT, judge, metric_of, steal_columns
-from pmemlab.output import check_writable
-from pmemlab.advertised import advertised_bandwidth, advertised_latency, advertised_of, ratio
-from pmemlab.stats import summarize
 from pmemlab.host.machine import toolkit_revision
-from pmemlab.plots.references import EXPERIMENT_ORDER, FIGURES, figure_of
-
-if TYPE_CHECKING:  # imported by the functions that use them: the command line is built without them
-    import pandas as pd
-    from pmemlab.plots.data import Results, TimerStep
-    from pmemlab.plots.references import PaperFigure
-    from pmemlab.plots.tables import FigureTable
-    from pmemlab.analysis import card as cards
-else:
-    cards = lazy_module("pmemlab.analysis.card")  # numpy: imported where a card is read
+from pmemlab.output import check_writable
+from pmemlab.plots.marks import emulation_notice
+from pmemlab.plots.recipes import ALL_RECIPES, STATISTIC, dimm_text, target_kind
+from pmemlab.plots.references import EXPERIMENT_ORDER, FIGURES, PaperFigure, figure_of
+from pmemlab.plots.render import fallback_figure
+from pmemlab.plots.style import Frame, caption_of, framed
+from pmemlab.plots.tables import FigureTable, figure_tables
 
 # The targets table shows a target's CXL geometry and its node's advertised values (adv_*,
 # machine.advertised_conditions) where the rows carry them.
@@ -93,10 +68,8 @@ class Section:
 # --------------------------------------------------------------------------
 def point_table(results: Results) -> pd.DataFrame:
     """Per point (the swept parameters, and the target where several): the metric it is judged
-    by (pmemlab.noise), repeats, mean, median over repeats, the 95 % CI half-width, the
+    by (pmemlab.analysis.noise), repeats, mean, median over repeats, the 95 % CI half-width, the
     coefficient of variation, the repeats' range, loop-bound."""
-    import pandas as pd
-    from pmemlab.plots.data import loop_bound_rows
 
     ok = results.ok()
     if ok.empty:
@@ -142,7 +115,6 @@ def noise_warnings(results: Results, table: pd.DataFrame, step: TimerStep | None
     A latency point whose repeats differ by no more than the timer's resolved step is said to
     vary by the clock's step, not by noise. `few_repeats` False leaves the repeat count to the
     report's one line."""
-    import pandas as pd
 
     out = []
     if not table.empty:
@@ -197,8 +169,6 @@ def _point_text(row: pd.Series) -> str:
 def ran_text(results: Results) -> str:
     """What ran, from the rows (not the config's description, which may speak of the full scale):
     per mode, threads, ops, patterns, access sizes, run length; repeats; targets; scale."""
-    import pandas as pd
-    from pmemlab.plots.data import _scale, count_text, repeats_text
 
     ok = results.ok()
     if ok.empty:
@@ -223,15 +193,13 @@ def ran_text(results: Results) -> str:
         parts.append(f"{mode + ': ' if mode else ''}{', '.join(items)}")
     repeats = ok.groupby(["source_csv", "point_key"])["repeat"].nunique()
     targets = ", ".join(str(t) for t in dict.fromkeys(ok["target_label"]))
-    scale = _scale(results.sidecars)
+    scale = scale_of(results.sidecars)
     tail = f"{repeats_text(repeats)} per point; target{'s' if ',' in targets else ''} {targets}"
     return "; ".join(parts) + f"; {tail}" + (f"; {scale} scale" if scale else "")
 
 
 def values_text(values: Iterable[Any], sizes: bool = False) -> str:
     """'1-2', '1/2/4', '64 B-16 KiB', 'load/ntstore': the distinct values of a column."""
-    import pandas as pd
-    from pmemlab.plots.data import size_label
 
     seen = [v for v in dict.fromkeys(values) if v is not None and not (isinstance(v, float) and math.isnan(v))]
     if not seen:
@@ -254,11 +222,6 @@ def values_text(values: Iterable[Any], sizes: bool = False) -> str:
 
 
 def build_sections(results_dir: Path, dpi: int = 110) -> list[Section]:
-    from pmemlab.plots.data import find_experiments, load_results
-    from pmemlab.plots.recipes import ALL_RECIPES
-    from pmemlab.plots.render import fallback_figure
-    from pmemlab.plots.style import Frame, caption_of, framed
-    from pmemlab.plots.tables import figure_tables
 
     groups = find_experiments(results_dir)
     if not groups:
@@ -285,9 +248,6 @@ def build_sections(results_dir: Path, dpi: int = 110) -> list[Section]:
 def deviations(figure: PaperFigure, results: Results) -> list[str]:
     """How this run of the figure's experiment differs from the paper's: threads, instruction
     width, DIMMs and interleave, prefetchers, statistic, samples, scale."""
-    import pandas as pd
-    from pmemlab.plots.data import _scale, count_text
-    from pmemlab.plots.recipes import STATISTIC, dimm_text, target_kind
 
     ok = results.ok()
     if ok.empty:
@@ -333,9 +293,8 @@ def deviations(figure: PaperFigure, results: Results) -> list[str]:
         if len(per_point):
             out.append(f"{count_text(per_point.min())} samples per point (paper: {figure.samples})")
     repeats = ok.groupby(["source_csv", "point_key"])["repeat"].nunique()
-    scale = _scale(results.sidecars)
+    scale = scale_of(results.sidecars)
     if scale and scale != "full" or repeats.max() < FEW_REPEATS:
-        from pmemlab.plots.data import repeats_text
 
         out.append(f"{scale + ' scale, ' if scale else ''}{repeats_text(repeats)} per point")
     return out
@@ -357,7 +316,6 @@ def machine_widths(results: Results) -> list[int]:
 
 
 def coverage_table(sections: Sequence[Section]) -> pd.DataFrame:
-    import pandas as pd
 
     rows = []
     for s in sections:
@@ -377,7 +335,6 @@ def not_run(sections: Sequence[Section]) -> list[PaperFigure]:
 # run conditions, one row per target, timing validity first
 # --------------------------------------------------------------------------
 def _rows_by_target(sections: Sequence[Section]) -> dict[str, pd.DataFrame]:
-    import pandas as pd
 
     frames = [s.results.rows.assign(experiment=s.name) for s in sections if not s.results.rows.empty]
     if not frames:
@@ -399,8 +356,6 @@ def _distinct(rows: pd.DataFrame, column: str) -> list[str]:
 
 def target_steps(sections: Sequence[Section]) -> dict[str, TimerStep | None]:
     """Per target label, the timer step its latency samples resolve, over every experiment."""
-    import pandas as pd
-    from pmemlab.plots.data import RUN_KEYS, timer_step
 
     hists = []
     for s in sections:
@@ -437,7 +392,6 @@ def tsc_text(rows: pd.DataFrame) -> str:
 
 
 def irqoff_text(rows: pd.DataFrame) -> str:
-    import pandas as pd
 
     if _user_backend(rows):
         return "on (user backend: interrupts stay on)"
@@ -455,7 +409,6 @@ def irqoff_text(rows: pd.DataFrame) -> str:
 
 
 def width_text(rows: pd.DataFrame, widest: list[int]) -> str:
-    import pandas as pd
 
     ok = _agg_ok(rows)
     if "width_used" not in ok:
@@ -493,7 +446,6 @@ EMULATED_TEXT = {"no": "real NVDIMM", "dram": "DRAM (the papers' baseline, not a
 
 def timing_table(sections: Sequence[Section]) -> pd.DataFrame:
     """One row per target: the facts that decide whether its times mean anything."""
-    import pandas as pd
 
     steps = target_steps(sections)
     widest = sorted({w for s in sections for w in machine_widths(s.results)})
@@ -511,8 +463,6 @@ def targets_table(sections: Sequence[Section]) -> pd.DataFrame:
     """One row per target: what it is, where it and the threads sit, how it is mapped and
     interleaved, the prefetchers; and its CXL devices and its node's advertised values where the
     rows carry them (ADVERTISED_FIELDS)."""
-    import pandas as pd
-    from pmemlab.plots.data import size_label
 
     rows = []
     for label, grp in _rows_by_target(sections).items():
@@ -549,7 +499,6 @@ def targets_table(sections: Sequence[Section]) -> pd.DataFrame:
 
 
 def machine_facts(sections: Sequence[Section]) -> list[tuple[str, str]]:
-    import pandas as pd
 
     rows = pd.concat([s.results.rows for s in sections], ignore_index=True)
     days = sorted({str(v)[:10] for v in rows.get("started_at", pd.Series(dtype=str)).dropna()})
@@ -566,8 +515,6 @@ def machine_facts(sections: Sequence[Section]) -> list[tuple[str, str]]:
 # --------------------------------------------------------------------------
 def timing_warnings(sections: Sequence[Section]) -> list[str]:
     """The facts that make times incomparable or coarse, each with what it means for the figures."""
-    import pandas as pd
-    from pmemlab.plots.data import latency_stats
 
     out = []
     by_target = _rows_by_target(sections)
@@ -631,7 +578,6 @@ def timing_warnings(sections: Sequence[Section]) -> list[str]:
 
 def repeats_warning(sections: Sequence[Section]) -> str:
     """One line for every experiment with fewer than 3 repeats per point (a quick-scale run)."""
-    from pmemlab.plots.data import _scale, repeats_text
 
     few = []
     scales = set()
@@ -642,7 +588,7 @@ def repeats_warning(sections: Sequence[Section]) -> str:
         repeats = ok.groupby(["source_csv", "point_key"])["repeat"].nunique()
         if repeats.min() < FEW_REPEATS:
             few.append((s.name, repeats))
-            scales.add(_scale(s.results.sidecars) or "?")
+            scales.add(scale_of(s.results.sidecars) or "?")
     if not few:
         return ""
     counts = [int(n) for _, r in few for n in r]
@@ -706,7 +652,6 @@ def _md_table(df: pd.DataFrame) -> str:
 
 
 def _numeric(df: pd.DataFrame) -> list[str]:
-    import pandas as pd
 
     return [c for c in df.columns if pd.api.types.is_numeric_dtype(df[c])]
 
@@ -714,7 +659,6 @@ def _numeric(df: pd.DataFrame) -> list[str]:
 def against_advertised(table: pd.DataFrame) -> pd.DataFrame:
     """A section's points held against the advertised values (point_table's advertised columns;
     empty where the rows carry none)."""
-    import pandas as pd
 
     if table is None or "advertised" not in table:
         return pd.DataFrame()
@@ -725,8 +669,6 @@ def against_advertised(table: pd.DataFrame) -> pd.DataFrame:
 
 def _overall_notice(sections: Sequence[Section]) -> tuple[str, bool]:
     """The report's own mark: the figures' marks (whole-figure ones first)."""
-    import pandas as pd
-    from pmemlab.plots.marks import emulation_notice
 
     rows = pd.concat([s.results.rows for s in sections], ignore_index=True)
     notice = emulation_notice(rows)
@@ -841,7 +783,6 @@ def render_html(sections: Sequence[Section], results_dir: Path, generated: str, 
 
 def render_markdown(sections: Sequence[Section], results_dir: Path, generated: str, figures: str,
                     out_dir: Path | None = None) -> str:
-    import pandas as pd
 
     page = page_of(sections)
     out_dir = out_dir or results_dir
@@ -889,7 +830,6 @@ class CurvesFamily:
 
 def curves_families(results_dir: Path) -> list[CurvesFamily]:
     """Every curves CSV under results_dir (its header says so), summarized by analysis.curves."""
-    import pandas as pd
 
     out = []
     for path in sorted(results_dir.rglob("*.csv")) if results_dir.is_dir() else []:
@@ -987,7 +927,6 @@ EMULATED_CARD = "EMULATED (TCG): the timings mean nothing; every inference below
 def card_table(doc: Mapping[str, Any]) -> pd.DataFrame:
     """A row per inference: name, value, unit, confidence, method, note (uncertain and why, or what
     the value was held against; the EMULATED mark)."""
-    import pandas as pd
 
     rows = []
     for inf in doc["inferences"]:
@@ -1001,14 +940,12 @@ def card_table(doc: Mapping[str, Any]) -> pd.DataFrame:
 
 
 def _evidence_table(inf: Mapping[str, Any]) -> pd.DataFrame:
-    import pandas as pd
 
     return pd.DataFrame([e for e in inf["evidence"] if isinstance(e, dict)])
 
 
 def card_conditions(doc: Mapping[str, Any]) -> pd.DataFrame:
     """The card's run conditions that say something (null ones left out), then its measuring."""
-    import pandas as pd
 
     items = [(k, v) for k, v in doc.get("conditions", {}).items() if v is not None and v != ""]
     items += [("budget_s", doc.get("budget_s")), ("wall_s", doc.get("wall_s")), ("stopped", doc.get("stopped"))]
@@ -1103,7 +1040,6 @@ def _bare_page(results_dir: Path, generated: str, parts: Sequence[str], markdown
 
 
 def write_report(results_dir: Path, out_dir: Path, name: str = "report") -> tuple[Path, Path]:
-    from pmemlab.plots.data import find_experiments
 
     if "/" in name or name in ("", ".", ".."):
         raise ConfigError(f"--name {name!r}: not a file name", "give a name without /, e.g. --name report")

@@ -13,9 +13,10 @@ from typing import Any, Callable, Iterable, Sequence
 import numpy as np
 import pandas as pd
 
+from pmemlab.analysis.card import is_probe_csv
 from pmemlab.errors import PmemlabError
 from pmemlab.host.machine import emulation_conditions
-from pmemlab.stats import summarize
+from pmemlab.analysis.stats import CI_REPEATS, SPREAD_CI, SPREAD_RANGE, spread_of, summarize
 from pmemlab.table import HIST_CSV_COLUMNS, is_pmemlab_csv, read_rows
 
 TARGET_LABEL_SEPARATOR = "@"  # results/NAME@LABEL.csv: the run of NAME with the module load LABEL
@@ -84,8 +85,6 @@ def find_experiments(results_dir: Path) -> dict[str, list[Path]]:
     """Sweep CSVs under `results_dir` grouped by sweep name (NAME.csv and NAME@LABEL.csv merge); CSVs
     that are not pmemlab's (no sweep, point_key, repeat, thread and status columns) are not results,
     nor is a probe's probe.csv (its rows are a device card's measurements, docs/card.md)."""
-    from pmemlab.analysis.card import is_probe_csv
-
     found: dict[str, list[Path]] = {}
     if results_dir.is_dir():
         for path in sorted(results_dir.rglob("*.csv")):
@@ -222,7 +221,7 @@ def groups(df: pd.DataFrame, keys: Sequence[str]) -> Iterable[tuple[tuple[Any, .
 
 def mean_over_repeats(df: pd.DataFrame, keys: Sequence[str], y: str) -> pd.DataFrame:
     """One row per combination of `keys`: mean, sample standard deviation, n and the half-width of
-    the Student-t 95 % confidence interval of the mean of `y` over the repeats (pmemlab.stats, the
+    the Student-t 95 % confidence interval of the mean of `y` over the repeats (pmemlab.analysis.stats, the
     rule of the sweep's summary CSV; ci95 is NaN for a single repeat), the smallest and largest
     repeat, and the spread a figure draws (`lo`, `hi`, `spread`: spread_of's rule). `loop_bound`
     is True where any repeat was loop-bound (the engine's ceiling column; False where there is none)."""
@@ -242,31 +241,6 @@ def mean_over_repeats(df: pd.DataFrame, keys: Sequence[str], y: str) -> pd.DataF
         rows.append([*key, s.mean, s.stddev if s.n > 1 else 0.0, s.n, s.ci95, min(values), max(values), lo, hi, kind,
                      bool(grp["loop_bound"].any())])
     return pd.DataFrame(rows, columns=columns)
-
-
-CI_REPEATS = 3  # from this many repeats a figure draws the 95 % CI of the mean; below, the repeats' range
-SPREAD_CI, SPREAD_RANGE, SPREAD_NONE = "ci95", "min-max", ""
-
-
-def spread_of(values: Sequence[float], non_negative: bool = True) -> tuple[float, float, str]:
-    """The spread a figure draws around the mean of repeats `values`: (low end, high end, kind).
-
-    The rule of every figure (docs/method.md, "Figures"): with fewer than 3 repeats a Student-t
-    interval is 4.3 (2 repeats: 12.7) standard errors wide and says more about t than about the
-    runs, so the figure shows the repeats' range (min-max) instead; from 3 repeats the 95 %
-    confidence interval of the mean, unless it would reach below 0 for a quantity that cannot
-    (bandwidth, latency), where the range is drawn again. One repeat: no spread."""
-    clean = [float(v) for v in values if v is not None and math.isfinite(float(v))]
-    if not clean:
-        return math.nan, math.nan, SPREAD_NONE
-    mean = sum(clean) / len(clean)
-    if len(clean) == 1:
-        return mean, mean, SPREAD_NONE
-    if len(clean) >= CI_REPEATS:
-        half = summarize(clean).ci95
-        if math.isfinite(half) and not (non_negative and mean - half < 0):
-            return mean - half, mean + half, SPREAD_CI
-    return min(clean), max(clean), SPREAD_RANGE
 
 
 def spread_text(kinds: Iterable[str], repeats: Iterable[int]) -> str:
@@ -609,7 +583,7 @@ def caption(results: Results, extra: Sequence[str] = ()) -> str:
     skipped = skipped_points(rows[~rows["target_label"].isin(not_run)] if not_run else rows)
     if skipped:
         parts.append(skipped)
-    scale = _scale(results.sidecars)
+    scale = scale_of(results.sidecars)
     if scale:
         parts.append(f"scale: {scale}")
     repeats = results.ok().groupby(["source_csv", "point_key"])["repeat"].nunique() if not results.ok().empty else []
@@ -642,7 +616,8 @@ def _date_range(rows: pd.DataFrame) -> str:
     return days[0] if len(days) == 1 else f"{days[0]} .. {days[-1]}"
 
 
-def _scale(sidecars: Sequence[dict[str, Any]]) -> str:
+def scale_of(sidecars: Sequence[dict[str, Any]]) -> str:
+    """The scale the sweep ran at (its sidecar's description ends in '[scale: NAME]'), '' when none says."""
     for side in sidecars:
         text = str(side.get("description", ""))
         if "[scale: " in text:

@@ -128,3 +128,28 @@ def summarize(values: Iterable[float], confidence: float = 0.95) -> Summary:
     sd = math.sqrt(var)
     half = t_ppf(0.5 + confidence / 2.0, n - 1) * sd / math.sqrt(n)
     return Summary(n, mean, sd, half)
+
+
+CI_REPEATS = 3  # from this many repeats a figure draws the 95 % CI of the mean; below, the repeats' range
+SPREAD_CI, SPREAD_RANGE, SPREAD_NONE = "ci95", "min-max", ""
+
+
+def spread_of(values: Sequence[float], non_negative: bool = True) -> tuple[float, float, str]:
+    """The spread a figure draws around the mean of repeats `values`: (low end, high end, kind).
+
+    The rule of every figure (docs/method.md, "Figures"): with fewer than 3 repeats a Student-t
+    interval is 4.3 (2 repeats: 12.7) standard errors wide and says more about t than about the
+    runs, so the figure shows the repeats' range (min-max) instead; from 3 repeats the 95 %
+    confidence interval of the mean, unless it would reach below 0 for a quantity that cannot
+    (bandwidth, latency), where the range is drawn again. One repeat: no spread."""
+    clean = [float(v) for v in values if v is not None and math.isfinite(float(v))]
+    if not clean:
+        return math.nan, math.nan, SPREAD_NONE
+    mean = sum(clean) / len(clean)
+    if len(clean) == 1:
+        return mean, mean, SPREAD_NONE
+    if len(clean) >= CI_REPEATS:
+        half = summarize(clean).ci95
+        if math.isfinite(half) and not (non_negative and mean - half < 0):
+            return mean - half, mean + half, SPREAD_CI
+    return min(clean), max(clean), SPREAD_RANGE

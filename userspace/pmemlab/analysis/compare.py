@@ -4,7 +4,7 @@ targets, machines or revisions, point by point.
 Points are matched on the parameters their sweep varies (what is constant on both sides but
 different, such as the target, the machine or the toolkit revision, is what is compared). Per
 point: the mean of the metric over repeats on each side with its Student-t 95 % confidence
-interval (pmemlab.stats, the rule of the summary CSVs), the ratio B/A, whether the intervals
+interval (pmemlab.analysis.stats, the rule of the summary CSVs), the ratio B/A, whether the intervals
 overlap, and a verdict for B against A: `faster`, `slower` or `no difference` (the intervals
 overlap, or B is within the threshold of A). The metric is `bw_gbps` for bandwidth points
 (higher is faster) and the run's median latency `lat_ns_p50` for latency points (lower is
@@ -17,16 +17,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Sequence
 
+from pmemlab.lazy import lazy_module
 from pmemlab.errors import BadInput, ConfigError
 from pmemlab.output import dumps
-from pmemlab.noise import metric_of
+from pmemlab.analysis.noise import metric_of
 from pmemlab.params import PARAM_NAMES
-from pmemlab.stats import summarize
+from pmemlab.analysis.stats import summarize
 from pmemlab.table import is_pmemlab_csv, read_rows
 
-if TYPE_CHECKING:  # imported by the functions that use them: the command line is built without them
+if TYPE_CHECKING:
     import pandas as pd
-    from pmemlab.plots.data import Results, find_experiments, is_sweep_csv, load_results, sweep_name
+    from pmemlab.analysis.resultset import Results, find_experiments, is_sweep_csv, load_results, sweep_name
+else:
+    pd = lazy_module("pandas")  # imported on first use: `pmemlab run` and every --help stay without it
 
 DEFAULT_THRESHOLD = 0.05  # |B/A - 1| below this is "no difference" even where the CIs are apart
 # what tells the two sides apart, shown in the header
@@ -48,8 +51,6 @@ class Comparison:
     notes: list[str] = field(default_factory=list)
 
     def counts(self) -> dict[str, int]:
-        import pandas as pd
-
         verdicts = self.rows["verdict"].value_counts() if not self.rows.empty else pd.Series(dtype=int)
         return {v: int(verdicts.get(v, 0)) for v in ("faster", "slower", "no difference")}
 
@@ -57,7 +58,7 @@ class Comparison:
 # --------------------------------------------------------------------------
 def result_sets(path: Path) -> dict[str, list[Path]]:
     """Sweep name -> CSVs of one side: a sweep CSV, or every sweep CSV under a directory."""
-    from pmemlab.plots.data import find_experiments, is_sweep_csv, sweep_name
+    from pmemlab.analysis.resultset import find_experiments, is_sweep_csv, sweep_name
 
     if path.is_dir():
         found = find_experiments(path)
@@ -115,8 +116,6 @@ def _label_key(a: pd.DataFrame, b: pd.DataFrame, name: str, pa: Path, pb: Path) 
 
 def compare_experiment(name: str, a: Results, b: Results, metric: str | None, threshold: float,
                        pa: Path, pb: Path) -> tuple[pd.DataFrame, dict[str, list[str]], list[str], list[str]]:
-    import pandas as pd
-
     ra, rb = a.ok(), b.ok()
     if ra.empty or rb.empty:
         return pd.DataFrame(), {}, [], []
@@ -188,8 +187,7 @@ def one_target(results: Results, label: str | None, side: Path) -> Results:
 
 def compare(a: Path, b: Path, metric: str | None = None, threshold: float = DEFAULT_THRESHOLD,
             a_target: str | None = None, b_target: str | None = None) -> Comparison:
-    import pandas as pd
-    from pmemlab.plots.data import load_results
+    from pmemlab.analysis.resultset import load_results
 
     if not 0 <= threshold < 1:
         raise ConfigError(f"--threshold {threshold}: not a fraction in [0, 1)", "e.g. --threshold 0.05 (5 %)")
@@ -228,8 +226,6 @@ def _fmt(v: Any, digits: int = 4) -> str:
 
 
 def format_table(c: Comparison) -> str:
-    import pandas as pd
-
     lines = [f"A: {c.a}", f"B: {c.b}"]
     for name, diff in c.sides.items():
         if diff:

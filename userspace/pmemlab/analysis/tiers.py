@@ -5,25 +5,24 @@ A ratio d:c is a DRAM target over the DRAM node and the CXL node (`dram_nodes=D,
 its pages go to the two nodes in weighted round robin, d pages on DRAM then c on CXL, stripe after
 stripe (docs/interface.md, docs/userspace.md). 1:0 and 0:1 are the plain targets on one node. The
 rows of each run carry the placement the backend checked (target_nodes, target_weights,
-target_node_bytes), and the summary is read from them, not from the command line.
+target_node_bytes), and the summary is read from them, not from the command line. The sweep that
+makes the rows (`--weights`, the two nodes, a target per ratio) is pmemlab.targets.tiers.
 """
 
 from __future__ import annotations
 
 import math
-import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
-from pmemlab.errors import ConfigError
-from pmemlab.stats import summarize as stat_summary
-from pmemlab.targets.spec import TargetLoad
+from pmemlab.analysis.stats import spread_of, summarize as stat_summary
+from pmemlab.lazy import lazy_module
 
-if TYPE_CHECKING:  # pandas is imported by the functions that use it
+if TYPE_CHECKING:
     import pandas as pd
+else:
+    pd = lazy_module("pandas")  # imported where rows are summed up: tier-bw's parser is built without it
 
-DEFAULT_WEIGHTS = "1:0,9:1,4:1,3:1,2:1,1:1,0:1"
-WEIGHT_MAX = 255  # as dram_weights (core/pl_tier.h) and the kernel's weighted interleave
 # (label, op, read_pct): loads, and a 2:1 load:store mix within each thread (as peak-bw's row)
 MIXES: tuple[tuple[str, str, int], ...] = (("load", "load", 0), ("2:1 load:store", "store", 67))
 
@@ -48,34 +47,6 @@ class Ratio:
     def label(self) -> str:
         """Its target label (dram9-cxl1): a label has no colon."""
         return f"dram{self.dram}-cxl{self.cxl}"
-
-
-def parse_weights(text: str) -> tuple[Ratio, ...]:
-    """`1:0,9:1,4:1` -> the ratios, in the order given (ConfigError, exit code 2, when malformed)."""
-    out: list[Ratio] = []
-    for item in (part.strip() for part in text.split(",")):
-        m = re.fullmatch(r"(\d+):(\d+)", item)
-        if not m:
-            raise ConfigError(f"--weights {text!r}: {item!r} is not DRAM:CXL", "give e.g. --weights 1:0,3:1,1:1")
-        r = Ratio(int(m.group(1)), int(m.group(2)))
-        if max(r.dram, r.cxl) > WEIGHT_MAX or not r.dram + r.cxl:
-            raise ConfigError(f"--weights {text!r}: {item} has a weight above {WEIGHT_MAX} or none above 0",
-                              f"weights are 0..{WEIGHT_MAX}, at least one of the two above 0")
-        if any(o.dram * r.cxl == o.cxl * r.dram for o in out):
-            raise ConfigError(f"--weights {text!r}: {item} is the ratio of an earlier one",
-                              "give each ratio once (9:1 and 18:2 place the pages alike)")
-        out.append(r)
-    return tuple(out)
-
-
-def ratio_loads(ratios: Sequence[Ratio], dram_node: int, cxl_node: int, size: str,
-                pages: str | None = None) -> list[TargetLoad]:
-    """A target per ratio: the DRAM target over both nodes with the ratio's weights (a weight of 0
-    leaves that node out: the plain target on the other)."""
-    extra = (("dram_pages", pages),) if pages else ()
-    return [TargetLoad(r.label, (("target", "dram"), ("dram_nodes", f"{dram_node},{cxl_node}"),
-                                 ("dram_weights", f"{r.dram},{r.cxl}"), ("dram_size", size), *extra))
-            for r in ratios]
 
 
 def placed(nodes: Any, weights: Any, node_bytes: Any) -> tuple[Ratio | None, float]:
@@ -108,7 +79,7 @@ class RatioStats:
     read_pct: int
     mean: float = math.nan
     ci95: float = math.nan
-    lo: float = math.nan  # the spread the figure draws (plots.data.spread_of: range below 3 runs)
+    lo: float = math.nan  # the spread the figure draws (stats.spread_of: range below 3 runs)
     hi: float = math.nan
     spread: str = ""
     runs: int = 0
@@ -130,9 +101,6 @@ def summarize(rows: pd.DataFrame, ratios: Sequence[Ratio] | None = None,
     """Per ratio and mix (ratios in the order given, else as the rows have them by falling DRAM
     share): mean GB/s over the `thread=all` rows with status ok and its Student-t 95 % CI; the gain
     over 1:0 of the same mix; `best`: the highest mean of each mix."""
-    import pandas as pd
-
-    from pmemlab.plots.data import spread_of
 
     agg = rows[(rows["thread"].astype(str) == "all") & (rows["status"] == "ok")] if not rows.empty else rows
     by: dict[tuple[Ratio, str, int], list[float]] = {}
@@ -185,26 +153,3 @@ def best_text(stats: Sequence[RatioStats]) -> dict[str, str]:
     return out
 
 
-def node_pair(nodes: Sequence[Mapping[str, Any]], dram: int | None, cxl: int | None) -> tuple[int, int]:
-    """The DRAM node (given, else the first node with CPUs and memory) and the CXL node (given, else
-    the first node with memory and no CPUs: how CXL memory appears)."""
-    memory = [n for n in nodes if (n.get("mem_total_kib") or 0) > 0]
-    with_cpus = [n["node"] for n in memory if (n.get("cpus") or "").strip()]
-    cpuless = [n["node"] for n in memory if not (n.get("cpus") or "").strip()]
-    have = {n["node"] for n in memory}
-    if dram is None:
-        if not with_cpus:
-            raise ConfigError("no NUMA node with CPUs and memory for the DRAM side", "give --dram-node N")
-        dram = with_cpus[0]
-    if cxl is None:
-        if not cpuless:
-            raise ConfigError("no NUMA node with memory and no CPUs (how CXL memory appears) on this machine",
-                              "give --cxl-node N (any other node with memory)")
-        cxl = cpuless[0]
-    for what, node in (("--dram-node", dram), ("--cxl-node", cxl)):
-        if node not in have:
-            raise ConfigError(f"{what} {node}: no NUMA node {node} with memory on this machine",
-                              f"nodes with memory: {', '.join(map(str, sorted(have))) or 'none'}")
-    if dram == cxl:
-        raise ConfigError(f"--dram-node and --cxl-node are both {dram}", "give two different nodes")
-    return dram, cxl
