@@ -120,11 +120,11 @@ def test_broken_tlb_detector_fails(monkeypatch, breakage):
 def test_levels_lose_a_knee_that_sits_at_a_tlb_knee():
     lv = Inference("levels", [32768, 262144, 524288], "bytes", 0.9, "m", [], detail={"knees": [
         {"capacity_bytes": 32768.0, "below_ns": 1.0, "confidence": 0.99},
-        {"capacity_bytes": 262144.0, "below_ns": 4.0, "confidence": 0.6},
+        {"capacity_bytes": 262143.7, "below_ns": 4.0, "confidence": 0.6},
         {"capacity_bytes": 524288.0, "below_ns": 6.0, "confidence": 0.95}]})
-    t = Inference("tlb_reach", [250000], "bytes", 1.0, "m", [], detail={"line_knees_tlb": [262144.0]})
+    t = Inference("tlb_reach", [250000], "bytes", 1.0, "m", [], detail={"line_knees_tlb": [262143.7]})
     C.hold_levels_against_tlb(lv, t)
-    assert lv.value == [32768, 524288] and lv.detail["tlb_knees"] == [262144.0]
+    assert lv.value == [32768, 524288] and lv.detail["tlb_knees"] == [262143.7]  # the value holds it rounded
     assert "TLB" in lv.reason and lv.confidence == pytest.approx(0.95)
 
 

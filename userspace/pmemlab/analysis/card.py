@@ -108,7 +108,7 @@ def hold_levels_against_tlb(levels: Inference, tlb: Inference) -> None:
     gone = [float(c) for c in (tlb.detail.get("line_knees_tlb") or [])]
     if levels.uncertain or tlb.uncertain or not gone:
         return
-    keep = [c for c in levels.value if float(c) not in gone]
+    keep = [c for c in levels.value if round(float(c)) not in {round(g) for g in gone}]  # the value is rounded
     levels.detail["tlb_knees"] = gone
     levels.reason = ("not cache levels, at a TLB knee of the one-line-per-page chase: "
                      + ", ".join(f"{_size(c)}" for c in gone))
