@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
 
 import numpy as np
 
@@ -15,11 +15,18 @@ from pmemlab.analysis.granularity import granularity_inference
 from pmemlab.analysis.inference import Inference
 from pmemlab.analysis.interleave import interleave_inference
 from pmemlab.analysis.knees import levels_inference
+from pmemlab.analysis.loaded import asymmetry_inference, loaded_inference, prefetch_inference
+from pmemlab.analysis.tail import tail_by_size
+from pmemlab.analysis.tlb import tlb_inference
+
+if TYPE_CHECKING:
+    from pmemlab.analysis.curves import CurvePoint
 
 SCHEMA = "pmemlab-card/1"
 from pmemlab.analysis import CARD_NAME as CARD_NAME, PROBE_CSV as PROBE_CSV  # their one place, light to import
 PROBE_COLUMNS = ("curve", "round", "size", "value")  # its first columns
-GRANULARITY_MAX = 4096  # the granularity fit looks at access sizes up to this
+GRANULARITY_MAX = 4096
+SAME_SIZE = 1.01  # region sizes closer than 1 % are the same point  # the granularity fit looks at access sizes up to this
 
 
 def medians(points: Iterable[tuple[float, float]]) -> list[tuple[float, float]]:
@@ -31,29 +38,97 @@ def medians(points: Iterable[tuple[float, float]]) -> list[tuple[float, float]]:
     return [(x, float(np.median(v))) for x, v in sorted(by.items())]
 
 
+def lows(points: Iterable[tuple[float, float]]) -> list[tuple[float, float]]:
+    """(x, latency) repeats -> (x, least latency), sorted by x. A chase's latency is only ever
+    raised by what runs beside it (a neighbour evicting the cache, an interrupt): the least of a
+    size's repeats is the one the memory gave undisturbed (the median of a size measured now in a
+    quiet moment, now while a neighbour thrashes the last cache, is a coin toss)."""
+    pts = sorted((float(x), float(y)) for x, y in points if y is not None and math.isfinite(y) and y > 0)
+    out: list[tuple[float, float]] = []
+    for x, y in pts:  # sizes within SAME_SIZE of a group's first are one size (64 B roundings of one point)
+        if out and x <= out[-1][0] * SAME_SIZE:
+            out[-1] = (out[-1][0], min(out[-1][1], y))
+        else:
+            out.append((x, y))
+    return out
+
+
 def infer(chase: Sequence[tuple[float, float]], randread: Sequence[tuple[float, float]],
           declared_gran: int | None = None, declared_ways: int | None = None,
-          emulated: bool = False) -> list[Inference]:
+          emulated: bool = False, *, randwrite: Sequence[tuple[float, float]] | None = None,
+          chase_page: Sequence[tuple[float, float]] | None = None,
+          tail_hists: Mapping[int, Sequence[tuple[float, float, int]]] | None = None,
+          loaded: Sequence[CurvePoint] | None = None, unloaded_ns: float | None = None,
+          prefetch: tuple[Sequence[float], Sequence[float], int | None] | None = None,
+          page_bytes: int = 4096) -> list[Inference]:
     """The card's inferences: levels (chase latency vs region size), read access granularity and
-    interleave (random-read bandwidth vs access size). Points may repeat (medians are taken)."""
-    ch = medians(chase)
+    interleave (random-read bandwidth vs access size); where their measurements are given (None:
+    not measured, no line): write granularity (random-write bandwidth vs access size), TLB reach
+    (the one-line-per-page chase, held against the levels), the write tail (hotspot histograms by
+    size), loaded latency and read/write asymmetry (a curves family), prefetch (sequential and
+    random load latencies). Points may repeat: a chase's repeats enter as their least latency
+    (`lows`), bandwidths as their median."""
+    ch = lows(chase)
     rr = medians(randread)
+    levels = levels_inference("levels", [s for s, _ in ch], [v for _, v in ch])
     out = [
-        levels_inference("levels", [s for s, _ in ch], [v for _, v in ch]),
+        levels,
         granularity_inference("read_granularity", [a for a, _ in rr if a <= GRANULARITY_MAX],
                               [b for a, b in rr if a <= GRANULARITY_MAX]),
         interleave_inference("interleave", [a for a, _ in rr], [b for _, b in rr], declared_gran, declared_ways),
     ]
+    if randwrite is not None:
+        rw = medians(randwrite)
+        out.append(granularity_inference("write_granularity", [a for a, _ in rw if a <= GRANULARITY_MAX],
+                                         [b for a, b in rw if a <= GRANULARITY_MAX]))
+    if chase_page is not None:
+        cp = lows(chase_page)
+        caps = [] if levels.uncertain else [float(c) for c in levels.value]
+        tlb = tlb_inference("tlb_reach", [s for s, _ in cp], [v for _, v in cp], caps, page_bytes,
+                            line_knees=levels.detail.get("knees", []) if not levels.uncertain else [])
+        out.append(tlb)
+        hold_levels_against_tlb(levels, tlb)
+    if tail_hists is not None:
+        out.append(tail_by_size("write_tail", dict(tail_hists)))
+    if loaded is not None:
+        out.append(loaded_inference("loaded_latency", loaded, unloaded_ns))
+        out.append(asymmetry_inference("rw_asymmetry", loaded))
+    if prefetch is not None:
+        out.append(prefetch_inference("prefetch", prefetch[0], prefetch[1], prefetch[2]))
     for inf in out:
         inf.emulated = emulated
     return out
 
 
+def hold_levels_against_tlb(levels: Inference, tlb: Inference) -> None:
+    """A capacity level of the line chase that sits at a TLB knee of the page chase (the same
+    region within a factor 1.5: the pages outgrow a TLB level there, not the lines a cache) is the
+    TLB's: it leaves the levels' value, named in `detail.tlb_knees` and the reason. Where a cache
+    and a TLB level share a size the line chase cannot tell them apart: the reason says so."""
+    gone = [float(c) for c in (tlb.detail.get("line_knees_tlb") or [])]
+    if levels.uncertain or tlb.uncertain or not gone:
+        return
+    keep = [c for c in levels.value if round(float(c)) not in {round(g) for g in gone}]  # the value is rounded
+    levels.detail["tlb_knees"] = gone
+    levels.reason = ("not cache levels, at a TLB knee of the one-line-per-page chase: "
+                     + ", ".join(f"{_size(c)}" for c in gone))
+    if not keep:
+        levels.value, levels.uncertain, levels.confidence = None, True, 0.0
+        levels.reason = "every knee is a TLB knee: " + levels.reason
+        return
+    kept = [k for k in levels.detail.get("knees", []) if round(k["capacity_bytes"]) in keep]
+    levels.value = keep
+    levels.confidence = min(float(k["confidence"]) for k in kept) if kept else levels.confidence
+
+
 def card_doc(inferences: Sequence[Inference], conditions: Mapping[str, Any], *, target: str, backend: str,
              emulated: bool, cpu_caches: Sequence[Mapping[str, Any]], budget_s: float | None,
-             wall_s: float | None, stopped: str, not_measured: Sequence[str] = ()) -> dict[str, Any]:
+             wall_s: float | None, stopped: str,
+             not_measured: Sequence[str | tuple[str, str]] = ()) -> dict[str, Any]:
+    """`not_measured`: names (reason: not measured by this probe) or (name, reason) pairs."""
     undecided = [{"name": i.name, "reason": i.reason} for i in inferences if i.uncertain]
-    undecided += [{"name": n, "reason": "not measured by this probe"} for n in not_measured]
+    undecided += [{"name": n, "reason": "not measured by this probe"} if isinstance(n, str)
+                  else {"name": n[0], "reason": "not measured: " + n[1]} for n in not_measured]
     return {
         "schema": SCHEMA, "target": target, "backend": backend, "emulated": emulated,
         "budget_s": budget_s, "wall_s": wall_s, "stopped": stopped,
@@ -121,8 +196,25 @@ def value_text(inf: Mapping[str, Any]) -> str:
     if inf["name"] == "levels":
         lv = inf["detail"]["levels"]
         caps: list[float] = list(v or [])
-        parts = [f"{_size(k)} ({lv[i]['latency_ns']:.3g} ns)" for i, k in enumerate(caps)]
+        below = {round(k["capacity_bytes"]): k["below_ns"] for k in inf["detail"].get("knees", [])}
+        parts = [f"{_size(k)} ({below.get(round(k), lv[i]['latency_ns']):.3g} ns)" for i, k in enumerate(caps)]
         return ", ".join(parts) + f"; then {lv[-1]['latency_ns']:.3g} ns"
+    if inf["name"] == "tlb_reach" and isinstance(v, list):
+        ent = inf["detail"].get("entries", [])
+        return ", ".join(f"{_size(r)} ({e} x {inf['detail']['page_bytes'] // 1024} KiB pages)" for r, e in zip(v, ent))
+    if inf["name"] == "write_tail" and isinstance(v, dict):
+        return (f"p99.9/p50 {v['p999_over_p50']:.3g}, {v['frac_above_k']:.2g} of writes > "
+                f"{inf['detail']['k_median']:g}x median (at {_size(v['worst_hotspot_bytes'])}), "
+                f"{'depends' if v['depends_on_size'] else 'not dependent'} on hotspot size")
+    if inf["name"] == "loaded_latency" and isinstance(v, dict):
+        def ns(x: Any) -> str:
+            return "-" if x is None else f"{x:.3g}"
+        w = v.get("peak_write_gbps")
+        return (f"read {v['peak_read_gbps']:.3g} GB/s, write {'-' if w is None else f'{w:.3g}'} GB/s; "
+                f"p50 {ns(v['unloaded_ns'])} ns unloaded, {ns(v['p50_at_50pct_ns'])}/{ns(v['p50_at_80pct_ns'])}/"
+                f"{ns(v['p50_at_95pct_ns'])} ns at 50/80/95 %")
+    if inf.get("unit") == "x" and isinstance(v, (int, float)):
+        return f"{v:.3g}x"
     if inf["name"] == "interleave" and isinstance(v, dict):
         return f"{v['ways']} x {v['gran']} B"
     if isinstance(v, (int, float)) and inf.get("unit") == "B":
@@ -148,6 +240,13 @@ def _ratio_same(a: float, b: float) -> bool:
     return a > 0 and b > 0 and 1 / SAME <= b / a <= SAME
 
 
+def _scalar_same(a: Any, b: Any) -> bool:
+    """Numbers within SAME; anything else (flags, names, None) equal."""
+    if isinstance(a, (int, float)) and isinstance(b, (int, float)) and not isinstance(a, bool) and not isinstance(b, bool):
+        return _ratio_same(float(a), float(b)) or a == b
+    return bool(a == b)
+
+
 def compare_cards(a: Mapping[str, Any], b: Mapping[str, Any]) -> list[dict[str, Any]]:
     """Two cards side by side, a row per inference either holds: A's and B's value and
     confidence, and a verdict: same (every number within a factor 1.5; levels: as many knees,
@@ -167,7 +266,7 @@ def compare_cards(a: Mapping[str, Any], b: Mapping[str, Any]) -> list[dict[str, 
             if isinstance(va, list) and isinstance(vb, list):
                 same = len(va) == len(vb) and all(_ratio_same(p, q) for p, q in zip(va, vb))
             elif isinstance(va, dict) and isinstance(vb, dict):
-                same = va.keys() == vb.keys() and all(_ratio_same(float(va[k]), float(vb[k])) for k in va)
+                same = va.keys() == vb.keys() and all(_scalar_same(va[k], vb[k]) for k in va)
             elif isinstance(va, (int, float)) and isinstance(vb, (int, float)):
                 same = _ratio_same(float(va), float(vb))
             else:

@@ -48,6 +48,22 @@ CHASE_MS = 60
 RANDREAD_MS = 100
 RANDREAD_SIZES = tuple(2 ** k for k in range(3, 17))  # 8 B .. 64 KiB
 RANDREAD_REPEATS = 3  # the median of each size enters the fits
+RANDWRITE_OP = "ntstore"  # the op a persistent target's writes use; it writes the line without reading it
+TAIL_SIZES = (256, 1024, 4096, 16384, 65536)  # hotspot sizes of the write tail (FAST'20 fig 3)
+TAIL_COUNT = 20000  # timed writes per hotspot size and repeat
+TAIL_REPEATS = 2
+SLOT = 4096  # the one-line-per-page chase: one line in each 4 KiB slot (chase_page=1 access_size=4096)
+PAGE_MIN = 16 * SLOT
+PAGE_TOP = 64 << 20  # the page chase's largest region (capped at half the target): 16 Ki pages
+PAGE_DRAM = "128M"  # the 4 KiB-page DRAM target it runs on (mapped at each run: small is quick)
+PREFETCH_REPEATS = 3
+LOADED_POINTS = (3, 6)  # throttles per mix of the loaded-latency family (curves' measurement): as many as fit
+LOADED_MS = 50  # each run of it
+# shares of the budget: each stage stops at its share (measured from the probe's start, cumulatively);
+# the chase levels and their refinement take what is left (docs/card.md)
+SHARES = (("randread", 0.10), ("randwrite", 0.08), ("tail", 0.05), ("prefetch", 0.02), ("chase_grid", 0.20),
+          ("chase_page", 0.15), ("loaded", 0.15))
+GRID_PASSES = 2  # the chase's first grid, measured this many times over
 STABLE = 1.1  # knees within this factor of the previous round: stable
 TCG = "qemu"  # systemd-detect-virt names TCG 'qemu' (KVM: 'kvm'); machine.hypervisor_info
 CSV_COLUMNS = ("curve", "round", "size", "value", "lat_ns_p50", "lat_ns_mean", "bw_gbps", "status", "error")
@@ -117,7 +133,7 @@ def refine(sizes: Sequence[int], fit_knees: Sequence[Mapping[str, Any]], per_oct
         x = math.log2(lo)
         while x <= math.log2(hi):
             s = int(round(2 ** x / 64)) * 64
-            if s not in have and s >= 64:
+            if s >= 64 and not any(abs(s - h) <= h * 0.01 for h in have | new):
                 new.add(s)
             x += 1 / per_octave
     return sorted(new)
@@ -127,23 +143,30 @@ def refine(sizes: Sequence[int], fit_knees: Sequence[Mapping[str, Any]], per_oct
 # measuring
 # --------------------------------------------------------------------------
 class Prober:
-    """Runs one point at a time on the backend and keeps the rows."""
+    """Runs one point at a time on the backend and keeps the rows (and, for the write tail, the
+    latency histograms as rows of curve `tail_hist`)."""
 
-    def __init__(self, bench: Bench, deadline: float, out: Any) -> None:
+    def __init__(self, bench: Bench, deadline: float, out: Any, page_bench: Bench | None = None) -> None:
         self.bench = bench
+        self.page_bench = page_bench or bench  # the one-line-per-page chase: a target of 4 KiB pages
         self.deadline = deadline
         self.rows: list[dict[str, Any]] = []
         self.out = out
+        self.skipped: list[tuple[str, str]] = []  # (inference, why) not measured
+        self.run_s: list[float] = []  # wall time of each run beyond its own length (start, setup, reading)
 
     def left(self) -> float:
         return self.deadline - time.monotonic()
 
-    def run(self, curve: str, rnd: int, size: int, raw: dict[str, str]) -> dict[str, Any]:
+    def run(self, curve: str, rnd: int, size: int, raw: dict[str, str], bench: Bench | None = None,
+            keep_hist: bool = False) -> dict[str, Any]:
+        bench = bench or self.bench
         values, problems = P.normalize(raw)
         if problems:
             raise BadInput(f"probe: the planned point {raw} is refused: {problems}", "report this as a bug")
-        pt = one_point(values, raw, self.bench.facts, self.bench.discovered)
-        sweep, rec = Sweep.one_point(pt, self.bench, timeout_s=60.0, run_conditions=False)
+        pt = one_point(values, raw, bench.facts, bench.discovered)
+        sweep, rec = Sweep.one_point(pt, bench, timeout_s=60.0, run_conditions=False)
+        t0 = time.monotonic()
         try:
             sweep.run()
         except ParamRefused as exc:
@@ -153,21 +176,47 @@ class Prober:
         if str(row.get("status")) == "refused":
             raise NoChase(f"probe: the backend refused {curve} ({row.get('error')})",
                           "use --backend user, or a pmemlab.ko that has op=chase")
+        self.run_s.append(max(0.0, time.monotonic() - t0 - float(raw.get("duration_ms", 0)) / 1000))
         lat = row.get("lat_ns_p50")
         bw = row.get("bw_gbps")
-        value = lat if curve == "chase" else bw
+        value = bw if curve in ("randread", "randwrite") else lat
         out = {"curve": curve, "round": rnd, "size": size, "value": value, **row}
         self.rows.append(out)
+        if keep_hist:
+            for h in rec.hist:
+                if str(h.get("thread")) in ("0", "all") and int(h.get("count") or 0) > 0:
+                    self.rows.append({"curve": "tail_hist", "round": rnd, "size": size, "value": int(h["count"]),
+                                      "status": "ok", "lo_ns": float(h["lo_ns"]), "hi_ns": float(h["hi_ns"])})
         return out
 
     def chase(self, rnd: int, size: int) -> dict[str, Any]:
         return self.run("chase", rnd, size, {"mode": "latency", "op": "chase", "working_set": str(size),
                                              "duration_ms": str(CHASE_MS)})
 
+    def chase_page(self, rnd: int, size: int) -> dict[str, Any]:
+        return self.run("chase_page", rnd, size, {"mode": "latency", "op": "chase", "chase_page": "1",
+                                                  "access_size": str(SLOT), "working_set": str(size),
+                                                  "duration_ms": str(CHASE_MS)}, bench=self.page_bench)
+
     def randread(self, size: int, ws: int) -> dict[str, Any]:
         return self.run("randread", 0, size, {"mode": "bandwidth", "op": "load", "pattern": "rand",
                                               "access_size": str(size), "working_set": str(ws), "threads": "1",
                                               "duration_ms": str(RANDREAD_MS)})
+
+    def randwrite(self, size: int, ws: int) -> dict[str, Any]:
+        return self.run("randwrite", 0, size, {"mode": "bandwidth", "op": RANDWRITE_OP, "pattern": "rand",
+                                               "access_size": str(size), "working_set": str(ws), "threads": "1",
+                                               "duration_ms": str(RANDREAD_MS)})
+
+    def tail(self, rnd: int, hotspot: int, ws: int) -> dict[str, Any]:
+        return self.run("tail", rnd, hotspot, {"mode": "latency", "op": RANDWRITE_OP, "pattern": "hotspot",
+                                               "hotspot_size": str(hotspot), "access_size": "64", "threads": "1",
+                                               "working_set": str(ws), "count": str(TAIL_COUNT)}, keep_hist=True)
+
+    def load_latency(self, pattern: str, ws: int) -> dict[str, Any]:
+        return self.run(f"prefetch_{pattern}", 0, ws, {"mode": "latency", "op": "load", "pattern": pattern,
+                                                        "access_size": "64", "threads": "1", "working_set": str(ws),
+                                                        "duration_ms": str(CHASE_MS)})
 
 
 def _points(rows: Sequence[Mapping[str, Any]], curve: str) -> list[tuple[float, float]]:
@@ -179,24 +228,114 @@ def _points(rows: Sequence[Mapping[str, Any]], curve: str) -> list[tuple[float, 
     return out
 
 
+def _sweep_sizes(prober: Prober, sizes: Sequence[Any], repeats: int, until: float, one: Any) -> None:
+    """Rounds over every size (a burst of noise hits one repeat of several): the first round
+    whole (an inference needs its sizes) while the budget lasts, the others until `until`."""
+    for i in range(repeats):
+        for a in sizes:
+            if prober.left() <= 0 or (i and time.monotonic() > until):
+                return
+            one(a)
+
+
+def loaded_points_fit(share_s: float, run_s: float) -> int:
+    """How many throttles a mix of the loaded-latency family can have in `share_s` seconds, each
+    run taking 2 run_s + LOADED_MS: two mixes, at least two repeats a point, two unloaded runs;
+    0 when fewer than LOADED_POINTS[0] fit."""
+    n = int((share_s / (2 * run_s + LOADED_MS / 1000) - 2) // 4)  # its runs have two threads: twice the setup
+    return 0 if n < LOADED_POINTS[0] else min(n, LOADED_POINTS[1])
+
+
+def measure_loaded(prober: Prober, ws: int, points: int) -> None:
+    """A short loaded-latency family by `pmemlab curves`' own measurement (cli/curves: unloaded,
+    _measure, points_of): 100 % and 0 % reads, LOADED_POINTS throttles each; its points are kept as
+    rows of curve `loaded` (size: the delay in ticks, value: the probe's p50) and `unloaded`."""
+    from pmemlab.cli import curves as CU
+    from pmemlab.cli.oneliners import Bed
+
+    bench = prober.bench
+    bed = Bed(kind=bench.backend.kind, benches=[bench])
+    threads = max(2, min(4, backends.online_cpus()))
+    args = argparse.Namespace(timeout=60.0, repeats=1, max_repeats=2, ci_target=0.1, json=True,
+                              points=points, max_delay=1 << 16, mixes=(100, 0), write_op=RANDWRITE_OP)
+    setup = CU.Setup(threads=threads, working_set=ws, probe_op=CU.LATENCY_OP, write_op=RANDWRITE_OP,
+                     base={"mode": "bandwidth", "probe": 1, "threads": threads, "pattern": "rand",
+                           "access_size": 64, "placement": "per-thread", "working_set": ws,
+                           "duration_ms": LOADED_MS})
+    setup.probe_op = CU.choose_probe(setup, bed)
+    alone = CU.unloaded(setup, bed, args)
+    rows, hist, _ = CU._measure(setup, bed, args)
+    for p in CU.points_of(rows, hist):
+        prober.rows.append({"curve": "loaded", "round": 0, "size": p.delay_ticks, "value": p.p50_ns,
+                            "status": "ok", "bw_gbps": p.bw_gbps, "read_pct": p.mix, "bw_std": p.bw_std,
+                            "read_share": p.read_share, "lat_ns_p50": p.p50_ns, "lat_ns_p90": p.p90_ns,
+                            "lat_ns_p99": p.p99_ns, "lat_ns_p999": p.p999_ns, "lat_ns_max": p.max_ns,
+                            "p50_std": p.p50_std, "repeat": p.repeats, "op": setup.probe_op})
+    if setup.probe_op in alone:
+        prober.rows.append({"curve": "unloaded", "round": 0, "size": 64, "value": alone[setup.probe_op],
+                            "status": "ok", "op": setup.probe_op})
+
+
+def _stage(prober: Prober, name: str, fn: Any) -> None:
+    """A stage whose backend cannot run it (a module without the op, a target too small) leaves
+    its line out, the reason in the card's undecided list; the probe goes on."""
+    try:
+        fn()
+    except NoChase as exc:
+        prober.skipped.append((name, exc.cause))
+    except PmemlabError as exc:
+        if isinstance(exc, (BadInput,)):
+            raise
+        prober.skipped.append((name, exc.cause))
+
+
 def measure(prober: Prober, target_size: int, caches: Sequence[Mapping[str, Any]], budget_s: float) -> str:
-    """The plan: random reads first (a fixed set, a fifth of the budget at most), then the chase
-    on a 2-a-octave grid, then rounds refining around each knee until two rounds agree or the
-    budget is spent. Returns why it stopped: stable | budget."""
+    """The plan, each stage inside its share of the budget (SHARES, cumulative from the start):
+    random reads and writes over the access sizes (three rounds), the write tail per hotspot
+    size, sequential vs random loads past the last cache, the chase on a 2-a-octave grid (its
+    first pass whole, GRID_PASSES in its share), the one-line-per-page chase on a 2-a-octave
+    grid, a short loaded-latency family (as many throttles as fit its share); then rounds refining
+    the chase around each knee (and measuring each knee's two neighbours again) until two rounds
+    agree or the budget is spent. Returns why it stopped: stable | budget."""
     largest = max((int(c["size_bytes"]) for c in caches), default=32 << 20)
     top = max(MIN_SIZE * 4, min(largest * BEYOND, target_size // 2))
     ws = top
-    rr_deadline = time.monotonic() + budget_s / 5
-    for _ in range(RANDREAD_REPEATS):  # rounds over every size: a burst of noise hits one repeat of several
-        for a in RANDREAD_SIZES:
-            if time.monotonic() > rr_deadline or prober.left() <= 0:
-                break
-            prober.randread(a, ws)
+    t0 = time.monotonic()
+    ends: dict[str, float] = {}
+    acc = 0.0
+    for name, share in SHARES:
+        acc += share
+        ends[name] = t0 + acc * budget_s
+    _sweep_sizes(prober, RANDREAD_SIZES, RANDREAD_REPEATS, ends["randread"], lambda a: prober.randread(a, ws))
     grid = initial_grid(MIN_SIZE, top)
-    for s in grid:
-        if prober.left() <= 0:
-            return "budget"
-        prober.chase(0, s)
+    _stage(prober, "write_granularity", lambda: _sweep_sizes(
+        prober, RANDREAD_SIZES, RANDREAD_REPEATS, ends["randwrite"], lambda a: prober.randwrite(a, ws)))
+    tail_ws = max(TAIL_SIZES) * 4
+    _stage(prober, "write_tail", lambda: _sweep_sizes(
+        prober, TAIL_SIZES, TAIL_REPEATS, ends["tail"], lambda h: prober.tail(0, h, tail_ws)))
+    past = max(MIN_SIZE * 4, min(largest * 4, target_size // 2)) // 64 * 64
+    _stage(prober, "prefetch", lambda: _sweep_sizes(
+        prober, ("seq", "rand"), PREFETCH_REPEATS, ends["prefetch"], lambda pat: prober.load_latency(pat, past)))
+    # the chase's grid: its first pass whole (the levels rest on it), more passes inside its share
+    for i in range(GRID_PASSES):
+        for s in grid:
+            if prober.left() <= 0:
+                return "budget"
+            if i and time.monotonic() > ends["chase_grid"]:
+                break
+            prober.chase(i, s)
+    page_top = max(PAGE_MIN * 4, min(PAGE_TOP, target_size // 2))
+    _stage(prober, "tlb_reach", lambda: _sweep_sizes(
+        prober, initial_grid(PAGE_MIN, page_top), 1, ends["chase_page"], lambda s: prober.chase_page(0, s)))
+    # its share, or half of what is left where the stages before it overran theirs
+    loaded_s = max(min(ends["loaded"], prober.deadline) - time.monotonic(), prober.left() / 2)
+    run_s = float(np.median(prober.run_s)) if prober.run_s else 0.5
+    points = loaded_points_fit(loaded_s, run_s)
+    if points:
+        _stage(prober, "loaded_latency", lambda: measure_loaded(prober, min(ws, 256 << 20), points))
+    else:
+        prober.skipped.append(("loaded_latency", f"{max(loaded_s, 0):.0f} s left of its share: too short for "
+                                                 f"{LOADED_POINTS[0]} loads a mix (a larger --budget)"))
     prev: list[float] | None = None
     rnd = 0
     while prober.left() > 0:
@@ -213,10 +352,12 @@ def measure(prober: Prober, target_size: int, caches: Sequence[Mapping[str, Any]
         new = [s for s in new if s not in sizes and s <= top]
         if not new:  # nothing left to add: repeat every point once more
             new = sizes
+        else:  # and measure again the two sizes either side of each knee: they place it
+            new += sorted({int(k[e]) for k in knees for e in ("last_below", "first_above")})
         for s in new:
             if prober.left() <= 0:
                 return "budget"
-            prober.chase(rnd, s)
+            prober.chase(GRID_PASSES - 1 + rnd, s)
     return "budget"
 
 
@@ -267,16 +408,187 @@ def is_emulated(cond: Mapping[str, Any]) -> bool:
     return str(cond.get("hypervisor") or "").lower() == TCG
 
 
+def _num(v: Any) -> float:
+    try:
+        f = float(v)
+    except (TypeError, ValueError):
+        return math.nan
+    return f
+
+
+def _ok(rows: Sequence[Mapping[str, Any]], curve: str) -> list[Mapping[str, Any]]:
+    return [r for r in rows if r.get("curve") == curve and str(r.get("status")) == "ok"]
+
+
+def tail_hists(rows: Sequence[Mapping[str, Any]]) -> dict[int, list[tuple[float, float, int]]] | None:
+    """The write tail's histograms by hotspot size (the `tail_hist` rows); None: not measured."""
+    hist = _ok(rows, "tail_hist")
+    if not hist and not _ok(rows, "tail"):
+        return None
+    out: dict[int, list[tuple[float, float, int]]] = {}
+    for r in hist:
+        out.setdefault(int(r["size"]), []).append((_num(r["lo_ns"]), _num(r["hi_ns"]), int(_num(r["value"]))))
+    return out
+
+
+def loaded_points(rows: Sequence[Mapping[str, Any]]) -> tuple[list[Any], float | None] | None:
+    """The loaded-latency family's points (analysis.curves.CurvePoint) and the unloaded latency
+    from the `loaded` and `unloaded` rows; None: not measured."""
+    from pmemlab.analysis.curves import CurvePoint
+
+    pts = _ok(rows, "loaded")
+    if not pts:
+        return None
+    out = [CurvePoint(mix=int(_num(r["read_pct"])), delay_ticks=int(_num(r["size"])), bw_gbps=_num(r["bw_gbps"]),
+                      bw_std=_num(r.get("bw_std")) if not math.isnan(_num(r.get("bw_std"))) else 0.0,
+                      read_share=_num(r.get("read_share")), p50_ns=_num(r["value"]), p90_ns=_num(r.get("lat_ns_p90")),
+                      p99_ns=_num(r.get("lat_ns_p99")), p999_ns=_num(r.get("lat_ns_p999")),
+                      max_ns=_num(r.get("lat_ns_max")), repeats=int(_num(r.get("repeat")) or 1))
+           for r in pts]
+    alone = [_num(r["value"]) for r in _ok(rows, "unloaded")]
+    return out, (alone[0] if alone and not math.isnan(alone[0]) else None)
+
+
+def _prefetch(rows: Sequence[Mapping[str, Any]]) -> tuple[list[float], list[float], int | None] | None:
+    seq, rnd = _points(rows, "prefetch_seq"), _points(rows, "prefetch_rand")
+    if not seq and not rnd:
+        return None
+    sizes = [int(s) for s, _ in seq + rnd]
+    return [v for _, v in seq], [v for _, v in rnd], (sizes[0] if sizes else None)
+
+
+def _page_bytes(rows: Sequence[Mapping[str, Any]]) -> int:
+    """The page size the one-line-per-page chase ran on (its target's), 4096 where unsaid."""
+    sizes = {int(_num(r.get("target_page_size"))) for r in _ok(rows, "chase_page")
+             if not math.isnan(_num(r.get("target_page_size")))}
+    return sizes.pop() if len(sizes) == 1 else 4096
+
+
+NOT_2M = ("tlb_reach_2m", "2 MiB pages: the one-line-per-page chase runs on 4 KiB pages; a 2 MiB page TLB "
+          "reaches entries x 2 MiB, beyond the regions this probe chases")
+
+
+def _skipped_of(meta: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """The stages a saved card says were not measured (its undecided `not measured: ...`)."""
+    out = []
+    for u in meta.get("undecided", []) or []:
+        why = str(u.get("reason", ""))
+        if why.startswith("not measured: ") and u.get("name") != NOT_2M[0]:
+            out.append((str(u.get("name")), why[len("not measured: "):]))
+    return out
+
+
 def build_card(rows: Sequence[Mapping[str, Any]], cond: Mapping[str, Any], *, target: str, backend: str,
                caches: Sequence[Mapping[str, Any]], budget_s: float | None, wall_s: float | None,
-               stopped: str) -> tuple[dict[str, Any], list[Inference]]:
+               stopped: str, skipped: Sequence[tuple[str, str]] = ()) -> tuple[dict[str, Any], list[Inference]]:
     emulated = is_emulated(cond)
     gran, ways = _declared(cond)
-    infs = C.infer(_points(rows, "chase"), _points(rows, "randread"), gran, ways, emulated)
+    curves = {str(r.get("curve")) for r in rows}
+    loaded = loaded_points(rows)
+    page = _points(rows, "chase_page")
+    infs = C.infer(_points(rows, "chase"), _points(rows, "randread"), gran, ways, emulated,
+                   randwrite=_points(rows, "randwrite") if "randwrite" in curves else None,
+                   chase_page=page if "chase_page" in curves else None,
+                   tail_hists=tail_hists(rows), loaded=loaded[0] if loaded else None,
+                   unloaded_ns=loaded[1] if loaded else None, prefetch=_prefetch(rows),
+                   page_bytes=_page_bytes(rows))
+    have = {i.name for i in infs}
+    gone: list[tuple[str, str]] = [(n, why) for n, why in skipped if n not in have]
+    named = {n for n, _ in gone}
+    for name in ("write_granularity", "tlb_reach", "write_tail", "loaded_latency", "prefetch"):
+        if name not in have and name not in named:
+            gone.append((name, "no measurement of it in this probe's data"))
+    if "loaded_latency" not in have and "rw_asymmetry" not in named:
+        gone.append(("rw_asymmetry", "it is read from the loaded-latency family, not measured"))
+    gone.append(NOT_2M)
     doc = C.card_doc(infs, cond, target=target, backend=backend, emulated=emulated, cpu_caches=caches,
-                     budget_s=budget_s, wall_s=wall_s, stopped=stopped,
-                     not_measured=("write_granularity", "write_tail", "loaded_latency", "tlb_reach"))
+                     budget_s=budget_s, wall_s=wall_s, stopped=stopped, not_measured=gone)
+    doc["shares"] = {n: f for n, f in SHARES}
     return doc, infs
+
+
+def _draw_one(ax: Any, inf: Mapping[str, Any], doc: Mapping[str, Any], rows: Sequence[Mapping[str, Any]]) -> None:
+    """One inference's figure: its measured points (grey: every repeat), the points it rests on,
+    and what it found."""
+    name, ev, det = inf["name"], inf["evidence"], inf.get("detail", {})
+    if name in ("levels", "tlb_reach"):
+        pts = _points(rows, "chase" if name == "levels" else "chase_page")
+        if pts:
+            ax.scatter([p[0] for p in pts], [p[1] for p in pts], s=10, color="0.6", label="measured (every repeat)")
+        ax.plot([e["size_bytes"] for e in ev], [e["latency_ns"] for e in ev], "o-", ms=4, color="C0",
+                label="points used (medians)")
+        knees = det.get("knees", []) if name == "levels" else det.get("tlb_knees", [])
+        for k in knees:
+            ax.axvline(k["capacity_bytes"], color="C3", lw=1.2)
+            ax.annotate(f"{k['capacity_bytes'] / 1024:.0f} KiB\n(conf {k['confidence']:.2f})",
+                        (k["capacity_bytes"], ax.get_ylim()[1]), fontsize=7, color="C3", va="top")
+        for k in det.get("cache_knees", []):
+            ax.axvline(k["capacity_bytes"], color="0.4", lw=1, ls="--")
+        for lv in det.get("levels", []):
+            ax.hlines(lv["latency_ns"], lv["from_bytes"], lv["to_bytes"], color="C2", lw=2)
+        if name == "levels":
+            for c in doc.get("cpu_caches", []):
+                ax.axvline(c["size_bytes"], color="0.3", ls=":", lw=1)
+            ax.set_xlabel("region size (B); dotted: caches the CPU reports")
+        else:
+            ax.set_xlabel("region size (B), one line per 4 KiB page; red: TLB knees, dashed: caches (footprint)")
+        ax.set_ylabel("chase latency p50 (ns)")
+        ax.set_xscale("log", base=2)
+    elif name in ("read_granularity", "write_granularity", "interleave"):
+        curve = "randwrite" if name == "write_granularity" else "randread"
+        ykey = "bw_gbps" if name == "interleave" else "ops_per_s"
+        pts = _points(rows, curve)
+        if ykey == "ops_per_s":
+            pts = [(a, b * 1e9 / a) for a, b in pts]
+        if pts:
+            ax.scatter([p[0] for p in pts], [p[1] for p in pts], s=10, color="0.6", label="measured (every repeat)")
+        ax.plot([e["access_size"] for e in ev], [e[ykey] for e in ev], "o-", ms=4, color="C0",
+                label="points used (medians)")
+        brk = det.get("break_bytes") or det.get("saturation_bytes")
+        if brk:
+            ax.axvline(brk, color="C3", lw=1.2, label=f"break {brk:.0f} B")
+        op = RANDWRITE_OP if curve == "randwrite" else "load"
+        ax.set_xlabel(f"random access size (B), op {op}")
+        ax.set_ylabel("operations/s" if ykey == "ops_per_s" else "bandwidth (GB/s)")
+        ax.set_xscale("log", base=2)
+    elif name == "write_tail":
+        sz = det.get("sizes", [])
+        xs = [p["hotspot_bytes"] for p in sz]
+        ax.plot(xs, [p["p50_ns"] for p in sz], "o-", color="C0", label="p50")
+        ax.plot(xs, [p["p999_ns"] for p in sz], "s--", color="C3", label="p99.9")
+        ax2 = ax.twinx()
+        ax2.plot(xs, [max(p["frac_above_k"], 1e-7) for p in sz], "^:", color="C2",
+                 label=f"fraction > {det.get('k_median', 4):g}x median")
+        ax2.set_yscale("log")
+        ax2.set_ylabel("fraction of slow writes", color="C2")
+        ax2.legend(fontsize=7, loc="lower right")
+        ax.set_xlabel(f"hotspot size (B), {RANDWRITE_OP} 64 B")
+        ax.set_ylabel("write latency (ns)")
+        ax.set_xscale("log", base=2)
+    elif name in ("loaded_latency", "rw_asymmetry"):
+        for mix, colour in ((100, "C0"), (0, "C3")):
+            e = [x for x in ev if x["mix_pct"] == mix]
+            ax.plot([x["bw_gbps"] for x in e], [x["p50_ns"] for x in e], "o-", color=colour,
+                    label=f"{mix} % reads: p50")
+        v = inf.get("value")
+        if name == "loaded_latency" and isinstance(v, dict):
+            for f in (50, 80, 95):
+                y = v.get(f"p50_at_{f}pct_ns")
+                if y is not None:
+                    ax.scatter([v["peak_read_gbps"] * f / 100], [y], marker="x", s=40, color="k", zorder=3)
+            if v.get("unloaded_ns"):
+                ax.axhline(v["unloaded_ns"], color="0.4", ls=":", lw=1, label="unloaded")
+        ax.set_xlabel("bandwidth of the load threads (GB/s)")
+        ax.set_ylabel("probe latency p50 (ns)")
+    elif name == "prefetch":
+        for i, pat in enumerate(("seq", "rand")):
+            ys = [x["latency_ns"] for x in ev if x["pattern"] == pat]
+            ax.scatter([i] * len(ys), ys, s=20, color=f"C{i}", label=f"{pat} (every repeat)")
+        ax.set_xticks([0, 1], ["sequential", "random"])
+        ax.set_xlim(-0.5, 1.5)
+        ax.set_ylabel("64 B load latency p50 (ns)")
+    ax.set_yscale("log")
+    ax.legend(fontsize=7)
 
 
 def draw(doc: Mapping[str, Any], rows: Sequence[Mapping[str, Any]], directory: Path) -> list[Path]:
@@ -295,36 +607,7 @@ def draw(doc: Mapping[str, Any], rows: Sequence[Mapping[str, Any]], directory: P
     paths = []
     for inf in doc["inferences"]:
         fig, ax = plt.subplots(figsize=(7, 4.2))
-        curve = "chase" if inf["name"] == "levels" else "randread"
-        pts = _points(rows, curve)
-        ykey = "latency_ns" if curve == "chase" else ("ops_per_s" if inf["name"] == "read_granularity" else "bw_gbps")
-        if inf["name"] == "read_granularity":
-            pts = [(a, b * 1e9 / a) for a, b in pts]
-        if pts:
-            ax.scatter([p[0] for p in pts], [p[1] for p in pts], s=10, color="0.6", label="measured (every repeat)")
-        ev = inf["evidence"]
-        xk = "size_bytes" if curve == "chase" else "access_size"
-        ax.plot([e[xk] for e in ev], [e[ykey] for e in ev], "o-", ms=4, color="C0", label="points used (medians)")
-        if inf["name"] == "levels":
-            for k in inf.get("detail", {}).get("knees", []):
-                ax.axvline(k["capacity_bytes"], color="C3", lw=1.2)
-                ax.annotate(f"{k['capacity_bytes'] / 1024:.0f} KiB\n(conf {k['confidence']:.2f})",
-                            (k["capacity_bytes"], ax.get_ylim()[1]), fontsize=7, color="C3", va="top")
-            for lv in inf.get("detail", {}).get("levels", []):
-                ax.hlines(lv["latency_ns"], lv["from_bytes"], lv["to_bytes"], color="C2", lw=2)
-            for c in doc.get("cpu_caches", []):
-                ax.axvline(c["size_bytes"], color="0.3", ls=":", lw=1)
-            ax.set_xlabel("region size (B); dotted: caches the CPU reports")
-            ax.set_ylabel("chase latency p50 (ns)")
-        else:
-            brk = inf.get("detail", {}).get("break_bytes") or inf.get("detail", {}).get("saturation_bytes")
-            if brk:
-                ax.axvline(brk, color="C3", lw=1.2, label=f"break {brk:.0f} B")
-            ax.set_xlabel("random access size (B)")
-            ax.set_ylabel("operations/s" if ykey == "ops_per_s" else "bandwidth (GB/s)")
-        ax.set_xscale("log", base=2)
-        ax.set_yscale("log")
-        ax.legend(fontsize=7)
+        _draw_one(ax, inf, doc, rows)
         verdict = "uncertain: " + inf["reason"] if inf["uncertain"] else C.value_text(inf)
         extra = [f"{inf['name']}: {verdict}", f"method: {inf['method']}"]
         if inf.get("emulated"):
@@ -374,7 +657,8 @@ def run(args: argparse.Namespace) -> int:
         cond = meta.get("conditions", {})
         doc, _ = build_card(rows, cond, target=str(meta.get("target", "?")), backend=str(meta.get("backend", "?")),
                             caches=meta.get("cpu_caches", []), budget_s=meta.get("budget_s"),
-                            wall_s=meta.get("wall_s"), stopped=str(meta.get("stopped", "?")))
+                            wall_s=meta.get("wall_s"), stopped=str(meta.get("stopped", "?")),
+                            skipped=_skipped_of(meta))
         if args.output:
             out = _output_dir(args.output)
             (out / CARD_NAME).write_text(json.dumps(doc, indent=1, default=str) + "\n")
@@ -396,7 +680,14 @@ def run(args: argparse.Namespace) -> int:
     out = _output_dir(args.output or f"probe-{re.sub(r'[^A-Za-z0-9_.-]+', '_', target)}")
     caches = cpu_caches()
     t0 = time.monotonic()
-    prober = Prober(bench, t0 + args.budget, sys.stderr)
+    page_bench = None
+    if args.backend == "user" and str(target).split(":")[0] == "dram":
+        # the one-line-per-page chase on a DRAM target mapped with 4 KiB pages (dram_pages=4k):
+        # the default maps transparent huge pages, whose TLB reach is not the 4 KiB one
+        page_be = BackendSpec("user", target=args.target or "dram", options={"dram_pages": "4k", "dram_size": PAGE_DRAM}).open()
+        page_be.require_loaded()
+        page_bench = Bench.probe(page_be, backends.online_cpus())
+    prober = Prober(bench, t0 + args.budget, sys.stderr, page_bench)
     if args.backend == "kernel":
         try:
             prober.chase(0, MIN_SIZE)
@@ -409,7 +700,7 @@ def run(args: argparse.Namespace) -> int:
     wall = time.monotonic() - t0
     save_rows(prober.rows, out / CSV_NAME)
     doc, _ = build_card(prober.rows, cond, target=target, backend=args.backend, caches=caches,
-                        budget_s=args.budget, wall_s=wall, stopped=stopped)
+                        budget_s=args.budget, wall_s=wall, stopped=stopped, skipped=prober.skipped)
     (out / CARD_NAME).write_text(json.dumps(doc, indent=1, default=str) + "\n")
     draw(doc, prober.rows, out)
     print_card(doc, args.json)

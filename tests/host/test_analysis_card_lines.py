@@ -1,0 +1,278 @@
+"""The card's further lines on synthetic data whose answer is known (issue 35): write access
+granularity (the read granularity's fit on random-write bandwidth), TLB reach (the
+one-line-per-page chase held against the capacity levels), the write tail by hotspot size,
+loaded latency with read/write asymmetry, and prefetch. Each property fails on a deliberately
+broken detector."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import strategies as st
+
+from pmemlab.analysis import card as C
+from pmemlab.analysis import curves as CV
+from pmemlab.analysis import granularity, loaded, tail, tlb
+from pmemlab.analysis.inference import Inference
+
+SETTINGS = dict(max_examples=40, deadline=None, database=None,
+                suppress_health_check=[HealthCheck.function_scoped_fixture])
+NO_SHRINK = dict(SETTINGS, phases=[Phase.generate])
+TOL = 1.5
+
+
+# ---------------------------------------------------------------- write granularity
+def _bw(gran: int, sizes: np.ndarray, noise: float, rng: np.random.Generator) -> np.ndarray:
+    ops = np.where(sizes <= gran, 1e7, 1e7 * gran / sizes)  # a device writing gran-byte units
+    return ops * sizes / 1e9 * np.exp(rng.normal(0, noise, len(sizes)))
+
+
+@settings(**NO_SHRINK)
+@given(st.sampled_from([64, 128, 256, 512]), st.sampled_from([64, 128, 256, 512]), st.floats(0, 0.04),
+       st.integers(0, 2 ** 31))
+def test_write_granularity_found_apart_from_the_reads(read_gran, write_gran, noise, seed):
+    """The write line comes from the random-write points (not the reads'): each granularity is
+    found where it was put, and the write line's evidence is the write points."""
+    rng = np.random.default_rng(seed)
+    sizes = 2.0 ** np.arange(3, 13)
+    rr = list(zip(sizes, _bw(read_gran, sizes, noise, rng)))
+    rw = list(zip(sizes, _bw(write_gran, sizes, noise, rng)))
+    infs = {i.name: i for i in C.infer([], rr, randwrite=rw)}
+    w = infs["write_granularity"]
+    assert not w.uncertain, w.reason
+    assert w.value == write_gran and infs["read_granularity"].value == read_gran
+    assert [e["bw_gbps"] for e in w.evidence] == pytest.approx([b for _, b in rw])
+
+
+def test_write_granularity_absent_or_uncertain():
+    assert "write_granularity" not in {i.name for i in C.infer([], [])}  # not measured: no line
+    few = [(8.0, 1.0), (16.0, 2.0)]
+    assert {i.name: i for i in C.infer([], [], randwrite=few)}["write_granularity"].uncertain
+
+
+def test_broken_write_granularity_fails(monkeypatch):
+    real = granularity.fit_hinge  # the break found one octave too high
+    monkeypatch.setattr(granularity, "fit_hinge", lambda x, y, fixed_below=None: real(x + 1, y, fixed_below))
+    with pytest.raises(AssertionError):
+        test_write_granularity_found_apart_from_the_reads()
+
+
+# ---------------------------------------------------------------- TLB reach
+@st.composite
+def page_curves(draw):
+    """A one-line-per-page chase 16 KiB..: 2-4 knees at least 1.5 octaves apart, each a TLB's
+    (its region is the reach) or a cache's (its region x 64 / 4096 is the capacity given as a
+    level of the line chase); at least one TLB knee; 4 points an octave, noise up to 3 %."""
+    n = draw(st.integers(2, 4))
+    kinds = draw(st.lists(st.sampled_from(["tlb", "cache"]), min_size=n, max_size=n))
+    if "tlb" not in kinds:
+        kinds[0] = "tlb"
+    pos, x = [], 14.0 + draw(st.floats(1.5, 2.5))
+    for _ in range(n):
+        pos.append(x)
+        x += draw(st.floats(1.5, 3.0))
+    top = x + draw(st.floats(1.5, 2.5))
+    lat = [draw(st.floats(1.0, 5.0))]
+    for _ in range(n):
+        lat.append(lat[-1] * draw(st.floats(1.5, 4.0)))
+    grid = np.arange(14.0, top, 0.25)
+    y = np.array(lat)[np.searchsorted(np.array(pos), grid, side="left")]
+    rng = np.random.default_rng(draw(st.integers(0, 2 ** 31)))
+    y = y * np.exp(rng.normal(0, draw(st.floats(0.0, 0.03)), len(y)))
+    reach = [2.0 ** p for p, k in zip(pos, kinds) if k == "tlb"]
+    caps = [2.0 ** p * 64 / 4096 for p, k in zip(pos, kinds) if k == "cache"]
+    return 2.0 ** grid, y, reach, caps
+
+
+@settings(**NO_SHRINK)
+@given(page_curves())
+def test_tlb_reach_found_and_caches_told_apart(curve):
+    sizes, lat, reach, caps = curve
+    inf = tlb.tlb_inference("tlb_reach", sizes, lat, caps)
+    assert not inf.uncertain, inf.reason
+    assert len(inf.value) == len(reach), (inf.value, reach, caps)
+    for got, want in zip(inf.value, reach):
+        assert want / TOL <= got <= want * TOL
+    assert inf.detail["entries"] == [max(1, round(v / 4096)) for v in inf.value]
+    assert len(inf.detail["cache_knees"]) == len(caps)
+    assert inf.confidence > 0.9
+
+
+def test_tlb_uncertain_when_every_knee_is_a_cache_or_no_knee():
+    sizes = 2.0 ** np.arange(14, 28, 0.25)
+    lat = np.where(sizes <= 2 ** 21, 2.0, 8.0)  # one knee at 2 MiB: the 32 KiB cache's footprint
+    inf = tlb.tlb_inference("t", sizes, lat, [32768.0])
+    assert inf.uncertain and "cache" in inf.reason
+    assert tlb.tlb_inference("t", sizes, np.full(len(sizes), 3.0), []).uncertain
+
+
+@pytest.mark.parametrize("breakage", ["footprint", "no_classification"])
+def test_broken_tlb_detector_fails(monkeypatch, breakage):
+    if breakage == "footprint":
+        monkeypatch.setattr(tlb, "SLOT", 64)  # a knee's footprint taken as its region: caches called TLB
+    else:
+        monkeypatch.setattr(tlb, "_near", lambda a, b: False)  # no knee held against the capacities
+    with pytest.raises(AssertionError):
+        test_tlb_reach_found_and_caches_told_apart()
+
+
+def test_levels_lose_a_knee_that_sits_at_a_tlb_knee():
+    lv = Inference("levels", [32768, 262144, 524288], "bytes", 0.9, "m", [], detail={"knees": [
+        {"capacity_bytes": 32768.0, "below_ns": 1.0, "confidence": 0.99},
+        {"capacity_bytes": 262143.7, "below_ns": 4.0, "confidence": 0.6},
+        {"capacity_bytes": 524288.0, "below_ns": 6.0, "confidence": 0.95}]})
+    t = Inference("tlb_reach", [250000], "bytes", 1.0, "m", [], detail={"line_knees_tlb": [262143.7]})
+    C.hold_levels_against_tlb(lv, t)
+    assert lv.value == [32768, 524288] and lv.detail["tlb_knees"] == [262143.7]  # the value holds it rounded
+    assert "TLB" in lv.reason and lv.confidence == pytest.approx(0.95)
+
+
+# ---------------------------------------------------------------- write tail by hotspot size
+def _hist(n: int, slow: int, med: float, slowness: float) -> list[tuple[float, float, int]]:
+    fast = n - slow
+    return [(med * 0.9, med, fast // 2), (med, med * 1.1, fast - fast // 2),
+            (med * slowness, med * slowness * 1.1, slow)]
+
+
+@settings(**NO_SHRINK)
+@given(st.integers(20000, 200000), st.floats(1e-3, 2e-2), st.floats(8.0, 100.0), st.booleans(),
+       st.sampled_from([256, 1024, 4096]))
+def test_write_tail_rate_and_size_dependence(n, rate, slowness, depends, upto):
+    """A slow mode of `rate` at hotspots up to `upto` bytes; above it none (depends) or the same."""
+    sizes = [256, 1024, 4096, 16384, 65536]
+    hists = {s: _hist(n, int(n * rate) if (s <= upto or not depends) else 0, 100.0, slowness) for s in sizes}
+    inf = tail.tail_by_size("write_tail", hists)
+    assert not inf.uncertain, inf.reason
+    assert inf.value["frac_above_k"] == pytest.approx(int(n * rate) / n)
+    assert inf.value["depends_on_size"] is depends
+    assert inf.value["p999_over_p50"] >= (slowness / 1.1 if int(n * rate) / n > 1.2e-3 else 1.0)
+    per = {p["hotspot_bytes"]: p for p in inf.detail["sizes"]}
+    assert per[256]["slowness"] == pytest.approx(slowness * 1.05 / 0.95, rel=0.2)
+    if depends:
+        assert inf.value["worst_hotspot_bytes"] <= upto
+
+
+def test_write_tail_uncertain_with_one_size_or_few_writes():
+    assert tail.tail_by_size("t", {256: _hist(50000, 50, 100.0, 20.0)}).uncertain
+    assert tail.tail_by_size("t", {256: _hist(500, 5, 100.0, 20.0), 1024: _hist(500, 5, 100.0, 20.0)}).uncertain
+
+
+def test_broken_tail_detector_fails(monkeypatch):
+    monkeypatch.setattr(tail, "DEPENDS_Z", -1.0)  # any difference, however small, called a dependence
+    monkeypatch.setattr(tail, "DEPENDS_RATIO", 0.0)
+    with pytest.raises(AssertionError):
+        test_write_tail_rate_and_size_dependence()
+
+
+# ---------------------------------------------------------------- loaded latency, asymmetry, prefetch
+def _family(peak_r: float, peak_w: float, base: float, n: int = 24) -> list[CV.CurvePoint]:
+    """Curves of the shape latency = base / (1 - 0.9 u) for utilisation u = bw / peak."""
+    out = []
+    for mix, peak in ((100, peak_r), (0, peak_w)):
+        for i in range(n):
+            u = i / (n - 1)
+            out.append(CV.CurvePoint(mix=mix, delay_ticks=1000 * (n - i), bw_gbps=peak * u, bw_std=0.0,
+                                     read_share=float(mix), p50_ns=base / (1 - 0.9 * u), p90_ns=0.0, p99_ns=0.0,
+                                     p999_ns=2 * base / (1 - 0.9 * u), max_ns=0.0))
+    return out
+
+
+@settings(**NO_SHRINK)
+@given(st.floats(1.0, 100.0), st.floats(0.5, 100.0), st.floats(50.0, 500.0))
+def test_loaded_latency_and_asymmetry(peak_r, peak_w, base):
+    pts = _family(peak_r, peak_w, base)
+    inf = loaded.loaded_inference("loaded_latency", pts, base)
+    assert not inf.uncertain, inf.reason
+    v = inf.value
+    assert v["peak_read_gbps"] == pytest.approx(peak_r) and v["peak_write_gbps"] == pytest.approx(peak_w)
+    assert v["unloaded_ns"] == pytest.approx(base)
+    for f in (50, 80, 95):
+        assert v[f"p50_at_{f}pct_ns"] == pytest.approx(base / (1 - 0.9 * f / 100), rel=0.05), f
+    asym = loaded.asymmetry_inference("rw_asymmetry", pts)
+    assert asym.value == pytest.approx(peak_r / peak_w)
+
+
+def test_loaded_uncertain_with_too_short_a_curve():
+    pts = [p for p in _family(10, 5, 100, n=2)]
+    assert loaded.loaded_inference("l", pts, 100).uncertain
+    assert loaded.asymmetry_inference("a", pts).uncertain
+
+
+def test_broken_loaded_detector_fails(monkeypatch):
+    real = CV.latency_at  # read at the peak's fraction of the wrong curve end (the load not asked)
+    monkeypatch.setattr(CV, "latency_at", lambda points, bw, field="p50_ns": real(points, bw * 0.5, field))
+    with pytest.raises(AssertionError):
+        test_loaded_latency_and_asymmetry()
+
+
+@settings(**NO_SHRINK)
+@given(st.floats(20.0, 400.0), st.floats(0.1, 1.5), st.floats(0.0, 0.05), st.integers(0, 2 ** 31))
+def test_prefetch_ratio(rand_ns, ratio, noise, seed):
+    rng = np.random.default_rng(seed)
+    seq = list(ratio * rand_ns * np.exp(rng.normal(0, noise, 3)))
+    rnd = list(rand_ns * np.exp(rng.normal(0, noise, 3)))
+    rnd[int(rng.integers(0, 3))] *= 3.0  # a burst of noise in one repeat
+    inf = loaded.prefetch_inference("prefetch", seq, rnd, 1 << 27)
+    assert inf.value == pytest.approx(ratio, rel=0.15)  # the burst does not move it
+    assert ("hide" in inf.reason) is (inf.value < loaded.PREFETCH_BELOW)
+    assert len(inf.evidence) == 6
+
+
+def test_broken_prefetch_fails(monkeypatch):
+    monkeypatch.setattr(loaded, "_center", lambda v: float(np.mean(v)))  # a burst in one repeat moves it
+    with pytest.raises(AssertionError):
+        test_prefetch_ratio()
+    monkeypatch.undo()
+    assert loaded.prefetch_inference("p", [], [100.0], None).uncertain
+
+
+# ---------------------------------------------------------------- the card's text and comparison
+def test_new_lines_in_table_and_compare():
+    rng = np.random.default_rng(1)
+    sizes = 2.0 ** np.arange(3, 13)
+    pts = _family(20, 10, 100)
+    infs = C.infer([], [], randwrite=list(zip(sizes, _bw(64, sizes, 0, rng))),
+                   tail_hists={256: _hist(50000, 100, 100, 30), 4096: _hist(50000, 0, 100, 30)},
+                   loaded=pts, unloaded_ns=100, prefetch=([50.0], [100.0], 1 << 27))
+    doc = C.card_doc(infs, {}, target="t", backend="user", emulated=False, cpu_caches=[], budget_s=1,
+                     wall_s=1, stopped="budget", not_measured=[("tlb_reach_2m", "2 MiB pages")])
+    assert C.validate(doc) == []
+    text = {r[0]: r[1] for r in C.table_rows(doc)}
+    assert text["write_granularity"] == "64 B"
+    assert "depends on hotspot size" in text["write_tail"]
+    assert text["rw_asymmetry"] == "2x" and text["prefetch"] == "0.5x"
+    assert "read 20 GB/s, write 10 GB/s" in text["loaded_latency"]
+    assert {"name": "tlb_reach_2m", "reason": "not measured: 2 MiB pages"} in doc["undecided"]
+    rows = {r["inference"]: r["verdict"] for r in C.compare_cards(doc, doc)}
+    assert rows["write_tail"] == "same" and rows["loaded_latency"] == "same"
+
+
+# ---------------------------------------------------------------- levels under a neighbour
+@settings(**NO_SHRINK)
+@given(st.integers(0, 2 ** 31), st.floats(0.0, 0.03))
+def test_levels_from_the_least_of_repeats_under_a_neighbour(seed, noise):
+    """A chase beside a neighbour that thrashes the last cache now and then: at each size two of
+    three runs see DRAM's latency where the cache would have served (latency only ever raised).
+    The least of the repeats keeps every level where it was put (32 KiB, 512 KiB, 8 MiB)."""
+    rng = np.random.default_rng(seed)
+    caps, lat = [2 ** 15, 2 ** 19, 2 ** 23], [1.0, 4.0, 15.0, 150.0]
+    pts = []
+    for x in np.arange(12, 27.01, 0.25):
+        s = 2.0 ** x
+        true = lat[int(np.searchsorted(caps, s, side="left"))]
+        quiet = int(rng.integers(0, 3))  # the one run of the three in a quiet moment
+        for r in range(3):
+            disturbed = s > caps[1] and r != quiet  # the last cache thrashed
+            pts.append((s, (150.0 if disturbed else true) * float(np.exp(rng.normal(0, noise)))))
+    levels = C.infer(pts, [])[0]
+    assert not levels.uncertain, levels.reason
+    assert len(levels.value) == 3, levels.value
+    for got, want in zip(levels.value, caps):
+        assert want / TOL <= got <= want * TOL * 4 / 3, (levels.value, caps)  # the onset lands near 4/3 C
+
+
+def test_levels_from_medians_miss_the_last_cache(monkeypatch):
+    monkeypatch.setattr(C, "lows", C.medians)  # the median of a size's repeats: a coin toss under a neighbour
+    with pytest.raises(AssertionError):
+        test_levels_from_the_least_of_repeats_under_a_neighbour()
