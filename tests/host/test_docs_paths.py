@@ -64,9 +64,9 @@ def exists(path: str) -> bool:
 def test_the_finder_reads_paths_names_and_placeholders() -> None:
     """The finder on a made-up page: the cited paths, a placeholder and a glob left out."""
     text = ("`core/check.c` and kmod/safety.c; `configs/<name>.toml`, configs/*.toml, results/NAME.csv,\n"
-            "(see `plots/style.py` `finish()`) and pmemlab/cxl.py. `userspace/runner/guard.c`")
+            "(see `plots/style.py` `finish()`) and pmemlab/host/cxl.py. `userspace/runner/guard.c`")
     assert cited(text) == [(1, "core/check.c"), (1, "kmod/safety.c"), (2, "plots/style.py"),
-                           (2, "pmemlab/cxl.py"), (2, "userspace/runner/guard.c")]
+                           (2, "pmemlab/host/cxl.py"), (2, "userspace/runner/guard.c")]
     assert [exists(p) for _, p in cited(text)] == [True, True, True, True, False]
     assert not exists("core/report.c") and not exists("host/guard.py") and not exists("plots/nothing.py")
     assert exists("plots/report.html") and exists("userspace/runner/libpltest.so")  # outputs, not sources

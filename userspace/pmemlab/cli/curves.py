@@ -29,18 +29,19 @@ from pmemlab import exitcodes
 from pmemlab import params as P
 from pmemlab.analysis import curves as C
 from pmemlab.cli import backend
-from pmemlab.cli.oneliners import emulation_note, headline, open_bed
+from pmemlab.backends.spec import BackendSpec
+from pmemlab.cli.oneliners import Bed, emulation_note, headline, open_bed
 from pmemlab.cli.args import positive_seconds
 from pmemlab.config import SweepConfig, expand
 from pmemlab.config.model import Adaptive, Axis
+from pmemlab.host.caches import largest_cache
 from pmemlab.errors import ConfigError, OutputError, PmemlabError
 from pmemlab.output import add_json, examples, print_json
-from pmemlab.sweep import Executor, MemoryRecorder, Plan, Progress, Sweep, policy_for
+from pmemlab.sweep import Bench, Executor, MemoryRecorder, Plan, Progress, Sweep, policy_for
 
 if TYPE_CHECKING:
     import pandas as pd
 
-    from pmemlab.cli.oneliners import Bed
 
 WRITE_OPS = ("store", "ntstore", "store+clwb")
 DEFAULT_MIXES = tuple(range(100, -1, -10))
@@ -292,29 +293,18 @@ def run(args: argparse.Namespace) -> int:
     return code
 
 
-def largest_cache() -> int:
-    """Bytes of the largest data or unified cache cpu0 reports (0: none)."""
-    from pmemlab.cli.probe import cpu_caches
-
-    return max((c["size_bytes"] for c in cpu_caches()), default=0)
-
-
 def size_window(args: argparse.Namespace, bed: Bed, threads: int, llc: int) -> tuple[Bed, int]:
     """The window: --working-set, else 256 MiB or more, so that the probe's per-thread region is
     PROBE_CACHE_MULTIPLE x the largest cache (analysis.curves.working_set_for). A user backend's
     DRAM target smaller than that is opened again with dram_size = the window; any other target
     caps it at its size (the output's note then says the probe may measure cache)."""
-    from pmemlab.backends.spec import BackendSpec
-    from pmemlab.cli.oneliners import Bed as _Bed
-    from pmemlab.sweep import Bench
-
     size = bed.sizing().target_size
     want = args.working_set or C.working_set_for(threads, llc)
     facts = bed.benches[0].facts
     if size and want > size and bed.kind == "user" and facts and facts.extra.get("target_kind") == "user-dram":
         bed.close()
         user = BackendSpec("user", target=args.target or "dram", options={"dram_size": str(want)}).open()
-        bed = _Bed("user", [Bench.probe(user, backend.online_cpus())])
+        bed = Bed("user", [Bench.probe(user, backend.online_cpus())])
         size = bed.sizing().target_size
     return bed, args.working_set or C.working_set_for(threads, llc, size)
 

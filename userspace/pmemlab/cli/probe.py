@@ -18,12 +18,16 @@ from typing import TYPE_CHECKING, Any, Mapping, Sequence
 from pmemlab import exitcodes
 from pmemlab import params as P
 from pmemlab.analysis import CARD_NAME as _CARD_NAME, PROBE_CSV as _PROBE_CSV
+from pmemlab.analysis.curves import CurvePoint
 from pmemlab.lazy import lazy_module
 from pmemlab.backends.spec import BackendSpec
 from pmemlab.cli import backend as backends
+from pmemlab.cli import curves as CU
+from pmemlab.cli.oneliners import Bed
 from pmemlab.cli.args import positive_seconds
 from pmemlab.cli.parser import command_parser
 from pmemlab.config import one_point
+from pmemlab.host.caches import CACHE_DIR, cpu_caches  # noqa: F401 (the probe's names)
 from pmemlab.errors import BadInput, OutputError, ParamRefused, PmemlabError, UsageError
 from pmemlab.output import print_json, text_table
 from pmemlab.sweep import Bench, Sweep
@@ -41,7 +45,6 @@ else:  # imported on first use: `pmemlab --help` and the commands without tables
 
 CSV_NAME = _PROBE_CSV
 CARD_NAME = _CARD_NAME
-CACHE_DIR = Path("/sys/devices/system/cpu/cpu0/cache")
 MIN_SIZE = 4096
 BEYOND = 8  # the chase reaches this factor beyond the largest cache (capped by the target's size)
 CHASE_MS = 60
@@ -97,26 +100,6 @@ def add_parser(sub: Any, name: str) -> None:
 # --------------------------------------------------------------------------
 # the plan
 # --------------------------------------------------------------------------
-def _size_text(text: str) -> int | None:
-    m = re.fullmatch(r"(\d+)([KMG]?)", text.strip())
-    return int(m.group(1)) * {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30}[m.group(2)] if m else None
-
-
-def cpu_caches(root: Path = CACHE_DIR) -> list[dict[str, Any]]:
-    """The data and unified caches cpu0 reports: level, type, size in bytes."""
-    out = []
-    for d in sorted(root.glob("index*")):
-        try:
-            kind = (d / "type").read_text().strip()
-            size = _size_text((d / "size").read_text())
-            level = int((d / "level").read_text())
-        except (OSError, ValueError):
-            continue
-        if kind != "Instruction" and size:
-            out.append({"level": level, "type": kind, "size_bytes": size})
-    return out
-
-
 def initial_grid(lo: int, hi: int, per_octave: int = 2) -> list[int]:
     """Region sizes lo..hi, `per_octave` a octave, rounded to 64 B lines."""
     n = int(math.floor(math.log2(hi / lo) * per_octave))
@@ -250,9 +233,6 @@ def measure_loaded(prober: Prober, ws: int, points: int) -> None:
     """A short loaded-latency family by `pmemlab curves`' own measurement (cli/curves: unloaded,
     _measure, points_of): 100 % and 0 % reads, LOADED_POINTS throttles each; its points are kept as
     rows of curve `loaded` (size: the delay in ticks, value: the probe's p50) and `unloaded`."""
-    from pmemlab.cli import curves as CU
-    from pmemlab.cli.oneliners import Bed
-
     bench = prober.bench
     bed = Bed(kind=bench.backend.kind, benches=[bench])
     threads = max(2, min(4, backends.online_cpus()))
@@ -434,8 +414,6 @@ def tail_hists(rows: Sequence[Mapping[str, Any]]) -> dict[int, list[tuple[float,
 def loaded_points(rows: Sequence[Mapping[str, Any]]) -> tuple[list[Any], float | None] | None:
     """The loaded-latency family's points (analysis.curves.CurvePoint) and the unloaded latency
     from the `loaded` and `unloaded` rows; None: not measured."""
-    from pmemlab.analysis.curves import CurvePoint
-
     pts = _ok(rows, "loaded")
     if not pts:
         return None
