@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -170,17 +171,21 @@ def test_compare_reads_two_families_and_matches_their_mixes(family, tmp_path, ca
     assert "no read share in both families" in err and len(err.splitlines()) == 1
 
 
-def test_report_has_a_section_of_each_family(family, tmp_path, capsys) -> None:
-    """`pmemlab report` of a results directory holding a sweep and a curves CSV: the section of the
-    family, its summary per mix (as analysis.curves gives it), its figure, in HTML and Markdown."""
-    import shutil
-
-    _, doc, out = family
+def results_with_a_sweep(tmp_path: Path) -> Path:
+    """A results directory holding one recorded sweep (bw-size), for the report to find beside a family."""
     results = tmp_path / "results"
     results.mkdir()
     recorded = Path(__file__).parent / "fixtures" / "recorded"
     for name in ("bw-size.csv", "bw-size.json"):
         shutil.copy(recorded / name, results / name)
+    return results
+
+
+def test_report_has_a_section_of_each_family(family, tmp_path, capsys) -> None:
+    """`pmemlab report` of a results directory holding a sweep and a curves CSV: the section of the
+    family, its summary per mix (as analysis.curves gives it), its figure, in HTML and Markdown."""
+    _, doc, out = family
+    results = results_with_a_sweep(tmp_path)
     for p in (out, *[Path(f) for f in doc["figures"]]):
         shutil.copy(p, results / p.name)
     assert cli.main(["report", str(results), "-o", str(tmp_path / "rep")]) == 0
@@ -197,13 +202,7 @@ def test_report_has_a_section_of_each_family(family, tmp_path, capsys) -> None:
 
 
 def test_report_without_a_family_has_no_curves_section(tmp_path) -> None:
-    import shutil
-
-    results = tmp_path / "results"
-    results.mkdir()
-    recorded = Path(__file__).parent / "fixtures" / "recorded"
-    for name in ("bw-size.csv", "bw-size.json"):
-        shutil.copy(recorded / name, results / name)
+    results = results_with_a_sweep(tmp_path)
     assert cli.main(["report", str(results), "-o", str(tmp_path / "rep")]) == 0
     assert "Bandwidth-latency" not in (tmp_path / "rep" / "report.html").read_text()
     assert "Bandwidth-latency" not in (tmp_path / "rep" / "report.md").read_text()
@@ -212,14 +211,8 @@ def test_report_without_a_family_has_no_curves_section(tmp_path) -> None:
 def test_a_file_that_only_ends_in_csv_is_no_family_and_a_cut_row_is_one_line(family, tmp_path, capsys) -> None:
     """A figure saved as x.csv beside the sweeps is not a family (the fuzzer's `report ''` over a
     directory holding one raised UnicodeDecodeError); a family with a row cut short is exit 2, one line."""
-    import shutil
-
     _, _, out = family
-    results = tmp_path / "results"
-    results.mkdir()
-    recorded = Path(__file__).parent / "fixtures" / "recorded"
-    for name in ("bw-size.csv", "bw-size.json"):
-        shutil.copy(recorded / name, results / name)
+    results = results_with_a_sweep(tmp_path)
     (results / "figure.csv").write_bytes(b"\x89PNG\r\n\x1a\n\x00\xff")
     assert not cmd.is_curves_csv(results / "figure.csv")
     assert cli.main(["report", str(results), "-o", str(tmp_path / "rep")]) == 0
