@@ -96,6 +96,59 @@ def test_phase_times_from_the_guest_uptimes(tmp_path) -> None:
     assert vm.phase_times(tmp_path / "none", 9.6) == "10 s in all (no stage times from the guest)"
 
 
+def test_a_boot_that_never_reaches_the_script_is_told_from_a_slow_command(tmp_path) -> None:
+    """The bed waits for QEMU: a guest whose script wrote no stage mark within --boot-timeout is
+    killed as a stalled boot (once in CI the rt kernel hung at boot and held the bed 2400 s); one
+    that reached its script runs to --timeout; one that exits is waited for."""
+    import subprocess
+    phases = tmp_path / "phases"
+
+    def qemu(seconds: float) -> subprocess.Popen:
+        return subprocess.Popen(["sleep", str(seconds)], start_new_session=True)
+
+    stalled = qemu(60)
+    assert vm.wait_guest(stalled, phases, timeout=30, boot_timeout=1.5) == "boot-stalled"
+    assert stalled.returncode is not None  # killed, not left behind
+    phases.write_text("booted 12.5\n")
+    slow = qemu(60)
+    assert vm.wait_guest(slow, phases, timeout=2.5, boot_timeout=1.0) == "timeout"
+    assert slow.returncode is not None
+    assert vm.wait_guest(qemu(0.2), tmp_path / "none", timeout=30, boot_timeout=10) == "exited"
+
+
+def test_a_stalled_boot_is_booted_once_more_then_fails(tmp_path, monkeypatch, capsys) -> None:
+    """main() boots a stalled guest a second time, in a fresh directory, saying so with the
+    console's last lines; two stalls in a row fail the bed (exit 99) without a third boot."""
+    monkeypatch.setattr(vm, "select_kernel", lambda release, tree: vm.Kernel("6.1-rt", tmp_path, tmp_path))
+    monkeypatch.setattr(vm, "guest_qemu", lambda cxl: "qemu")
+    monkeypatch.setattr(vm, "choose_accel", lambda requested, kernel, timeout: "tcg")
+    monkeypatch.setattr(vm, "VENV_BIN", tmp_path)
+    (tmp_path / "vng").write_text("")
+    monkeypatch.delenv("PMEMLAB_VM_LOCK", raising=False)
+    dirs: list = []
+
+    def boot(outcomes):
+        def fake(args, cmd, kernel, ko, accel, tmp):
+            dirs.append(tmp)
+            outcome = outcomes.pop(0)
+            if outcome == "stall":
+                raise vm.BootStalled("[  5.0] virtme initramfs: mounting hostfs...")
+            return outcome
+        return fake
+
+    monkeypatch.setattr(vm.sys, "argv", ["scripts/vm", "--no-module", "--boot-timeout", "7", "--", "true"])
+    monkeypatch.setattr(vm, "boot", boot(["stall", 0]))
+    assert vm.main() == 0
+    assert len(dirs) == 2 and dirs[0] != dirs[1] and not any(d.exists() for d in dirs)
+    err = capsys.readouterr().err
+    assert "boot 1 of 2 of 6.1-rt stalled" in err and "within 7 s" in err and "mounting hostfs" in err
+    dirs.clear()
+    monkeypatch.setattr(vm, "boot", boot(["stall", "stall", 0]))
+    assert vm.main() == 99
+    assert len(dirs) == 2
+    assert "FAIL: the guest stalled before its script twice" in capsys.readouterr().err
+
+
 def _junit(path, tests: int, failures: int, skipped: int) -> None:
     path.write_text(f'<testsuites><testsuite name="pytest" tests="{tests}" failures="{failures}" '
                     f'errors="0" skipped="{skipped}"/></testsuites>')
