@@ -11,10 +11,12 @@ import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
-from pmemlab.analysis import granularity, interleave, knees, tail
+from pmemlab.analysis import card, granularity, interleave, knees, tail
+from pmemlab.analysis.inference import Inference
 
 EXAMPLES = 60
-SETTINGS = dict(max_examples=EXAMPLES, deadline=None, database=None,
+# derandomize: the same examples every run (a verdict, not a draw: issue 34)
+SETTINGS = dict(max_examples=EXAMPLES, deadline=None, database=None, derandomize=True,
                 suppress_health_check=[HealthCheck.function_scoped_fixture])
 TOL = 1.5  # a capacity found within a factor 1.5 (the grid is 4 points per octave)
 
@@ -153,7 +155,9 @@ def test_granularity_found(gran, noise, seed):
     inf = granularity.granularity_inference("g", sizes, _ops_curve(gran, sizes, noise, np.random.default_rng(seed)))
     assert not inf.uncertain, inf.reason
     assert inf.value == gran
-    assert inf.confidence > 0.9
+    # one value a size: the resamples add 3 % noise; at 5 % noise a unit a few sigma from the
+    # flat run's 20 % bound is found by most resamples, not by all
+    assert inf.confidence > (0.9 if noise <= 0.02 else 0.5)
 
 
 def test_granularity_uncertain_without_a_fall_or_points():
@@ -164,10 +168,79 @@ def test_granularity_uncertain_without_a_fall_or_points():
 
 
 def test_broken_granularity_fails(monkeypatch):
-    real = granularity.fit_hinge  # the break found one octave too high
-    monkeypatch.setattr(granularity, "fit_hinge", lambda x, y, fixed_below=None: real(x + 1, y, fixed_below))
+    real = granularity.unit_of  # the unit found one size too high
+    monkeypatch.setattr(granularity, "unit_of", lambda sizes, y: min(real(sizes, y) + 1, len(sizes) - 1))
     with pytest.raises(AssertionError):
         test_granularity_found()
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_the_first_fall_is_the_unit_not_a_later_plateau(seed):
+    """The probe's quiet measurement of this host's DRAM (random reads, medians of 3, ops/s):
+    flat 8-64 B, a fall at 128 B, flat again to 256 B (the prefetchers' next lines), then
+    falling: the unit is 64 B (a single hinge fit read 256 B). ntstore writes: partial lines
+    slower than whole ones (8-32 B), the peak at 64 B, falling from there: 64 B. Optane's shape
+    (flat to 256 B, then falling as 1/a) stays 256 B. Repeats jittered by 5 %."""
+    rng = np.random.default_rng(seed)
+    sizes = 2.0 ** np.arange(3, 13)
+    reads = np.array([30.4, 30.1, 29.4, 32.5, 18.9, 19.6, 10.8, 6.5, 3.0, 1.7]) * 1e6
+    writes = np.array([75.2, 75.2, 74.0, 203.2, 129.8, 79.6, 39.3, 20.1, 10.1, 5.0]) * 1e6
+    optane = np.where(sizes <= 256, 8e6, 8e6 * 256 / sizes)
+    for ops, unit in ((reads, 64), (writes, 64), (optane, 256)):
+        a = np.repeat(sizes, 3)
+        bw = np.repeat(ops, 3) * a / 1e9 * np.exp(rng.normal(0, 0.05, len(a)))
+        inf = granularity.granularity_inference("g", a, bw)
+        assert not inf.uncertain and inf.value == unit, (unit, inf.reason, inf.detail)
+        assert inf.confidence > 0.8 and len(inf.evidence) == len(sizes)
+
+
+def _latency_bound(mlp, sizes, rng, noise=0.02):
+    # one thread's random accesses bound by latency: `mlp` lines in flight of 100 ns each, a
+    # 64-byte-line memory never saturated: the rate is flat until an access needs more lines
+    # than can be in flight, so the break sits at mlp x 64 B and moves with the threads
+    lines = np.maximum(sizes / 64, 1)
+    ops = np.where(lines <= mlp, mlp / 100e-9, mlp / 100e-9 * mlp / lines)
+    return ops * sizes / 1e9 * np.exp(rng.normal(0, noise, len(sizes)))
+
+
+@settings(**SETTINGS)
+@given(st.sampled_from([64, 128, 256, 512]), st.sampled_from([2, 4]), st.floats(0, 0.05), st.integers(0, 2 ** 31))
+def test_a_unit_kept_as_threads_are_added_is_the_memorys(gran, threads, noise, seed):
+    """A memory working in G-byte units, saturated: the same break with 1 and N threads (N times
+    the rate or the same, the break does not move): the value stands, both curves its evidence."""
+    sizes, rng = 2.0 ** np.arange(3, 13), np.random.default_rng(seed)
+    one = list(zip(sizes, _ops_curve(gran, sizes, noise, rng)))
+    par = list(zip(sizes, _ops_curve(gran, sizes, noise, rng) * threads))
+    inf = card._granularity("read_granularity", one, par, threads)
+    assert not inf.uncertain, inf.reason
+    assert inf.value == gran and inf.confidence > 0.9
+    assert {e["threads"] for e in inf.evidence} == {1, threads}
+    assert set(inf.detail["breaks_by_threads"]) == {"1", str(threads)}
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_a_break_that_moves_with_the_threads_is_the_cpus(seed):
+    """A 64-byte-line memory read by a latency-bound CPU: one thread keeps 4 lines in flight (a
+    break at 256 B, the 256 B a card on this host's DRAM reported), two threads 2 lines each,
+    the break moves to 128 B: not the memory's unit, the line is uncertain and says why. One
+    thread's curve alone (a probe from before the second curve) still reads 256 B."""
+    sizes, rng = 2.0 ** np.arange(3, 13), np.random.default_rng(seed)
+    one = list(zip(sizes, _latency_bound(4, sizes, rng)))
+    par = list(zip(sizes, 2 * _latency_bound(2, sizes, rng)))
+    assert card._granularity("read_granularity", one, None, 0).value == 256
+    inf = card._granularity("read_granularity", one, par, 2)
+    assert inf.uncertain and inf.value is None and inf.confidence == 0.0
+    assert "the unit moves with the threads" in inf.reason and "with 2" in inf.reason
+    brk = inf.detail["breaks_by_threads"]
+    assert round(np.log2(brk["1"])) == 8 and round(np.log2(brk["2"])) == 7
+
+
+def test_a_break_the_threads_do_not_show_leaves_the_line_uncertain():
+    sizes = 2.0 ** np.arange(3, 13)
+    one = list(zip(sizes, _ops_curve(256, sizes, 0, np.random.default_rng(0))))
+    flat = list(zip(sizes, 1e7 * sizes / 1e9))  # the rate never falls with 2 threads
+    inf = card._granularity("write_granularity", one, flat, 2)
+    assert inf.uncertain and inf.reason.startswith("not confirmed with 2 threads: ")
 
 
 @pytest.mark.parametrize("gran,ways,declared_ways,verdict", [(256, 4, 4, "agree"), (256, 4, 16, "disagree")])
@@ -195,3 +268,25 @@ def test_write_tail_without_slow_mode_and_too_few():
     inf = tail.tail_inference("t", [100, 110, 130], [5000, 4000, 1000])
     assert inf.value["rate"] == 0.0 and inf.value["rate_below"] == pytest.approx(3e-4)
     assert tail.tail_inference("t", [100, 5000], [500, 3]).uncertain
+
+
+def test_levels_held_against_the_caches_the_cpu_reports():
+    """The quiet card of this host (kvm guest, EPYC): levels 33 KiB, 610 KiB, 4.47 MiB against
+    the reported L1 32 KiB, L2 512 KiB, L3 32 MiB: L1 and L2 agree, L3 is not seen and the
+    reason says so, naming the hypervisor; the instruction cache is not held; on bare metal
+    (no hypervisor) no guess about sharing."""
+    caches = [{"level": 1, "type": "Data", "size_bytes": 32 << 10}, {"level": 1, "type": "Instruction",
+              "size_bytes": 32 << 10}, {"level": 2, "type": "Unified", "size_bytes": 512 << 10},
+              {"level": 3, "type": "Unified", "size_bytes": 32 << 20}]
+    for hyp in ("kvm", ""):
+        levels = Inference("levels", [33785.0, 624265.0, 4.47 * 2 ** 20], "B", 0.97, "m")
+        card.hold_levels_against_cpu(levels, caches, hyp)
+        held = levels.detail["cpu_caches"]
+        assert [(h["level"], h["verdict"]) for h in held] == [(1, "agree"), (2, "agree"), (3, "not seen")]
+        assert held[1]["found_bytes"] == 624265.0 and held[2]["found_bytes"] is None
+        assert levels.reason.startswith("L3 32 MiB the CPU reports not seen within 1.5x")
+        assert ("under kvm" in levels.reason) == bool(hyp)
+        assert levels.value == [33785.0, 624265.0, 4.47 * 2 ** 20]  # held, not changed
+    all_seen = Inference("levels", [32768.0, 524288.0, 30 * 2 ** 20], "B", 0.9, "m")
+    card.hold_levels_against_cpu(all_seen, caches, "kvm")
+    assert all_seen.reason == "" and {h["verdict"] for h in all_seen.detail["cpu_caches"]} == {"agree"}

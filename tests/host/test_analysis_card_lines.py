@@ -16,7 +16,8 @@ from pmemlab.analysis import curves as CV
 from pmemlab.analysis import granularity, loaded, tail, tlb
 from pmemlab.analysis.inference import Inference
 
-SETTINGS = dict(max_examples=40, deadline=None, database=None,
+# derandomize: the same examples every run (a verdict, not a draw: issue 34)
+SETTINGS = dict(max_examples=40, deadline=None, database=None, derandomize=True,
                 suppress_health_check=[HealthCheck.function_scoped_fixture])
 NO_SHRINK = dict(SETTINGS, phases=[Phase.generate])
 TOL = 1.5
@@ -52,8 +53,8 @@ def test_write_granularity_absent_or_uncertain():
 
 
 def test_broken_write_granularity_fails(monkeypatch):
-    real = granularity.fit_hinge  # the break found one octave too high
-    monkeypatch.setattr(granularity, "fit_hinge", lambda x, y, fixed_below=None: real(x + 1, y, fixed_below))
+    real = granularity.unit_of  # the unit found one size too high
+    monkeypatch.setattr(granularity, "unit_of", lambda sizes, y: min(real(sizes, y) + 1, len(sizes) - 1))
     with pytest.raises(AssertionError):
         test_write_granularity_found_apart_from_the_reads()
 
@@ -214,7 +215,8 @@ def test_prefetch_ratio(rand_ns, ratio, noise, seed):
     rnd = list(rand_ns * np.exp(rng.normal(0, noise, 3)))
     rnd[int(rng.integers(0, 3))] *= 3.0  # a burst of noise in one repeat
     inf = loaded.prefetch_inference("prefetch", seq, rnd, 1 << 27)
-    assert inf.value == pytest.approx(ratio, rel=0.15)  # the burst does not move it
+    # the burst does not move it; the medians of 3 each keep up to ~3 sigma of their noise
+    assert inf.value == pytest.approx(ratio, rel=0.05 + 5 * noise)
     assert ("hide" in inf.reason) is (inf.value < loaded.PREFETCH_BELOW)
     assert len(inf.evidence) == 6
 

@@ -50,9 +50,17 @@ def test_probe_writes_measurements_card_and_figures(probed):
     assert "device card: dram" in text and "read_granularity" in text
     import pandas as pd
     rows = pd.read_csv(out / "probe.csv")
+    par = probe_cli.par_threads()
     assert set(rows["curve"]) | {"loaded", "unloaded"} == {
         "chase", "randread", "randwrite", "chase_page", "tail", "tail_hist", "prefetch_seq", "prefetch_rand",
-        "loaded", "unloaded"}
+        "loaded", "unloaded", *(("randread_par", "randwrite_par") if par > 1 else ())}
+    # the granularity held against the random-access curves with every CPU (up to 4)
+    assert set(rows[rows["curve"].str.endswith("_par")]["threads"]) <= {par}
+    assert set(rows[rows["curve"] == "randread"]["threads"]) == {1}
+    gran = {i["name"]: i for i in doc["inferences"]}["read_granularity"]
+    if par > 1:
+        assert set(gran["detail"]["breaks_by_threads"]) == {"1", str(par)}
+        assert {e["threads"] for e in gran["evidence"]} == {1, par}
     assert rows[rows["curve"] == "chase"]["size"].min() == probe_cli.MIN_SIZE
 
 

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
 
 import numpy as np
 
-from pmemlab.analysis.granularity import granularity_inference
+from pmemlab.analysis.granularity import granularity_inference, held_against_threads
 from pmemlab.analysis.inference import Inference
 from pmemlab.analysis.interleave import interleave_inference
 from pmemlab.analysis.knees import levels_inference
@@ -60,27 +60,28 @@ def infer(chase: Sequence[tuple[float, float]], randread: Sequence[tuple[float, 
           tail_hists: Mapping[int, Sequence[tuple[float, float, int]]] | None = None,
           loaded: Sequence[CurvePoint] | None = None, unloaded_ns: float | None = None,
           prefetch: tuple[Sequence[float], Sequence[float], int | None] | None = None,
-          page_bytes: int = 4096) -> list[Inference]:
+          page_bytes: int = 4096,
+          parallel: Mapping[str, Sequence[tuple[float, float]]] | None = None,
+          par_threads: int = 0) -> list[Inference]:
     """The card's inferences: levels (chase latency vs region size), read access granularity and
     interleave (random-read bandwidth vs access size); where their measurements are given (None:
     not measured, no line): write granularity (random-write bandwidth vs access size), TLB reach
     (the one-line-per-page chase, held against the levels), the write tail (hotspot histograms by
     size), loaded latency and read/write asymmetry (a curves family), prefetch (sequential and
     random load latencies). Points may repeat: a chase's repeats enter as their least latency
-    (`lows`), bandwidths as their median."""
+    (`lows`), bandwidths as their median. `parallel`: the random-read/-write curves again with
+    `par_threads` threads ("randread", "randwrite"), against which each granularity is held."""
     ch = lows(chase)
     rr = medians(randread)
     levels = levels_inference("levels", [s for s, _ in ch], [v for _, v in ch])
     out = [
         levels,
-        granularity_inference("read_granularity", [a for a, _ in rr if a <= GRANULARITY_MAX],
-                              [b for a, b in rr if a <= GRANULARITY_MAX]),
+        _granularity("read_granularity", randread, parallel.get("randread") if parallel else None, par_threads),
         interleave_inference("interleave", [a for a, _ in rr], [b for _, b in rr], declared_gran, declared_ways),
     ]
     if randwrite is not None:
-        rw = medians(randwrite)
-        out.append(granularity_inference("write_granularity", [a for a, _ in rw if a <= GRANULARITY_MAX],
-                                         [b for a, b in rw if a <= GRANULARITY_MAX]))
+        out.append(_granularity("write_granularity", randwrite, parallel.get("randwrite") if parallel else None,
+                                par_threads))
     if chase_page is not None:
         cp = lows(chase_page)
         caps = [] if levels.uncertain else [float(c) for c in levels.value]
@@ -98,6 +99,46 @@ def infer(chase: Sequence[tuple[float, float]], randread: Sequence[tuple[float, 
     for inf in out:
         inf.emulated = emulated
     return out
+
+
+def _granularity(name: str, one: Sequence[tuple[float, float]], par: Sequence[tuple[float, float]] | None,
+                 threads: int) -> Inference:
+    """One thread's granularity fit, held against `threads` threads' where they were measured."""
+    def fit(points: Sequence[tuple[float, float]]) -> Inference:  # every repeat: the confidence resamples them
+        m = [(float(a), float(b)) for a, b in points if a <= GRANULARITY_MAX and b is not None and math.isfinite(b)]
+        return granularity_inference(name, [a for a, _ in m], [b for _, b in m])
+    return fit(one) if par is None else held_against_threads(fit(one), fit(par), threads)
+
+
+REPORTED_MATCH = 1.5  # a capacity level within this factor of a cache the CPU reports is that cache
+
+
+def hold_levels_against_cpu(levels: Inference, caches: Sequence[Mapping[str, Any]], hypervisor: str = "") -> None:
+    """Each data or unified cache the CPU reports, held against the capacity levels found: the
+    level within REPORTED_MATCH of it, or none (`detail.cpu_caches`: per cache its level, size,
+    the level found and agree|not seen). Where a reported cache was not seen the reason says so;
+    under a hypervisor a last-level cache may be shared with the host's other guests (or
+    partitioned), and the chase finds what this guest gets of it, not the size the CPU reports."""
+    found = [] if levels.uncertain else [float(c) for c in levels.value]
+    held: list[dict[str, Any]] = []
+    for c in caches:
+        if str(c.get("type", "")).lower() == "instruction":
+            continue
+        size = float(c["size_bytes"])
+        near = [f for f in found if 1 / REPORTED_MATCH <= f / size <= REPORTED_MATCH]
+        held.append({"level": c.get("level"), "size_bytes": int(size),
+                     "found_bytes": min(near, key=lambda f: abs(math.log(f / size))) if near else None,
+                     "verdict": "agree" if near else "not seen"})
+    levels.detail["cpu_caches"] = held
+    missed = [h for h in held if h["verdict"] == "not seen"]
+    if not missed or levels.uncertain:
+        return
+    why = "; ".join(f"L{h['level']} {_size(h['size_bytes'])} the CPU reports not seen within {REPORTED_MATCH}x"
+                    for h in missed)
+    if hypervisor and any(h is held[-1] for h in missed):
+        why += (f" (under {hypervisor} the last-level cache may be shared with the host's other guests or "
+                "partitioned: the chase finds what this guest gets of it)")
+    levels.reason = f"{levels.reason}; {why}" if levels.reason else why
 
 
 def hold_levels_against_tlb(levels: Inference, tlb: Inference) -> None:

@@ -64,8 +64,9 @@ LOADED_POINTS = (3, 6)  # throttles per mix of the loaded-latency family (curves
 LOADED_MS = 50  # each run of it
 # shares of the budget: each stage stops at its share (measured from the probe's start, cumulatively);
 # the chase levels and their refinement take what is left (docs/card.md)
-SHARES = (("randread", 0.10), ("randwrite", 0.08), ("tail", 0.05), ("prefetch", 0.02), ("chase_grid", 0.20),
-          ("chase_page", 0.15), ("loaded", 0.15))
+SHARES = (("randread", 0.07), ("randread_par", 0.04), ("randwrite", 0.06), ("randwrite_par", 0.03), ("tail", 0.05),
+          ("prefetch", 0.02), ("chase_grid", 0.20), ("chase_page", 0.13), ("loaded", 0.15))
+PAR = "_par"  # the random-access curves again with par_threads() threads: the granularity is held against them
 GRID_PASSES = 2  # the chase's first grid, measured this many times over
 STABLE = 1.1  # knees within this factor of the previous round: stable
 TCG = "qemu"  # systemd-detect-virt names TCG 'qemu' (KVM: 'kvm'); machine.hypervisor_info
@@ -162,7 +163,7 @@ class Prober:
         self.run_s.append(max(0.0, time.monotonic() - t0 - float(raw.get("duration_ms", 0)) / 1000))
         lat = row.get("lat_ns_p50")
         bw = row.get("bw_gbps")
-        value = bw if curve in ("randread", "randwrite") else lat
+        value = bw if curve.startswith(("randread", "randwrite")) else lat
         out = {"curve": curve, "round": rnd, "size": size, "value": value, **row}
         self.rows.append(out)
         if keep_hist:
@@ -181,15 +182,19 @@ class Prober:
                                                   "access_size": str(SLOT), "working_set": str(size),
                                                   "duration_ms": str(CHASE_MS)}, bench=self.page_bench)
 
-    def randread(self, size: int, ws: int) -> dict[str, Any]:
-        return self.run("randread", 0, size, {"mode": "bandwidth", "op": "load", "pattern": "rand",
-                                              "access_size": str(size), "working_set": str(ws), "threads": "1",
-                                              "duration_ms": str(RANDREAD_MS)})
+    def randread(self, size: int, ws: int, threads: int = 1) -> dict[str, Any]:
+        return self.random_access("randread", "load", size, ws, threads)
 
-    def randwrite(self, size: int, ws: int) -> dict[str, Any]:
-        return self.run("randwrite", 0, size, {"mode": "bandwidth", "op": RANDWRITE_OP, "pattern": "rand",
-                                               "access_size": str(size), "working_set": str(ws), "threads": "1",
-                                               "duration_ms": str(RANDREAD_MS)})
+    def randwrite(self, size: int, ws: int, threads: int = 1) -> dict[str, Any]:
+        return self.random_access("randwrite", RANDWRITE_OP, size, ws, threads)
+
+    def random_access(self, curve: str, op: str, size: int, ws: int, threads: int) -> dict[str, Any]:
+        """Random accesses of `size` bytes over `ws` (each thread its share of it): curve, or
+        curve_par with more than one thread."""
+        return self.run(curve + (PAR if threads > 1 else ""), 0, size,
+                        {"mode": "bandwidth", "op": op, "pattern": "rand", "access_size": str(size),
+                         "working_set": str(ws), "threads": str(threads), "placement": "per-thread",
+                         "duration_ms": str(RANDREAD_MS)})
 
     def tail(self, rnd: int, hotspot: int, ws: int) -> dict[str, Any]:
         return self.run("tail", rnd, hotspot, {"mode": "latency", "op": RANDWRITE_OP, "pattern": "hotspot",
@@ -219,6 +224,12 @@ def _sweep_sizes(prober: Prober, sizes: Sequence[Any], repeats: int, until: floa
             if prober.left() <= 0 or (i and time.monotonic() > until):
                 return
             one(a)
+
+
+def par_threads() -> int:
+    """The threads the random-access curves are measured with again (the granularity is held
+    against them): every online CPU up to 4, as the loaded-latency stage; 1: not measured."""
+    return min(4, backends.online_cpus())
 
 
 def loaded_points_fit(share_s: float, run_s: float) -> int:
@@ -286,10 +297,17 @@ def measure(prober: Prober, target_size: int, caches: Sequence[Mapping[str, Any]
     for name, share in SHARES:
         acc += share
         ends[name] = t0 + acc * budget_s
+    par = par_threads()
     _sweep_sizes(prober, RANDREAD_SIZES, RANDREAD_REPEATS, ends["randread"], lambda a: prober.randread(a, ws))
+    if par > 1:
+        _sweep_sizes(prober, RANDREAD_SIZES, RANDREAD_REPEATS, ends["randread_par"],
+                     lambda a: prober.randread(a, ws, par))
     grid = initial_grid(MIN_SIZE, top)
     _stage(prober, "write_granularity", lambda: _sweep_sizes(
         prober, RANDREAD_SIZES, RANDREAD_REPEATS, ends["randwrite"], lambda a: prober.randwrite(a, ws)))
+    if par > 1:
+        _stage(prober, "write_granularity", lambda: _sweep_sizes(
+            prober, RANDREAD_SIZES, RANDREAD_REPEATS, ends["randwrite_par"], lambda a: prober.randwrite(a, ws, par)))
     tail_ws = max(TAIL_SIZES) * 4
     _stage(prober, "write_tail", lambda: _sweep_sizes(
         prober, TAIL_SIZES, TAIL_REPEATS, ends["tail"], lambda h: prober.tail(0, h, tail_ws)))
@@ -456,6 +474,16 @@ def _skipped_of(meta: Mapping[str, Any]) -> list[tuple[str, str]]:
     return out
 
 
+def _parallel(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """The random-access curves measured with more threads (curve_par rows; a probe from before
+    they were measured has none), and their thread count."""
+    threads = {int(r["threads"]) for r in rows if str(r.get("curve", "")).endswith(PAR) and r.get("threads")}
+    if not threads:
+        return {}
+    return {"parallel": {c: _points(rows, c + PAR) for c in ("randread", "randwrite")
+                         if any(r.get("curve") == c + PAR for r in rows)}, "par_threads": max(threads)}
+
+
 def build_card(rows: Sequence[Mapping[str, Any]], cond: Mapping[str, Any], *, target: str, backend: str,
                caches: Sequence[Mapping[str, Any]], budget_s: float | None, wall_s: float | None,
                stopped: str, skipped: Sequence[tuple[str, str]] = ()) -> tuple[dict[str, Any], list[Inference]]:
@@ -469,7 +497,8 @@ def build_card(rows: Sequence[Mapping[str, Any]], cond: Mapping[str, Any], *, ta
                    chase_page=page if "chase_page" in curves else None,
                    tail_hists=tail_hists(rows), loaded=loaded[0] if loaded else None,
                    unloaded_ns=loaded[1] if loaded else None, prefetch=_prefetch(rows),
-                   page_bytes=_page_bytes(rows))
+                   page_bytes=_page_bytes(rows), **_parallel(rows))
+    C.hold_levels_against_cpu(infs[0], caches, str(cond.get("hypervisor") or ""))
     have = {i.name for i in infs}
     gone: list[tuple[str, str]] = [(n, why) for n, why in skipped if n not in have]
     named = {n for n, _ in gone}
@@ -520,11 +549,18 @@ def _draw_one(ax: Any, inf: Mapping[str, Any], doc: Mapping[str, Any], rows: Seq
             pts = [(a, b * 1e9 / a) for a, b in pts]
         if pts:
             ax.scatter([p[0] for p in pts], [p[1] for p in pts], s=10, color="0.6", label="measured (every repeat)")
-        ax.plot([e["access_size"] for e in ev], [e[ykey] for e in ev], "o-", ms=4, color="C0",
-                label="points used (medians)")
+        for n, color in sorted({(int(e.get("threads", 1)), "C0" if int(e.get("threads", 1)) == 1 else "C1")
+                                for e in ev}):
+            used = [e for e in ev if int(e.get("threads", 1)) == n]
+            ax.plot([e["access_size"] for e in used], [e[ykey] for e in used], "o-", ms=4, color=color,
+                    label=f"points used (medians), {n} thread{'s' if n > 1 else ''}")
         brk = det.get("break_bytes") or det.get("saturation_bytes")
         if brk:
-            ax.axvline(brk, color="C3", lw=1.2, label=f"break {brk:.0f} B")
+            word = "break" if name == "interleave" else "unit"
+            ax.axvline(brk, color="C3", lw=1.2, label=f"{word} {brk:.0f} B")
+        for thr, b in (det.get("breaks_by_threads") or {}).items():
+            if thr != "1" and b:
+                ax.axvline(b, color="C1", lw=1.2, ls="--", label=f"unit with {thr} threads {b:.0f} B")
         op = RANDWRITE_OP if curve == "randwrite" else "load"
         ax.set_xlabel(f"random access size (B), op {op}")
         ax.set_ylabel("operations/s" if ykey == "ops_per_s" else "bandwidth (GB/s)")
