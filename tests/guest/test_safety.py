@@ -251,16 +251,24 @@ def test_overwrite_guard(ko: Path, scratch: str, sig: str, name: str, cmd: str, 
            f"allowed read" + ("; allow_overwrite=1 allowed write)" if sig in ALLOW_CHECKED else ")"))
 
 
+def _stop_bcache(stop: Path) -> None:
+    """Ask bcache to let go; a registration that udev's own stop removed between the look and
+    the write is gone already (seen once: ENOENT on /sys/block/pmem0/bcache/stop)."""
+    try:
+        stop.write_text("1")
+    except FileNotFoundError:
+        pass
+
+
 def wipe_holders_only(dev: str) -> None:
     """Stop what holds the device (an md array, a bcache device) and wait until nothing does."""
     name = Path(dev).name
     for holder in Path(f"/sys/block/{name}/holders").iterdir():
         if holder.name.startswith("md"):
             sh(f"mdadm --stop /dev/{holder.name}", check=False)
-        elif (holder / "bcache" / "stop").exists():
-            (holder / "bcache" / "stop").write_text("1")
-    if Path(f"/sys/block/{name}/bcache/stop").exists():
-        Path(f"/sys/block/{name}/bcache/stop").write_text("1")
+        else:
+            _stop_bcache(holder / "bcache" / "stop")
+    _stop_bcache(Path(f"/sys/block/{name}/bcache/stop"))
     deadline = time.monotonic() + 20
     while any(Path(f"/sys/block/{name}/holders").iterdir()) and time.monotonic() < deadline:
         time.sleep(0.2)
