@@ -156,39 +156,24 @@ static int pl_run_params(struct pl_dev *d, struct pl_dev *ld, struct pl_plan *pl
 	return err;
 }
 
-/* every target of this load, the top level first: gathered once per run or check */
-struct pl_devs {
-	unsigned int n;
-	struct pl_dev *d[PL_MAX_NAMED + 1];
-};
-
-/* under pl_mod.lock, which keeps the list as gathered until it is released */
-static void pl_devs_gather(struct pl_devs *all)
-{
-	struct pl_dev *o;
-
-	lockdep_assert_held(&pl_mod.lock);
-	all->n = 0;
-	all->d[all->n++] = pl_mod.top;
-	list_for_each_entry(o, &pl_mod.named, entry)
-		all->d[all->n++] = o;
-}
-
 /*
  * What other targets' active runs hold, for a run with prefetch setting pf
  * (under pl_mod.lock): their CPUs, and the siblings of those whose run's
  * prefetch setting differs (MSR 0x1A4 is per core), in *avoid; the siblings
  * of the others (sharing a core disturbs a measurement) in *near.
  */
-static void pl_busy_cpus(const struct pl_dev *d, const struct pl_devs *all, u64 pf,
-			 struct cpumask *avoid, struct cpumask *near)
+static void pl_busy_cpus(const struct pl_dev *d, u64 pf, struct cpumask *avoid,
+			 struct cpumask *near)
 {
-	struct pl_dev *o;
-	unsigned int k, cpu;
+	struct pl_dev *o, *all[PL_MAX_NAMED + 1];
+	unsigned int k, no = 0, cpu;
 
 	lockdep_assert_held(&pl_mod.lock);
-	for (k = 0; k < all->n; k++) {
-		o = all->d[k];
+	all[no++] = pl_mod.top;
+	list_for_each_entry(o, &pl_mod.named, entry)
+		all[no++] = o;
+	for (k = 0; k < no; k++) {
+		o = all[k];
 		if (o == d || !o->active)
 			continue;
 		for_each_cpu(cpu, &o->busy) {
@@ -208,8 +193,7 @@ static void pl_busy_cpus(const struct pl_dev *d, const struct pl_devs *all, u64 
  * one whose run's prefetch setting differs (docs/interface.md).  Returns how
  * many were found, or -ENOMEM.
  */
-static int pl_default_cpus(const struct pl_dev *d, const struct pl_devs *all, int node,
-			   unsigned int n, unsigned int *out)
+static int pl_default_cpus(const struct pl_dev *d, int node, unsigned int n, unsigned int *out)
 {
 	cpumask_var_t chosen, avoid, near;
 	unsigned int cpu, k = 0;
@@ -226,7 +210,7 @@ static int pl_default_cpus(const struct pl_dev *d, const struct pl_devs *all, in
 		free_cpumask_var(chosen);
 		return -ENOMEM;
 	}
-	pl_busy_cpus(d, all, d->cfg.prefetch, avoid, near);
+	pl_busy_cpus(d, d->cfg.prefetch, avoid, near);
 	for (pass = 0; pass < 4 && k < n; pass++) {
 		for_each_online_cpu(cpu) {
 			if (k == n)
@@ -251,8 +235,8 @@ static int pl_default_cpus(const struct pl_dev *d, const struct pl_devs *all, in
 }
 
 /* the listed CPUs (judged online by pl_check_run), or the default ones */
-static int pl_pick_cpus(struct pl_dev *d, const struct pl_devs *all, const struct pl_params *c,
-			unsigned int n, unsigned int *out)
+static int pl_pick_cpus(struct pl_dev *d, const struct pl_params *c, unsigned int n,
+			unsigned int *out)
 {
 	unsigned int cpu, k = 0;
 	int got;
@@ -262,7 +246,7 @@ static int pl_pick_cpus(struct pl_dev *d, const struct pl_devs *all, const struc
 		out[k++] = cpu;
 	if (k)
 		return 0;
-	got = pl_default_cpus(d, all, d->t.node, n, out);
+	got = pl_default_cpus(d, d->t.node, n, out);
 	if (got < 0)
 		return pl_fail(d, got, "run: out of memory choosing CPUs");
 	/* the check took threads <= CPUs online: the others are held by other targets' runs */
@@ -278,11 +262,10 @@ static int pl_pick_cpus(struct pl_dev *d, const struct pl_devs *all, const struc
  * another run loads it; the CPUs of every active run, and their SMT
  * siblings where the two runs' prefetch settings differ.
  */
-static int pl_run_others(struct pl_dev *d, const struct pl_devs *all, const unsigned int *cpus,
-			 unsigned int n)
+static int pl_run_others(struct pl_dev *d, const unsigned int *cpus, unsigned int n)
 {
-	struct pl_dev *o;
-	unsigned int i, k, s;
+	struct pl_dev *o, *all[PL_MAX_NAMED + 1];
+	unsigned int i, k, s, no = 0;
 	char l1[PL_NAME_LEN + 8], l2[PL_NAME_LEN + 8];
 
 	lockdep_assert_held(&pl_mod.lock);
@@ -292,8 +275,11 @@ static int pl_run_others(struct pl_dev *d, const struct pl_devs *all, const unsi
 		return pl_fail(d, -EBUSY, "run: %s is loaded by the run on %s",
 			       pl_dev_label(d, l1, sizeof(l1)),
 			       pl_dev_label(d->loaded_by, l2, sizeof(l2)));
-	for (k = 0; k < all->n; k++) {
-		o = all->d[k];
+	all[no++] = pl_mod.top;
+	list_for_each_entry(o, &pl_mod.named, entry)
+		all[no++] = o;
+	for (k = 0; k < no; k++) {
+		o = all[k];
 		if (o == d || !o->active)
 			continue;
 		for (i = 0; i < n; i++)
@@ -319,18 +305,16 @@ static int pl_run_others(struct pl_dev *d, const struct pl_devs *all, const unsi
 /*
  * Everything `run` judges before it builds anything: the parameters, the
  * window's bad ranges, the CPUs and what other runs hold.  With pl_mod.lock
- * and d->lock held; the targets in *all (gathered here, for what follows
- * under the same lock), and *cpus (kcalloc'ed, plan->n of them) on success.
+ * and d->lock held; *cpus (kcalloc'ed, plan->n of them) on success.
  */
-static int pl_run_judge(struct pl_dev *d, struct pl_devs *all, struct pl_plan *plan,
-			unsigned int **cpus, struct pl_dev **ld)
+static int pl_run_judge(struct pl_dev *d, struct pl_plan *plan, unsigned int **cpus,
+			struct pl_dev **ld)
 {
 	unsigned int *c;
 	int err;
 
 	lockdep_assert_held(&pl_mod.lock);
 	lockdep_assert_held(&d->lock);
-	pl_devs_gather(all);
 	if (d->state == PL_RUNNING)
 		return pl_fail(d, -EBUSY, "run: a run is active");
 	/* an unknown load_target is ENOENT after the core's verdict (load_target needs probe=1) */
@@ -349,9 +333,9 @@ static int pl_run_judge(struct pl_dev *d, struct pl_devs *all, struct pl_plan *p
 	c = kcalloc(plan->n, sizeof(*c), GFP_KERNEL);
 	if (!c)
 		return pl_fail(d, -ENOMEM, "run: out of memory");
-	err = pl_pick_cpus(d, all, &d->cfg, plan->n, c);
+	err = pl_pick_cpus(d, &d->cfg, plan->n, c);
 	if (!err)
-		err = pl_run_others(d, all, c, plan->n);
+		err = pl_run_others(d, c, plan->n);
 	if (err) {
 		kfree(c);
 		return err;
@@ -361,15 +345,19 @@ static int pl_run_judge(struct pl_dev *d, struct pl_devs *all, struct pl_plan *p
 }
 
 /* the CPUs other targets' active runs hold (under pl_mod.lock): a ceiling measured beside them differs */
-static u64 pl_others_busy(const struct pl_dev *d, const struct pl_devs *all)
+static u64 pl_others_busy(const struct pl_dev *d)
 {
-	unsigned int k;
+	struct pl_dev *o, *all[PL_MAX_NAMED + 1];
+	unsigned int k, no = 0;
 	u64 n = 0;
 
 	lockdep_assert_held(&pl_mod.lock);
-	for (k = 0; k < all->n; k++)
-		if (all->d[k] != d && all->d[k]->active)
-			n += cpumask_weight(&all->d[k]->busy);
+	all[no++] = pl_mod.top;
+	list_for_each_entry(o, &pl_mod.named, entry)
+		all[no++] = o;
+	for (k = 0; k < no; k++)
+		if (all[k] != d && all[k]->active)
+			n += cpumask_weight(&all[k]->busy);
 	return n;
 }
 
@@ -378,7 +366,7 @@ static u64 pl_others_busy(const struct pl_dev *d, const struct pl_devs *all)
  * (core/ceil.c): the workers then skip theirs.  The cache is made at the
  * first run and cleared when the module's state a key does not hold changed.
  */
-static void pl_ceil_lookup(struct pl_dev *d, const struct pl_devs *all, struct pl_run *r)
+static void pl_ceil_lookup(struct pl_dev *d, struct pl_run *r)
 {
 	struct pl_threads ts = { (char *)&r->w[0].t, sizeof(r->w[0]), r->n };
 
@@ -392,7 +380,7 @@ static void pl_ceil_lookup(struct pl_dev *d, const struct pl_devs *all, struct p
 		pl_ceil_clear(d->ceil);
 		d->ceil_gen = pl_mod.ceil_gen;
 	}
-	r->others = pl_others_busy(d, all);
+	r->others = pl_others_busy(d);
 	pl_ceil_reuse(d->ceil, &ts, r->c.prefetch, r->others);
 }
 
@@ -409,12 +397,11 @@ static void pl_ceil_keep(struct pl_dev *d, struct pl_run *r)
 /* `check`: judge as `run` does, start nothing */
 int pl_run_check(struct pl_dev *d, struct pl_plan *plan)
 {
-	struct pl_devs all;
 	unsigned int *cpus;
 	struct pl_dev *ld;
 	int err;
 
-	err = pl_run_judge(d, &all, plan, &cpus, &ld);
+	err = pl_run_judge(d, plan, &cpus, &ld);
 	if (!err)
 		kfree(cpus);
 	return err;
@@ -513,14 +500,13 @@ static int pl_run_build(struct pl_dev *d, struct pl_run **out)
 {
 	unsigned int n, i, *cpus;
 	struct pl_setup s, sl;
-	struct pl_devs all;
 	struct pl_dev *ld;
 	struct pl_plan plan;
 	struct pl_facts f;
 	struct pl_run *r;
 	int err;
 
-	err = pl_run_judge(d, &all, &plan, &cpus, &ld);
+	err = pl_run_judge(d, &plan, &cpus, &ld);
 	if (err)
 		return err;
 	n = plan.n;
@@ -553,7 +539,7 @@ static int pl_run_build(struct pl_dev *d, struct pl_run **out)
 		pl_run_free(r);
 		goto out_cpus;
 	}
-	pl_ceil_lookup(d, &all, r);
+	pl_ceil_lookup(d, r);
 	*out = r;
 out_cpus:
 	kfree(cpus);
