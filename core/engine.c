@@ -423,15 +423,41 @@ static __always_inline u64 pl_br_##k##_##form(char *p_, char *q_, u64 n,	\
 }
 
 /* ---- what every loop shares ---- */
-static __always_inline void pl_delay(u64 ticks)
+
+/*
+ * The delay (delay_ticks, docs/method.md "Throttling"): n >= 1 trips of a
+ * dependent dec/jnz, one register and one fused instruction a trip and
+ * nothing else (no clock read, no pause: under a hypervisor each of them
+ * costs tens to hundreds of nanoseconds, which made a delay of one tick
+ * cost about 300 ns).  pl_eng_init converts delay_ticks once into trips
+ * (pl_spin_trips); a delay of 0 in the full loops is one trip.
+ */
+static __always_inline void pl_spin(u64 n)
+{
+	asm volatile("1:\n\tdec %0\n\tjnz 1b" : "+r"(n) :: "cc");
+}
+
+/* the clock's floor under the spins: wait (on the clock) until t */
+static __always_inline void pl_wait_until(u64 t)
+{
+	while (pl_rdtsc() < t)
+		;
+}
+
+/*
+ * After one access of the latency and split loops: the calibrated spin,
+ * then the clock until ticks have passed since it began (each of their
+ * accesses costs far more than the two clock reads).
+ */
+static __always_inline void pl_delay(u64 ticks, u64 spins)
 {
 	u64 t0;
 
 	if (!ticks)
 		return;
 	t0 = pl_rdtsc();
-	while (pl_rdtsc() - t0 < ticks)
-		asm volatile("pause");
+	pl_spin(spins);
+	pl_wait_until(t0 + ticks);
 }
 
 /*
@@ -463,6 +489,21 @@ static __always_inline bool pl_mix_read(u32 *acc, u32 pct)
 		return true;
 	}
 	return false;
+}
+
+/*
+ * The same interleaving without the test of pct (acc stays below 100, so
+ * pct 0 never reads): the per-family full loops' per-access mix, whose
+ * reads are counted once at the end, (acc before + accesses x pct - acc
+ * after) / 100.
+ */
+static __always_inline bool pl_mix_next(u32 *acc, u32 pct)
+{
+	*acc += pct;
+	if (*acc < 100)
+		return false;
+	*acc -= 100;
+	return true;
 }
 
 /*
@@ -580,10 +621,79 @@ PL_LOOP void pl_bw_##k##_##form##_##fam(struct pl_eng *e, u64 until)		\
 } while (0)
 
 /*
+ * The batches of the full loop without fences (read_pct mixing and/or a
+ * delay), per address family as the per-family loops walk it (WALK, FAM,
+ * ACC as in PL_BW_BATCHES): per access the next address, the next store
+ * data, the mix's choice (pl_mix_next: an add, a compare and a branch),
+ * the access (the op's, or the mix's load) and, with a delay (SPIN), the
+ * delay's spin (pl_spin).  Everything the inner loop reads lives in registers: the
+ * walk through all families at once (pl_walk_any) with its state, the
+ * fence bookkeeping and a read counter held the old loop's state on the
+ * stack, a dozen loads and stores more per access, which filled the load
+ * queue and cut the loads in flight (0.73 against 1.89 GB/s of random
+ * 64-B loads, issue 36).  (At read_pct 100 the op's loads are all there
+ * is: pl_eng_init selects the loops of op load.)  A batch with a delay
+ * reads the clock once more
+ * at its start and, at its end, waits out what its spins fell short of
+ * nb x delay_ticks (the floor: a core faster than at calibration).
+ */
+#define PL_BWM_BATCHES(k, form, WALK, FAM, ACC, SPIN) do {			\
+	while ((nb = pl_bw_batch(e, &left, until, done))) {			\
+		const u64 tb = SPIN ? pl_rdtsc() : 0, owed = nb * delay;	\
+										\
+		done += nb;							\
+		do {								\
+			u64 run = pl_walk_run_len(&g, WALK, nb), cnt = run;	\
+			char *pb = base + pl_walk_pass_part(&g, WALK);		\
+										\
+			PL_OPAQUE(pb);						\
+			do {							\
+				p = pb + pl_walk_step_rel(&g, WALK);		\
+				if (opf & PL_OPF_DATA)				\
+					pl_data_step_##form(&v);		\
+				if ((opf & PL_OPF_WRITES) &&			\
+				    pl_mix_next(&rw_acc, pct))			\
+					ACC##_load_##form(p, p, n, v, false);	\
+				else						\
+					ACC##_##k##_##form(p, pl_is_copy(opf) ?	\
+							   p + delta : p, n, v, fla); \
+				if (SPIN)					\
+					pl_spin(spins);				\
+			} while (--cnt);					\
+			nb -= run;						\
+			pl_walk_run_end(&g, WALK, FAM, run);			\
+		} while (nb);							\
+		if (SPIN)							\
+			pl_wait_until(tb + owed);				\
+	}									\
+} while (0)
+
+/* the family's batches, chosen once per call; SPIN: with a delay */
+#define PL_BWM_FAMS(k, form, SPIN) do {						\
+	if (fam == PL_FAM_RAND && n == PL_LINE)					\
+		PL_BWM_BATCHES(k, form, PL_FAM_RAND, PL_FAM_RAND, pl_line, SPIN); \
+	else if (fam == PL_FAM_RAND)						\
+		PL_BWM_BATCHES(k, form, PL_FAM_RAND, PL_FAM_RAND, pl_acc, SPIN); \
+	else if (fam == PL_FAM_LINEAR && n == PL_LINE)				\
+		PL_BWM_BATCHES(k, form, PL_FAM_LINEAR, PL_FAM_LINEAR, pl_line, SPIN); \
+	else if (fam == PL_FAM_LINEAR)						\
+		PL_BWM_BATCHES(k, form, PL_FAM_LINEAR, PL_FAM_LINEAR, pl_acc, SPIN); \
+	else if (fam == PL_FAM_DIMM_LINEAR)					\
+		PL_BWM_BATCHES(k, form, PL_WALK_DIMM_RUNS, PL_FAM_DIMM_LINEAR,	\
+			       pl_acc, SPIN);					\
+	else									\
+		PL_BWM_BATCHES(k, form, PL_FAM_DIMM_RAND, PL_FAM_DIMM_RAND,	\
+			       pl_acc, SPIN);					\
+} while (0)
+
+/*
  * The bandwidth loop of op ID in form with fences, read_pct mixing or a
- * delay (the full path): one per op and form, walking any address family
- * in one code path (pl_walk_any: a few predictable branches and, per-DIMM,
- * two multiplications more per access than the per-family loops).
+ * delay (the full path): one per op and form.  Without fences it runs
+ * per-family batches (PL_BWM_BATCHES, the family chosen once per call);
+ * with fences it walks any address family in one code path (pl_walk_any:
+ * a few predictable branches and, per-DIMM, two multiplications more per
+ * access than the per-family loops), each access with its fences
+ * (PL_FENCED).
  */
 #define PL_BWF(ID, k, form)							\
 void pl_bwf_##k##_##form(struct pl_eng *e, u64 until);				\
@@ -594,33 +704,48 @@ PL_LOOP void pl_bwf_##k##_##form(struct pl_eng *e, u64 until)			\
 	char *const base = e->base;						\
 	const u64 n = e->access, delta = e->copy_delta;				\
 	const bool fla = e->flush == PL_FLUSH_ACCESS;				\
-	const int fence = e->fence;						\
+	const int fence = e->fence, fam = e->fam;				\
 	const u64 fi = e->fence_interval, delay = e->delay_ticks;		\
+	const u64 spins = e->spins;						\
 	const bool fence_each = fence == PL_FENCE_NONE || !fi || fi < n;	\
 	const u64 piece = pl_piece(fence, fi, n);				\
-	const u32 pct = e->read_pct;						\
+	const u32 pct = e->read_pct, acc0 = e->rw_acc;				\
 	u64 left = e->left, done = 0, reads = 0, v = e->data, nb;		\
 	u64 fence_acc = e->fence_acc;						\
-	u32 rw_acc = e->rw_acc;							\
+	u32 rw_acc = acc0;							\
 	char *p;								\
 										\
 	if (opf & PL_OPF_DATA)							\
 		pl_data_begin_##form(v);					\
-	while ((nb = pl_bw_batch(e, &left, until, done))) {				\
-		done += nb;							\
-		do {								\
-			p = base + pl_walk_any(&g);				\
-			if (opf & PL_OPF_DATA)					\
-				pl_data_step_##form(&v);			\
-			if ((opf & PL_OPF_WRITES) && pl_mix_read(&rw_acc, pct)) { \
-				reads++;					\
-				PL_FENCED(pl_acc_load_##form, p, p, v, false);	\
-			} else {						\
-				PL_FENCED(pl_acc_##k##_##form, p,		\
-					  pl_is_copy(opf) ? p + delta : p, v, fla); \
-			}							\
-			pl_delay(delay);					\
-		} while (--nb);							\
+	if (fence == PL_FENCE_NONE) {						\
+		if (delay)							\
+			PL_BWM_FAMS(k, form, true);				\
+		else								\
+			PL_BWM_FAMS(k, form, false);				\
+		reads = (acc0 + done * pct - rw_acc) / 100;			\
+	} else {								\
+		while ((nb = pl_bw_batch(e, &left, until, done))) {		\
+			const u64 tb = delay ? pl_rdtsc() : 0, owed = nb * delay; \
+										\
+			done += nb;						\
+			do {							\
+				p = base + pl_walk_any(&g);			\
+				if (opf & PL_OPF_DATA)				\
+					pl_data_step_##form(&v);		\
+				if ((opf & PL_OPF_WRITES) &&			\
+				    pl_mix_read(&rw_acc, pct)) {		\
+					reads++;				\
+					PL_FENCED(pl_acc_load_##form, p, p, v, false); \
+				} else {					\
+					PL_FENCED(pl_acc_##k##_##form, p,	\
+						  pl_is_copy(opf) ? p + delta : p, \
+						  v, fla);			\
+				}						\
+				pl_spin(spins);					\
+			} while (--nb);						\
+			if (delay)						\
+				pl_wait_until(tb + owed);			\
+		}								\
 	}									\
 	if (opf & PL_OPF_DATA)							\
 		v = pl_data_end_##form(v);					\
@@ -656,6 +781,7 @@ PL_LOOP void pl_bwl_##k##_##form(struct pl_eng *e, u64 until)			\
 	const bool fla = e->flush == PL_FLUSH_ACCESS;				\
 	const int fence = e->fence;						\
 	const u64 fi = e->fence_interval, delay = e->delay_ticks;		\
+	const u64 spins = e->spins;						\
 	const bool fence_each = fence == PL_FENCE_NONE || !fi || fi < n;	\
 	const u64 pf = pl_piece(fence, fi, n);					\
 	const u32 pct = e->read_pct;						\
@@ -726,7 +852,7 @@ PL_LOOP void pl_bwl_##k##_##form(struct pl_eng *e, u64 until)			\
 			reads += rd;						\
 			if (left != ~0ULL)					\
 				left--;						\
-			pl_delay(delay);					\
+			pl_delay(delay, spins);					\
 		}								\
 	}									\
 	if (opf & PL_OPF_DATA)							\
@@ -782,6 +908,7 @@ PL_LOOP void pl_lat_##k##_##form(struct pl_eng *e, u64 until)			\
 	char *const base = e->base;						\
 	const u64 n = e->access, delta = e->copy_delta, ov = e->overhead;	\
 	const u64 delay = e->delay_ticks, nmax = e->nsamples_max;		\
+	const u64 spins = e->spins;						\
 	const bool fla = e->flush == PL_FLUSH_ACCESS, rdtscp = e->rdtscp;	\
 	const int prep = e->prep;						\
 	const u32 pct = e->read_pct;						\
@@ -812,7 +939,7 @@ PL_LOOP void pl_lat_##k##_##form(struct pl_eng *e, u64 until)			\
 		done++;								\
 		if (left != ~0ULL)						\
 			left--;							\
-		pl_delay(delay);						\
+		pl_delay(delay, spins);					\
 	}									\
 	PL_VZU_##form;								\
 	e->hist = h;								\
@@ -964,6 +1091,62 @@ static u64 pl_batch(u64 access)
 	return b < 1 ? 1 : b > 256 ? 256 : b;
 }
 
+/*
+ * With a delay, a batch lasts about PL_DELAY_BATCH_TICKS (at least one
+ * access): the segment's end, the stop flag and the clock's floor under
+ * the spins are read that often, not once per access.
+ */
+#define PL_DELAY_BATCH_TICKS	16384ULL
+
+static u64 pl_delay_batch(u64 access, u64 delay)
+{
+	u64 b = pl_batch(access);
+
+	if (delay && b > PL_DELAY_BATCH_TICKS / delay)
+		b = PL_DELAY_BATCH_TICKS / delay;
+	return b < 1 ? 1 : b;
+}
+
+/*
+ * delay_ticks as trips of pl_spin: PL_SPIN_CAL trips timed PL_SPIN_TRIALS
+ * times between serialising clock reads, the fastest kept (a trial that
+ * lost the CPU is slower, never faster) less the fastest empty pair of
+ * reads; trips = ticks x PL_SPIN_CAL / that, rounded, at least one, at most
+ * PL_SPIN_MAX a tick (a clock that did not move, an emulator's).  So the
+ * spins alone last about the delay on this CPU at its clock of the moment;
+ * the loops' clock floor keeps a faster core from shortening it.  About
+ * 8 x 8192 trips: tens of microseconds, once per thread and run, only
+ * where there is a delay.
+ */
+#define PL_SPIN_CAL	8192ULL
+#define PL_SPIN_TRIALS	8
+#define PL_SPIN_MAX	16ULL
+
+static u64 pl_spin_trips(u64 ticks, bool rdtscp)
+{
+	u64 spin = ~0ULL, empty = ~0ULL, t0, t1, trips;
+	int i;
+
+	if (!ticks)
+		return 1;
+	for (i = 0; i < PL_SPIN_TRIALS; i++) {
+		t0 = pl_rdtsc_serial(rdtscp);
+		t1 = pl_rdtsc_serial(rdtscp);
+		if (t1 - t0 < empty)
+			empty = t1 - t0;
+		t0 = pl_rdtsc_serial(rdtscp);
+		pl_spin(PL_SPIN_CAL);
+		t1 = pl_rdtsc_serial(rdtscp);
+		if (t1 - t0 < spin)
+			spin = t1 - t0;
+	}
+	spin = spin > empty ? spin - empty : 0;
+	if (spin < PL_SPIN_CAL / PL_SPIN_MAX)
+		spin = PL_SPIN_CAL / PL_SPIN_MAX;
+	trips = (ticks * PL_SPIN_CAL + spin / 2) / spin;
+	return trips ? trips : 1;
+}
+
 static unsigned int pl_form_width(int form)
 {
 	return form == PL_FORM_8 ? 8 : form == PL_FORM_32 ? 32 : form == PL_FORM_64 ? 64 : 16;
@@ -1101,7 +1284,7 @@ u64 pl_eng_ceiling_len(const struct pl_eng_cfg *c)
 
 void pl_eng_ceiling_inputs(const struct pl_eng *e, int *cop, u64 *a, struct pl_gen_cfg *g)
 {
-	pl_ceil_setup(e->op, e->access, e->fence, e->fence_interval, &e->gen.c, g, a, cop);
+	pl_ceil_setup(e->loop_op, e->access, e->fence, e->fence_interval, &e->gen.c, g, a, cop);
 }
 
 /* op chase: its chain's lines in the region, its own loop (pl_chase_loop) */
@@ -1128,6 +1311,7 @@ static int pl_eng_init_chase(struct pl_eng *e, const struct pl_eng_cfg *c, char 
 	if (err)
 		return err;
 	e->op = c->op;
+	e->loop_op = c->op;
 	e->mode = c->mode;
 	e->form = PL_FORM_8;
 	e->fam = pl_gen_fam(&c->gen);
@@ -1218,10 +1402,21 @@ int pl_eng_init(struct pl_eng *e, const struct pl_eng_cfg *c, char *why, size_t 
 	e->mode = c->mode;
 	e->fam = pl_gen_fam(&c->gen);
 	e->read_pct = pl_ops[c->op].writes ? c->read_pct : 0;
+	/*
+	 * Bandwidth at read_pct 100: every access is the mix's load, so the
+	 * loops of op load run (the per-family loop without a delay or fence:
+	 * the mix's add, compare and branch and the unused store data cost
+	 * loads in flight, issue 36); the result keeps the op, and its reads.
+	 */
+	e->loop_op = c->op;
+	if (c->mode == PL_MODE_BW && e->read_pct == 100) {
+		e->loop_op = PL_OP_LOAD;
+		e->read_pct = 0;
+	}
 	e->plain = c->fence == PL_FENCE_NONE && !e->read_pct && !c->delay_ticks;
 	e->split = c->mode == PL_MODE_BW && c->access > PL_PIECE_BYTES;
 	ent = c->mode == PL_MODE_LAT ? &pl_lat_loops[c->op][e->form] :
-				       pl_bw_ent(c->op, e->form, e->fam, e->plain, c->access);
+				       pl_bw_ent(e->loop_op, e->form, e->fam, e->plain, c->access);
 	if (!ent->fn) {
 		snprintf(why, len, "engine: op %s has no loops here", pl_ops[c->op].name);
 		return -EOPNOTSUPP;
@@ -1238,7 +1433,8 @@ int pl_eng_init(struct pl_eng *e, const struct pl_eng_cfg *c, char *why, size_t 
 	e->prep = c->prep;
 	e->rdtscp = c->features & PL_F_RDTSCP;
 	e->avx = c->features & PL_F_AVX;
-	e->batch = c->delay_ticks ? 1 : pl_batch(c->access);
+	e->spins = pl_spin_trips(c->delay_ticks, e->rdtscp);
+	e->batch = pl_delay_batch(c->access, c->delay_ticks);
 	e->left = c->count ? c->count : ~0ULL;
 	e->stop = c->stop;
 	e->samples = c->samples;
@@ -1251,7 +1447,7 @@ int pl_eng_init(struct pl_eng *e, const struct pl_eng_cfg *c, char *why, size_t 
 	/* what executes per unit: the op's instructions, then the mix's load */
 	insn = pl_op_insn(c->op, c->width, c->features);
 	mix = e->read_pct && e->read_pct < 100;
-	if (e->read_pct == 100)
+	if (e->read_pct == 100 || e->loop_op != c->op)
 		insn = pl_op_insn(PL_OP_LOAD, c->width, c->features);
 	snprintf(e->insn, sizeof(e->insn), "%s%s%s", insn, mix ? "," : "",
 		 mix ? pl_op_insn(PL_OP_LOAD, c->width, c->features) : "");
@@ -1309,7 +1505,8 @@ void pl_eng_calibrate(struct pl_eng *e)
  * windows each, after one window that brings the buffer into the cache: a
  * window that lost the CPU (userspace: preemption, interrupts) is slower,
  * never faster, so the best one is the loop's own rate.  Every window runs
- * at least one batch (a delay's batch is one access and its delay), so the
+ * at least one batch (a delay's batch lasts about PL_DELAY_BATCH_TICKS, or
+ * one access and its delay where that is longer), so the
  * windows stop once ticks have passed, after the first measured one, and
  * at the run's stop flag: with interrupts off the ceiling lasts at most
  * ticks + one window + two batches (method.md), whatever the delay.
@@ -1329,7 +1526,7 @@ void pl_eng_ceiling(struct pl_eng *e, u64 ticks)
 	e->ceil_ops = 0;
 	if (e->mode != PL_MODE_BW || !e->ceil_buf)
 		return;
-	r = pl_ceil_setup(e->op, e->access, e->fence, e->fence_interval, &e->gen.c, &g, &a, &cop);
+	r = pl_ceil_setup(e->loop_op, e->access, e->fence, e->fence_interval, &e->gen.c, &g, &a, &cop);
 	ent = pl_bw_ent(cop, e->form, e->fam, e->plain, a);
 	if (!ent->fn)
 		return;

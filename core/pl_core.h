@@ -433,16 +433,18 @@ struct pl_eng {
 	u64 copy_delta;
 	u64 access;
 	int op, form, fam, mode;
+	int loop_op;		/* whose loops run: op, or load for a writing op at read_pct 100 (bandwidth) */
 	int fence;
 	u64 fence_interval;
 	int flush;
 	u32 read_pct;
 	u64 delay_ticks;
+	u64 spins;		/* pl_spin's trips after each access: delay_ticks calibrated, 1 without */
 	int prep;
 	bool rdtscp, avx;
 	bool plain;		/* no fence, mix or delay: a loop per family (else pl_bwf_*) */
 	bool split;		/* access > PL_PIECE_BYTES: pl_bwl_*, in pieces across calls */
-	u64 batch;		/* accesses between two reads of the clock */
+	u64 batch;		/* accesses between two reads of the clock (a delay: PL_DELAY_BATCH_TICKS) */
 	pl_loop_fn loop;	/* selected once: the generated loop that runs */
 	const char *loop_name;	/* its symbol */
 	char insn[64];		/* the mnemonics it executes per unit (and the mix's load) */

@@ -283,3 +283,29 @@ def test_the_json_says_the_probe_region_and_the_cache_it_is_sized_against(family
     _, doc, _ = family
     assert doc["probe_region"] == C.probe_region(8 << 20, 2) and doc["largest_cache"] == cmd.largest_cache()
     assert any("largest cache" in n for n in doc["notes"]) == (doc["probe_region"] < 4 * doc["largest_cache"])
+
+
+def test_one_served_runner_serves_every_sweep_of_the_command(monkeypatch, capsys) -> None:
+    """The user backend keeps one served runner per target across the sweeps of one command:
+    the unloaded runs and both rounds (8 points: a first round of 6 delays, then 2 more) go to
+    the process the first run started (its target mapped once, the probe's chain kept), and the
+    command ends it. Before, each sweep's end closed it: three processes for these three sweeps
+    (issue 37)."""
+    from pmemlab.backends.served import ServedRunner
+
+    started: list[ServedRunner] = []
+    start = ServedRunner.start
+
+    def counted(self: ServedRunner, timeout_s: float):
+        started.append(self)
+        return start(self, timeout_s)
+
+    monkeypatch.setattr(ServedRunner, "start", counted)
+    code = cli.main(["curves", "--backend", "user", "--mixes", "100", "--points", "8", "--threads", "2",
+                     "--duration-ms", "10", "--working-set", "8M", "--repeats", "1", "--max-repeats", "2",
+                     "--max-delay", str(MAX_DELAY), "--json"])
+    doc = json.loads(capsys.readouterr().out)
+    # (more than the first round's 6 points: a second round ran)
+    assert code == exitcodes.OK and len(doc["points"]) > cmd.FIRST_ROUND, doc["points"]
+    assert len(started) == 1, f"{len(started)} served runners started for one command"
+    assert not started[0].alive(), "the command left its served runner running"

@@ -94,6 +94,10 @@ class Case:
     def loop(self, op: str) -> str:
         if self.mode == "latency":
             return f"pl_lat_{ident(op)}_{self.form}"
+        if int(self.params.get("read_pct", 0)) == 100 and op not in ("load", "ntload"):
+            # every access is the mix's load: op load's loops run (engine.c, pl_eng_init)
+            return Case(("load",), self.form, self.mode, self.family, self.access,
+                        {k: v for k, v in self.params.items() if k != "read_pct"}).loop("load")
         if self.access > 16384:  # PL_PIECE_BYTES: longer accesses run split
             return f"pl_bwl_{ident(op)}_{self.form}"
         if not self.plain:
@@ -165,6 +169,19 @@ def cases() -> list[pytest.param]:
             for fence, fi, acc in (("sfence", "0", 64), ("mfence", "256", 1024), ("sfence", "1024", 320)):
                 out.append(Case((op,), form, "bandwidth", "linear", acc if acc >= FORM_WIDTH[form] else 64,
                                 {"fence": fence, "fence_interval": fi}, "avx" if form == "16sse" else ""))
+    # the full loop without fences walks each family as the plain loops do (PL_BWM_BATCHES): a mix
+    # and a delay on every family, and read_pct 100, which runs op load's loops (issue 36)
+    for op, form, fam, acc, params in (
+            ("store", "32", "linear", 64, {"read_pct": "50", "delay_ticks": "40"}),
+            ("store", "32", "hotspot", 256, {"read_pct": "30"}),
+            ("ntstore", "64", "rand", 320, {"read_pct": "70", "delay_ticks": "40"}),
+            ("store+clwb", "16vex", "dimm_linear", 256, {"read_pct": "50", "flush": "access"}),
+            ("store", "32", "dimm_rand", 64, {"read_pct": "50", "delay_ticks": "40"}),
+            ("copy", "16vex", "rand", 64, {"read_pct": "50"}),
+            ("store", "32", "rand", 64, {"read_pct": "100"}),
+            ("ntstore", "8", "linear", 256, {"read_pct": "100", "delay_ticks": "40"}),
+            ("copy", "16vex", "rand", 64, {"read_pct": "100"})):
+        out.append(Case((op,), form, "bandwidth", fam, acc, params))
     # accesses above a piece (16 KiB), split (pl_bwl_*): the same instructions as one access,
     # flush=access with a fence piece above a piece too (its stores, then its flushes)
     for op, form, fam, acc, params in (
@@ -246,6 +263,8 @@ def fields(line: str) -> dict[str, str]:
 def expected_insn(op: str, form: str, read_pct: int) -> str:
     kinds = [m for m, _ in unit_kinds(op, form)] + ([FLUSH_OF[op]] if op in FLUSH_OF else [])
     insn = "+".join(kinds)
+    if read_pct == 100 and op not in ("load", "ntload"):
+        return LOAD[form]
     if 0 < read_pct < 100 and op not in ("load", "ntload"):
         insn += "," + LOAD[form]
     return insn
@@ -429,3 +448,78 @@ def test_plain_loop_instructions_per_access(tracer: Path, binary: Binary, tmp_pa
     units = len(unit_kinds(op, form)) * 64 // FORM_WIDTH[form]
     per_access = total / count - units
     assert per_access <= PER_ACCESS[family], f"{case.loop(op)}: {per_access:.1f} instructions per access besides the access"
+
+
+# The full loop without fences (read_pct, delay_ticks: pl_bwf_*, engine.c PL_BWM_BATCHES) walks
+# each family as the plain loops do: per 64-byte random access the plain random loop's walk and
+# store data and the mix's add, compare and branch (the spin only with a delay). Measured 19.7 and
+# 19.5 at 50 and 30 % reads (store 32), 22.4 (store 8); the fence path it replaces for mixes
+# (pl_walk_any, the fence bookkeeping, a read counter, its state spilled to the stack) ran 56.7
+# besides the access (store 32, 50 %: this test on 99cabb4's runner), a dozen of them loads and
+# stores of the stack, and moved random 64-B loads at 0.73 GB/s against the plain load loop's
+# 1.89 (issue 36): a random load's every instruction costs loads in flight.
+MIX_PER_ACCESS = PER_ACCESS["rand"] + 8
+
+
+def _stack_refs(insns: list) -> bool:
+    return any("%rsp" in i.operands or i.mnemonic.startswith(("push", "pop")) for i in insns)
+
+
+@pytest.mark.parametrize("read_pct", [50, 30])
+@pytest.mark.parametrize("op,form", [("store", "32"), ("ntstore", "16vex"), ("store", "8")])
+def test_mix_loop_instructions_per_access(tracer: Path, binary: Binary, tmp_path: Path, op: str, form: str,
+                                          read_pct: int) -> None:
+    """A read_pct mix costs a few instructions per access more than the plain random loop, and its
+    per-access loop loads and stores nothing of the stack (a batch of 256 accesses and a pass
+    may)."""
+    if form_skip(op, form):
+        pytest.skip(form_skip(op, form))
+    case = Case((op,), form, "bandwidth", "rand", 64, {"read_pct": str(read_pct)})
+    counted = []
+    for count in (400, 800):  # two runs that differ only in count: entry, exit and batches cancel out
+        args = [a for a in case.args() if not a.startswith(("count=", "working_set="))] + \
+            [f"count={count}", "working_set=64K"]
+        stdout, entries = traced(tracer, binary, [case.loop(op)], args, tmp_path)
+        assert f"loop={case.loop(op)}" in stdout
+        counted.append(sum((c for _, _, c in entries), Counter()))
+    per = 64 // FORM_WIDTH[form]
+    units = (read_pct * per + (100 - read_pct) * len(unit_kinds(op, form)) * per) / 100
+    per_access = (sum(counted[1].values()) - sum(counted[0].values())) / 400 - units
+    # the per-access loop: the instructions that ran for at least a quarter of the 400 accesses more
+    loop = {rip for rip in counted[1] if counted[1][rip] - counted[0][rip] >= 100}
+    stack = sum(counted[1][rip] - counted[0][rip] for rip in loop if _stack_refs([binary.by_addr[rip]])) / 400
+    assert per_access <= MIX_PER_ACCESS, \
+        f"{case.loop(op)} at read_pct={read_pct}: {per_access:.1f} instructions per access besides the access"
+    # (the 8-byte form holds its store data and its load's temporary in general registers too:
+    # three loop invariants come from the stack there, 22.4 instructions per access)
+    assert stack == 0 or form == "8", \
+        f"{case.loop(op)} at read_pct={read_pct}: {stack:.2f} loads or stores of the stack per access"
+
+
+@pytest.mark.parametrize("op,form,params", [("load", "32", {}), ("store", "32", {"read_pct": "50"})])
+def test_a_delay_is_spun_not_clocked_and_grows_with_its_ticks(tracer: Path, binary: Binary, tmp_path: Path,
+                                                              op: str, form: str, params: dict) -> None:
+    """delay_ticks is a calibrated spin (pl_spin: dec/jnz trips, pl_eng_init converts the ticks
+    once): no pause and about one clock read per batch, not per access, and the instructions per
+    access grow with the delay. The old delay read the clock three times per access and paused
+    (under this KVM guest tens to hundreds of ns each: one tick of delay cost ~300 ns and the
+    curve was not monotone at small delays, issue 36)."""
+    if form_skip(op, form):
+        pytest.skip(form_skip(op, form))
+    count = 128
+    per: list[float] = []
+    for delay in (16, 64, 256):
+        case = Case((op,), form, "bandwidth", "rand", 64, {**params, "delay_ticks": str(delay)})
+        args = [a for a in case.args() if not a.startswith(("count=", "working_set="))] + \
+            [f"count={count}", "working_set=64K"]
+        stdout, entries = traced(tracer, binary, [case.loop(op)], args, tmp_path)
+        assert f"loop={case.loop(op)}" in stdout
+        got = sum((c for _, _, c in entries), Counter())
+        mn: Counter = Counter()
+        for rip, n in got.items():
+            mn[binary.by_addr[rip].mnemonic] += n
+        assert mn["pause"] == 0, f"delay {delay}: {mn['pause']} pause"
+        # the batch's clock (end, stop) and the floor's start and end: a few per batch of 16384 / delay
+        assert mn["rdtsc"] / count <= 0.25, f"delay {delay}: {mn['rdtsc'] / count:.2f} clock reads per access"
+        per.append(sum(got.values()) / count)
+    assert per[0] < per[1] < per[2], f"instructions per access at delays 16, 64, 256 ticks: {per}"

@@ -38,6 +38,7 @@ from pmemlab.host.caches import largest_cache
 from pmemlab.errors import ConfigError, OutputError, PmemlabError
 from pmemlab.output import add_json, examples, print_json
 from pmemlab.sweep import Bench, Executor, MemoryRecorder, Plan, Progress, Sweep, policy_for
+from pmemlab.sweep.execute import close_backend
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -136,11 +137,15 @@ def round_config(setup: Setup, args: argparse.Namespace, grid: Sequence[tuple[in
 
 
 def run_config(cfg: SweepConfig, bed: Bed, args: argparse.Namespace) -> tuple[pd.DataFrame, pd.DataFrame, int]:
+    """One sweep of the command (the unloaded runs, a round). The backend stays open after it:
+    the user backend's one served runner per target serves every sweep of the command (its
+    target mapped and faulted once, the probe's chase chain kept across the rounds); run()
+    closes it at the end."""
     import pandas as pd
 
     bench = bed.benches[0]
     points = expand(cfg, bench.facts, bench.discovered)
-    executor = Executor(bench.backend, bench.conditions, bench.facts, args.timeout)
+    executor = Executor(bench.backend, bench.conditions, bench.facts, args.timeout, keep_open=True)
     recorder = MemoryRecorder()
     plan = Plan(points, policy_for(cfg))
     progress = not args.json and Progress(0, cfg.name, enabled=False).interactive
@@ -276,6 +281,8 @@ def run(args: argparse.Namespace) -> int:
         alone = unloaded(setup, bed, args)
         rows, hist, code = _measure(setup, bed, args)
     finally:
+        for bench in bed.benches:  # the served runner the sweeps kept open (run_config)
+            close_backend(bench.backend)
         bed.close()
     pts = points_of(rows, hist)
     if not pts:

@@ -83,12 +83,16 @@ class PointExecutor(Protocol):
 
 class Executor:
     """Runs points on one backend with the conditions the sweep probed (`cond`, tsc_khz among
-    them) and the target facts that resolve cpus = "remote"."""
+    them) and the target facts that resolve cpus = "remote". keep_open: close() leaves the
+    backend open (the user backend's served runner up) for a caller that runs several sweeps on
+    it and closes it itself when they are all done (`pmemlab curves`: its rounds)."""
 
     def __init__(self, backend: Backend, cond: Mapping[str, Any], facts: P.TargetFacts | None,
                  timeout_s: float, poll_s: float = 0.002, media: ipmctl.MediaCounters | None = None,
-                 media_dimms: Sequence[int] | None = None, watch: RunWatch | None = None) -> None:
+                 media_dimms: Sequence[int] | None = None, watch: RunWatch | None = None,
+                 keep_open: bool = False) -> None:
         self.backend = backend
+        self.keep_open = keep_open
         self.cond = dict(cond)
         self.tsc_khz = cond.get("tsc_khz")
         self.facts = facts
@@ -134,7 +138,8 @@ class Executor:
         return rows
 
     def close(self) -> None:
-        close_backend(self.backend)
+        if not self.keep_open:
+            close_backend(self.backend)
         if self.watch is not None:
             self.watch.close()
 
