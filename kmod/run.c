@@ -156,24 +156,39 @@ static int pl_run_params(struct pl_dev *d, struct pl_dev *ld, struct pl_plan *pl
 	return err;
 }
 
+/* every target of this load, the top level first: gathered once per run or check */
+struct pl_devs {
+	unsigned int n;
+	struct pl_dev *d[PL_MAX_NAMED + 1];
+};
+
+/* under pl_mod.lock, which keeps the list as gathered until it is released */
+static void pl_devs_gather(struct pl_devs *all)
+{
+	struct pl_dev *o;
+
+	lockdep_assert_held(&pl_mod.lock);
+	all->n = 0;
+	all->d[all->n++] = pl_mod.top;
+	list_for_each_entry(o, &pl_mod.named, entry)
+		all->d[all->n++] = o;
+}
+
 /*
  * What other targets' active runs hold, for a run with prefetch setting pf
  * (under pl_mod.lock): their CPUs, and the siblings of those whose run's
  * prefetch setting differs (MSR 0x1A4 is per core), in *avoid; the siblings
  * of the others (sharing a core disturbs a measurement) in *near.
  */
-static void pl_busy_cpus(const struct pl_dev *d, u64 pf, struct cpumask *avoid,
-			 struct cpumask *near)
+static void pl_busy_cpus(const struct pl_dev *d, const struct pl_devs *all, u64 pf,
+			 struct cpumask *avoid, struct cpumask *near)
 {
-	struct pl_dev *o, *all[PL_MAX_NAMED + 1];
-	unsigned int k, no = 0, cpu;
+	struct pl_dev *o;
+	unsigned int k, cpu;
 
 	lockdep_assert_held(&pl_mod.lock);
-	all[no++] = pl_mod.top;
-	list_for_each_entry(o, &pl_mod.named, entry)
-		all[no++] = o;
-	for (k = 0; k < no; k++) {
-		o = all[k];
+	for (k = 0; k < all->n; k++) {
+		o = all->d[k];
 		if (o == d || !o->active)
 			continue;
 		for_each_cpu(cpu, &o->busy) {
@@ -193,7 +208,8 @@ static void pl_busy_cpus(const struct pl_dev *d, u64 pf, struct cpumask *avoid,
  * one whose run's prefetch setting differs (docs/interface.md).  Returns how
  * many were found, or -ENOMEM.
  */
-static int pl_default_cpus(const struct pl_dev *d, int node, unsigned int n, unsigned int *out)
+static int pl_default_cpus(const struct pl_dev *d, const struct pl_devs *all, int node,
+			   unsigned int n, unsigned int *out)
 {
 	cpumask_var_t chosen, avoid, near;
 	unsigned int cpu, k = 0;
@@ -210,7 +226,7 @@ static int pl_default_cpus(const struct pl_dev *d, int node, unsigned int n, uns
 		free_cpumask_var(chosen);
 		return -ENOMEM;
 	}
-	pl_busy_cpus(d, d->cfg.prefetch, avoid, near);
+	pl_busy_cpus(d, all, d->cfg.prefetch, avoid, near);
 	for (pass = 0; pass < 4 && k < n; pass++) {
 		for_each_online_cpu(cpu) {
 			if (k == n)
@@ -235,8 +251,8 @@ static int pl_default_cpus(const struct pl_dev *d, int node, unsigned int n, uns
 }
 
 /* the listed CPUs (judged online by pl_check_run), or the default ones */
-static int pl_pick_cpus(struct pl_dev *d, const struct pl_params *c, unsigned int n,
-			unsigned int *out)
+static int pl_pick_cpus(struct pl_dev *d, const struct pl_devs *all, const struct pl_params *c,
+			unsigned int n, unsigned int *out)
 {
 	unsigned int cpu, k = 0;
 	int got;
@@ -246,7 +262,7 @@ static int pl_pick_cpus(struct pl_dev *d, const struct pl_params *c, unsigned in
 		out[k++] = cpu;
 	if (k)
 		return 0;
-	got = pl_default_cpus(d, d->t.node, n, out);
+	got = pl_default_cpus(d, all, d->t.node, n, out);
 	if (got < 0)
 		return pl_fail(d, got, "run: out of memory choosing CPUs");
 	/* the check took threads <= CPUs online: the others are held by other targets' runs */
@@ -262,10 +278,11 @@ static int pl_pick_cpus(struct pl_dev *d, const struct pl_params *c, unsigned in
  * another run loads it; the CPUs of every active run, and their SMT
  * siblings where the two runs' prefetch settings differ.
  */
-static int pl_run_others(struct pl_dev *d, const unsigned int *cpus, unsigned int n)
+static int pl_run_others(struct pl_dev *d, const struct pl_devs *all, const unsigned int *cpus,
+			 unsigned int n)
 {
-	struct pl_dev *o, *all[PL_MAX_NAMED + 1];
-	unsigned int i, k, s, no = 0;
+	struct pl_dev *o;
+	unsigned int i, k, s;
 	char l1[PL_NAME_LEN + 8], l2[PL_NAME_LEN + 8];
 
 	lockdep_assert_held(&pl_mod.lock);
@@ -275,11 +292,8 @@ static int pl_run_others(struct pl_dev *d, const unsigned int *cpus, unsigned in
 		return pl_fail(d, -EBUSY, "run: %s is loaded by the run on %s",
 			       pl_dev_label(d, l1, sizeof(l1)),
 			       pl_dev_label(d->loaded_by, l2, sizeof(l2)));
-	all[no++] = pl_mod.top;
-	list_for_each_entry(o, &pl_mod.named, entry)
-		all[no++] = o;
-	for (k = 0; k < no; k++) {
-		o = all[k];
+	for (k = 0; k < all->n; k++) {
+		o = all->d[k];
 		if (o == d || !o->active)
 			continue;
 		for (i = 0; i < n; i++)
@@ -305,16 +319,18 @@ static int pl_run_others(struct pl_dev *d, const unsigned int *cpus, unsigned in
 /*
  * Everything `run` judges before it builds anything: the parameters, the
  * window's bad ranges, the CPUs and what other runs hold.  With pl_mod.lock
- * and d->lock held; *cpus (kcalloc'ed, plan->n of them) on success.
+ * and d->lock held; the targets in *all (gathered here, for what follows
+ * under the same lock), and *cpus (kcalloc'ed, plan->n of them) on success.
  */
-static int pl_run_judge(struct pl_dev *d, struct pl_plan *plan, unsigned int **cpus,
-			struct pl_dev **ld)
+static int pl_run_judge(struct pl_dev *d, struct pl_devs *all, struct pl_plan *plan,
+			unsigned int **cpus, struct pl_dev **ld)
 {
 	unsigned int *c;
 	int err;
 
 	lockdep_assert_held(&pl_mod.lock);
 	lockdep_assert_held(&d->lock);
+	pl_devs_gather(all);
 	if (d->state == PL_RUNNING)
 		return pl_fail(d, -EBUSY, "run: a run is active");
 	/* an unknown load_target is ENOENT after the core's verdict (load_target needs probe=1) */
@@ -333,9 +349,9 @@ static int pl_run_judge(struct pl_dev *d, struct pl_plan *plan, unsigned int **c
 	c = kcalloc(plan->n, sizeof(*c), GFP_KERNEL);
 	if (!c)
 		return pl_fail(d, -ENOMEM, "run: out of memory");
-	err = pl_pick_cpus(d, &d->cfg, plan->n, c);
+	err = pl_pick_cpus(d, all, &d->cfg, plan->n, c);
 	if (!err)
-		err = pl_run_others(d, c, plan->n);
+		err = pl_run_others(d, all, c, plan->n);
 	if (err) {
 		kfree(c);
 		return err;
@@ -345,19 +361,15 @@ static int pl_run_judge(struct pl_dev *d, struct pl_plan *plan, unsigned int **c
 }
 
 /* the CPUs other targets' active runs hold (under pl_mod.lock): a ceiling measured beside them differs */
-static u64 pl_others_busy(const struct pl_dev *d)
+static u64 pl_others_busy(const struct pl_dev *d, const struct pl_devs *all)
 {
-	struct pl_dev *o, *all[PL_MAX_NAMED + 1];
-	unsigned int k, no = 0;
+	unsigned int k;
 	u64 n = 0;
 
 	lockdep_assert_held(&pl_mod.lock);
-	all[no++] = pl_mod.top;
-	list_for_each_entry(o, &pl_mod.named, entry)
-		all[no++] = o;
-	for (k = 0; k < no; k++)
-		if (all[k] != d && all[k]->active)
-			n += cpumask_weight(&all[k]->busy);
+	for (k = 0; k < all->n; k++)
+		if (all->d[k] != d && all->d[k]->active)
+			n += cpumask_weight(&all->d[k]->busy);
 	return n;
 }
 
@@ -366,7 +378,7 @@ static u64 pl_others_busy(const struct pl_dev *d)
  * (core/ceil.c): the workers then skip theirs.  The cache is made at the
  * first run and cleared when the module's state a key does not hold changed.
  */
-static void pl_ceil_lookup(struct pl_dev *d, struct pl_run *r)
+static void pl_ceil_lookup(struct pl_dev *d, const struct pl_devs *all, struct pl_run *r)
 {
 	struct pl_threads ts = { (char *)&r->w[0].t, sizeof(r->w[0]), r->n };
 
@@ -380,7 +392,7 @@ static void pl_ceil_lookup(struct pl_dev *d, struct pl_run *r)
 		pl_ceil_clear(d->ceil);
 		d->ceil_gen = pl_mod.ceil_gen;
 	}
-	r->others = pl_others_busy(d);
+	r->others = pl_others_busy(d, all);
 	pl_ceil_reuse(d->ceil, &ts, r->c.prefetch, r->others);
 }
 
@@ -397,11 +409,12 @@ static void pl_ceil_keep(struct pl_dev *d, struct pl_run *r)
 /* `check`: judge as `run` does, start nothing */
 int pl_run_check(struct pl_dev *d, struct pl_plan *plan)
 {
+	struct pl_devs all;
 	unsigned int *cpus;
 	struct pl_dev *ld;
 	int err;
 
-	err = pl_run_judge(d, plan, &cpus, &ld);
+	err = pl_run_judge(d, &all, plan, &cpus, &ld);
 	if (!err)
 		kfree(cpus);
 	return err;
@@ -500,13 +513,14 @@ static int pl_run_build(struct pl_dev *d, struct pl_run **out)
 {
 	unsigned int n, i, *cpus;
 	struct pl_setup s, sl;
+	struct pl_devs all;
 	struct pl_dev *ld;
 	struct pl_plan plan;
 	struct pl_facts f;
 	struct pl_run *r;
 	int err;
 
-	err = pl_run_judge(d, &plan, &cpus, &ld);
+	err = pl_run_judge(d, &all, &plan, &cpus, &ld);
 	if (err)
 		return err;
 	n = plan.n;
@@ -539,7 +553,7 @@ static int pl_run_build(struct pl_dev *d, struct pl_run **out)
 		pl_run_free(r);
 		goto out_cpus;
 	}
-	pl_ceil_lookup(d, r);
+	pl_ceil_lookup(d, &all, r);
 	*out = r;
 out_cpus:
 	kfree(cpus);

@@ -333,61 +333,34 @@ static ssize_t abort_store(struct kobject *k, struct kobj_attribute *a,
 	return err ? err : count;
 }
 
-static ssize_t state_show(struct kobject *k, struct kobj_attribute *a, char *b)
-{
-	struct pl_dev *d = pl_dev_of(k);
-	ssize_t n;
+/*
+ * A file of one value of the target, read under its lock: _name_show and
+ * its attribute pl_attr__name, the value an expression of d for _fmt.
+ */
+#define RO_LOCKED(_name, _fmt, ...)						\
+	static ssize_t _name##_show(struct kobject *k, struct kobj_attribute *a, char *b) \
+	{									\
+		struct pl_dev *d = pl_dev_of(k);				\
+		ssize_t n;							\
+										\
+		mutex_lock(&d->lock);						\
+		n = sysfs_emit(b, _fmt "\n", __VA_ARGS__);			\
+		mutex_unlock(&d->lock);						\
+		return n;							\
+	}									\
+	RO(_name, 0444)
 
-	mutex_lock(&d->lock);
-	if (d->state == PL_ERROR)
-		n = sysfs_emit(b, "error:%s\n", d->reason);
-	else
-		n = sysfs_emit(b, "%s\n", pl_state_name(d->state));
-	mutex_unlock(&d->lock);
-	return n;
-}
-
-static ssize_t last_error_show(struct kobject *k, struct kobj_attribute *a, char *b)
-{
-	struct pl_dev *d = pl_dev_of(k);
-	ssize_t n;
-
-	mutex_lock(&d->lock);
-	n = sysfs_emit(b, "%s\n", d->last_error);
-	mutex_unlock(&d->lock);
-	return n;
-}
-
-static ssize_t run_id_show(struct kobject *k, struct kobj_attribute *a, char *b)
-{
-	struct pl_dev *d = pl_dev_of(k);
-	ssize_t n;
-
-	mutex_lock(&d->lock);
-	n = sysfs_emit(b, "%llu\n", d->run_id);
-	mutex_unlock(&d->lock);
-	return n;
-}
-
+/* "error:<reason>" in state error */
+RO_LOCKED(state, "%s%s", d->state == PL_ERROR ? "error:" : "",
+	  d->state == PL_ERROR ? d->reason : pl_state_name(d->state));
+RO_LOCKED(last_error, "%s", d->last_error);
+RO_LOCKED(run_id, "%llu", d->run_id);
 /* an opaque token: another value when a parameter write was taken, or the target is another */
-static ssize_t params_gen_show(struct kobject *k, struct kobj_attribute *a, char *b)
-{
-	struct pl_dev *d = pl_dev_of(k);
-	ssize_t n;
-
-	mutex_lock(&d->lock);
-	n = sysfs_emit(b, "%llu\n", d->params_gen);
-	mutex_unlock(&d->lock);
-	return n;
-}
+RO_LOCKED(params_gen, "%llu", d->params_gen);
 
 static struct kobj_attribute pl_attr_run = __ATTR(run, 0200, NULL, run_store);
 static struct kobj_attribute pl_attr_check = __ATTR(check, 0200, NULL, check_store);
 static struct kobj_attribute pl_attr_abort = __ATTR(abort, 0200, NULL, abort_store);
-RO(state, 0444);
-RO(last_error, 0444);
-RO(run_id, 0444);
-RO(params_gen, 0444);
 
 /* ---- results: bin attributes, restartable at any offset ---- */
 enum pl_bin { PL_BIN_RESULT, PL_BIN_HISTO, PL_BIN_SAMPLES };

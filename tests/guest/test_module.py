@@ -718,3 +718,32 @@ def test_params_gen_changes_with_each_parameter_write_taken(module, pmem_dev: st
         assert oct((sysfs / "params_gen").stat().st_mode & 0o777) == oct(0o444)
     with module(target=pmem_dev) as sysfs:
         assert int(Module(sysfs).read("params_gen")) != gen2
+
+
+@pytest.mark.kernel_matrix
+def test_the_locked_control_files_are_one_line_each(module, pmem_dev: str) -> None:
+    """state, last_error, run_id and params_gen (read under the target's lock: RO_LOCKED in
+    kmod/sysfs.c) byte for byte, newline included, through idle, a refusal, done and
+    error:<reason>."""
+    with module(target=pmem_dev) as sysfs:
+        mod = Module(sysfs)
+
+        def raw(name: str) -> bytes:
+            return (sysfs / name).read_bytes()
+
+        assert (raw("state"), raw("run_id"), raw("last_error")) == (b"idle\n", b"0\n", b"\n")
+        gen = int(mod.read("params_gen"))
+        assert raw("params_gen") == f"{gen}\n".encode()
+        with pytest.raises(WriteRefused) as info:
+            mod.write("access_size", "abc")
+        assert "access_size" in info.value.reason
+        assert raw("last_error") == f"{info.value.reason}\n".encode()
+        mod.run(op="load", duration_ms=10, threads=1, working_set=MiB)
+        assert (raw("state"), raw("run_id")) == (b"done\n", b"1\n")
+        assert raw("params_gen") == f"{(gen + 4) % 2**64}\n".encode()  # four writes taken
+        mod.set(duration_ms=600000)
+        mod.start()
+        mod.write("abort", 1)
+        assert mod.wait(timeout=300) == "error:aborted"
+        assert (raw("state"), raw("run_id")) == (b"error:aborted\n", b"2\n")
+        assert raw("last_error") == b"run 2: aborted\n"
