@@ -593,76 +593,69 @@ PL_LOOP void pl_bw_##k##_##form##_##fam(struct pl_eng *e, u64 until)		\
 #define PL_OPAQUE(x)	asm("" : "+r"(x))
 
 /*
- * The batches of a per-family loop: per access the next address of WALK
- * (a family of walk.h), the next store data, the access; the pass (of
- * family FAM), and a per-DIMM walk's chunk, change between runs of
- * accesses, not per access, and the part of the address that stays for
- * the run is added once per run.
+ * One batch of nb accesses walked as a per-family loop walks it: per access
+ * p the next address of WALK (a family of walk.h), the next store data, then
+ * the rest of the access (the macro's last arguments); the pass (of family
+ * FAM), and a per-DIMM walk's chunk, change between runs of accesses, not
+ * per access, and the part of the address that stays for the run is added
+ * once per run.  The plain loops and the mix loops share it.
  */
+#define PL_WALK_RUNS(form, WALK, FAM, ...) do {					\
+	do {									\
+		u64 run = pl_walk_run_len(&g, WALK, nb), cnt = run;		\
+		char *pb = base + pl_walk_pass_part(&g, WALK);			\
+										\
+		PL_OPAQUE(pb);							\
+		do {								\
+			p = pb + pl_walk_step_rel(&g, WALK);			\
+			if (opf & PL_OPF_DATA)					\
+				pl_data_step_##form(&v);			\
+			__VA_ARGS__						\
+		} while (--cnt);						\
+		nb -= run;							\
+		pl_walk_run_end(&g, WALK, FAM, run);				\
+	} while (nb);								\
+} while (0)
+
+/* the batches of a per-family loop: each access the op's (ACC: pl_line or pl_acc) */
 #define PL_BW_BATCHES(k, form, WALK, FAM, ACC) do {				\
 	while ((nb = pl_bw_batch(e, &left, until, done))) {			\
 		done += nb;							\
-		do {								\
-			u64 run = pl_walk_run_len(&g, WALK, nb), cnt = run;	\
-			char *pb = base + pl_walk_pass_part(&g, WALK);		\
-										\
-			PL_OPAQUE(pb);						\
-			do {							\
-				p = pb + pl_walk_step_rel(&g, WALK);		\
-				if (opf & PL_OPF_DATA)				\
-					pl_data_step_##form(&v);		\
-				ACC##_##k##_##form(p, pl_is_copy(opf) ?	\
-						   p + delta : p, n, v, fla);	\
-			} while (--cnt);					\
-			nb -= run;						\
-			pl_walk_run_end(&g, WALK, FAM, run);			\
-		} while (nb);							\
+		PL_WALK_RUNS(form, WALK, FAM,					\
+			ACC##_##k##_##form(p, pl_is_copy(opf) ?			\
+					   p + delta : p, n, v, fla););		\
 	}									\
 } while (0)
 
 /*
  * The batches of the full loop without fences (read_pct mixing and/or a
- * delay), per address family as the per-family loops walk it (WALK, FAM,
- * ACC as in PL_BW_BATCHES): per access the next address, the next store
- * data, the mix's choice (pl_mix_next: an add, a compare and a branch),
+ * delay), walked as the per-family loops walk them (PL_WALK_RUNS): per
+ * access the mix's choice (pl_mix_next: an add, a compare and a branch),
  * the access (the op's, or the mix's load) and, with a delay (SPIN), the
- * delay's spin (pl_spin).  Everything the inner loop reads lives in registers: the
- * walk through all families at once (pl_walk_any) with its state, the
- * fence bookkeeping and a read counter held the old loop's state on the
- * stack, a dozen loads and stores more per access, which filled the load
- * queue and cut the loads in flight (0.73 against 1.89 GB/s of random
+ * delay's spin (pl_spin).  Everything the inner loop reads lives in
+ * registers: the walk through all families at once (pl_walk_any) with its
+ * state, the fence bookkeeping and a read counter held the old loop's state
+ * on the stack, a dozen loads and stores more per access, which filled the
+ * load queue and cut the loads in flight (0.73 against 1.89 GB/s of random
  * 64-B loads, issue 36).  (At read_pct 100 the op's loads are all there
  * is: pl_eng_init selects the loops of op load.)  A batch with a delay
- * reads the clock once more
- * at its start and, at its end, waits out what its spins fell short of
- * nb x delay_ticks (the floor: a core faster than at calibration).
+ * reads the clock once more at its start and, at its end, waits out what
+ * its spins fell short of nb x delay_ticks (the floor: a core faster than
+ * at calibration).
  */
 #define PL_BWM_BATCHES(k, form, WALK, FAM, ACC, SPIN) do {			\
 	while ((nb = pl_bw_batch(e, &left, until, done))) {			\
 		const u64 tb = SPIN ? pl_rdtsc() : 0, owed = nb * delay;	\
 										\
 		done += nb;							\
-		do {								\
-			u64 run = pl_walk_run_len(&g, WALK, nb), cnt = run;	\
-			char *pb = base + pl_walk_pass_part(&g, WALK);		\
-										\
-			PL_OPAQUE(pb);						\
-			do {							\
-				p = pb + pl_walk_step_rel(&g, WALK);		\
-				if (opf & PL_OPF_DATA)				\
-					pl_data_step_##form(&v);		\
-				if ((opf & PL_OPF_WRITES) &&			\
-				    pl_mix_next(&rw_acc, pct))			\
-					ACC##_load_##form(p, p, n, v, false);	\
-				else						\
-					ACC##_##k##_##form(p, pl_is_copy(opf) ?	\
-							   p + delta : p, n, v, fla); \
-				if (SPIN)					\
-					pl_spin(spins);				\
-			} while (--cnt);					\
-			nb -= run;						\
-			pl_walk_run_end(&g, WALK, FAM, run);			\
-		} while (nb);							\
+		PL_WALK_RUNS(form, WALK, FAM,					\
+			if ((opf & PL_OPF_WRITES) && pl_mix_next(&rw_acc, pct))	\
+				ACC##_load_##form(p, p, n, v, false);		\
+			else							\
+				ACC##_##k##_##form(p, pl_is_copy(opf) ?		\
+						   p + delta : p, n, v, fla);	\
+			if (SPIN)						\
+				pl_spin(spins););				\
 		if (SPIN)							\
 			pl_wait_until(tb + owed);				\
 	}									\
