@@ -734,7 +734,8 @@ PL_LOOP void pl_bwf_##k##_##form(struct pl_eng *e, u64 until)			\
 						  pl_is_copy(opf) ? p + delta : p, \
 						  v, fla);			\
 				}						\
-				pl_spin(spins);					\
+				if (delay)	/* no trip without a delay */	\
+					pl_spin(spins);				\
 			} while (--nb);						\
 			if (delay)						\
 				pl_wait_until(tb + owed);			\

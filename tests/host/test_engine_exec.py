@@ -523,3 +523,28 @@ def test_a_delay_is_spun_not_clocked_and_grows_with_its_ticks(tracer: Path, bina
         assert mn["rdtsc"] / count <= 0.25, f"delay {delay}: {mn['rdtsc'] / count:.2f} clock reads per access"
         per.append(sum(got.values()) / count)
     assert per[0] < per[1] < per[2], f"instructions per access at delays 16, 64, 256 ticks: {per}"
+
+
+def _spin_trips(binary: Binary) -> set[int]:
+    """Addresses of pl_spin's `dec`: a dec whose next instruction jumps back to it."""
+    out = set()
+    for insns in binary.funcs.values():
+        for i, j in zip(insns, insns[1:]):
+            if i.mnemonic.startswith("dec") and j.mnemonic in ("jne", "jnz") and \
+                    j.operands.split()[0] == f"{i.addr:x}":
+                out.add(i.addr)
+    return out
+
+
+@pytest.mark.parametrize("delay", [0, 40])
+def test_a_fenced_loop_spins_only_with_a_delay(tracer: Path, binary: Binary, tmp_path: Path, delay: int) -> None:
+    """The fenced full loop (pl_walk_any, PL_FENCED) runs the delay's spin only when there is a
+    delay: without one no trip of it runs (it took a dec and a jnz per access before)."""
+    case = Case(("store",), "32", "bandwidth", "rand", 64,
+                {"read_pct": "50", "fence": "sfence", "fence_interval": "0", "delay_ticks": str(delay)})
+    args = [a for a in case.args() if not a.startswith(("count=", "working_set="))] + ["count=400", "working_set=64K"]
+    stdout, entries = traced(tracer, binary, [case.loop("store")], args, tmp_path)
+    assert f"loop={case.loop('store')}" in stdout
+    got = sum((c for _, _, c in entries), Counter())
+    spins = sum(n for rip, n in got.items() if rip in _spin_trips(binary))
+    assert (spins == 0) if delay == 0 else (spins >= 400), f"delay {delay}: {spins} spin trips"
