@@ -13,6 +13,14 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "fixtures"))
 
+# No per-example deadline for the property tests: beside CI's guests an example's wall time says
+# nothing about the code (one took over 250 ms there and failed the run); a test that means a speed
+# is a benchmark (tests/bench), not a deadline.
+from hypothesis import settings  # noqa: E402
+
+settings.register_profile("pmemlab", deadline=None)
+settings.load_profile("pmemlab")
+
 if TYPE_CHECKING:
     from fake_pmemlab import FakeModule
 
