@@ -588,3 +588,43 @@ def test_a_new_parameter_at_its_default_keeps_the_point_keys(monkeypatch):
     assert C.point_key({**params, "new_knob": 0}) == before
     assert C.point_key({**params, "new_knob": 3}) != before
     assert C.point_key({**params, "duration_ms": params["duration_ms"] + 1}) != before
+
+
+def test_a_config_built_as_data_is_the_config_its_file_would_be():
+    """sweep_config (the one-liners' and curves' sweeps): the SweepConfig parse_config gives for
+    the same values written as a file (base, axes, zips in their tables, the resume identity), and
+    the same problems, raised together and named after the command."""
+    from pmemlab.config import sweep_config
+    from pmemlab.sweep.resume import config_identity
+
+    built = sweep_config("demo", "a demo", source="pmemlab demo", repeats=3,
+                         base={"mode": "bandwidth", "working_set": 1 << 20, "duration_ms": 5},
+                         axes={"access_size": [64, 256]}, zips=[{"op": ["load", "store"], "read_pct": [0, 50]}])
+    parsed = cfg("""
+        [sweep]
+        name = "demo"
+        description = "a demo"
+        repeats = 3
+        [base]
+        mode = "bandwidth"
+        working_set = 1048576
+        duration_ms = 5
+        [axes]
+        access_size = [64, 256]
+        [[zip]]
+        op = ["load", "store"]
+        read_pct = [0, 50]
+    """)
+    assert (built.name, built.description, built.repeats, built.base) == \
+        (parsed.name, parsed.description, parsed.repeats, parsed.base)
+    assert [(a.keys, a.values, a.table) for a in built.axes] == [(a.keys, a.values, a.table) for a in parsed.axes]
+    assert config_identity(built) == config_identity(parsed) and built.data == parsed.data
+    assert [p.key for p in expand(built)] == [p.key for p in expand(parsed)]
+    with pytest.raises(ConfigError) as ei:
+        sweep_config("demo", "", source="pmemlab demo", repeats=0, base={"count": -1, "nosuch": 1, "op": "load"},
+                     axes={"op": ["load"]}, zips=[{"threads": [1, 2], "cpus": ["0"]}])
+    details = "\n".join(ei.value.details)
+    assert "5 problems" in ei.value.cause and all(line.startswith("pmemlab demo: ") for line in ei.value.details)
+    for what in ("sweep.repeats = 0", "base.count = -1", "nosuch", "op: set in [base] and varied here",
+                 "[[zip]] lists must have one length"):
+        assert what in details, (what, details)

@@ -26,7 +26,7 @@ TWO_NODES = {"nodes": [{"node": 0, "cpus": "0", "mem_total_kib": 1 << 20, "dista
 def fake_bed(tmp_path, monkeypatch):
     """The fake module as the loaded kernel backend, with named targets; 2 online CPUs on one node."""
     fake = fake_module_bed(tmp_path, monkeypatch, cpu_features="sse2 avx avx2 clflush clflushopt rdtscp")  # no clwb
-    monkeypatch.setattr(oneliners, "fsdax_namespaces", lambda host: ["/dev/pmem0"])
+    monkeypatch.setattr(oneliners.matrix, "fsdax_namespaces", lambda host: ["/dev/pmem0"])
     monkeypatch.delenv("PMEMLAB_PMEM_DRAM", raising=False)
     return fake
 
@@ -370,3 +370,52 @@ def test_user_backend_answers_a_bare_name_in_one_line(tmp_path, monkeypatch, cap
     out, err = capsys.readouterr()
     assert code != 0 and "named targets are the module's" in out + err and "size=" not in out + err
     assert sorted(p.name for p in tmp_path.iterdir()) == [], "no file made"
+
+
+def _old_config_text(name: str, description: str, repeats: int, base: dict, zips=(), axes=None) -> str:
+    """The TOML the one-liners wrote and parsed again before they built their sweeps as data (kept
+    here as the reference the data must match)."""
+    def value(v) -> str:
+        if isinstance(v, (list, tuple)):
+            return "[" + ", ".join(value(x) for x in v) + "]"
+        if isinstance(v, bool):
+            return "true" if v else "false"
+        return str(v) if isinstance(v, (int, float)) else json.dumps(str(v))
+
+    lines = ["[sweep]", f"name = {value(name)}", f"description = {value(description)}", f"repeats = {repeats}", "",
+             "[base]", *(f"{k} = {value(v)}" for k, v in base.items())]
+    if axes:
+        lines += ["", "[axes]", *(f"{k} = {value(v)}" for k, v in axes.items())]
+    for group in zips:
+        lines += ["", "[[zip]]", *(f"{k} = {value(v)}" for k, v in group.items())]
+    return "\n".join(lines) + "\n"
+
+
+def test_each_one_liner_is_a_file_that_builds_its_sweep_as_data(monkeypatch):
+    """A file per command under cli/oneliners/, its ONE the family's row; no TOML written or read
+    there; each command's sweep, built as data, is the config its old TOML text parsed to (the same
+    base, axes, zip tables and resume identity: a CSV an older one-liner wrote resumes)."""
+    import importlib
+
+    from pmemlab.cli.oneliners.bed import Sizing
+    from pmemlab.config import parse_config
+    from pmemlab.sweep.resume import config_identity
+
+    package = Path(oneliners.__file__).parent
+    source = "\n".join(p.read_text() for p in package.glob("*.py"))
+    assert "parse_config" not in source and "tomllib" not in source and "[base]" not in source
+    monkeypatch.setattr(machine, "numa_info", lambda host=None: {
+        "nodes": [{"node": 0, "cpus": "0-1", "mem_total_kib": 1 << 20}, {"node": 1, "cpus": "", "mem_total_kib": 1 << 20}]})
+    size = Sizing(target_size=1 << 30, node_threads=2, node_cpus={0: (0, 1), 1: (2, 3)}, tsc_khz=2e6)
+    parser = cli.build_parser()
+    for name, one in oneliners.ONELINERS.items():
+        module = importlib.import_module(f"pmemlab.cli.oneliners.{name.replace('-', '_')}")
+        assert module.ONE is one, name
+        cfg = one.config(parser.parse_args([name]), size)
+        assert cfg.text == "" and cfg.source == f"pmemlab {name}"
+        d = cfg.data
+        old = parse_config(_old_config_text(d["sweep"]["name"], d["sweep"]["description"], d["sweep"]["repeats"],
+                                            d["base"], d.get("zip", ()), d.get("axes")), source=f"pmemlab {name}")
+        assert (cfg.name, cfg.description, cfg.repeats, cfg.base) == (old.name, old.description, old.repeats, old.base)
+        assert [(a.keys, a.values, a.table) for a in cfg.axes] == [(a.keys, a.values, a.table) for a in old.axes], name
+        assert config_identity(cfg) == config_identity(old), name

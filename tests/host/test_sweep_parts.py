@@ -23,9 +23,10 @@ from pmemlab.config import Point, SweepConfig, expand, one_point, parse_config
 from pmemlab.errors import ConfigError, Interrupted, ModuleBusy, ParamRefused, PmemlabError, ResumeMismatch
 from pmemlab.errors import user_message
 from pmemlab.sweep import (
-    AdaptiveRepeats, Bench, CsvRecorder, Executor, FixedRepeats, MemoryRecorder, Observations, Plan, Progress,
-    ResumeState, Sidecar, Sweep, SweepFiles, SweepOptions, SweepReport, classify, fingerprint, load_done,
-    media_notes, metric_values, policy_for, read_previous, resume, resume_identity, summarize_csv,
+    AdaptiveRepeats, Bench, CsvRecorder, Executor, Files, FixedRepeats, Lane, MemoryRecorder, Observations, Plan,
+    Progress, ResumeState, Sidecar, Sweep, SweepFiles, SweepOptions, SweepReport, build, classify, fingerprint,
+    load_done, media_notes, metric_values, one_point_sweep, policy_for, read_previous, resume, resume_identity,
+    summarize_csv,
 )
 from pmemlab.sweep.resume import identity_diff
 from pmemlab.backends.module import Module
@@ -484,7 +485,7 @@ def test_progress_elsewhere_is_a_line_at_most_every_interval() -> None:
 # ---- the Sweep loop ---------------------------------------------------------------------------
 def test_one_point_sweep_keeps_the_rows_in_memory() -> None:
     b = ScriptedBackend()
-    sweep, rec = Sweep.one_point(point(0, key="", op="load"), Bench(b, {"cpu": {"tsc": {"tsc_khz": 2_000_000}}}), 5.0)
+    sweep, rec = one_point_sweep(point(0, key="", op="load"), Bench(b, {"cpu": {"tsc": {"tsc_khz": 2_000_000}}}), 5.0)
     report = sweep.run()
     assert (report.runs, report.ok, report.status, report.csv) == (1, 1, "complete", None)
     assert [r["thread"] for r in rec.rows] == [0, "all"] and rec.rows[-1]["sweep"] == "run"
@@ -492,12 +493,50 @@ def test_one_point_sweep_keeps_the_rows_in_memory() -> None:
     assert exitcodes.for_run(report) == exitcodes.OK
 
 
+def test_a_sweep_is_built_in_one_place() -> None:
+    """An Executor and a Sweep are made in sweep/build.py alone (every command's sweep goes through
+    build: `pmemlab sweep` over the backend or an axis, the one-liners, curves, `pmemlab run`)."""
+    import re
+
+    package = Path(__file__).resolve().parents[2] / "userspace" / "pmemlab"
+    made = {str(path.relative_to(package)): n for path in sorted(package.rglob("*.py"))
+            if (n := len(re.findall(r"(?<!class )(?<![\w.])(?:\w*Executor|Sweep)\(", path.read_text())))}
+    assert made == {"sweep/build.py": 5}, made  # an Executor per lane, opened or not; the AxisExecutor; two Sweeps
+
+
+def test_the_backend_as_it_is_is_an_axis_of_one_and_a_target_not_opened_a_lane_without_backend() -> None:
+    """build runs each point on the lane its target labels: the backend as it is ('' ), a target
+    of an axis, and one that was not opened, whose runs are errors with the reason (its skipped
+    points skipped), with the conditions of its lane; every opened backend is closed at the end."""
+    closed: list[str] = []
+
+    class Closing(ScriptedBackend):
+        def close(self) -> None:
+            closed.append("closed")
+
+    bench = Bench(Closing(), {"cpu": {"tsc": {"tsc_khz": 2_000_000}}})
+    cfg = SweepConfig(path=None, text="", data={}, name="axis", repeats=2)
+    alone, rec = build(cfg, [point(0, key="", op="load")], [Lane.of(bench)])
+    assert rec is not None and alone.run().ok == 2 and closed == ["closed"]
+    assert {r["target_label"] for r in rec.rows} == {""} and rec.rows[-1]["tsc_khz"] == 2_000_000
+    pts = [Point(index=0, params=point(0).params, varied={}, key="a0", target="a"),
+           Point(index=0, params=point(0).params, varied={}, key="b0", target="b"),
+           Point(index=1, params=point(1).params, varied={}, key="b1", target="b", skip_reason="op: no")]
+    lanes = [Lane("a", bench, bench.conditions), Lane("b", None, {"target": "dram"}, refused="busy")]
+    both, rec = build(cfg, pts, lanes)
+    report = both.run()
+    assert rec is not None and (report.ok, report.failed, report.skipped) == (2, 2, 2) and closed == ["closed"] * 2
+    b = [r for r in rec.rows if r["target_label"] == "b"]
+    assert {(r["status"], r["error"]) for r in b} == {("error", "target b not opened: busy"), ("skipped", "op: no")}
+    assert {r["target"] for r in b} == {"dram"} and not any(r.get("tsc_khz") for r in b)
+
+
 def make_sweep(tmp_path: Path, backend: Backend, config: str = CFG, **opts: Any) -> tuple[Sweep, SweepConfig]:
     cfg = parse_config(config, path=tmp_path / "t.toml")
     points = expand(cfg)
     bench = Bench(backend, {"cpu": {"tsc": {"tsc_khz": 2_000_000}}, "target": {"device": "/dev/pmem0"}})
-    sweep = Sweep.for_config(cfg, points, bench, SweepOptions(output=tmp_path / "out" / "t.csv", progress=False,
-                                                              **opts))
+    sweep, _ = build(cfg, points, [Lane.of(bench)], files=Files.one_target(
+        cfg, points, bench, SweepOptions(output=tmp_path / "out" / "t.csv", progress=False, **opts)))
     return sweep, cfg
 
 
@@ -555,7 +594,7 @@ def test_sweep_interrupted_during_a_run(tmp_path: Path) -> None:
     assert sweep.report.interrupted == "during a run (aborted)"
     assert (tmp_path / "out" / "t.summary.csv").exists()
     # the one-point sweep of `pmemlab run` passes the backend's own message on
-    one, _ = Sweep.one_point(point(0), Bench(ScriptedBackend(lambda v: script(v)), {}), 5.0)
+    one, _ = one_point_sweep(point(0), Bench(ScriptedBackend(lambda v: script(v)), {}), 5.0)
     calls["n"] = 2
     with pytest.raises(Interrupted) as ei:
         one.run()

@@ -399,7 +399,7 @@ def test_user_backend_over_two_dram_targets(tmp_path, capsys):
     assert set(agg[agg["target_label"] == "dram-4k"]["target_pages"]) == {"4k"}
     # the rates themselves are the host's (noisy: other work runs); every run gave one
     assert agg["bw_gbps"].notna().all() and (agg["bw_gbps"] > 0).any() and set(agg["target_kind"]) == {"user-dram"}
-    # each run's own conditions, on every target (runcond.RunWatch through the TargetExecutor)
+    # each run's own conditions, on every target (runcond.RunWatch through the AxisExecutor)
     rows = read_rows(out)
     assert rows["thp_enabled"].notna().all() and rows["steal_pct"].dropna().between(0, 100).all()
     assert rows["steal_pct"].notna().any()

@@ -30,15 +30,17 @@ from pmemlab import params as P
 from pmemlab.analysis import curves as C
 from pmemlab.cli import backend
 from pmemlab.backends.spec import BackendSpec
-from pmemlab.cli.oneliners import Bed, emulation_note, headline, open_bed
+from pmemlab.cli.oneliners.bed import Bed, open_bed
+from pmemlab.cli.oneliners.tables import emulation_note, headline
 from pmemlab.cli.args import positive_seconds
-from pmemlab.config import SweepConfig, expand
+from pmemlab.config import SweepConfig
 from pmemlab.config.model import Adaptive, Axis
 from pmemlab.host.caches import largest_cache
 from pmemlab.errors import ConfigError, OutputError, PmemlabError
 from pmemlab.output import add_json, examples, print_json
-from pmemlab.sweep import Bench, Executor, MemoryRecorder, Plan, Progress, Sweep, policy_for
+from pmemlab.sweep import Bench, Progress
 from pmemlab.sweep.execute import close_backend
+from pmemlab.targets.sweep import expand_targets, target_sweep
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -143,14 +145,12 @@ def run_config(cfg: SweepConfig, bed: Bed, args: argparse.Namespace) -> tuple[pd
     closes it at the end."""
     import pandas as pd
 
-    bench = bed.benches[0]
-    points = expand(cfg, bench.facts, bench.discovered)
-    executor = Executor(bench.backend, bench.conditions, bench.facts, args.timeout, keep_open=True)
-    recorder = MemoryRecorder()
-    plan = Plan(points, policy_for(cfg))
+    targets = bed.axis()
+    expand_targets(cfg, targets)
     progress = not args.json and Progress(0, cfg.name, enabled=False).interactive
-    report = Sweep(cfg.name, plan, executor, recorder,
-                   progress=Progress(plan.planned_runs(), cfg.name, enabled=progress)).run()
+    sweep, recorder = target_sweep(cfg, targets, progress=progress, keep_open=True)
+    report = sweep.run()
+    assert recorder is not None
     return pd.DataFrame(recorder.rows), pd.DataFrame(recorder.hist), exitcodes.for_sweep(report)
 
 

@@ -23,14 +23,14 @@ from pmemlab.lazy import lazy_module
 from pmemlab.backends.spec import BackendSpec
 from pmemlab.cli import backend as backends
 from pmemlab.cli import curves as CU
-from pmemlab.cli.oneliners import Bed
+from pmemlab.cli.oneliners.bed import Bed
 from pmemlab.cli.args import positive_seconds
 from pmemlab.cli.parser import command_parser
 from pmemlab.config import one_point
 from pmemlab.host.caches import CACHE_DIR, cpu_caches  # noqa: F401 (the probe's names)
 from pmemlab.errors import BadInput, OutputError, ParamRefused, PmemlabError, UsageError
 from pmemlab.output import print_json, text_table
-from pmemlab.sweep import Bench, Sweep
+from pmemlab.sweep import Bench, one_point_sweep
 
 if TYPE_CHECKING:
     import numpy as np
@@ -149,7 +149,7 @@ class Prober:
         if problems:
             raise BadInput(f"probe: the planned point {raw} is refused: {problems}", "report this as a bug")
         pt = one_point(values, raw, bench.facts, bench.discovered)
-        sweep, rec = Sweep.one_point(pt, bench, timeout_s=60.0, run_conditions=False)
+        sweep, rec = one_point_sweep(pt, bench, timeout_s=60.0, run_conditions=False)
         t0 = time.monotonic()
         try:
             sweep.run()

@@ -17,7 +17,7 @@ from pmemlab.config import command_line_problems, one_point
 from pmemlab.errors import PmemlabError
 from pmemlab.host import safety
 from pmemlab.output import print_json, text_table
-from pmemlab.sweep import Bench, Sweep
+from pmemlab.sweep import Bench, one_point_sweep
 from pmemlab.table import BASE_COLUMNS, csv_text
 
 RUN_TABLE_COLUMNS: tuple[str, ...] = (
@@ -58,7 +58,7 @@ def run(args: argparse.Namespace) -> int:
     # name more of what is on the device, mounts included
     safety.check_overwrite(bench.info or {}, safety.writes(values))
     point = one_point(values, raw, bench.facts, bench.discovered)  # the interleave ndctl found, unless given
-    sweep, recorder = Sweep.one_point(point, bench, timeout_s=args.timeout)
+    sweep, recorder = one_point_sweep(point, bench, timeout_s=args.timeout)
     report = sweep.run()
     rows = recorder.rows
     status, error = str(rows[-1]["status"]), str(rows[-1].get("error") or "")

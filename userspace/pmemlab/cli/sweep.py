@@ -20,7 +20,8 @@ from pmemlab.config import Point, SweepConfig, count_points, expand, load_config
 from pmemlab.errors import ConfigError, Interrupted, PmemlabError, user_message
 from pmemlab.host import ipmctl, probe, safety
 from pmemlab.output import add_json, print_json
-from pmemlab.sweep import Bench, Sweep, SweepFiles, SweepOptions, SweepReport, check_output, sidecar_path, summary_path
+from pmemlab.sweep import Bench, SweepFiles, SweepOptions, SweepReport, check_output, sidecar_path, summary_path
+from pmemlab.targets.sweep import TargetBench, target_sweep
 from pmemlab.cli.target_axis import add_target_options, check_target_option, chosen_loads, print_targets_dry_run
 from pmemlab.cli.target_axis import sweep_over_targets
 
@@ -154,8 +155,8 @@ def _sweep_config(args: argparse.Namespace) -> tuple[int, dict[str, Any]]:
     media = ipmctl.MediaCounters(runner=probe.run_tool, available=bool(info.get("ipmctl", {}).get("available")))
     opts = SweepOptions(output=output, fail_fast=args.fail_fast, fresh=args.fresh,
                         progress=not args.no_progress, argv=sys.argv[:])
-    report = Sweep.for_config(cfg, points, bench, opts, media).run()
-    return _sweep_end(args, cfg, report, output, [])
+    sweep, _ = target_sweep(cfg, [TargetBench.as_is(bench, points)], opts=opts, media=media)
+    return _sweep_end(args, cfg, sweep.run(), output, [])
 
 
 def _sweep_end(args: argparse.Namespace, cfg: SweepConfig, report: SweepReport, output: Path,

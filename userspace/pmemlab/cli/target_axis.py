@@ -16,7 +16,7 @@ from pmemlab.errors import ConfigError
 from pmemlab.sweep import SweepOptions, SweepReport
 from pmemlab.targets.open import open_loader
 from pmemlab.targets.spec import LOADED, Substitutes, TargetLoad, choose_loads
-from pmemlab.targets.sweep import probe_targets, targets_sweep
+from pmemlab.targets.sweep import probe_targets, target_sweep
 
 TARGETS_HELP = ("the targets to measure, into one CSV with a target_label column: comma-separated LABEL=LOAD "
                 "(pmem=/dev/pmem0, dram-2m=dram dram_pages=2m, dram1=dram:1), labels of the config's "
@@ -71,7 +71,8 @@ def sweep_over_targets(args: argparse.Namespace, cfg: SweepConfig, loads: list[T
         media = ipmctl.MediaCounters(runner=probe.run_tool, available=bool(info.get("ipmctl", {}).get("available")))
         opts = SweepOptions(output=output, fail_fast=args.fail_fast, fresh=args.fresh,
                             progress=not args.no_progress, argv=sys.argv[:])
-        return targets_sweep(cfg, targets, opts, media).run()
+        sweep, _ = target_sweep(cfg, targets, opts=opts, media=media)
+        return sweep.run()
     finally:
         loader.close()
 

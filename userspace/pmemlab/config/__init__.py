@@ -30,10 +30,12 @@ Every problem names the key, the value, the allowed range and the config line.
 
 The package by concern: lines (where a key is written), model (SweepConfig, Axis, Point),
 problems (collected with their lines), ranges, filters, scales, targets, adaptive, axes,
-parse (load_config, parse_config) and expand (points).
+parse (load_config, parse_config), build (sweep_config: a config given as values, the
+one-liners' and curves') and expand (points).
 """
 
 from pmemlab.config.adaptive import ADAPTIVE_KEYS, adaptive_metrics
+from pmemlab.config.build import sweep_config
 from pmemlab.config.expand import MAX_POINTS, command_line_problems, count_points, expand, one_point, point_key
 from pmemlab.config.filters import compile_filter, eval_filter
 from pmemlab.config.lines import LineIndex
@@ -48,5 +50,5 @@ __all__ = [
     "RANGE_RE", "SET_ORIGIN", "SWEEP_KEYS", "TOP_KEYS",
     "Adaptive", "Axis", "LineIndex", "Point", "Problems", "SweepConfig",
     "adaptive_metrics", "apply_scale", "axis_values", "command_line_problems", "compile_filter", "count_points",
-    "eval_filter", "expand", "expand_range", "load_config", "one_point", "parse_config", "point_key",
+    "eval_filter", "expand", "expand_range", "load_config", "one_point", "parse_config", "point_key", "sweep_config",
 ]

@@ -78,20 +78,7 @@ def parse_config(text: str, source: str = "<config>", path: Path | None = None,
     cfg.overrides = dict(overrides or {})
     for key, value in cfg.overrides.items():
         base[key] = value
-    for key, value in base.items():
-        line = lines.line("base", key)
-        # a --set value is reported as such, not at the config's line for the key
-        table, where = ("", SET_ORIGIN) if key in cfg.overrides else ("base", None)
-        if key not in P.PARAMS:
-            probs.add_problem(line, table, P.unknown_key_problem(key, value), where)
-            continue
-        if isinstance(value, (list, dict)) and P.PARAMS[key].kind not in ("ops", "cpus"):
-            probs.add(line, f"base.{key} = {show(value)}: [base] takes one value; put lists under [axes]")
-            continue
-        try:
-            cfg.base[key] = P.canonical(key, value)
-        except P.ConfigValueError as exc:
-            probs.add_problem(line, table, exc.problem, where)
+    parse_base(cfg, base, lines, probs)
 
     seen: dict[str, str] = {}
     axes = data.get("axes", {})
@@ -126,6 +113,24 @@ def parse_config(text: str, source: str = "<config>", path: Path | None = None,
 
     probs.raise_if_any()
     return cfg
+
+
+def parse_base(cfg: SweepConfig, base: Mapping[str, Any], lines: LineIndex, probs: Problems) -> None:
+    """[base] into cfg.base, every value canonical (a --set value, in cfg.overrides, is reported as
+    such, not at the config's line for the key)."""
+    for key, value in base.items():
+        line = lines.line("base", key)
+        table, where = ("", SET_ORIGIN) if key in cfg.overrides else ("base", None)
+        if key not in P.PARAMS:
+            probs.add_problem(line, table, P.unknown_key_problem(key, value), where)
+            continue
+        if isinstance(value, (list, dict)) and P.PARAMS[key].kind not in ("ops", "cpus"):
+            probs.add(line, f"base.{key} = {show(value)}: [base] takes one value; put lists under [axes]")
+            continue
+        try:
+            cfg.base[key] = P.canonical(key, value)
+        except P.ConfigValueError as exc:
+            probs.add_problem(line, table, exc.problem, where)
 
 
 def _parse_targets(cfg: SweepConfig, targets: Any, lines: LineIndex, probs: Problems) -> None:

@@ -12,11 +12,14 @@ The parts, each its own module:
   progress  the progress bar
   files     the four file names of a sweep
   core      Sweep: the loop that ties them together
+  build     the one way a sweep is made: points, lanes (the targets they run on; the backend
+            as it is is an axis of one), into memory or files; one_point_sweep for `pmemlab run`
 """
 
 from pmemlab.sweep.bench import Bench
+from pmemlab.sweep.build import Files, Lane, build, one_point_sweep
 from pmemlab.sweep.core import Sweep, SweepOptions, SweepReport
-from pmemlab.sweep.execute import Executor, RunResult, classify, refusal_reason
+from pmemlab.sweep.execute import AxisExecutor, Executor, RunResult, classify, refusal_reason
 from pmemlab.sweep.files import SweepFiles, check_output, histogram_path, sidecar_path, summary_path
 from pmemlab.sweep.plan import AdaptiveRepeats, FixedRepeats, Observations, Plan, metric_values, policy_for
 from pmemlab.sweep.progress import Progress
@@ -29,9 +32,10 @@ from pmemlab.sweep.summary import SUMMARY_SKIP, summarize_csv, summarize_frame, 
 
 __all__ = [
     "RESUME_CONDITIONS", "SUMMARY_SKIP",
-    "AdaptiveRepeats", "Bench", "CsvRecorder", "Executor", "FixedRepeats", "MemoryRecorder", "Observations", "Plan",
+    "AdaptiveRepeats", "AxisExecutor", "Bench", "CsvRecorder", "Executor", "Files", "FixedRepeats", "Lane",
+    "MemoryRecorder", "Observations", "Plan",
     "Progress", "ResumeState", "RunResult", "Sidecar", "Sweep", "SweepFiles", "SweepOptions", "SweepReport",
-    "check_output", "check_resumable", "classify", "fingerprint", "histogram_path", "load_done", "media_notes", "metric_values",
-    "policy_for", "read_previous", "refusal_reason", "resume", "resume_identity", "sidecar_path", "summarize_csv",
+    "build", "check_output", "check_resumable", "classify", "fingerprint", "histogram_path", "load_done", "media_notes", "metric_values",
+    "one_point_sweep", "policy_for", "read_previous", "refusal_reason", "resume", "resume_identity", "sidecar_path", "summarize_csv",
     "summarize_frame", "summary_path", "write_summary",
 ]

@@ -1,25 +1,22 @@
 """The sweep: every slot of a plan through an executor into a recorder, with the sidecar,
-the summary and the progress bar around it; `pmemlab run` is a sweep of one point."""
+the summary and the progress bar around it (sweep/build.py makes every one of them; `pmemlab run`
+is a sweep of one point)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any
 
-from pmemlab.host import ipmctl
 from pmemlab.backends.protocol import Backend
-from pmemlab.config import Point, SweepConfig
 from pmemlab.errors import Interrupted, PmemlabError
-from pmemlab.host.runcond import RunWatch
-from pmemlab.sweep.bench import Bench
-from pmemlab.sweep.execute import Executor, PointExecutor, RunResult
-from pmemlab.sweep.files import SweepFiles, check_output
-from pmemlab.sweep.plan import FixedRepeats, Observations, Plan, Slot, policy_columns, policy_for
+from pmemlab.sweep.execute import PointExecutor, RunResult
+from pmemlab.sweep.files import SweepFiles
+from pmemlab.sweep.plan import Observations, Plan, Slot
 from pmemlab.sweep.progress import Progress
-from pmemlab.sweep.record import CsvRecorder, MemoryRecorder, Recorder
-from pmemlab.sweep.resume import ResumeState, resume, resume_identity
-from pmemlab.sweep.sidecar import Sidecar, media_notes, read_previous
+from pmemlab.sweep.record import Recorder
+from pmemlab.sweep.resume import ResumeState
+from pmemlab.sweep.sidecar import Sidecar
 from pmemlab.sweep.summary import write_summary
 
 
@@ -91,57 +88,6 @@ class Sweep:
         self.report = SweepReport(csv=files.csv if files else None, sidecar=sidecar.path if sidecar else None,
                                   summary=None, points=len(plan.points), resumed=resumed,
                                   resumed_ok=resumed_ok)
-
-    # -- building ----------------------------------------------------------------
-    @classmethod
-    def for_config(cls, cfg: SweepConfig, points: list[Point], bench: Bench, opts: SweepOptions,
-                   media: ipmctl.MediaCounters | None = None) -> Sweep:
-        """The sweep of a config on one backend into opts.output."""
-        info = bench.info or {}
-        cond = bench.conditions
-        identity = resume_identity(cfg, cond, bench.backend.identity())
-        dimms = ipmctl.region_dimm_ids(info)
-        return cls.into_files(
-            cfg, points, opts, info, cond, identity, media_notes(info, media, dimms),
-            lambda csv, previous: resume(csv, previous, identity, points, cond),
-            lambda watch: Executor(bench.backend, cond, bench.facts, cfg.timeout_s, opts.poll_s, media, dimms, watch))
-
-    @classmethod
-    def into_files(cls, cfg: SweepConfig, points: list[Point], opts: SweepOptions, info: dict[str, Any],
-                   cond: dict[str, Any], identity: dict[str, Any], notes: list[str],
-                   resume_from: Callable[[Path, dict[str, Any]], ResumeState | None],
-                   executor: Callable[[RunWatch | None], PointExecutor], sidecar_extra: dict[str, Any] | None = None,
-                   ) -> Sweep:
-        """The sweep of points into opts.output: --fresh, resume (`resume_from(csv, previous
-        sidecar)` gives what is kept, or refuses before anything is written), the files started,
-        the sidecar written (with `sidecar_extra`), the executor made with the run watch."""
-        files = _output_files(opts)
-        previous = read_previous(files.sidecar)
-        state = resume_from(files.csv, previous)
-        if state is None:
-            previous = {}  # a sidecar without its CSV describes nothing that is kept
-        recorder = CsvRecorder(files)
-        recorder.start(state)
-        resumed = len(state.done) if state else 0
-        sidecar = Sidecar.begin(files, cfg, points, info, cond, identity, notes, previous, opts.argv, resumed)
-        if sidecar_extra:
-            sidecar.doc.update(sidecar_extra)
-            sidecar.write()
-        policy = policy_for(cfg)
-        plan = Plan(points, policy, state.done if state else ())
-        return cls(cfg.name, plan, executor(RunWatch.open() if opts.run_conditions else None), recorder,
-                   observations=Observations(state.kept if state else (), policy_columns(policy)), files=files, sidecar=sidecar,
-                   progress=Progress(plan.planned_runs(), cfg.name, opts.progress), fail_fast=opts.fail_fast,
-                   resumed=resumed, resumed_ok=resumed_ok_runs(state))
-
-    @classmethod
-    def one_point(cls, point: Point, bench: Bench, timeout_s: float, name: str = "run",
-                  poll_s: float = 0.002, run_conditions: bool = True) -> tuple[Sweep, MemoryRecorder]:
-        """`pmemlab run`: one point, once, rows kept in memory; no files, no progress."""
-        recorder = MemoryRecorder()
-        executor = Executor(bench.backend, bench.conditions, bench.facts, timeout_s, poll_s,
-                            watch=RunWatch.open() if run_conditions else None)
-        return cls(name, Plan([point], FixedRepeats(1)), executor, recorder), recorder
 
     # -- running -----------------------------------------------------------------
     @property
@@ -225,14 +171,3 @@ class Sweep:
             )
         return exc
 
-
-def _output_files(opts: SweepOptions) -> SweepFiles:
-    """The files of a sweep into opts.output, checked as ours (neither --fresh nor resume touches
-    files a sweep did not write), their directory made, removed first with --fresh."""
-    files = SweepFiles(opts.output)
-    check_output(files.csv)
-    files.check_ours()
-    files.csv.parent.mkdir(parents=True, exist_ok=True)
-    if opts.fresh:
-        files.remove()
-    return files

@@ -15,7 +15,7 @@ from pmemlab.host import ipmctl
 from pmemlab import params as P
 from pmemlab.backends.protocol import Backend, RunOutcome
 from pmemlab.config import Point
-from pmemlab.errors import ParamRefused
+from pmemlab.errors import ParamRefused, PmemlabError
 from pmemlab.results import parse_histogram
 from pmemlab.host.runcond import RunWatch
 from pmemlab.table import rows_for_outcome
@@ -65,7 +65,7 @@ def classify(outcome: RunOutcome) -> tuple[str, str]:
 
 
 class PointExecutor(Protocol):
-    """What the sweep runs its slots through: an Executor, or one per target (targets.sweep)."""
+    """What the sweep runs its slots through (an AxisExecutor; a test's scripted one)."""
 
     @property
     def backend(self) -> Backend:
@@ -82,17 +82,16 @@ class PointExecutor(Protocol):
 
 
 class Executor:
-    """Runs points on one backend with the conditions the sweep probed (`cond`, tsc_khz among
-    them) and the target facts that resolve cpus = "remote". keep_open: close() leaves the
-    backend open (the user backend's served runner up) for a caller that runs several sweeps on
-    it and closes it itself when they are all done (`pmemlab curves`: its rounds)."""
+    """Runs points on one target: its backend with the conditions the sweep probed (`cond`,
+    tsc_khz among them) and the target facts that resolve cpus = "remote". A target that could not
+    be opened has no backend: its points get status error with `refused`, its label's reason
+    (skipped when the point is skipped). The one place a run's rows are made (`rows`)."""
 
-    def __init__(self, backend: Backend, cond: Mapping[str, Any], facts: P.TargetFacts | None,
+    def __init__(self, backend: Backend | None, cond: Mapping[str, Any], facts: P.TargetFacts | None,
                  timeout_s: float, poll_s: float = 0.002, media: ipmctl.MediaCounters | None = None,
-                 media_dimms: Sequence[int] | None = None, watch: RunWatch | None = None,
-                 keep_open: bool = False) -> None:
+                 media_dimms: Sequence[int] | None = None, watch: RunWatch | None = None, *,
+                 label: str = "", refused: str = "") -> None:
         self.backend = backend
-        self.keep_open = keep_open
         self.cond = dict(cond)
         self.tsc_khz = cond.get("tsc_khz")
         self.facts = facts
@@ -101,13 +100,26 @@ class Executor:
         self.media = media
         self.media_dimms = media_dimms
         self.watch = watch  # the run's own conditions (runcond); None: only the sweep's
+        self.label = label
+        self.refused = refused
+
+    def rows(self, ids: Mapping[str, Any], pt: Point, outcome: RunOutcome | None, status: str, error: str,
+             mdelta: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
+        """The rows of one run: a row per thread and the aggregate (table.rows_for_outcome), with
+        the run's own conditions where it ran (the watch)."""
+        rows = rows_for_outcome(ids, pt.params, outcome, status, error, self.tsc_khz, self.cond, mdelta)
+        if self.watch is not None and outcome is not None and status != "refused":  # it ran
+            self.watch.annotate(rows, outcome.pid)
+        return rows
 
     def skipped(self, pt: Point, ids: Mapping[str, Any], reason: str) -> RunResult:
-        return RunResult(rows_for_outcome(ids, pt.params, None, "skipped", reason, self.tsc_khz, self.cond), [])
+        return RunResult(self.rows(ids, pt, None, "skipped", reason), [])
 
     def run(self, pt: Point, ids: Mapping[str, Any]) -> RunResult:
         if pt.skip_reason:
             return self.skipped(pt, ids, pt.skip_reason)
+        if self.backend is None:
+            return RunResult(self.rows(ids, pt, None, "error", f"target {self.label} not opened: {self.refused}"), [])
         try:
             run_params = P.resolve_cpus(pt.params, self.facts)
         except ValueError as exc:
@@ -120,26 +132,47 @@ class Executor:
             outcome = self.backend.run(run_params, timeout_s=self.timeout_s, poll_s=self.poll_s)
         except ParamRefused as exc:
             refused = RunOutcome("refused", started=time.time())
-            return RunResult(rows_for_outcome(ids, pt.params, refused, "refused", refusal_reason(exc),
-                                              self.tsc_khz, self.cond), [])
+            return RunResult(self.rows(ids, pt, refused, "refused", refusal_reason(exc)), [])
         after = media.snapshot() if media else None
         mdelta = ipmctl.delta(before, after, self.media_dimms) if before and after else None
         status, error = classify(outcome)
         if status != "ok":
-            return RunResult(self._annotated(rows_for_outcome(ids, pt.params, outcome, status, error, self.tsc_khz,
-                                                              self.cond), outcome), [])
+            return RunResult(self.rows(ids, pt, outcome, status, error), [])
         hist = [{**ids, **h} for h in parse_histogram(outcome.histogram, self.tsc_khz)]
-        rows = rows_for_outcome(ids, pt.params, outcome, "ok", "", self.tsc_khz, self.cond, mdelta)
-        return RunResult(self._annotated(rows, outcome), hist)
+        return RunResult(self.rows(ids, pt, outcome, "ok", "", mdelta), hist)
 
-    def _annotated(self, rows: list[dict[str, Any]], outcome: RunOutcome) -> list[dict[str, Any]]:
-        if self.watch is not None:
-            self.watch.annotate(rows, outcome.pid)
-        return rows
+
+class AxisExecutor:
+    """Runs each point on its target: the Executor of the point's target label. The backend as it
+    is is an axis of one target, labelled ''. `watch` (one for every target: the runs' own
+    conditions) is closed with the backends. keep_open: close() leaves the backends open (the user
+    backend's served runner up) for a caller that runs several sweeps on them and closes them
+    itself when they are all done (`pmemlab curves`: its rounds)."""
+
+    def __init__(self, executors: Sequence[Executor], watch: RunWatch | None = None,
+                 keep_open: bool = False) -> None:
+        self.executors = {e.label: e for e in executors}
+        self.watch = watch
+        self.keep_open = keep_open
+
+    @property
+    def backend(self) -> Backend:
+        """The backend of the first target opened."""
+        opened = [e.backend for e in self.executors.values() if e.backend is not None]
+        if not opened:
+            raise PmemlabError("no target of the sweep could be opened", "see the reasons above")
+        return opened[0]
+
+    def skipped(self, pt: Point, ids: Mapping[str, Any], reason: str) -> RunResult:
+        return self.executors[pt.target].skipped(pt, ids, reason)
+
+    def run(self, pt: Point, ids: Mapping[str, Any]) -> RunResult:
+        return self.executors[pt.target].run(pt, ids)
 
     def close(self) -> None:
-        if not self.keep_open:
-            close_backend(self.backend)
+        for executor in self.executors.values():
+            if executor.backend is not None and not self.keep_open:
+                close_backend(executor.backend)
         if self.watch is not None:
             self.watch.close()
 

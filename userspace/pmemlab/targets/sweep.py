@@ -7,25 +7,26 @@ present at once, no reload): its facts decide which points it can run, its condi
 its rows, the sidecar describes it, and resume checks its rows. Then the points run target by
 target, each through its own backend. A point's key includes its target's label, so resume,
 the repeat policy and the histogram rows keep the targets apart.
+
+The backend as it is (no axis) is an axis of one: TargetBench.as_is, labelled '', its points'
+keys as the config gives them. `target_sweep` builds the sweep of either (sweep/build.py); only
+the resume identity and the sidecar, which files of either kind already hold, tell them apart.
 """
 
 from __future__ import annotations
 
 import sys
 from dataclasses import dataclass
-from typing import Any, Mapping, Sequence, TextIO
+from typing import Any, Sequence, TextIO
 
-from pmemlab.host import ipmctl, machine, probe
-from pmemlab.backends.protocol import Backend
+from pmemlab.host import ipmctl, probe
 from pmemlab.config import Point, SweepConfig, expand, point_key
-from pmemlab.errors import PmemlabError
-from pmemlab.host.runcond import RunWatch
 from pmemlab.sweep import Sweep, SweepOptions
 from pmemlab.sweep.bench import Bench
-from pmemlab.sweep.execute import Executor, RunResult, close_backend
+from pmemlab.sweep.build import Files, Lane, build
+from pmemlab.sweep.record import MemoryRecorder
 from pmemlab.sweep.resume import config_identity, resume_targets, target_identity
 from pmemlab.sweep.sidecar import media_notes
-from pmemlab.table import rows_for_outcome
 from pmemlab.targets.open import Loader, LoadRefused
 from pmemlab.targets.spec import TargetLoad
 
@@ -45,6 +46,9 @@ class RememberingRunner:
         return self.answers[key]
 
 
+AS_IS = TargetLoad("", ())  # the backend as it is: no axis, the one target labelled ''
+
+
 @dataclass
 class TargetBench:
     """One target of the axis as probed: its bench, or why it was not opened (`skip`: this
@@ -55,9 +59,21 @@ class TargetBench:
     points: list[Point]
     refused: str = ""
 
+    @classmethod
+    def as_is(cls, bench: Bench, points: Sequence[Point] = ()) -> TargetBench:
+        """The backend as it is, an axis of one."""
+        return cls(AS_IS, bench, list(points))
+
     @property
     def label(self) -> str:
         return self.load.label
+
+    def lane(self) -> Lane:
+        """What its runs see (sweep.build): the media counters' deltas on a pmem target of an axis,
+        on the backend as it is whatever it is (as `pmemlab sweep` always recorded them)."""
+        info = (self.bench.info if self.bench else None) or {}
+        media = self.load == AS_IS or info.get("target", {}).get("kind") == "fsdax"
+        return Lane(self.label, self.bench, self.conditions, self.refused, media)
 
     @property
     def conditions(self) -> dict[str, Any]:
@@ -127,6 +143,8 @@ def expand_targets(cfg: SweepConfig, targets: Sequence[TargetBench]) -> None:
     for t in targets:
         if t.bench is None:
             t.points = target_points(expand(cfg), t.label, t.load.unavailable)
+        elif t.load == AS_IS:
+            t.points = expand(cfg, t.bench.facts, t.bench.discovered)
         else:
             t.points = target_points(expand(cfg, t.bench.facts, t.bench.discovered), t.label)
 
@@ -143,66 +161,26 @@ def targets_identity(cfg: SweepConfig, targets: Sequence[TargetBench]) -> dict[s
     return {"config": config_identity(cfg), "targets": {t.label: t.identity() for t in targets}}
 
 
-class TargetExecutor:
-    """Runs each point on its target: an Executor per opened target, each on its own backend. A
-    target that could not be opened gives its points status error with the reason (skipped
-    when it is unavailable)."""
-
-    def __init__(self, targets: Sequence[TargetBench], timeout_s: float, poll_s: float = 0.002,
-                 media: ipmctl.MediaCounters | None = None, watch: RunWatch | None = None) -> None:
-        self.targets = {t.label: t for t in targets}
-        self.watch = watch  # one for every target: the runs' own conditions (runcond)
-        self.executors: dict[str, Executor] = {}
-        for t in targets:
-            if t.bench is not None:
-                info = t.bench.info or {}
-                pmem = info.get("target", {}).get("kind") == "fsdax"
-                self.executors[t.label] = Executor(t.bench.backend, t.conditions, t.bench.facts, timeout_s, poll_s,
-                                                   media if pmem else None, ipmctl.region_dimm_ids(info) if pmem else None,
-                                                   watch)
-
-    @property
-    def backend(self) -> Backend:
-        """The backend of the first target opened."""
-        if not self.executors:
-            raise PmemlabError("no target of the sweep could be opened", "see the reasons above")
-        return next(iter(self.executors.values())).backend
-
-    def _rows(self, pt: Point, ids: Mapping[str, Any], status: str, reason: str) -> RunResult:
-        return RunResult(rows_for_outcome(ids, pt.params, None, status, reason, None,
-                                          self.targets[pt.target].conditions), [])
-
-    def skipped(self, pt: Point, ids: Mapping[str, Any], reason: str) -> RunResult:
-        executor = self.executors.get(pt.target)
-        return executor.skipped(pt, ids, reason) if executor else self._rows(pt, ids, "skipped", reason)
-
-    def run(self, pt: Point, ids: Mapping[str, Any]) -> RunResult:
-        if pt.skip_reason:
-            return self.skipped(pt, ids, pt.skip_reason)
-        if pt.target not in self.executors:
-            return self._rows(pt, ids, "error", f"target {pt.target} not opened: {self.targets[pt.target].refused}")
-        return self.executors[pt.target].run(pt, ids)
-
-    def close(self) -> None:
-        for executor in self.executors.values():
-            close_backend(executor.backend)
-        if self.watch is not None:
-            self.watch.close()
-
-
-def targets_sweep(cfg: SweepConfig, targets: Sequence[TargetBench], opts: SweepOptions,
-                  media: ipmctl.MediaCounters | None = None) -> Sweep:
-    """The sweep of a config over a target axis into one CSV: as Sweep.for_config, with every
-    target's rows, resume check and sidecar entry."""
+def target_sweep(cfg: SweepConfig, targets: Sequence[TargetBench], *, opts: SweepOptions | None = None,
+                 media: ipmctl.MediaCounters | None = None, progress: bool = False, keep_open: bool = False,
+                 ) -> tuple[Sweep, MemoryRecorder | None]:
+    """The sweep of a config over its targets (an axis, or the backend as it is: an axis of one),
+    each point on its own target's backend: into memory, or with `opts` into one CSV with resume
+    checked (per target on an axis) and the sidecar (with every target's entry on an axis).
+    keep_open (into memory only): the backends stay open after the sweep, for the caller to close."""
     points = [p for t in targets for p in t.points]
+    lanes = [t.lane() for t in targets]
+    if opts is None:
+        return build(cfg, points, lanes, media=media, progress=progress, keep_open=keep_open)
+    alone = targets[0].bench if len(targets) == 1 and targets[0].load == AS_IS else None
+    if alone is not None:  # the backend as it is: its files as `pmemlab sweep` of one backend always wrote them
+        return build(cfg, points, lanes, files=Files.one_target(cfg, points, alone, opts, media), media=media)
     opened = [t for t in targets if t.bench is not None]
     first = opened[0].bench if opened else None
     info = (first.info if first else None) or {}
     identity = targets_identity(cfg, targets)
     conds = {t.label: t.conditions for t in opened}
-    return Sweep.into_files(
-        cfg, points, opts, info, first.conditions if first else {}, identity,
-        media_notes(info, media, ipmctl.region_dimm_ids(info)),
-        lambda csv, previous: resume_targets(csv, previous, identity, points, conds),
-        lambda watch: TargetExecutor(targets, cfg.timeout_s, opts.poll_s, media, watch),
-        {"targets": {t.label: t.describe() for t in targets}})
+    files = Files(opts, identity, lambda csv, previous: resume_targets(csv, previous, identity, points, conds), info,
+                  first.conditions if first else {}, media_notes(info, media, ipmctl.region_dimm_ids(info)),
+                  {"targets": {t.label: t.describe() for t in targets}})
+    return build(cfg, points, lanes, files=files, media=media)
