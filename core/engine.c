@@ -430,7 +430,8 @@ static __always_inline u64 pl_br_##k##_##form(char *p_, char *q_, u64 n,	\
  * nothing else (no clock read, no pause: under a hypervisor each of them
  * costs tens to hundreds of nanoseconds, which made a delay of one tick
  * cost about 300 ns).  pl_eng_init converts delay_ticks once into trips
- * (pl_spin_trips); a delay of 0 in the full loops is one trip.
+ * (pl_spin_trips); every caller skips it without a delay (pl_spin(0)
+ * would run 2^64 trips).
  */
 static __always_inline void pl_spin(u64 n)
 {
