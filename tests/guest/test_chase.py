@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import errno
 import hashlib
+from collections.abc import Iterator
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from kmod_driver import Module, WriteRefused
@@ -20,12 +22,14 @@ WS = 4 * MiB
 
 
 @pytest.fixture
-def fresh(mod: Module) -> Module:
+def fresh(mod: Module) -> Iterator[Module]:
     if not Path("/sys/module/pmemlab").exists():
         pytest.fail("the module was unloaded by an earlier test")
     mod.wait(timeout=60)
-    mod.set(**{**DEFAULTS, "mode": "latency", "op": "chase", "working_set": WS})
-    return mod
+    mod.set(**{**DEFAULTS, "mode": "latency", "op": "chase", "working_set": WS, "chase_write": "none"})
+    yield mod
+    mod.wait(timeout=60)
+    mod.set(chase_write="none")  # the module keeps its parameters: the next file's chase is plain
 
 
 def window_digest(dev: str) -> str:
@@ -81,3 +85,41 @@ def test_a_chase_batch_off_the_unroll_is_refused(fresh: Module) -> None:
     with pytest.raises(WriteRefused) as info:
         fresh.write("chase_batch", 24)
     assert info.value.errno == errno.EINVAL and "16" in info.value.reason, info.value.reason
+
+
+SMALL = 256 << 10  # the written chain's window: 4096 lines of 64 B
+
+
+@pytest.mark.parametrize("cw,loop,insn", [("store", "pl_chase_store_loop", "mov+mov"),
+                                          ("raw", "pl_chase_raw_loop", "movnti+mov")])
+def test_a_writing_chase_writes_exactly_its_chains_lines(fresh: Module, pmem_dev: str, cw: str, loop: str,
+                                                         insn: str) -> None:
+    """chase_write on the module (the byte oracle of tests/host/test_chase_write.py): the 8 bytes at
+    offset 8 of every line of the chain hold odd store data, each line its own; every other byte of
+    the device's first 4 MiB, the pointers written back among them, is as it was."""
+    lines, batch = SMALL // 64, 64
+    with open(pmem_dev, "rb") as f:
+        before = f.read(WS)
+    res = fresh.run(working_set=SMALL, chase_write=cw, chase_batch=batch, count=2 * lines, samples=16)
+    with open(pmem_dev, "rb") as f:
+        after = f.read(WS)
+    r = res.threads[0]
+    assert r["loop"] == loop and r["insn"] == insn, r
+    ops = int(r["ops"])
+    assert ops == 2 * lines and int(r["lat_n"]) == ops // batch, r
+    # a store-chase's hop reads and writes: a write, as a copy's access; raw's write passes are uncounted
+    assert (int(r["reads"]), int(r["writes"])) == ((0, ops) if cw == "store" else (ops, 0)), r
+    a = np.frombuffer(before, dtype=np.uint64)
+    b = np.frombuffer(after, dtype=np.uint64)
+    changed = np.nonzero(a != b)[0]
+    assert sorted(int(k) * 8 for k in changed) == [k * 64 + 8 for k in range(lines)], \
+        f"{len(changed)} words changed, the chain has {lines} lines"
+    vals = b[changed]
+    assert bool(np.all(vals & 1)) and len(set(vals.tolist())) == lines, "store data: odd, every line its own"
+
+
+def test_a_raw_chase_shorter_than_a_batch_is_refused(fresh: Module) -> None:
+    fresh.set(working_set=4096, chase_write="raw", chase_batch=256)
+    with pytest.raises(WriteRefused) as info:
+        fresh.start()
+    assert info.value.errno == errno.EINVAL and "chase_batch" in info.value.reason, info.value.reason
