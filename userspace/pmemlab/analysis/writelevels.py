@@ -1,0 +1,55 @@
+"""write_levels: where writes sit (issue 35, LENS's read-after-write prober made an inference).
+
+The read-after-write chase (`op=chase chase_write=raw`: each round writes every line of the chain
+with movnti, an mfence, then chases the lines) reads back lines whose writes went past the CPU's
+caches. Over a small region it reads them from whatever holds recent writes (a memory-side write
+buffer, the controller, a device's write-combining buffer), over a large one from what has
+drained to the media. Its curve vs region size is fitted as the read chase's is (knees.py); each
+knee is held against the read chase's knees: a knee within NEAR of a read knee is a level both
+see (a cache the lines went back into, the TLB), one that is not is seen only after writes (a
+buffer that holds recent writes: Optane's 16 KiB write-combining buffer in FAST'20 and LENS)."""
+
+from __future__ import annotations
+
+from typing import Any, Mapping, Sequence
+
+from pmemlab.analysis.inference import Inference
+from pmemlab.analysis.knees import levels_inference
+
+NEAR = 1.5  # a write knee within this factor of a read knee is the same level
+METHOD = ("levels fit of the read-after-write chase (chase_write=raw: movnti to every line, mfence, then the "
+          "chase) latency vs region; each knee held against the read chase's knees (within 1.5x: a level both "
+          "see, else seen only after writes)")
+
+
+def _same(a: float, b: float) -> bool:
+    return 1 / NEAR <= a / b <= NEAR
+
+
+def write_levels_inference(name: str, sizes: Sequence[float], latencies: Sequence[float],
+                           read_knees: Sequence[Mapping[str, Any]],
+                           read_points: Sequence[tuple[float, float]] = ()) -> Inference:
+    """`sizes`, `latencies`: the raw chase (its least latency per size, as the levels take the read
+    chase's); `read_knees`: the read chase's knees (capacity_bytes); `read_points`: the read chase's
+    (size, latency), for the latency ratio at the sizes both measured (`detail.raw_over_read`)."""
+    inf = levels_inference(name, sizes, latencies)
+    inf.method = METHOD
+    reads = [float(k["capacity_bytes"]) for k in read_knees]
+    read_at = {int(s): v for s, v in read_points}
+    inf.detail["read_knees"] = reads
+    inf.detail["raw_over_read"] = [{"size_bytes": int(s), "ratio": float(v) / read_at[int(s)]}
+                                   for s, v in sorted(zip(sizes, latencies)) if read_at.get(int(s))]
+    if inf.uncertain:
+        return inf
+    knees = inf.detail["knees"]
+    for k in knees:
+        k["seen_in_reads"] = any(_same(float(k["capacity_bytes"]), r) for r in reads)
+    only = [round(float(k["capacity_bytes"])) for k in knees if not k["seen_in_reads"]]
+    inf.detail["write_only"] = only
+    if only:
+        inf.reason = (f"{len(only)} level{'s' if len(only) > 1 else ''} seen only after writes, at "
+                      + ", ".join(f"{b / 1024:.0f} KiB" for b in only)
+                      + ": where recent writes sit (a write buffer); the others are the read chase's levels")
+    else:
+        inf.reason = "every level is one the read chase shows too: no level holds writes alone"
+    return inf
