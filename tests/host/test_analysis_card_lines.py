@@ -177,6 +177,34 @@ def test_write_levels_without_a_level_of_their_own_or_a_knee():
     assert "write_levels" not in {i.name for i in C.infer(list(zip(sizes, read)), [])}  # not measured: no line
 
 
+@pytest.mark.parametrize("rise", [1.17, 1.25])
+def test_a_small_step_after_writes_is_not_called_a_buffer(rise):
+    """The quiet DRAM card's case: a raw knee at 556 KiB (x1.17) between read knees at 302 and 901 KiB
+    (outside 1.5x of both) is named in the reason, not called a level of the writes."""
+    sizes = 2.0 ** np.arange(12, 26, 0.25)
+    read = np.select([sizes <= 302 * 1024, sizes <= 901 * 1024], [4.0, 10.0], 184.0)
+    raw = np.where(sizes <= 556 * 1024, 170.0, 170.0 * rise)
+    inf = {i.name: i for i in C.infer(list(zip(sizes, read)), [], chase_raw=list(zip(sizes, raw)))}["write_levels"]
+    assert not inf.uncertain, inf.reason
+    assert inf.detail["write_only"] == [] and "after writes only" not in C.value_text(inf.as_dict())
+    assert [round(u["rise"], 2) for u in inf.detail["unexplained"]] == [rise], inf.detail
+    assert f"x{rise:.2f} at" in inf.reason and "not called a level" in inf.reason
+
+
+def test_a_step_of_a_buffer_is_called_one():
+    sizes = 2.0 ** np.arange(12, 26, 0.25)
+    read = np.select([sizes <= 302 * 1024, sizes <= 901 * 1024], [4.0, 10.0], 184.0)
+    raw = np.where(sizes <= 556 * 1024, 170.0, 170.0 * writelevels.STEP * 1.05)
+    inf = {i.name: i for i in C.infer(list(zip(sizes, read)), [], chase_raw=list(zip(sizes, raw)))}["write_levels"]
+    assert inf.detail["write_only"] and inf.detail["unexplained"] == [], inf.detail
+
+
+def test_broken_step_rule_fails(monkeypatch):
+    monkeypatch.setattr(writelevels, "STEP", 1.0)
+    with pytest.raises(AssertionError):
+        test_a_small_step_after_writes_is_not_called_a_buffer(1.17)
+
+
 @pytest.mark.parametrize("breakage", ["all_same", "none_same"])
 def test_broken_write_levels_fail(monkeypatch, breakage):
     monkeypatch.setattr(writelevels, "_same", (lambda a, b: True) if breakage == "all_same" else (lambda a, b: False))
