@@ -10,11 +10,10 @@ see (a cache the lines went back into, the TLB), one that is not is seen only af
 buffer that holds recent writes: Optane's 16 KiB write-combining buffer in FAST'20 and LENS).
 
 A knee no read knee explains is called a level of the writes' own only where the raw chase rises
-by STEP or more past it: a buffer that holds recent writes answers from it several times faster
-than the media (LENS's ratios are of 2x and more), while a step of a few tens of percent is what
-a DRAM guest shows here without any such buffer (a 556 KiB knee of x1.17 on this machine's DRAM,
-where the TLB and the page walk after the write pass move the latency). Those smaller steps are
-kept in `detail.unexplained` and named in the reason, not called a level."""
+by STEP or more past it. STEP is a stated choice above the largest step seen with no write buffer
+to explain it (x1.17 at 556 KiB on this machine's DRAM guest); a hit in a device's buffer of
+recent writes skips the media read, a larger step, but none has been measured here. Smaller steps
+are kept in `detail.unexplained` and named in the reason, not called a level."""
 
 from __future__ import annotations
 
