@@ -205,8 +205,8 @@ static const char *pl_feature_name(u32 miss)
 /*
  * Does a thread running op write its target?  A store does unless read_pct
  * makes it loads only; a chase lays its chain in the target's lines (and
- * writes their words back at the end): the mapping and the overwrite guard
- * treat it as a write.
+ * writes their words back at the end; with chase_write it also leaves its
+ * data in them): the mapping and the overwrite guard treat it as a write.
  */
 static bool pl_op_alters(const struct pl_params *p, const struct pl_facts *f, int op)
 {
@@ -223,7 +223,13 @@ bool pl_run_writes(const struct pl_params *p, const struct pl_facts *f)
 	return false;
 }
 
-/* does a thread of the run store data (a chase only lays its chain, then restores it)? */
+/*
+ * Does a thread of the run store data (then the runner's pre-fault fills
+ * the window)?  A chase only lays its chain, then restores it; with
+ * chase_write it stores to the lines it has laid, whose pages the lay has
+ * already written: no fill, so that a chase leaves every byte but its
+ * lines' data as it was.
+ */
 bool pl_run_stores(const struct pl_params *p, const struct pl_facts *f)
 {
 	unsigned int i;
@@ -466,6 +472,12 @@ static int pl_check_regions(const struct pl_params *p, bool known, u64 target_si
 				id = p->pattern == PL_PAT_HOTSPOT ? PL_P_hotspot_size : PL_P_working_set;
 			return pl_refuse(v, err, id, known && !p->working_set, "%s", why);
 		}
+		/* a raw chase's batch reads each line at most once after the round's writes */
+		if (p->ops[i % p->nops] == PL_OP_CHASE && p->chase_write == PL_CW_RAW &&
+		    pl_gen_nslots(&reg.g) < p->chase_batch)
+			return pl_refuse(v, -EINVAL, PL_P_chase_batch, known && !p->working_set,
+					 "chase_write=raw: thread %u's chain has %llu lines, fewer than chase_batch %llu (a batch would read a line twice after one write): a smaller chase_batch or a larger region",
+					 i, pl_gen_nslots(&reg.g), p->chase_batch);
 	}
 	return 0;
 }

@@ -965,28 +965,62 @@ PL_LOOP void pl_lat_##k##_##form(struct pl_eng *e, u64 until)			\
 #include "ops.def"
 
 /*
- * The loop of op chase (ops.def PL_OWN): batches of chase_batch dependent
+ * The loops of op chase (ops.def PL_OWN): batches of chase_batch dependent
  * loads over the chain chase.c laid, PL_CHASE_UNROLL of them per step, each
  * batch in one bracket; a sample is the batch's ticks less the bracket's
  * overhead, divided by chase_batch (rounded): a hop's mean latency in its
- * batch.  count (e->left) counts hops, in whole batches.
+ * batch.  count (e->left) counts hops, in whole batches.  chase_write picks
+ * the loop: pl_chase_loop reads only; pl_chase_store_loop's hop also stores
+ * the next store data to its line (8 bytes at offset 8, beside the pointer,
+ * before the load that leaves the line); pl_chase_raw_loop runs rounds: a
+ * write pass over every line of the chain (movnti of the store data at
+ * offset 8, in slot order, chase_batch lines per step and none timed), an
+ * mfence, then the chain's lines / chase_batch timed batches of plain hops,
+ * so that each line a batch reads was written once since it was last read
+ * (a chain has at least chase_batch lines: pl_eng_init_chase).  A hop
+ * counts as a read, a store-chase's as a write (it reads and writes, as a
+ * copy's access does); raw's write passes are its preparation, untimed and
+ * not counted, as cold's flushes are not.
  */
 #define PL_HOP		PL_I("mov (%[p]), %[p]")
 #define PL_HOP4		PL_HOP PL_HOP PL_HOP PL_HOP
-void pl_chase_loop(struct pl_eng *e, u64 until);
-PL_LOOP void pl_chase_loop(struct pl_eng *e, u64 until)
+#define PL_SHOP		"add %[inc], %[v]\n\t" PL_I("mov %[v], 8(%[p])") PL_HOP
+#define PL_SHOP4	PL_SHOP PL_SHOP PL_SHOP PL_SHOP
+
+static __always_inline void pl_chase_run(struct pl_eng *e, u64 until, const int cw)
 {
 	struct pl_hist h = e->hist;
 	const u64 batch = e->chase_batch, ov = e->overhead, nmax = e->nsamples_max;
+	const u64 inc = PL_DATA_INC, n = cw == PL_CW_RAW ? pl_chase_lines(e) : 0;
 	const bool rdtscp = e->rdtscp;
 	u64 *const samples = e->samples;
-	u64 left = e->left, done = 0, ns = e->nsamples, t0, t1, d, i;
-	char *p = e->chase_p;
+	u64 left = e->left, done = 0, ns = e->nsamples, v = e->data, t0, t1, d, i, k;
+	u64 wpos = e->chase_wpos, reads = e->chase_reads;
+	char *p = e->chase_p, *a;
 
 	while (left && !READ_ONCE(*e->stop) && pl_rdtsc() < until) {
+		if (cw == PL_CW_RAW && !reads) {
+			/* the round's write pass, one step of batch lines: untimed */
+			k = n - wpos < batch ? n : wpos + batch;
+			for (; wpos < k; wpos++) {
+				a = pl_chase_line(e, wpos);
+				v += inc;
+				asm volatile(PL_I("movnti %[v], 8(%[a])") :: [a] "r"(a), [v] "r"(v) : "memory");
+			}
+			if (wpos < n)
+				continue;
+			pl_mfence();
+			wpos = 0;
+			reads = n / batch * batch;
+		}
 		t0 = pl_rdtsc_serial(rdtscp);
-		for (i = 0; i < batch; i += PL_CHASE_UNROLL)
-			asm volatile(PL_HOP4 PL_HOP4 PL_HOP4 PL_HOP4 : [p] "+r"(p) :: "memory");
+		if (cw == PL_CW_STORE)
+			for (i = 0; i < batch; i += PL_CHASE_UNROLL)
+				asm volatile(PL_SHOP4 PL_SHOP4 PL_SHOP4 PL_SHOP4
+					     : [p] "+r"(p), [v] "+r"(v) : [inc] "r"(inc) : "memory");
+		else
+			for (i = 0; i < batch; i += PL_CHASE_UNROLL)
+				asm volatile(PL_HOP4 PL_HOP4 PL_HOP4 PL_HOP4 : [p] "+r"(p) :: "memory");
 		t1 = pl_rdtsc_serial(rdtscp);
 		/* per hop, rounded; a batch below the overhead counts negative in the mean (hist.c) */
 		d = t1 - t0;
@@ -997,6 +1031,8 @@ PL_LOOP void pl_chase_loop(struct pl_eng *e, u64 until)
 		if (ns < nmax)
 			samples[ns++] = d;
 		done += batch;
+		if (cw == PL_CW_RAW)
+			reads -= batch;
 		if (left != ~0ULL)
 			left = left > batch ? left - batch : 0;
 	}
@@ -1005,8 +1041,35 @@ PL_LOOP void pl_chase_loop(struct pl_eng *e, u64 until)
 	e->nsamples = ns;
 	e->left = left;
 	e->st.ops += done;
-	e->st.reads += done;
 	e->st.bytes += done * e->access;
+	/* a hop that also stores counts as a write, as a copy's access does; raw's passes are its preparation */
+	if (cw == PL_CW_STORE)
+		e->st.writes += done;
+	else
+		e->st.reads += done;
+	if (cw != PL_CW_NONE) {
+		e->data = v;
+		e->chase_wpos = wpos;
+		e->chase_reads = reads;
+	}
+}
+
+void pl_chase_loop(struct pl_eng *e, u64 until);
+PL_LOOP void pl_chase_loop(struct pl_eng *e, u64 until)
+{
+	pl_chase_run(e, until, PL_CW_NONE);
+}
+
+void pl_chase_raw_loop(struct pl_eng *e, u64 until);
+PL_LOOP void pl_chase_raw_loop(struct pl_eng *e, u64 until)
+{
+	pl_chase_run(e, until, PL_CW_RAW);
+}
+
+void pl_chase_store_loop(struct pl_eng *e, u64 until);
+PL_LOOP void pl_chase_store_loop(struct pl_eng *e, u64 until)
+{
+	pl_chase_run(e, until, PL_CW_STORE);
 }
 
 struct pl_loop_ent {
@@ -1282,9 +1345,10 @@ void pl_eng_ceiling_inputs(const struct pl_eng *e, int *cop, u64 *a, struct pl_g
 	pl_ceil_setup(e->loop_op, e->access, e->fence, e->fence_interval, &e->gen.c, g, a, cop);
 }
 
-/* op chase: its chain's lines in the region, its own loop (pl_chase_loop) */
+/* op chase: its chain's lines in the region, its own loop (pl_chase_loop, or chase_write's) */
 static int pl_eng_init_chase(struct pl_eng *e, const struct pl_eng_cfg *c, char *why, size_t len)
 {
+	const char *insn;
 	int err;
 
 	if (c->mode != PL_MODE_LAT || c->width != 8 || c->access % PL_LINE) {
@@ -1310,8 +1374,33 @@ static int pl_eng_init_chase(struct pl_eng *e, const struct pl_eng_cfg *c, char 
 	e->mode = c->mode;
 	e->form = PL_FORM_8;
 	e->fam = pl_gen_fam(&c->gen);
-	e->loop = pl_chase_loop;
-	e->loop_name = "pl_chase_loop";
+	pl_gen_init(&e->gen, &c->gen);
+	switch (c->chase_write) {
+	case PL_CW_NONE:
+		e->loop = pl_chase_loop;
+		e->loop_name = "pl_chase_loop";
+		insn = pl_ops[PL_OP_CHASE].insn[0];
+		break;
+	case PL_CW_RAW:
+		/* a batch reads each line at most once after the round's write pass */
+		if (e->gen.nslots < c->chase_batch) {
+			snprintf(why, len, "engine: chase_write=raw: the chain's %llu lines are fewer than chase_batch %llu (a batch would read a line twice after one write)",
+				 PL_ULL(e->gen.nslots), PL_ULL(c->chase_batch));
+			return -EINVAL;
+		}
+		e->loop = pl_chase_raw_loop;
+		e->loop_name = "pl_chase_raw_loop";
+		insn = "movnti+mov";
+		break;
+	case PL_CW_STORE:
+		e->loop = pl_chase_store_loop;
+		e->loop_name = "pl_chase_store_loop";
+		insn = "mov+mov";
+		break;
+	default:
+		snprintf(why, len, "engine: chase_write %d does not exist", c->chase_write);
+		return -EINVAL;
+	}
 	e->base = c->base;
 	e->access = c->access;
 	e->rdtscp = c->features & PL_F_RDTSCP;
@@ -1320,14 +1409,15 @@ static int pl_eng_init_chase(struct pl_eng *e, const struct pl_eng_cfg *c, char 
 	e->chase_page = c->chase_page;
 	e->chase_seed = c->chase_seed;
 	e->chase_stream = c->chase_stream;
+	e->chase_write = c->chase_write;
+	e->data = c->data_seed | 1;
 	e->left = c->count ? c->count : ~0ULL;
 	e->stop = c->stop;
 	e->samples = c->samples;
 	e->nsamples_max = c->samples ? c->nsamples_max : 0;
-	pl_gen_init(&e->gen, &c->gen);
 	e->hist.b = c->hist_buckets;
 	pl_hist_reset(&e->hist);
-	snprintf(e->insn, sizeof(e->insn), "%s", pl_ops[PL_OP_CHASE].insn[0]);
+	snprintf(e->insn, sizeof(e->insn), "%s", insn);
 	return 0;
 }
 

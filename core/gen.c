@@ -108,6 +108,11 @@ static u64 gen_nslots(const struct pl_gen_cfg *c, u64 span)
 	return (span - last) / c->step + 1;
 }
 
+u64 pl_gen_nslots(const struct pl_gen_cfg *c)
+{
+	return gen_nslots(c, gen_span(c));
+}
+
 u64 pl_gen_map(const struct pl_gen_cfg *c, u64 v)
 {
 	u64 chunk, within, round, dimm;

@@ -15,6 +15,7 @@ const char *const pl_fence_names[] = { "none", "sfence", "mfence", NULL };
 const char *const pl_flush_names[] = { "line", "access", NULL };
 const char *const pl_placement_names[] = { "global", "per-thread", "per-dimm", NULL };
 const char *const pl_onoff_names[] = { "on", "off", NULL };
+const char *const pl_chase_write_names[] = { "none", "raw", "store", NULL };
 
 /* enums are stored as the index of their name: keep both in step */
 _Static_assert(PL_MODE_BW == 0 && PL_MODE_LAT == 1, "mode names");
@@ -25,6 +26,7 @@ _Static_assert(PL_FENCE_NONE == 0 && PL_FENCE_SFENCE == 1 && PL_FENCE_MFENCE == 
 _Static_assert(PL_FLUSH_LINE == 0 && PL_FLUSH_ACCESS == 1, "flush names");
 _Static_assert(PL_PLACE_GLOBAL == 0 && PL_PLACE_THREAD == 1 && PL_PLACE_DIMM == 2,
 	      "placement names");
+_Static_assert(PL_CW_NONE == 0 && PL_CW_RAW == 1 && PL_CW_STORE == 2, "chase_write names");
 _Static_assert(PL_OP_ANY <= 256, "ops are stored in a u8");
 
 /* the descriptions are for the documentation and the controller, not the module */

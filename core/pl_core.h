@@ -73,6 +73,8 @@ enum pl_flush { PL_FLUSH_LINE, PL_FLUSH_ACCESS };
 enum pl_pattern { PL_PAT_SEQ, PL_PAT_RAND, PL_PAT_STRIDE, PL_PAT_HOTSPOT };
 enum pl_mode { PL_MODE_BW, PL_MODE_LAT };
 enum pl_prep { PL_PREP_NONE, PL_PREP_COLD, PL_PREP_WARM };
+/* op chase: what it writes in its lines (chase_write) */
+enum pl_chase_write { PL_CW_NONE, PL_CW_RAW, PL_CW_STORE };
 
 /*
  * Address families: how the generated loops walk a worker's region.
@@ -279,6 +281,8 @@ int pl_gen_check(const struct pl_gen_cfg *c, u64 *extent, const char **why);
 void pl_gen_init(struct pl_gen *g, const struct pl_gen_cfg *c);
 /* the next offset, out of line (tests, set-up); the loops inline walk.h */
 u64 pl_gen_next(struct pl_gen *g);
+/* slots per pass (pl_gen_init's nslots) */
+u64 pl_gen_nslots(const struct pl_gen_cfg *c);
 /* virtual (per-DIMM) offset -> region offset, by its definition (divisions) */
 u64 pl_gen_map(const struct pl_gen_cfg *c, u64 v);
 /* the family of a generator configuration */
@@ -422,6 +426,7 @@ struct pl_eng_cfg {
 	bool chase_page;
 	u64 chase_seed;		/* the chain's permutation: the run's seed, */
 	u64 chase_stream;	/* and the worker's stream (its index) */
+	int chase_write;	/* enum pl_chase_write */
 };
 
 struct pl_eng;
@@ -476,6 +481,9 @@ struct pl_eng {
 	u64 chase_seed, chase_stream;
 	struct pl_rng chase_rng;	/* pl_chase_build's draws */
 	char *chase_p;
+	int chase_write;		/* enum pl_chase_write */
+	u64 chase_wpos;			/* raw: lines of the round's write pass written */
+	u64 chase_reads;		/* raw: hops left in the round's reads */
 };
 
 /* store data advances by this every access: even, so odd data stays odd (never zero) */

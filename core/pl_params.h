@@ -68,6 +68,7 @@ extern const char *const pl_fence_names[];
 extern const char *const pl_flush_names[];
 extern const char *const pl_placement_names[];
 extern const char *const pl_onoff_names[];
+extern const char *const pl_chase_write_names[];
 
 enum pl_param_id {
 #define PL_PARAM(name, ...) PL_P_##name,

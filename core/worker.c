@@ -77,6 +77,7 @@ int pl_thread_setup(struct pl_thread *t, const struct pl_setup *s, unsigned int 
 		.data_seed = pl_data_seed(p->seed, idx),	/* every thread its own stream */
 		.chase_batch = p->chase_batch,
 		.chase_page = p->chase_page,
+		.chase_write = p->chase_write,
 		.chase_seed = p->seed,
 		.chase_stream = idx,
 	};

@@ -351,7 +351,9 @@ def check_accounting(values: dict[str, str], out: str, samples: bytes) -> None:
         if delay and loader:
             # each access waits delay ticks inside the segment: the timed ones fit in the timed ticks
             assert r["ops"] * delay <= r["ticks"], f"more accesses than the timed ticks hold: {r}"
-        writes = r["op"] not in ("load", "ntload", "chase")
+        # a store-chase's hop reads and writes: a write, as a copy's access (engine.c)
+        writes = r["op"] not in ("load", "ntload", "chase") or \
+            (r["op"] == "chase" and values.get("chase_write", "none") == "store")
         # the probe is not mixed (worker.c): its writing op writes every access
         pct = (int(values["read_pct"]) if loader else 0) if writes else 100
         want = r["ops"] * pct / 100

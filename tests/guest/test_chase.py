@@ -5,8 +5,11 @@ from __future__ import annotations
 
 import errno
 import hashlib
+import subprocess
+from collections.abc import Iterator
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from kmod_driver import Module, WriteRefused
@@ -20,17 +23,28 @@ WS = 4 * MiB
 
 
 @pytest.fixture
-def fresh(mod: Module) -> Module:
+def fresh(mod: Module) -> Iterator[Module]:
     if not Path("/sys/module/pmemlab").exists():
         pytest.fail("the module was unloaded by an earlier test")
     mod.wait(timeout=60)
-    mod.set(**{**DEFAULTS, "mode": "latency", "op": "chase", "working_set": WS})
-    return mod
+    # the chase's own parameters at their defaults too: the module keeps what an earlier test set
+    mod.set(**{**DEFAULTS, "mode": "latency", "op": "chase", "working_set": WS, "chase_write": "none",
+               "chase_page": 0, "chase_batch": 256})
+    yield mod
+    mod.wait(timeout=60)
+    mod.set(chase_write="none")  # the module keeps its parameters: the next file's chase is plain
+
+
+def device_bytes(dev: str, n: int = WS) -> bytes:
+    """The device's first n bytes as the namespace holds them: O_DIRECT, since a buffered read of
+    the block device answers from the page cache an earlier read filled, blind to the module's
+    writes through the DAX mapping."""
+    return subprocess.run(["dd", f"if={dev}", f"bs={MiB}", f"count={n // MiB}", "iflag=direct", "status=none"],
+                          check=True, capture_output=True).stdout
 
 
 def window_digest(dev: str) -> str:
-    with open(dev, "rb") as f:
-        return hashlib.sha256(f.read(WS)).hexdigest()
+    return hashlib.sha256(device_bytes(dev)).hexdigest()
 
 
 @pytest.mark.parametrize("page,access,batch,threads", [(0, 64, 256, 1), (1, 4096, 64, 2), (0, 256, 16, 2)])
@@ -81,3 +95,42 @@ def test_a_chase_batch_off_the_unroll_is_refused(fresh: Module) -> None:
     with pytest.raises(WriteRefused) as info:
         fresh.write("chase_batch", 24)
     assert info.value.errno == errno.EINVAL and "16" in info.value.reason, info.value.reason
+
+
+SMALL = 256 << 10  # the written chain's window: 4096 lines of 64 B
+
+
+@pytest.mark.parametrize("cw,loop,insn", [("store", "pl_chase_store_loop", "mov+mov"),
+                                          ("raw", "pl_chase_raw_loop", "movnti+mov")])
+def test_a_writing_chase_writes_exactly_its_chains_lines(fresh: Module, pmem_dev: str, cw: str, loop: str,
+                                                         insn: str) -> None:
+    """chase_write on the module (the byte oracle of tests/host/test_chase_write.py): the 8 bytes at
+    offset 8 of every line of the chain hold odd store data, each line its own; every other byte of
+    the device's first 4 MiB, the pointers written back among them, is as it was."""
+    lines, batch = SMALL // 64, 64
+    before = device_bytes(pmem_dev)
+    # a seed of its own: with the same seed the other case's data sits in some lines already (the
+    # chain's first line gets the same value from both), and those words would not change
+    res = fresh.run(working_set=SMALL, chase_write=cw, chase_batch=batch, count=2 * lines, samples=16,
+                    seed={"store": 0x5EED0001, "raw": 0x5EED0002}[cw])
+    after = device_bytes(pmem_dev)
+    r = res.threads[0]
+    assert r["loop"] == loop and r["insn"] == insn, r
+    ops = int(r["ops"])
+    assert ops == 2 * lines and int(r["lat_n"]) == ops // batch, r
+    # a store-chase's hop reads and writes: a write, as a copy's access; raw's write passes are uncounted
+    assert (int(r["reads"]), int(r["writes"])) == ((0, ops) if cw == "store" else (ops, 0)), r
+    a = np.frombuffer(before, dtype=np.uint64)
+    b = np.frombuffer(after, dtype=np.uint64)
+    changed = np.nonzero(a != b)[0]
+    assert sorted(int(k) * 8 for k in changed) == [k * 64 + 8 for k in range(lines)], \
+        f"{len(changed)} words changed, the chain has {lines} lines"
+    vals = b[changed]
+    assert bool(np.all(vals & 1)) and len(set(vals.tolist())) == lines, "store data: odd, every line its own"
+
+
+def test_a_raw_chase_shorter_than_a_batch_is_refused(fresh: Module) -> None:
+    fresh.set(working_set=4096, chase_write="raw", chase_batch=256)
+    with pytest.raises(WriteRefused) as info:
+        fresh.start()
+    assert info.value.errno == errno.EINVAL and "chase_batch" in info.value.reason, info.value.reason

@@ -1,6 +1,7 @@
 """The card's further lines on synthetic data whose answer is known (issue 35): write access
 granularity (the read granularity's fit on random-write bandwidth), TLB reach (the
-one-line-per-page chase held against the capacity levels), the write tail by hotspot size,
+one-line-per-page chase held against the capacity levels), write levels (the read-after-write
+chase held against the read chase's levels), the write tail by hotspot size,
 loaded latency with read/write asymmetry, and prefetch. Each property fails on a deliberately
 broken detector."""
 
@@ -13,7 +14,7 @@ from hypothesis import strategies as st
 
 from pmemlab.analysis import card as C
 from pmemlab.analysis import curves as CV
-from pmemlab.analysis import granularity, loaded, tail, tlb
+from pmemlab.analysis import granularity, loaded, tail, tlb, writelevels
 from pmemlab.analysis.inference import Inference
 
 # derandomize: the same examples every run (a verdict, not a draw: issue 34)
@@ -116,6 +117,99 @@ def test_broken_tlb_detector_fails(monkeypatch, breakage):
         monkeypatch.setattr(tlb, "_near", lambda a, b: False)  # no knee held against the capacities
     with pytest.raises(AssertionError):
         test_tlb_reach_found_and_caches_told_apart()
+
+
+# ---------------------------------------------------------------- write levels
+def _steps(grid: np.ndarray, pos: list[float], lat: list[float], noise: float, seed: int) -> np.ndarray:
+    y = np.array(lat)[np.searchsorted(np.array(pos), grid, side="left")]
+    return y * np.exp(np.random.default_rng(seed).normal(0, noise, len(y)))
+
+
+@st.composite
+def raw_curves(draw):
+    """A read chase 4 KiB.. with 2 knees 3 octaves or more apart, and the read-after-write chase on
+    the same grid: the read knees (slower each: the lines come back from further out) and one
+    write buffer knee of its own, at least 1.5 octaves from every read knee; 4 points an octave,
+    noise up to 3 %."""
+    a = 12.0 + draw(st.floats(2.0, 3.0))
+    b = a + draw(st.floats(3.5, 5.0))
+    buf = draw(st.sampled_from(["below", "between", "beyond"]))
+    w = {"below": a - draw(st.floats(1.5, 2.0)), "between": (a + b) / 2, "beyond": b + draw(st.floats(1.5, 2.5))}[buf]
+    top = max(b, w) + draw(st.floats(1.5, 2.5))
+    grid = np.arange(12.0, top, 0.25)
+    lat = [draw(st.floats(1.0, 5.0))]
+    for _ in range(2):
+        lat.append(lat[-1] * draw(st.floats(2.0, 4.0)))
+    noise, seed = draw(st.floats(0.0, 0.03)), draw(st.integers(0, 2 ** 31))
+    read = _steps(grid, [a, b], lat, noise, seed)
+    pos = sorted([a, b, w])
+    rlat = [lat[0] * 1.2]
+    for _ in range(3):
+        rlat.append(rlat[-1] * draw(st.floats(2.0, 4.0)))
+    raw = _steps(grid, pos, rlat, noise, seed + 1)
+    return 2.0 ** grid, read, raw, [2.0 ** a, 2.0 ** b], 2.0 ** w
+
+
+@settings(**NO_SHRINK)
+@given(raw_curves())
+def test_write_levels_find_the_buffer_the_reads_do_not_show(curve):
+    sizes, read, raw, read_caps, buf = curve
+    infs = {i.name: i for i in C.infer(list(zip(sizes, read)), [], chase_raw=list(zip(sizes, raw)))}
+    inf = infs["write_levels"]
+    assert not inf.uncertain, inf.reason
+    assert len(inf.value) == 3, (inf.value, read_caps, buf)
+    assert len(inf.detail["write_only"]) == 1, inf.detail
+    assert buf / TOL <= inf.detail["write_only"][0] <= buf * TOL, (inf.detail["write_only"], buf)
+    assert [k["seen_in_reads"] for k in inf.detail["knees"]].count(True) == 2
+    assert "only after writes" in inf.reason and "after writes only" in C.value_text(inf.as_dict())
+    assert {e["size_bytes"] for e in inf.evidence} == {int(s) for s in sizes}
+    assert len(inf.detail["raw_over_read"]) == len(sizes)
+
+
+def test_write_levels_without_a_level_of_their_own_or_a_knee():
+    sizes = 2.0 ** np.arange(12, 26, 0.25)
+    read = np.where(sizes <= 2 ** 15, 2.0, 20.0)
+    raw = np.where(sizes <= 2 ** 15, 3.0, 25.0)  # the same level, slower: no buffer of the writes' own
+    inf = {i.name: i for i in C.infer(list(zip(sizes, read)), [], chase_raw=list(zip(sizes, raw)))}["write_levels"]
+    assert not inf.uncertain and inf.detail["write_only"] == [] and "no level holds writes alone" in inf.reason
+    flat = writelevels.write_levels_inference("w", sizes, np.full(len(sizes), 3.0), [])
+    assert flat.uncertain
+    assert "write_levels" not in {i.name for i in C.infer(list(zip(sizes, read)), [])}  # not measured: no line
+
+
+@pytest.mark.parametrize("rise", [1.17, 1.25])
+def test_a_small_step_after_writes_is_not_called_a_buffer(rise):
+    """The quiet DRAM card's case: a raw knee at 556 KiB (x1.17) between read knees at 302 and 901 KiB
+    (outside 1.5x of both) is named in the reason, not called a level of the writes."""
+    sizes = 2.0 ** np.arange(12, 26, 0.25)
+    read = np.select([sizes <= 302 * 1024, sizes <= 901 * 1024], [4.0, 10.0], 184.0)
+    raw = np.where(sizes <= 556 * 1024, 170.0, 170.0 * rise)
+    inf = {i.name: i for i in C.infer(list(zip(sizes, read)), [], chase_raw=list(zip(sizes, raw)))}["write_levels"]
+    assert not inf.uncertain, inf.reason
+    assert inf.detail["write_only"] == [] and "after writes only" not in C.value_text(inf.as_dict())
+    assert [round(u["rise"], 2) for u in inf.detail["unexplained"]] == [rise], inf.detail
+    assert f"x{rise:.2f} at" in inf.reason and "not called a level" in inf.reason
+
+
+def test_a_step_of_a_buffer_is_called_one():
+    sizes = 2.0 ** np.arange(12, 26, 0.25)
+    read = np.select([sizes <= 302 * 1024, sizes <= 901 * 1024], [4.0, 10.0], 184.0)
+    raw = np.where(sizes <= 556 * 1024, 170.0, 170.0 * writelevels.STEP * 1.05)
+    inf = {i.name: i for i in C.infer(list(zip(sizes, read)), [], chase_raw=list(zip(sizes, raw)))}["write_levels"]
+    assert inf.detail["write_only"] and inf.detail["unexplained"] == [], inf.detail
+
+
+def test_broken_step_rule_fails(monkeypatch):
+    monkeypatch.setattr(writelevels, "STEP", 1.0)
+    with pytest.raises(AssertionError):
+        test_a_small_step_after_writes_is_not_called_a_buffer(1.17)
+
+
+@pytest.mark.parametrize("breakage", ["all_same", "none_same"])
+def test_broken_write_levels_fail(monkeypatch, breakage):
+    monkeypatch.setattr(writelevels, "_same", (lambda a, b: True) if breakage == "all_same" else (lambda a, b: False))
+    with pytest.raises(AssertionError):
+        test_write_levels_find_the_buffer_the_reads_do_not_show()
 
 
 def test_levels_lose_a_knee_that_sits_at_a_tlb_knee():

@@ -208,6 +208,10 @@ def test_write_protection_and_backend_ops():
     assert problems(ok, op="chase", mode="latency", chase_page=1) == {("chase_page", "invalid")}
     assert problems(ok, op="chase", mode="latency", chase_page=1, access_size=4096) == set()
     assert problems(ok, op="chase", mode="latency", chase_batch=24) == {("chase_batch", "invalid")}
+    # chase_write=raw: each thread's chain at least one batch of lines (64 lines of 4 KiB here)
+    assert problems(ok, op="chase", mode="latency", chase_write="raw", working_set=4096) == {("chase_batch", "invalid")}
+    assert problems(ok, op="chase", mode="latency", chase_write="raw", working_set=4096, chase_batch=64) == set()
+    assert problems(ok, op="chase", mode="latency", chase_write="store", working_set=4096) == set()
 
 
 def test_overwrite_verdict_reads_as_the_targets_contents_not_a_range():

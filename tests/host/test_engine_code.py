@@ -201,35 +201,84 @@ def test_module_loops_every_tree(module_obj: Path) -> None:
 HOPS_PER_STEP = 16  # PL_CHASE_UNROLL (core/pl_core.h): chase_batch is a multiple of it
 
 
-def check_chase(obj: Path) -> None:
-    """pl_chase_loop (op chase, both backends): its hops are `mov (%r),%r` on one register, each
-    load's address the previous load's result (one dependent load per hop), 16 of them in the
-    innermost loop, whose counter steps by 16 (so chase_batch hops are chase_batch loads), and no
-    other memory access in that loop; the bracket around it reads the clock serialised."""
-    insns = disassemble(obj)["pl_chase_loop"]
-    hop = re.compile(r"^\(%(\w+)\),%(\w+)$")
-    hops = [i for i in insns if i.mnemonic == "mov" and (m := hop.match(i.operands)) and m.group(1) == m.group(2)]
-    assert len(hops) == HOPS_PER_STEP, f"{obj.name}: {len(hops)} dependent loads in pl_chase_loop"
-    assert len({hop.match(i.operands).group(1) for i in hops}) == 1, f"{obj.name}: hops on several registers"
-    loops = []
+def back_loops(insns: list[Insn]) -> list[tuple[int, int]]:
+    """(start, end) of every backward jump's loop."""
+    out = []
     for i in insns:
         m = re.match(r"([0-9a-f]+) <", i.operands)
         if i.mnemonic.startswith("j") and m and int(m.group(1), 16) <= i.addr:
-            loops.append((int(m.group(1), 16), i.addr))
-    around = sorted((end - start, start, end) for start, end in loops
+            out.append((int(m.group(1), 16), i.addr))
+    return out
+
+
+def hop_loop(obj: Path, name: str) -> tuple[list[Insn], list[Insn], list[Insn], str]:
+    """A chase loop's hops, `mov (%r),%r` on one register (each load's address the previous load's
+    result: one dependent load per hop), 16 of them in the innermost loop around them, whose counter
+    steps by 16 (so chase_batch hops are chase_batch loads): (the function, its hops, that loop's
+    body, the hop register)."""
+    insns = disassemble(obj)[name]
+    hop = re.compile(r"^\(%(\w+)\),%(\w+)$")
+    hops = [i for i in insns if i.mnemonic == "mov" and (m := hop.match(i.operands)) and m.group(1) == m.group(2)]
+    assert len(hops) == HOPS_PER_STEP, f"{obj.name}: {len(hops)} dependent loads in {name}"
+    regs = {hop.match(i.operands).group(1) for i in hops}
+    assert len(regs) == 1, f"{obj.name}: {name}'s hops on several registers"
+    around = sorted((end - start, start, end) for start, end in back_loops(insns)
                     if all(start <= h.addr <= end for h in hops))
-    assert around, f"{obj.name}: the hops are not in a loop"
+    assert around, f"{obj.name}: {name}'s hops are not in a loop"
     _, start, end = around[0]
     body = [i for i in insns if start <= i.addr <= end]
-    # the hops back to back, nothing else touching memory in the loop
+    others = [i for i in body if i not in hops]
+    assert any(i.mnemonic == "add" and i.operands.startswith(f"${HOPS_PER_STEP:#x},") for i in others), \
+        f"{obj.name}: {name}'s hop loop's counter does not step by {HOPS_PER_STEP}: {others}"
+    assert not [i for i in body if i.mnemonic.startswith("call") or "mfence" in i.mnemonic or
+                i.mnemonic == "movnti"], f"{obj.name}: a call, fence or movnti in {name}'s hop loop"
+    mn = {i.mnemonic for i in insns}
+    assert {"rdtscp", "rdtsc", "lfence"} <= mn, f"{obj.name}: {name}'s brackets"
+    return insns, hops, body, regs.pop()
+
+
+def check_chase(obj: Path) -> None:
+    """pl_chase_loop (op chase, both backends): 16 dependent loads on one register back to back in
+    the hop loop, no other memory access in that loop (a plain chase reads only); the bracket
+    around it reads the clock serialised."""
+    _, hops, body, _ = hop_loop(obj, "pl_chase_loop")
     idx = [body.index(h) for h in hops]
     assert idx == list(range(idx[0], idx[0] + HOPS_PER_STEP)), f"{obj.name}: the hops are not consecutive"
     others = [i for i in body if i not in hops]
     assert not [i for i in others if "(" in i.operands], f"{obj.name}: other memory accesses in the hop loop: {others}"
-    assert any(i.mnemonic == "add" and i.operands.startswith(f"${HOPS_PER_STEP:#x},") for i in others), \
-        f"{obj.name}: the hop loop's counter does not step by {HOPS_PER_STEP}: {others}"
-    mn = {i.mnemonic for i in insns}
-    assert {"rdtscp", "rdtsc", "lfence"} <= mn, f"{obj.name}: pl_chase_loop's brackets"
+
+
+def check_chase_store(obj: Path) -> None:
+    """pl_chase_store_loop (chase_write=store): each hop is the data's add, one 8-byte store to
+    offset 8 of the hop's line (the hop register), then the dependent load: 16 of each per step,
+    in that order, and no other memory access in the hop loop."""
+    _, hops, body, reg = hop_loop(obj, "pl_chase_store_loop")
+    store = re.compile(rf"^%(\w+),0x8\(%{reg}\)$")
+    stores = [i for i in body if i.mnemonic == "mov" and store.match(i.operands)]
+    assert len(stores) == HOPS_PER_STEP, f"{obj.name}: {len(stores)} stores to 8(%{reg}) in the store-chase"
+    data = {store.match(i.operands).group(1) for i in stores}
+    assert len(data) == 1, f"{obj.name}: the store-chase stores several registers {data}"
+    dreg = data.pop()
+    for st, h in zip(stores, hops):
+        k = body.index(st)
+        assert body[k + 1] is h and body[k - 1].mnemonic == "add" and body[k - 1].operands.endswith(f",%{dreg}"), \
+            f"{obj.name}: a store-chase hop is not add, store, load: {body[k - 1:k + 2]}"
+    others = [i for i in body if i not in hops and i not in stores]
+    assert not [i for i in others if "(" in i.operands], f"{obj.name}: other memory accesses in the hop loop: {others}"
+
+
+def check_chase_raw(obj: Path) -> None:
+    """pl_chase_raw_loop (chase_write=raw): the timed hops as in the plain chase (no other memory
+    access in their loop), and outside it the write pass: one movnti to offset 8 of a line in a
+    loop of its own (one per line), and the mfence that ends the pass."""
+    insns, hops, body, _ = hop_loop(obj, "pl_chase_raw_loop")
+    others = [i for i in body if i not in hops]
+    assert not [i for i in others if "(" in i.operands], f"{obj.name}: other memory accesses in the hop loop: {others}"
+    nt = [i for i in insns if i.mnemonic == "movnti"]
+    assert len(nt) == 1 and re.match(r"^%\w+,0x8\(%\w+\)$", nt[0].operands), f"{obj.name}: the write pass {nt}"
+    assert any(s <= nt[0].addr <= e and not any(s <= h.addr <= e for h in hops) for s, e in back_loops(insns)), \
+        f"{obj.name}: the write pass's movnti is not in a loop of its own"
+    assert "mfence" in {i.mnemonic for i in insns}, f"{obj.name}: no mfence after the write pass"
 
 
 def test_runner_chase_loop(runner_obj: Path) -> None:
@@ -238,3 +287,13 @@ def test_runner_chase_loop(runner_obj: Path) -> None:
 
 def test_module_chase_loop(module_obj: Path) -> None:
     check_chase(module_obj)
+
+
+@pytest.mark.parametrize("check", [check_chase_store, check_chase_raw])
+def test_runner_chase_write_loops(runner_obj: Path, check) -> None:
+    check(runner_obj)
+
+
+@pytest.mark.parametrize("check", [check_chase_store, check_chase_raw])
+def test_module_chase_write_loops(module_obj: Path, check) -> None:
+    check(module_obj)

@@ -20,6 +20,7 @@ code on a cache-resident buffer and are checked by test_ceiling_executes_the_pla
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
@@ -548,3 +549,47 @@ def test_a_fenced_loop_spins_only_with_a_delay(tracer: Path, binary: Binary, tmp
     got = sum((c for _, _, c in entries), Counter())
     spins = sum(n for rip, n in got.items() if rip in _spin_trips(binary))
     assert (spins == 0) if delay == 0 else (spins >= 400), f"delay {delay}: {spins} spin trips"
+
+
+@pytest.mark.parametrize("cw,loop", [("none", "pl_chase_loop"), ("store", "pl_chase_store_loop"),
+                                     ("raw", "pl_chase_raw_loop")])
+def test_chase_loops_execute_one_dependent_load_per_hop(tracer: Path, binary: Binary, tmp_path: Path, cw: str,
+                                                        loop: str) -> None:
+    """op chase (and chase_write), counted: each hop executes one `mov (%r),%r` (its address the
+    previous load's result); the store-chase one store to offset 8 of the hop's line per hop; the
+    read-after-write chase one movnti per line of each write pass and one mfence per pass; a plain
+    chase neither; two clock reads per batch."""
+    lines, batch, count = 64, 16, 256
+    args = ["target=dram", "dram_size=1M", f"tsc_khz={TSC_KHZ}", "segment_ms=200", "op=chase", "mode=latency",
+            "access_size=64", f"working_set={lines * 64}", f"chase_batch={batch}", f"count={count}",
+            f"chase_write={cw}"]
+    stdout, entries = traced(tracer, binary, [loop], args, tmp_path)
+    row = fields([ln for ln in stdout.splitlines() if ln.startswith("thread=0")][0])
+    assert row["loop"] == loop and int(row["ops"]) == count, row
+    start, end = binary.syms[loop]
+    hop = re.compile(r"^\((%\w+)\),(%\w+)$")
+    store = re.compile(r"^%\w+,0x8\((%\w+)\)$")
+    ran = Counter()
+    for _, _, rips in entries:
+        ran.update({rip: k for rip, k in rips.items() if start <= rip < end})
+    insns = {rip: binary.by_addr[rip] for rip in ran}
+    regs = {m.group(1) for i in insns.values() if i.mnemonic == "mov" and (m := hop.match(i.operands))
+            and m.group(1) == m.group(2)}
+    assert len(regs) == 1, f"hops on {regs}"
+    n = Counter()
+    for rip, k in ran.items():
+        i = insns[rip]
+        m = hop.match(i.operands)
+        if i.mnemonic == "mov" and m and m.group(1) == m.group(2):
+            n["hop"] += k
+        elif i.mnemonic == "mov" and (m := store.match(i.operands)) and m.group(1) in regs:
+            n["store"] += k  # to offset 8 of the hop's line
+        elif i.mnemonic in ("movnti", "mfence", "rdtscp", "rdtsc"):
+            n[i.mnemonic] += k
+    rounds = -(-count // (lines // batch * batch))
+    assert n["hop"] == count, n
+    assert n["store"] == (count if cw == "store" else 0), n
+    assert n["movnti"] == (rounds * lines if cw == "raw" else 0), n
+    assert (int(row["reads"]), int(row["writes"])) == ((0, count) if cw == "store" else (count, 0)), row
+    assert n["mfence"] == (rounds if cw == "raw" else 0), n
+    assert n["rdtscp"] + n["rdtsc"] >= 2 * count // batch, n

@@ -17,7 +17,7 @@ from pmemlab.cli import probe as probe_cli
 # every stage gets its share (the loaded-latency family needs probe_cli.LOADED_MIN_S of it)
 BUDGET = "100s"
 LOADED_LINES = ("loaded_latency", "rw_asymmetry")  # its share may be too short on a loaded host: tested apart below
-NEW_LINES = ("write_granularity", "tlb_reach", "write_tail", "loaded_latency", "rw_asymmetry", "prefetch")
+NEW_LINES = ("write_granularity", "write_levels", "tlb_reach", "write_tail", "loaded_latency", "rw_asymmetry", "prefetch")
 RUNNER = Path(__file__).resolve().parents[2] / "userspace" / "runner" / "pmemlab-run"
 
 
@@ -52,7 +52,7 @@ def test_probe_writes_measurements_card_and_figures(probed):
     rows = pd.read_csv(out / "probe.csv")
     par = probe_cli.par_threads()
     assert set(rows["curve"]) | {"loaded", "unloaded"} == {
-        "chase", "randread", "randwrite", "chase_page", "tail", "tail_hist", "prefetch_seq", "prefetch_rand",
+        "chase", "chase_raw", "randread", "randwrite", "chase_page", "tail", "tail_hist", "prefetch_seq", "prefetch_rand",
         "loaded", "unloaded", *(("randread_par", "randwrite_par") if par > 1 else ())}
     # the granularity held against the random-access curves with every CPU (up to 4)
     assert set(rows[rows["curve"].str.endswith("_par")]["threads"]) <= {par}
@@ -83,6 +83,10 @@ def test_the_new_lines_rest_on_their_measurements(probed):
     pages = rows[rows["curve"] == "chase_page"]
     assert set(pages["chase_page"]) == {1} and set(pages["access_size"]) == {probe_cli.SLOT}
     assert set(pages["target_pages"]) == {"4k"}  # the TLB reach of 4 KiB pages
+    raw = rows[rows["curve"] == "chase_raw"]  # the read-after-write chase on the read chase's grid
+    assert set(raw["chase_write"]) == {"raw"} and set(raw["chase_batch"]) == {probe_cli.RAW_BATCH}
+    assert set(raw["size"]) <= set(rows[rows["curve"] == "chase"]["size"]) and raw["value"].notna().all()
+    assert {e["size_bytes"] for e in infs["write_levels"]["evidence"]} == set(raw["size"])
     writes = rows[rows["curve"] == "randwrite"]
     assert set(writes["op"]) == {probe_cli.RANDWRITE_OP} and writes["value"].notna().all()
     tails = rows[rows["curve"] == "tail"]

@@ -46,7 +46,7 @@ VALID: dict[str, list[str]] = {
     "duration_ms": ["5", "30"], "count": ["0", "100", "2000"], "delay_ticks": ["0", "200"], "probe": ["0", "1"],
     "seed": ["1", "42"], "prefetch": ["on", "off"], "cold": ["0", "1"], "samples": ["0", "10", "100"],
     "warm": ["0", "1"], "segment_ms": ["1", "5"], "warmup_ms": ["0", "10"], "chase_batch": ["16", "256"],
-    "chase_page": ["0", "1"],
+    "chase_page": ["0", "1"], "chase_write": ["none", "raw", "store"],
     "load_target": ["", "dram", "dram:0", "dram:x", "data", "/nonexistent/x"],
     # the runner's own options (the target)
     "dram_size": ["4M", "16M"], "dram_pages": ["4k", "2m", "hugetlb"], "dram_node": ["-1", "0", "7"],

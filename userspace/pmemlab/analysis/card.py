@@ -18,6 +18,7 @@ from pmemlab.analysis.knees import levels_inference
 from pmemlab.analysis.loaded import asymmetry_inference, loaded_inference, prefetch_inference
 from pmemlab.analysis.tail import tail_by_size
 from pmemlab.analysis.tlb import tlb_inference
+from pmemlab.analysis.writelevels import write_levels_inference
 
 if TYPE_CHECKING:
     from pmemlab.analysis.curves import CurvePoint
@@ -57,6 +58,7 @@ def infer(chase: Sequence[tuple[float, float]], randread: Sequence[tuple[float, 
           declared_gran: int | None = None, declared_ways: int | None = None,
           emulated: bool = False, *, randwrite: Sequence[tuple[float, float]] | None = None,
           chase_page: Sequence[tuple[float, float]] | None = None,
+          chase_raw: Sequence[tuple[float, float]] | None = None,
           tail_hists: Mapping[int, Sequence[tuple[float, float, int]]] | None = None,
           loaded: Sequence[CurvePoint] | None = None, unloaded_ns: float | None = None,
           prefetch: tuple[Sequence[float], Sequence[float], int | None] | None = None,
@@ -66,7 +68,8 @@ def infer(chase: Sequence[tuple[float, float]], randread: Sequence[tuple[float, 
     """The card's inferences: levels (chase latency vs region size), read access granularity and
     interleave (random-read bandwidth vs access size); where their measurements are given (None:
     not measured, no line): write granularity (random-write bandwidth vs access size), TLB reach
-    (the one-line-per-page chase, held against the levels), the write tail (hotspot histograms by
+    (the one-line-per-page chase, held against the levels), write levels (the read-after-write
+    chase, held against the levels), the write tail (hotspot histograms by
     size), loaded latency and read/write asymmetry (a curves family), prefetch (sequential and
     random load latencies). Points may repeat: a chase's repeats enter as their least latency
     (`lows`), bandwidths as their median. `parallel`: the random-read/-write curves again with
@@ -89,6 +92,10 @@ def infer(chase: Sequence[tuple[float, float]], randread: Sequence[tuple[float, 
                             line_knees=levels.detail.get("knees", []) if not levels.uncertain else [])
         out.append(tlb)
         hold_levels_against_tlb(levels, tlb)
+    if chase_raw is not None:
+        cr = lows(chase_raw)
+        out.append(write_levels_inference("write_levels", [s for s, _ in cr], [v for _, v in cr],
+                                          [] if levels.uncertain else levels.detail.get("knees", []), ch))
     if tail_hists is not None:
         out.append(tail_by_size("write_tail", dict(tail_hists)))
     if loaded is not None:
@@ -234,11 +241,13 @@ def value_text(inf: Mapping[str, Any]) -> str:
     v = inf.get("value")
     if inf.get("uncertain"):
         return "uncertain"
-    if inf["name"] == "levels":
+    if inf["name"] in ("levels", "write_levels"):
         lv = inf["detail"]["levels"]
         caps: list[float] = list(v or [])
         below = {round(k["capacity_bytes"]): k["below_ns"] for k in inf["detail"].get("knees", [])}
-        parts = [f"{_size(k)} ({below.get(round(k), lv[i]['latency_ns']):.3g} ns)" for i, k in enumerate(caps)]
+        only = set(inf["detail"].get("write_only", []))
+        parts = [f"{_size(k)} ({below.get(round(k), lv[i]['latency_ns']):.3g} ns)"
+                 + (", after writes only" if round(k) in only else "") for i, k in enumerate(caps)]
         return ", ".join(parts) + f"; then {lv[-1]['latency_ns']:.3g} ns"
     if inf["name"] == "tlb_reach" and isinstance(v, list):
         ent = inf["detail"].get("entries", [])

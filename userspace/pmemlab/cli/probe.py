@@ -56,6 +56,7 @@ TAIL_SIZES = (256, 1024, 4096, 16384, 65536)  # hotspot sizes of the write tail 
 TAIL_COUNT = 20000  # timed writes per hotspot size and repeat
 TAIL_REPEATS = 2
 SLOT = 4096  # the one-line-per-page chase: one line in each 4 KiB slot (chase_page=1 access_size=4096)
+RAW_BATCH = 64  # the read-after-write chase's batch: a chain has at least a batch of lines (4 KiB of 64 B)
 PAGE_MIN = 16 * SLOT
 PAGE_TOP = 64 << 20  # the page chase's largest region (capped at half the target): 16 Ki pages
 PAGE_DRAM = "128M"  # the 4 KiB-page DRAM target it runs on (mapped at each run: small is quick)
@@ -65,7 +66,7 @@ LOADED_MS = 50  # each run of it
 # shares of the budget: each stage stops at its share (measured from the probe's start, cumulatively);
 # the chase levels and their refinement take what is left (docs/card.md)
 SHARES = (("randread", 0.07), ("randread_par", 0.04), ("randwrite", 0.06), ("randwrite_par", 0.03), ("tail", 0.05),
-          ("prefetch", 0.02), ("chase_grid", 0.20), ("chase_page", 0.13), ("loaded", 0.15))
+          ("prefetch", 0.02), ("chase_grid", 0.20), ("chase_raw", 0.07), ("chase_page", 0.13), ("loaded", 0.15))
 PAR = "_par"  # the random-access curves again with par_threads() threads: the granularity is held against them
 GRID_PASSES = 2  # the chase's first grid, measured this many times over
 STABLE = 1.1  # knees within this factor of the previous round: stable
@@ -177,6 +178,13 @@ class Prober:
         return self.run("chase", rnd, size, {"mode": "latency", "op": "chase", "working_set": str(size),
                                              "duration_ms": str(CHASE_MS)})
 
+    def chase_raw(self, rnd: int, size: int) -> dict[str, Any]:
+        """The read-after-write chase: each round movnti to every line of the chain, mfence, then
+        the chase (chase_write=raw)."""
+        return self.run("chase_raw", rnd, size, {"mode": "latency", "op": "chase", "chase_write": "raw",
+                                                 "chase_batch": str(RAW_BATCH), "working_set": str(size),
+                                                 "duration_ms": str(CHASE_MS)})
+
     def chase_page(self, rnd: int, size: int) -> dict[str, Any]:
         return self.run("chase_page", rnd, size, {"mode": "latency", "op": "chase", "chase_page": "1",
                                                   "access_size": str(SLOT), "working_set": str(size),
@@ -284,7 +292,8 @@ def measure(prober: Prober, target_size: int, caches: Sequence[Mapping[str, Any]
     """The plan, each stage inside its share of the budget (SHARES, cumulative from the start):
     random reads and writes over the access sizes (three rounds), the write tail per hotspot
     size, sequential vs random loads past the last cache, the chase on a 2-a-octave grid (its
-    first pass whole, GRID_PASSES in its share), the one-line-per-page chase on a 2-a-octave
+    first pass whole, GRID_PASSES in its share), the read-after-write chase on the same grid, the
+    one-line-per-page chase on a 2-a-octave
     grid, a short loaded-latency family (as many throttles as fit its share); then rounds refining
     the chase around each knee (and measuring each knee's two neighbours again) until two rounds
     agree or the budget is spent. Returns why it stopped: stable | budget."""
@@ -322,6 +331,8 @@ def measure(prober: Prober, target_size: int, caches: Sequence[Mapping[str, Any]
             if i and time.monotonic() > ends["chase_grid"]:
                 break
             prober.chase(i, s)
+    _stage(prober, "write_levels", lambda: _sweep_sizes(
+        prober, grid, 1, ends["chase_raw"], lambda s: prober.chase_raw(0, s)))
     page_top = max(PAGE_MIN * 4, min(PAGE_TOP, target_size // 2))
     _stage(prober, "tlb_reach", lambda: _sweep_sizes(
         prober, initial_grid(PAGE_MIN, page_top), 1, ends["chase_page"], lambda s: prober.chase_page(0, s)))
@@ -495,6 +506,7 @@ def build_card(rows: Sequence[Mapping[str, Any]], cond: Mapping[str, Any], *, ta
     infs = C.infer(_points(rows, "chase"), _points(rows, "randread"), gran, ways, emulated,
                    randwrite=_points(rows, "randwrite") if "randwrite" in curves else None,
                    chase_page=page if "chase_page" in curves else None,
+                   chase_raw=_points(rows, "chase_raw") if "chase_raw" in curves else None,
                    tail_hists=tail_hists(rows), loaded=loaded[0] if loaded else None,
                    unloaded_ns=loaded[1] if loaded else None, prefetch=_prefetch(rows),
                    page_bytes=_page_bytes(rows), **_parallel(rows))
@@ -502,7 +514,7 @@ def build_card(rows: Sequence[Mapping[str, Any]], cond: Mapping[str, Any], *, ta
     have = {i.name for i in infs}
     gone: list[tuple[str, str]] = [(n, why) for n, why in skipped if n not in have]
     named = {n for n, _ in gone}
-    for name in ("write_granularity", "tlb_reach", "write_tail", "loaded_latency", "prefetch"):
+    for name in ("write_granularity", "write_levels", "tlb_reach", "write_tail", "loaded_latency", "prefetch"):
         if name not in have and name not in named:
             gone.append((name, "no measurement of it in this probe's data"))
     if "loaded_latency" not in have and "rw_asymmetry" not in named:
@@ -518,13 +530,16 @@ def _draw_one(ax: Any, inf: Mapping[str, Any], doc: Mapping[str, Any], rows: Seq
     """One inference's figure: its measured points (grey: every repeat), the points it rests on,
     and what it found."""
     name, ev, det = inf["name"], inf["evidence"], inf.get("detail", {})
-    if name in ("levels", "tlb_reach"):
-        pts = _points(rows, "chase" if name == "levels" else "chase_page")
+    if name in ("levels", "tlb_reach", "write_levels"):
+        pts = _points(rows, {"levels": "chase", "tlb_reach": "chase_page", "write_levels": "chase_raw"}[name])
         if pts:
             ax.scatter([p[0] for p in pts], [p[1] for p in pts], s=10, color="0.6", label="measured (every repeat)")
+        if name == "write_levels":  # the read chase beside it: a knee only this curve has is the writes'
+            rd = sorted(C.lows(_points(rows, "chase")))
+            ax.plot([p[0] for p in rd], [p[1] for p in rd], "--", color="0.45", lw=1, label="read chase (its lows)")
         ax.plot([e["size_bytes"] for e in ev], [e["latency_ns"] for e in ev], "o-", ms=4, color="C0",
                 label="points used (medians)")
-        knees = det.get("knees", []) if name == "levels" else det.get("tlb_knees", [])
+        knees = det.get("tlb_knees", []) if name == "tlb_reach" else det.get("knees", [])
         for k in knees:
             ax.axvline(k["capacity_bytes"], color="C3", lw=1.2)
             ax.annotate(f"{k['capacity_bytes'] / 1024:.0f} KiB\n(conf {k['confidence']:.2f})",
@@ -537,6 +552,8 @@ def _draw_one(ax: Any, inf: Mapping[str, Any], doc: Mapping[str, Any], rows: Seq
             for c in doc.get("cpu_caches", []):
                 ax.axvline(c["size_bytes"], color="0.3", ls=":", lw=1)
             ax.set_xlabel("region size (B); dotted: caches the CPU reports")
+        elif name == "write_levels":
+            ax.set_xlabel("region size (B), each line written (movnti, mfence) before it is chased")
         else:
             ax.set_xlabel("region size (B), one line per 4 KiB page; red: TLB knees, dashed: caches (footprint)")
         ax.set_ylabel("chase latency p50 (ns)")
