@@ -1,0 +1,133 @@
+"""The controller's own cost per point (issue 37, point 3), held as counts against the stand-in
+module (fixtures/fake_pmemlab.py), never as a time: within a run (backends/module.py Module.run),
+what cannot change within a load is read at the load's first run only (the target's placement, a
+parameter file's existence), the state once before the run and once after each poll's sleep (not
+right after the `run` write: the module sets `running` before the write returns); and the rows
+carry what reading everything at every run gives."""
+from __future__ import annotations
+
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from sweep_toml import bandwidth_toml
+
+import pmemlab.backends.module as module_mod
+import pmemlab.cli as cli
+from pmemlab.backends.facts import PLACEMENT_FACTS
+from pmemlab.backends.module import Module
+from pmemlab.table import read_rows
+
+CONFIG = bandwidth_toml("seed = [1, 2, 3, 4, 5]", repeats=2)
+DRAM = {"target": "dram", "dram_size": "64M", "dram_nodes": "0,1", "dram_weights": "3,1"}
+POINT = {"mode": "bandwidth", "op": "load", "access_size": 256, "duration_ms": 2, "working_set": "1M"}
+
+
+@pytest.fixture
+def config_text() -> str:
+    return CONFIG
+
+
+class RunCounts:
+    """What Module.run does with the stand-in's files, per run: reads by file name, existence
+    checks of its files, and the poll's sleeps."""
+
+    def __init__(self) -> None:
+        self.runs: list[dict[str, Counter]] = []
+
+    def __getitem__(self, what: str) -> Counter:
+        return sum((r[what] for r in self.runs), Counter())
+
+    def per_run(self, what: str, name: str) -> list[int]:
+        return [r[what][name] for r in self.runs]
+
+
+@pytest.fixture
+def counts(fake, monkeypatch: pytest.MonkeyPatch) -> RunCounts:
+    out = RunCounts()
+    current: list[dict[str, Counter] | None] = [None]
+    run, read, exists = Module.run, fake.read, Path.exists
+
+    def counted_run(self, *a, **k):  # type: ignore[no-untyped-def]
+        current[0] = {"read": Counter(), "exists": Counter(), "sleep": Counter()}
+        out.runs.append(current[0])
+        try:
+            return run(self, *a, **k)
+        finally:
+            current[0] = None
+
+    def counted_read(path: Path) -> str:
+        if current[0] is not None:
+            current[0]["read"][Path(path).name] += 1
+        return read(path)
+
+    def counted_exists(self: Path, *a, **k) -> bool:  # type: ignore[no-untyped-def]
+        # the controller's (backends/module.py), not the stand-in's own
+        if current[0] is not None and sys._getframe(1).f_code.co_filename == module_mod.__file__:
+            current[0]["exists"][self.name] += 1
+        return exists(self, *a, **k)
+
+    def counted_sleep(seconds: float) -> None:
+        if current[0] is not None:
+            current[0]["sleep"]["poll"] += 1
+        time.sleep(seconds)
+
+    monkeypatch.setattr(Module, "run", counted_run)
+    monkeypatch.setattr(fake, "read", counted_read)
+    monkeypatch.setattr(Path, "exists", counted_exists)
+    monkeypatch.setattr(module_mod, "time", SimpleNamespace(sleep=counted_sleep, time=time.time,
+                                                            monotonic=time.monotonic))
+    return out
+
+
+def test_a_sweep_reads_at_each_point_only_what_can_change(env, counts: RunCounts) -> None:
+    fake, cfg, out = env
+    fake.reload(DRAM)  # a target with a placement: its pages on two nodes
+    assert cli.main(["sweep", str(cfg), "-o", str(out), "--no-progress"]) == 0
+    assert len(counts.runs) == len(fake.runs) == 10
+    # the placement is a fact of the load: read at its first run, then not again (params_gen unchanged)
+    for name in PLACEMENT_FACTS:
+        assert counts.per_run("read", name) == [1] + [0] * 9, name
+    # the state: once before the run, then once after each of the poll's sleeps
+    for r in counts.runs:
+        assert r["read"]["state"] == 1 + r["sleep"]["poll"], r
+    # a parameter's file is looked for only while it is not held (the first run)
+    assert sum(counts.runs[0]["exists"].values()) > 0
+    assert [sum(r["exists"].values()) for r in counts.runs[1:]] == [0] * 9
+    for name in ("result", "params_gen", "run_id", "histogram"):
+        assert counts.per_run("read", name) == [1] * 10, name
+    # and every row carries the placement the module shows
+    rows = read_rows(out)
+    shown = fake.module().placement()
+    assert shown["target_placement"] == "module" and set(shown) == set(PLACEMENT_FACTS)
+    for name in PLACEMENT_FACTS:
+        assert set(rows[name].astype(str)) == {shown[name]}, name
+
+
+def test_a_reload_or_a_write_from_elsewhere_reads_the_placement_again(fake, counts: RunCounts) -> None:
+    mod = fake.module()
+    fake.reload(DRAM)
+    first = [mod.run(POINT) for _ in range(2)]
+    # insmod again with the pages elsewhere: the next run's rows carry the new load's placement
+    fake.reload({**DRAM, "dram_weights": "1,1"})
+    second = [mod.run(POINT) for _ in range(2)]
+    fake.module().write("op", "ntstore")  # another controller between two points: read again too
+    third = mod.run(POINT)
+    assert [o.state for o in [*first, *second, third]] == ["done"] * 5
+    assert counts.per_run("read", "target_weights") == [1, 0, 1, 0, 1]
+    assert {o.conditions["target_weights"] for o in first} == {"3,1"}
+    assert {o.conditions["target_weights"] for o in [*second, third]} == {"1,1"}
+    assert all(o.conditions == fake.module().placement() for o in [*second, third])
+
+
+def test_a_module_without_params_gen_reads_the_placement_at_every_run(fake, counts: RunCounts) -> None:
+    fake.reload(DRAM)
+    (fake.root / "params_gen").unlink()
+    mod = fake.module()
+    outs = [mod.run(POINT) for _ in range(3)]
+    assert counts.per_run("read", "target_nodes") == [1, 1, 1]
+    assert all(o.conditions == mod.placement() for o in outs)
