@@ -358,3 +358,39 @@ def test_run_watch_stops_waiting_for_records_that_never_come(tmp_path: Path) -> 
     listener.waits.clear()
     watch.annotate([{"thread": 0, "cpu": 0}, {"thread": "all", "cpu": -1}])
     assert any(w > 0 for w in listener.waits)
+
+
+def test_run_watch_parses_the_times_of_the_run_cpus_only(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # issue 37: /proc/stat is read before and after every run; of a 64-CPU machine's lines only
+    # those of the run's CPUs and their siblings are parsed, with the values a full parse gives
+    host = host_tree(tmp_path, cpus=64)
+    before = {c: (10 * c, 0, 5, 1000 + c, 0, 0, 0, c % 3, 0, 0) for c in range(64)}
+    after = {c: (10 * c + 40 + c % 7, 0, 5, 1050 + 2 * c, 0, 0, 0, c % 3 + c % 5, 0, 0) for c in range(64)}
+    built: list[int] = []
+
+    class Counted(CpuTime):
+        def __init__(self, *a, **k) -> None:  # type: ignore[no-untyped-def]
+            built.append(1)
+            super().__init__(*a, **k)
+
+    monkeypatch.setattr(runcond, "CpuTime", Counted)
+    watch = RunWatch(host=host, listener=None)
+    for cpus in ([0], [1, 5], [33]):
+        put(host.proc / "stat", stat(before))
+        watch.before()
+        put(host.proc / "stat", stat(after))
+        built.clear()
+        rows = [*({"thread": i, "cpu": c} for i, c in enumerate(cpus)), {"thread": "all", "cpu": -1}]
+        watch.annotate(rows)
+        seen = {*cpus, *(s for c in cpus for s in runcond.siblings(host, c))}
+        assert len(built) == 2 * len(seen) < 2 * 64
+        put(host.proc / "stat", stat(before))
+        full_before = runcond.cpu_times(host)
+        put(host.proc / "stat", stat(after))
+        full_after = runcond.cpu_times(host)
+        assert len(full_before) == 64
+        assert rows[0]["steal_pct"] == runcond.steal_pct(full_before, full_after, cpus) is not None
+        assert rows[0]["smt_sibling_busy_pct"] == runcond.sibling_busy_pct(host, full_before, full_after, cpus) \
+            is not None
+    # the all-CPU line and what follows the CPU lines are not CPUs
+    assert set(runcond.parse_cpu_times(stat(before) + "cpu99 1 2 3 4 5 6 7 8\n")) == set(range(64))
