@@ -6,6 +6,9 @@ right after the `run` write: the module sets `running` before the write returns)
 carry what reading everything at every run gives."""
 from __future__ import annotations
 
+import csv
+import io
+import math
 import sys
 import time
 from collections import Counter
@@ -13,11 +16,14 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from sweep_toml import bandwidth_toml
 
 import pmemlab.backends.module as module_mod
 import pmemlab.cli as cli
+from pmemlab import results, table
 from pmemlab.backends.facts import PLACEMENT_FACTS
 from pmemlab.backends.module import Module
 from pmemlab.table import read_rows
@@ -131,3 +137,70 @@ def test_a_module_without_params_gen_reads_the_placement_at_every_run(fake, coun
     outs = [mod.run(POINT) for _ in range(3)]
     assert counts.per_run("read", "target_nodes") == [1, 1, 1]
     assert all(o.conditions == mod.placement() for o in outs)
+
+
+# ---- a row's text: the same bytes, without a call or an exception per cell ----
+def _cell_before(value: object) -> str:
+    """table._cell as every cell went through it before issue 37 (the reference)."""
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "1" if value else "0"
+    if isinstance(value, float):
+        return "" if math.isnan(value) else repr(value)
+    return str(value)
+
+
+def _parse_value_before(text: str) -> object:
+    """results.parse_value before issue 37 (the reference): int, hex, float, else the text."""
+    try:
+        return int(text, 10)
+    except ValueError:
+        pass
+    if text.lower().startswith("0x"):
+        try:
+            return int(text, 16)
+        except ValueError:
+            pass
+    try:
+        return float(text)
+    except ValueError:
+        return text
+
+
+CELLS = st.one_of(st.none(), st.booleans(), st.integers(), st.floats(), st.text(max_size=8))
+
+
+@given(st.lists(st.dictionaries(st.sampled_from("abcdefgh"), CELLS), min_size=1, max_size=3))
+def test_csv_text_is_the_cells_of_before(rows: list[dict[str, object]]) -> None:
+    columns = list("abcdefghz")  # z: in no row
+    buf = io.StringIO()
+    writer = csv.writer(buf, lineterminator="\n")
+    for row in rows:
+        writer.writerow([_cell_before(row.get(c)) for c in columns])
+    assert table.csv_text(columns, rows) == buf.getvalue()
+
+
+TOKENS = st.one_of(st.sampled_from(["load", "all", "bandwidth", "-1", "0x1a4", "0xfg", "99.500", "1e3", "inf", "NaN",
+                                    "Infinity", "1_000", "1.2.3", "sse2", "", "٣", "ｉｎｆ", "0X1F", "+7", ".5"]),
+                   st.text(alphabet="0123456789abcdefxXinINF.+-_e ", max_size=6), st.text(max_size=5))
+
+
+@given(TOKENS)
+def test_a_result_value_is_what_it_was(text: str) -> None:
+    got, want = results.parse_value(text), _parse_value_before(text)
+    assert type(got) is type(want) and (got == want or got != got and want != want), (text, got, want)
+
+
+def test_a_row_is_written_without_a_call_per_cell_and_read_without_exceptions(monkeypatch: pytest.MonkeyPatch) -> None:
+    calls: list[str] = []
+    cell = table._cell
+    monkeypatch.setattr(table, "_cell", lambda v: calls.append("cell") or cell(v))
+    row = {"sweep": "t", "point": 3, "thread": "all", "error": "", "run_id": None, "bw_gbps": 3.1, "loop_bound": True}
+    assert table.csv_text(list(row), [row]) == "t,3,all,,,3.1,1\n"
+    assert calls == ["cell", "cell"]  # the float and the bool only
+    monkeypatch.setattr(results, "int", lambda *a: calls.append("int") or int(*a), raising=False)
+    calls.clear()
+    fields = results.parse_result_text("thread=0 op=load mode=bandwidth bw_mbps=3137.246 irqoff_pct=99.500 ops=7\n")
+    assert fields == [{"thread": 0, "op": "load", "mode": "bandwidth", "bw_mbps": 3137.246, "irqoff_pct": 99.5, "ops": 7}]
+    assert calls == ["int", "int"]  # thread and ops; the words and fractions go straight to what takes them
