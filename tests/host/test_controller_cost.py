@@ -204,3 +204,41 @@ def test_a_row_is_written_without_a_call_per_cell_and_read_without_exceptions(mo
     fields = results.parse_result_text("thread=0 op=load mode=bandwidth bw_mbps=3137.246 irqoff_pct=99.500 ops=7\n")
     assert fields == [{"thread": 0, "op": "load", "mode": "bandwidth", "bw_mbps": 3137.246, "irqoff_pct": 99.5, "ops": 7}]
     assert calls == ["int", "int"]  # thread and ops; the words and fractions go straight to what takes them
+
+
+# ---- the poll: a run is seen done soon after its end, with few looks ----
+@pytest.mark.parametrize("ends_at", [0.001, 0.02, 0.1, 3.0])
+def test_a_run_is_seen_done_within_a_twentieth_of_its_time(fake, monkeypatch: pytest.MonkeyPatch,
+                                                            ends_at: float) -> None:
+    """On a clock that moves only by the poll's sleeps, a run that ends at `ends_at`: the poll's first
+    look is poll_s after the run write, and it sees the end at most max(poll_s, 5 % of the run) after
+    it (the 1.5x steps before saw a 100 ms run 47 ms late), in few looks."""
+    now = [0.0]
+    sleeps: list[float] = []
+
+    def sleep(seconds: float) -> None:
+        sleeps.append(seconds)
+        now[0] += seconds
+
+    monkeypatch.setattr(module_mod, "time", SimpleNamespace(sleep=sleep, monotonic=lambda: now[0], time=time.time))
+    state = Module.state
+    looks: list[float] = []
+
+    def state_at(self: Module) -> str:  # running until the clock passes the end, then the stand-in's state
+        if self.io.read(self.root / "state").strip() != "running" and not sleeps:
+            return state(self)  # the look before the run
+        looks.append(now[0])
+        if now[0] < ends_at:
+            return "running"
+        deadline = time.monotonic() + 10
+        while state(self) == "running" and time.monotonic() < deadline:  # the stand-in's worker, in real time
+            time.sleep(0.001)
+        return state(self)
+
+    monkeypatch.setattr(Module, "state", state_at)
+    out = fake.module().run(POINT, timeout_s=60, poll_s=0.002)
+    assert out.state == "done"
+    assert sleeps[0] == 0.002 and looks[0] == pytest.approx(0.002)
+    assert looks[-1] >= ends_at
+    assert looks[-1] - ends_at <= max(0.002, 0.05 * ends_at) + 1e-9, (looks[-1], ends_at)
+    assert len(looks) <= {0.001: 1, 0.02: 10, 0.1: 40, 3.0: 130}[ends_at], len(looks)
