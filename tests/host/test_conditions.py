@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import socket
 import struct
 import subprocess
 import sys
@@ -152,20 +153,49 @@ def record(pid: int, ppid: int, comm: str, nv: int, niv: int, size: int = 400) -
     return bytes(buf)
 
 
+def exit_message(pid: int, stats: bytes, family: int = 31) -> bytes:
+    """A taskstats exit message as the kernel sends it: the thread's record in an AGGR_PID."""
+    inner = taskstats._attr(taskstats.TASKSTATS_TYPE_PID, struct.pack("=I", pid)) + \
+        taskstats._attr(taskstats.TASKSTATS_TYPE_STATS, stats)
+    payload = taskstats.GENLMSGHDR.pack(2, 1, 0) + taskstats._attr(taskstats.TASKSTATS_TYPE_AGGR_PID, inner)
+    return taskstats.NLMSGHDR.pack(taskstats.NLMSGHDR.size + len(payload), family, 0, 0, 0) + payload
+
+
 def test_taskstats_messages_are_parsed() -> None:
     family = 31
-
-    def msg(pid: int, stats: bytes) -> bytes:
-        inner = taskstats._attr(taskstats.TASKSTATS_TYPE_PID, struct.pack("=I", pid)) + \
-            taskstats._attr(taskstats.TASKSTATS_TYPE_STATS, stats)
-        payload = taskstats.GENLMSGHDR.pack(2, 1, 0) + taskstats._attr(taskstats.TASKSTATS_TYPE_AGGR_PID, inner)
-        return taskstats.NLMSGHDR.pack(taskstats.NLMSGHDR.size + len(payload), family, 0, 0, 0) + payload
-
+    msg = exit_message
     data = msg(7, record(7, 1, "pmemlab/3", 4, 9)) + msg(8, record(8, 2, "kworker/0:1", 1, 1, size=500))
     got = taskstats.parse_exits(data, family)
     assert got == [TaskExit(7, 1, "pmemlab/3", 4, 9), TaskExit(8, 2, "kworker/0:1", 1, 1)]
     assert taskstats.parse_exits(data, family + 1) == []  # another family's messages
     assert taskstats.parse_record(b"\0" * 100) is None  # too short to hold the counters
+
+
+def test_listener_receives_into_one_buffer_and_drains_unparsed(monkeypatch: pytest.MonkeyPatch) -> None:
+    # issue 37: drain() and collect() run around every point; a recv() of 1 MiB allocated a
+    # megabyte each time, and drain() parsed the records it drops
+    class IntoOnly(socket.socket):
+        def recv(self, *a, **k):  # type: ignore[no-untyped-def]
+            raise AssertionError("recv() allocates its buffer at every call: recv_into the listener's")
+
+    ours, kernel = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
+    listener = taskstats.ExitListener(IntoOnly(fileno=ours.detach()), 31)
+    parsed: list[int] = []
+    parse = taskstats.parse_exits
+    monkeypatch.setattr(taskstats, "parse_exits", lambda data, family: parsed.append(1) or parse(data, family))
+    try:
+        for n in range(3):
+            kernel.send(exit_message(90, record(90, 1, "other", 1, 1)))
+            listener.drain()
+            assert parsed == []
+            kernel.send(exit_message(7 + n, record(7 + n, 1, "pmemlab/3", 4, n)))
+            kernel.send(exit_message(20, record(20, 1, "kworker/0:1", 1, 1, size=500)))
+            assert listener.collect() == [TaskExit(7 + n, 1, "pmemlab/3", 4, n), TaskExit(20, 1, "kworker/0:1", 1, 1)]
+            assert listener.collect() == []
+            parsed.clear()
+    finally:
+        listener.close()
+        kernel.close()
 
 
 def test_records_are_matched_to_threads() -> None:
@@ -358,3 +388,39 @@ def test_run_watch_stops_waiting_for_records_that_never_come(tmp_path: Path) -> 
     listener.waits.clear()
     watch.annotate([{"thread": 0, "cpu": 0}, {"thread": "all", "cpu": -1}])
     assert any(w > 0 for w in listener.waits)
+
+
+def test_run_watch_parses_the_times_of_the_run_cpus_only(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # issue 37: /proc/stat is read before and after every run; of a 64-CPU machine's lines only
+    # those of the run's CPUs and their siblings are parsed, with the values a full parse gives
+    host = host_tree(tmp_path, cpus=64)
+    before = {c: (10 * c, 0, 5, 1000 + c, 0, 0, 0, c % 3, 0, 0) for c in range(64)}
+    after = {c: (10 * c + 40 + c % 7, 0, 5, 1050 + 2 * c, 0, 0, 0, c % 3 + c % 5, 0, 0) for c in range(64)}
+    built: list[int] = []
+
+    class Counted(CpuTime):
+        def __init__(self, *a, **k) -> None:  # type: ignore[no-untyped-def]
+            built.append(1)
+            super().__init__(*a, **k)
+
+    monkeypatch.setattr(runcond, "CpuTime", Counted)
+    watch = RunWatch(host=host, listener=None)
+    for cpus in ([0], [1, 5], [33]):
+        put(host.proc / "stat", stat(before))
+        watch.before()
+        put(host.proc / "stat", stat(after))
+        built.clear()
+        rows = [*({"thread": i, "cpu": c} for i, c in enumerate(cpus)), {"thread": "all", "cpu": -1}]
+        watch.annotate(rows)
+        seen = {*cpus, *(s for c in cpus for s in runcond.siblings(host, c))}
+        assert len(built) == 2 * len(seen) < 2 * 64
+        put(host.proc / "stat", stat(before))
+        full_before = runcond.cpu_times(host)
+        put(host.proc / "stat", stat(after))
+        full_after = runcond.cpu_times(host)
+        assert len(full_before) == 64
+        assert rows[0]["steal_pct"] == runcond.steal_pct(full_before, full_after, cpus) is not None
+        assert rows[0]["smt_sibling_busy_pct"] == runcond.sibling_busy_pct(host, full_before, full_after, cpus) \
+            is not None
+    # the all-CPU line and what follows the CPU lines are not CPUs
+    assert set(runcond.parse_cpu_times(stat(before) + "cpu99 1 2 3 4 5 6 7 8\n")) == set(range(64))

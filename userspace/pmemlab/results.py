@@ -90,17 +90,25 @@ _RENAME = {"node": "thread_node", "op": "thread_op", "role": "thread_role", "mod
 _FIELD_RE = re.compile(r"(\S+?)=(\S*)")
 
 
+_FLOAT_WORDS = frozenset({"inf", "infinity", "nan"})  # the letters-only texts float() takes
+
+
 def parse_value(text: str) -> Any:
-    """int, float or the string itself."""
-    try:
-        return int(text, 10)
-    except ValueError:
-        pass
-    if text.lower().startswith("0x"):
+    """int, float or the string itself. A word (op=load) and a decimal fraction (bw_mbps=3137.246)
+    go straight to what takes them: a result line has several, and a ValueError raised and caught
+    for each cost a 64-thread result a millisecond (issue 37)."""
+    if text.isalpha() and text.lower() not in _FLOAT_WORDS:
+        return text  # neither int() nor float() takes letters alone
+    if "." not in text:  # nor does int() take a point
         try:
-            return int(text, 16)
+            return int(text, 10)
         except ValueError:
             pass
+        if text.lower().startswith("0x"):
+            try:
+                return int(text, 16)
+            except ValueError:
+                pass
     try:
         return float(text)
     except ValueError:

@@ -27,6 +27,11 @@ from pmemlab.errors import (
 
 DEFAULT_SYSFS = Path("/sys/kernel/pmemlab")
 DEFAULT_MODPARAMS = Path("/sys/module/pmemlab/parameters")
+# a run's state is looked at after poll_s, then again at most POLL_LATE x the time it has run so far
+# later (poll_s at least, POLL_MAX_S at most): a run is seen done that much after its end at most
+# (the 1.5x steps before saw a 20 ms run up to 6 ms late, a 100 ms one 47 ms: issue 37)
+POLL_LATE = 0.05
+POLL_MAX_S = 0.05
 
 
 
@@ -41,8 +46,16 @@ class SysfsIO:
     """Plain file access; the fake module in the tests overrides `write`."""
 
     def read(self, path: Path) -> str:
-        with open(path, "r", encoding="utf-8", errors="replace") as fh:
-            return fh.read()
+        """The whole file as text (undecodable bytes replaced). os.read to the end: no file object
+        or text decoder per read (a sweep reads several files at every point: issue 37)."""
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            chunks = []
+            while chunk := os.read(fd, 65536):
+                chunks.append(chunk)
+        finally:
+            os.close(fd)
+        return b"".join(chunks).decode("utf-8", "replace")
 
     def read_bytes(self, path: Path) -> bytes:
         with open(path, "rb") as fh:
@@ -112,6 +125,9 @@ class Module:
         # the parameters that differ, while params_gen says no one else wrote (or reloaded) since
         self._held: dict[str, str] = {}
         self._gen: int | None = None
+        # the load's placement facts as the last run read them: a fact of the load, so read again
+        # only when params_gen no longer says "the same load as at that run" (set_params)
+        self._placement: dict[str, str] | None = None
 
     # -- basic access ---------------------------------------------------
     def loaded(self) -> bool:
@@ -217,6 +233,13 @@ class Module:
                 out[name] = text
         return out
 
+    def _load_placement(self) -> dict[str, str]:
+        """placement(), read once per load: again after set_params found another params_gen
+        (a reload, or a write from elsewhere) or none (a module without it: every run)."""
+        if self._placement is None or self._gen is None:
+            self._placement = self.placement()
+        return dict(self._placement)
+
     def target_facts(self, online_cpus: int | None = None) -> P.TargetFacts:
         f = self.facts()
         widths: tuple[int, ...] | None = None
@@ -302,16 +325,20 @@ class Module:
         module's parameters in between. Otherwise, and on a module without params_gen, every
         parameter is written.
         """
-        pending = [(k, P.to_sysfs(k, v)) for k, v in values.items()
-                   if not (k in P.PARAMS and v == P.PARAMS[k].default and not (self.root / k).exists())]
-        text = self.read_opt("params_gen")
-        gen = int(text) if text and text.isdigit() else None
-        held = dict(self._held) if gen is not None and gen == self._gen else {}
+        gen_text = self.read_opt("params_gen")
+        gen = int(gen_text) if gen_text and gen_text.isdigit() else None
+        same_load = gen is not None and gen == self._gen
+        held = dict(self._held) if same_load else {}
+        if not same_load:
+            self._placement = None  # another load, or unknown: its placement is read again
         self._gen = None  # until the writes below are all known
         refused: list[tuple[str, str, ParamRefused]] = []
         taken = 0
-        for key, text in pending:
+        pending = [(k, v, P.to_sysfs(k, v)) for k, v in values.items()]
+        for key, value, text in pending:
             if held.get(key) == text:
+                continue  # held: its file exists and holds this value
+            if key in P.PARAMS and value == P.PARAMS[key].default and not (self.root / key).exists():
                 continue
             held.pop(key, None)
             try:
@@ -336,8 +363,11 @@ class Module:
         Ctrl-C during the run writes `abort`, waits for the module to stop and
         raises Interrupted. A timeout aborts the run and returns state `timeout`.
         """
-        self.require_loaded()
-        state = self.state()
+        try:
+            state = self.state()
+        except ModuleAccessError:
+            self.require_loaded()  # no state file: not loaded, or not a pmemlab directory
+            raise
         if state == "running":
             raise ModuleBusy("a run is already active", "wait for it or stop it with `pmemlab abort`")
         self.set_params(values)
@@ -347,17 +377,19 @@ class Module:
             self.write("run", "1")
             delay = poll_s
             while True:
+                # the module sets `running` before the write returns: the first look is a poll later
+                time.sleep(delay)
                 state = self.state()
-                if state != "running":  # the module sets `running` before the write returns
+                if state != "running":
                     break
-                if time.monotonic() - t0 > timeout_s:
+                ran = time.monotonic() - t0
+                if ran > timeout_s:
                     self._abort_and_wait()
                     return RunOutcome("timeout", error=f"no result after {timeout_s:g} s; run aborted",
                                       started=started, elapsed_s=time.monotonic() - t0, params=dict(values))
                 if on_poll:
                     on_poll()
-                time.sleep(delay)
-                delay = min(delay * 1.5, 0.05)
+                delay = min(max(poll_s, POLL_LATE * ran), POLL_MAX_S)
         except KeyboardInterrupt:
             self._abort_and_wait()
             raise Interrupted("interrupted (Ctrl-C); the module run was aborted") from None
@@ -365,7 +397,7 @@ class Module:
         if state == "done":
             return RunOutcome("done", result=self.read("result"), started=started, elapsed_s=elapsed,
                               params=dict(values), histogram=self.read_opt("histogram") or "",
-                              run_id=self.read_opt("run_id"), conditions=self.placement(),
+                              run_id=self.read_opt("run_id"), conditions=self._load_placement(),
                               raw_samples=self._raw_samples() if values.get("samples") else b"")
         if state == "idle":
             state = "error:stopped without a result (aborted from elsewhere?)"

@@ -20,7 +20,7 @@ import re
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from typing import Any, Callable, Container, Iterable, Mapping, Sequence
 
 from pmemlab.host.probe import HostPaths as Host
 from pmemlab.params import parse_cpulist
@@ -34,10 +34,19 @@ WAIT_S = 0.2  # how long a run's thread records are waited for after it ended
 MISSES_BEFORE_NO_WAIT = 3  # runs in a row without any record: the next ones are not waited for
 
 def _read(path: Path) -> str | None:
+    """The file's text, stripped (None: unreadable). os.read to the end, no file object: /proc/stat
+    is read twice at every point of a sweep (issue 37)."""
     try:
-        return path.read_text(encoding="utf-8", errors="replace").strip()
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            chunks = []
+            while chunk := os.read(fd, 65536):
+                chunks.append(chunk)
+        finally:
+            os.close(fd)
     except OSError:
         return None
+    return b"".join(chunks).decode("utf-8", "replace").strip()
 
 
 def _cpus(text: str | None) -> list[int]:
@@ -164,16 +173,37 @@ class CpuTime:
     steal: int
 
 
+def proc_stat(host: Host) -> str | None:
+    """/proc/stat as it is now (parsed later by parse_cpu_times, for the CPUs a run turned out to use)."""
+    return _read(host.proc / "stat")
+
+
 def cpu_times(host: Host) -> dict[int, CpuTime]:
     """Per CPU from /proc/stat (guest time is already inside user and nice: not added twice)."""
+    return parse_cpu_times(proc_stat(host))
+
+
+def parse_cpu_times(text: str | None, cpus: Container[int] | None = None) -> dict[int, CpuTime]:
+    """cpu_times of a /proc/stat text: its per-CPU lines (those of `cpus` when given), which come
+    before every other line (the long `intr` one is not split)."""
     out: dict[int, CpuTime] = {}
-    for line in (_read(host.proc / "stat") or "").splitlines():
-        parts = line.split()
-        if not parts or not parts[0].startswith("cpu") or parts[0] == "cpu":
+    in_cpus = False
+    for line in (text or "").splitlines():
+        if not line.startswith("cpu"):
+            if in_cpus:
+                break  # past the CPU lines
             continue
+        in_cpus = True
+        name, _, rest = line.partition(" ")
         try:
-            cpu = int(parts[0][3:])
-            values = [int(v) for v in parts[1:9]] + [0] * (8 - len(parts[1:9]))
+            cpu = int(name[3:])
+        except ValueError:
+            continue  # the all-CPU line "cpu"
+        if cpus is not None and cpu not in cpus:
+            continue
+        fields = rest.split()[:8]
+        try:
+            values = [int(v) for v in fields] + [0] * (8 - len(fields))
         except ValueError:
             continue
         user, nice, system, idle, iowait, irq, softirq, steal = values
@@ -257,7 +287,7 @@ class RunWatch:
 
     host: Host = field(default_factory=Host)
     listener: ExitListener | None = None
-    _before: dict[int, CpuTime] = field(default_factory=dict)
+    _before: str | None = None  # /proc/stat at before(), parsed for the run's CPUs by annotate()
     # runs in a row whose thread records did not come within WAIT_S: past MISSES_BEFORE_NO_WAIT,
     # no more waiting (a backend whose threads send none must not cost every point WAIT_S)
     _misses: int = 0
@@ -291,16 +321,18 @@ class RunWatch:
     def before(self) -> None:
         if self.listener is not None:
             self.listener.drain()
-        self._before = cpu_times(self.host)
+        self._before = proc_stat(self.host)
 
     def annotate(self, rows: list[dict[str, Any]], runner_pid: int | None = None) -> None:
         """Add the run-state and noise columns to the rows of the run just made (every row gets the
         run's; each thread row its own context switches, the aggregate their sum)."""
-        after = cpu_times(self.host)
+        after_text = proc_stat(self.host)
         cpus = sorted({c for r in rows if str(r.get("thread")) != "all" for c in [row_number(r.get("cpu"))] if c >= 0})
+        seen = {*cpus, *(s for c in cpus for s in self.sibling_of(c))}  # the CPUs whose times matter
+        before, after = parse_cpu_times(self._before, seen), parse_cpu_times(after_text, seen)
         run: dict[str, Any] = {**self.machine_state(cpus),
-                               "steal_pct": steal_pct(self._before, after, cpus) if cpus else None,
-                               "smt_sibling_busy_pct": sibling_busy_pct(self.host, self._before, after, cpus,
+                               "steal_pct": steal_pct(before, after, cpus) if cpus else None,
+                               "smt_sibling_busy_pct": sibling_busy_pct(self.host, before, after, cpus,
                                                                         self.sibling_of) if cpus else None}
         per_thread: dict[str, TaskExit] = {}
         threads = [r for r in rows if str(r.get("thread")) != "all"]

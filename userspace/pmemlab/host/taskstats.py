@@ -134,6 +134,9 @@ class ExitListener:
         self.sock = sock
         self.family = family
         self.overflowed = False
+        # one receive buffer for the listener's life: recv(1 MiB) allocates (and gives back) a
+        # megabyte at every call, twice a point (issue 37)
+        self._buf = memoryview(bytearray(1 << 20))
 
     @classmethod
     def open(cls, cpus: int | None = None) -> ExitListener | None:
@@ -186,22 +189,25 @@ class ExitListener:
                     return len(payload) >= 4 and struct.unpack_from("=i", payload)[0] == 0
         return False
 
-    def _read(self, timeout_s: float) -> list[TaskExit]:
+    def _read(self, timeout_s: float, keep: bool = True) -> list[TaskExit]:
+        """The records that arrived (waiting up to timeout_s for the first); with keep=False
+        they are received and dropped unparsed."""
         out: list[TaskExit] = []
         wait = timeout_s
         while select.select([self.sock], [], [], wait)[0]:
             try:
-                data = self.sock.recv(1 << 20)
+                size = self.sock.recv_into(self._buf)
             except OSError:  # ENOBUFS: records were dropped while nobody read
                 self.overflowed = True
                 continue
-            out += parse_exits(data, self.family)
+            if keep:
+                out += parse_exits(bytes(self._buf[:size]), self.family)
             wait = 0.0
         return out
 
     def drain(self) -> None:
         """Forget every record so far (the exits of other tasks between runs)."""
-        self._read(0.0)
+        self._read(0.0, keep=False)
         self.overflowed = False
 
     def collect(self, timeout_s: float = 0.0) -> list[TaskExit]:
