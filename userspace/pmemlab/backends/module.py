@@ -16,6 +16,7 @@ from typing import Any, Callable, Mapping
 from pmemlab import params as P
 from pmemlab.backends.protocol import BackendKind, RunOutcome, load_identity
 from pmemlab.backends.facts import FACT_FILES, PLACEMENT_FACTS, fact_value
+from pmemlab.host.readall import read_all
 from pmemlab.errors import (
     Interrupted,
     ModuleAccessError,
@@ -46,16 +47,8 @@ class SysfsIO:
     """Plain file access; the fake module in the tests overrides `write`."""
 
     def read(self, path: Path) -> str:
-        """The whole file as text (undecodable bytes replaced). os.read to the end: no file object
-        or text decoder per read (a sweep reads several files at every point: issue 37)."""
-        fd = os.open(path, os.O_RDONLY)
-        try:
-            chunks = []
-            while chunk := os.read(fd, 65536):
-                chunks.append(chunk)
-        finally:
-            os.close(fd)
-        return b"".join(chunks).decode("utf-8", "replace")
+        """The whole file as text (undecodable bytes replaced)."""
+        return read_all(path)
 
     def read_bytes(self, path: Path) -> bytes:
         with open(path, "rb") as fh:

@@ -25,6 +25,7 @@ from typing import Any, Callable, Container, Iterable, Mapping, Sequence
 from pmemlab.host.probe import HostPaths as Host
 from pmemlab.params import parse_cpulist
 from pmemlab.results import row_number
+from pmemlab.host.readall import read_all
 from pmemlab.host.taskstats import ExitListener, TaskExit
 
 CPU = "devices/system/cpu"
@@ -34,19 +35,12 @@ WAIT_S = 0.2  # how long a run's thread records are waited for after it ended
 MISSES_BEFORE_NO_WAIT = 3  # runs in a row without any record: the next ones are not waited for
 
 def _read(path: Path) -> str | None:
-    """The file's text, stripped (None: unreadable). os.read to the end, no file object: /proc/stat
-    is read twice at every point of a sweep (issue 37)."""
+    """The file's text, stripped (None: unreadable). /proc/stat is read twice at every point of a
+    sweep (issue 37): read_all, no file object."""
     try:
-        fd = os.open(path, os.O_RDONLY)
-        try:
-            chunks = []
-            while chunk := os.read(fd, 65536):
-                chunks.append(chunk)
-        finally:
-            os.close(fd)
+        return read_all(path).strip()
     except OSError:
         return None
-    return b"".join(chunks).decode("utf-8", "replace").strip()
 
 
 def _cpus(text: str | None) -> list[int]:
