@@ -74,6 +74,37 @@ def test_the_json_says_what_each_curve_means(family) -> None:
     assert doc["csv"] == str(out) and len(doc["points"]) == 10
 
 
+def test_the_probe_alone_is_measured_before_and_after_the_family(family) -> None:
+    """The probe alone again after the curves: its ratio to the first, and a note where the two
+    differ by more than DRIFT (a loaded host may move it: the note must then be there)."""
+    _, doc, _ = family
+    assert set(doc["unloaded_after_ns"]) == set(doc["unloaded_ns"])
+    for op, before in doc["unloaded_ns"].items():
+        ratio = doc["unloaded_drift"][op]
+        assert ratio == pytest.approx(doc["unloaded_after_ns"][op] / before)
+        noted = any(n.startswith(f"the probe alone ({op}) read") for n in doc["notes"])
+        assert noted == (abs(ratio - 1) > cmd.DRIFT), (ratio, doc["notes"])
+
+
+def test_a_drift_of_the_probe_alone_is_noted(monkeypatch, capsys) -> None:
+    """Before 150 ns, after 200 ns: the JSON carries both and the ratio, the text and the notes say so."""
+    import contextlib
+    import io
+
+    seen = iter([{"chase": 150.0}, {"chase": 200.0}])
+    monkeypatch.setattr(cmd, "unloaded", lambda setup, bed, args: next(seen))
+    buf = io.StringIO()
+    with contextlib.redirect_stdout(buf):
+        assert cli.main(["curves", "--backend", "user", "--mixes", "100", "--points", "3", "--threads", "2",
+                         "--duration-ms", "5", "--working-set", "4M", "--repeats", "1", "--max-repeats", "1",
+                         "--max-delay", str(MAX_DELAY), "--json"]) == exitcodes.OK
+    doc = json.loads(buf.getvalue())
+    assert doc["unloaded_ns"] == {"chase": 150.0} and doc["unloaded_after_ns"] == {"chase": 200.0}
+    assert doc["unloaded_drift"]["chase"] == pytest.approx(4 / 3)
+    assert any("read 150 ns before the curves and 200 ns after" in n for n in doc["notes"])
+    assert "after the curves 200 ns" in cmd.text(doc)
+
+
 def test_the_figures_are_drawn_beside_the_csv(family) -> None:
     _, doc, out = family
     figs = [Path(p) for p in doc["figures"]]
@@ -253,8 +284,11 @@ def test_the_unloaded_latency_runs_over_the_probes_own_region(monkeypatch) -> No
     monkeypatch.setattr(curves.P, "check_point", lambda point, facts: ["refused"])  # no chase alone
     setup = curves.Setup(threads=3, working_set=48 << 20, probe_op="load", write_op="store", base={})
     with pytest.raises(Captured):
-        curves.unloaded(setup, Bed(), type("A", (), {"timeout": 60})())
+        curves.unloaded(setup, Bed(), type("A", (), {"timeout": 60, "duration_ms": 200})())
     assert seen[0]["working_set"] == 16 << 20 and seen[0]["threads"] == 1
+    # as long as a point of the curves, not a fixed count: 20000 hops were 3 ms, after the runner
+    # sat idle, held against 200 ms points
+    assert seen[0]["count"] == 0 and seen[0]["duration_ms"] == 200
 
 
 def test_a_dram_target_grows_so_the_probe_region_exceeds_the_largest_cache(monkeypatch) -> None:

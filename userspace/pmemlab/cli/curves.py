@@ -53,7 +53,7 @@ FIRST_ROUND = 6  # delays of the first round per mix; the rest are added where t
 PER_ROUND = 4  # at most this many delays added per mix in a round
 CHASE = "chase"
 LATENCY_OP = "load"
-UNLOADED_COUNT = 20000  # samples of the probe op alone
+DRIFT = 0.10  # the probe alone after the family off its value before by more than this: a note
 CSV_COLUMNS = C.CSV_COLUMNS
 
 
@@ -164,20 +164,24 @@ def choose_probe(setup: Setup, bed: Bed) -> str:
 
 def unloaded(setup: Setup, bed: Bed, args: argparse.Namespace) -> dict[str, float]:
     """The median latency of the probe op alone, and of the chase where the backend has it in
-    latency mode: op -> ns (one thread, nothing else running)."""
+    latency mode: op -> ns (one thread, nothing else running). Each runs as long as a point of the
+    curves (--duration-ms), not a fixed count: a run of a few ms right after the runner sat idle
+    is measured on a CPU whose clock may still be ramping up, and was then held against the
+    loaded points' 200 ms (the lightest load read 0.8x 'unloaded' on one host)."""
     facts = bed.benches[0].facts
     ops = [setup.probe_op]
     # the probe's own region: per-thread placement gives thread 0 the first 1/threads of the window
     # (rounded down to 64 B), so alone it runs over that, not the whole window (twice the lines)
     region = C.probe_region(setup.working_set, setup.threads)
     chase = {**P.defaults(), "mode": "latency", "op": P.canonical("op", CHASE), "threads": 1, "pattern": "rand",
-             "count": UNLOADED_COUNT, "working_set": region}
+             "count": 0, "duration_ms": args.duration_ms, "working_set": region}
     if setup.probe_op != CHASE and CHASE in P.CHASE_OPS and not P.check_point(chase, facts):
         ops.append(CHASE)
     cfg = SweepConfig(path=None, text="", data={}, name="curves-unloaded", source="pmemlab curves", repeats=1,
                       timeout_s=args.timeout)
     cfg.base = {k: P.canonical(k, v) for k, v in {"mode": "latency", "threads": 1, "pattern": "rand",
-                                                   "access_size": 64, "count": UNLOADED_COUNT,
+                                                   "access_size": 64, "count": 0,
+                                                   "duration_ms": args.duration_ms,
                                                    "working_set": region}.items()}
     cfg.axes = [Axis(keys=("op",), values=[(P.canonical("op", o),) for o in ops], table="axes")]
     rows, hist, _ = run_config(cfg, bed, args)
@@ -280,6 +284,7 @@ def run(args: argparse.Namespace) -> int:
         setup.probe_op = choose_probe(setup, bed)
         alone = unloaded(setup, bed, args)
         rows, hist, code = _measure(setup, bed, args)
+        after = unloaded(setup, bed, args)  # again: did the machine's state move under the family?
     finally:
         for bench in bed.benches:  # the served runner the sweeps kept open (run_config)
             close_backend(bench.backend)
@@ -288,7 +293,7 @@ def run(args: argparse.Namespace) -> int:
     if not pts:
         raise PmemlabError("no point of the curves ran", "see the errors of the runs above")
     wall = time.monotonic() - start
-    doc = document(args, setup, bed, rows, pts, alone, wall)
+    doc = document(args, setup, bed, rows, pts, alone, wall, after)
     if args.output:
         write_csv(args.output, doc["points"])
         doc["figures"] = [str(p) for p in draw(args.output, rows, hist, pts, doc)]
@@ -346,7 +351,7 @@ def _measure(setup: Setup, bed: Bed, args: argparse.Namespace) -> tuple[pd.DataF
 
 
 def document(args: argparse.Namespace, setup: Setup, bed: Bed, rows: pd.DataFrame, pts: list[C.CurvePoint],
-             alone: dict[str, float], wall: float) -> dict[str, Any]:
+             alone: dict[str, float], wall: float, after: dict[str, float] | None = None) -> dict[str, Any]:
     factor = C.memory_factor(args.write_op, P.non_temporal(args.write_op))
     fam = C.family(pts)
     sums = [C.summarize_curve(curve, factor=factor) for curve in fam.values()]
@@ -376,12 +381,21 @@ def document(args: argparse.Namespace, setup: Setup, bed: Bed, rows: pd.DataFram
     if setup.probe_op != CHASE:
         notes.append(f"probe: {setup.probe_op} (this backend takes no chase as a probe's op: each sample is one "
                      f"random load with a fence, not a chain of dependent loads)")
+    drift = {op: after[op] / alone[op] for op in alone if (after or {}).get(op) and alone[op]}
+    notes += [drift_note(op, alone[op], after[op]) for op, r in drift.items() if abs(r - 1) > DRIFT and after]
     notes += emulation_note(rows)
     return {"command": "curves", "title": headline("curves", rows, bed), "probe_op": setup.probe_op,
             "write_op": args.write_op, "threads": setup.threads, "working_set": setup.working_set,
             "probe_region": C.probe_region(setup.working_set, setup.threads), "largest_cache": setup.largest_cache,
-            "unloaded_ns": alone, "summaries": [s.record() for s in sums], "best_mix": best.mix,
+            "unloaded_ns": alone, "unloaded_after_ns": after or {}, "unloaded_drift": drift, "summaries": [s.record() for s in sums], "best_mix": best.mix,
             "checks": checks, "points": records, "notes": notes, "emulated": emulated, "wall_s": wall}
+
+
+def drift_note(op: str, before: float, after: float) -> str:
+    """Why the curves' latencies may carry a change of the machine, not of the load."""
+    return (f"the probe alone ({op}) read {_fmt(before)} ns before the curves and {_fmt(after)} ns after "
+            f"(x{_fmt(after / before)}): the machine's state moved during the family (clock, other load, "
+            f"page placement), and its latencies carry that as well as the load")
 
 
 def _mean(rows: pd.DataFrame, mix: int, delay: int) -> float:
@@ -426,7 +440,10 @@ def text(doc: dict[str, Any]) -> str:
         out.append(f"{s['mix']:>3} % reads: unloaded {_fmt(s['unloaded_ns'])} ns, peak {_fmt(s['peak_gbps'])} GB/s, "
                    f"knee (median x2) {_fmt(s['knee_gbps'])} GB/s, p99.9/median at 80 % of peak {_fmt(s['tail_rise'])}")
     out.append(f"highest peak: {doc['best_mix']} % reads")
-    out.append("unloaded alone: " + ", ".join(f"{op} {_fmt(v)} ns" for op, v in doc["unloaded_ns"].items()))
+    after = doc.get("unloaded_after_ns") or {}
+    out.append("unloaded alone: " + ", ".join(f"{op} {_fmt(v)} ns" + (f" (after the curves {_fmt(after[op])} ns)"
+                                                                      if op in after else "")
+                                              for op, v in doc["unloaded_ns"].items()))
     out.append("")
     out.append("mix  delay_ticks  GB/s  +-std  read%  p50  p90  p99  p99.9  max  repeats")
     for r in doc["points"]:
