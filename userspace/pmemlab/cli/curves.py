@@ -381,13 +381,14 @@ def document(args: argparse.Namespace, setup: Setup, bed: Bed, rows: pd.DataFram
     if setup.probe_op != CHASE:
         notes.append(f"probe: {setup.probe_op} (this backend takes no chase as a probe's op: each sample is one "
                      f"random load with a fence, not a chain of dependent loads)")
-    drift = {op: after[op] / alone[op] for op in alone if (after or {}).get(op) and alone[op]}
-    notes += [drift_note(op, alone[op], after[op]) for op, r in drift.items() if abs(r - 1) > DRIFT and after]
+    after = after or {}
+    drift = {op: after[op] / alone[op] for op in alone if after.get(op) and alone[op]}
+    notes += [drift_note(op, alone[op], after[op]) for op, r in drift.items() if abs(r - 1) > DRIFT]
     notes += emulation_note(rows)
     return {"command": "curves", "title": headline("curves", rows, bed), "probe_op": setup.probe_op,
             "write_op": args.write_op, "threads": setup.threads, "working_set": setup.working_set,
             "probe_region": C.probe_region(setup.working_set, setup.threads), "largest_cache": setup.largest_cache,
-            "unloaded_ns": alone, "unloaded_after_ns": after or {}, "unloaded_drift": drift, "summaries": [s.record() for s in sums], "best_mix": best.mix,
+            "unloaded_ns": alone, "unloaded_after_ns": after, "unloaded_drift": drift, "summaries": [s.record() for s in sums], "best_mix": best.mix,
             "checks": checks, "points": records, "notes": notes, "emulated": emulated, "wall_s": wall}
 
 
