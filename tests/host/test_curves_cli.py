@@ -44,6 +44,7 @@ def test_the_csv_has_its_columns_and_a_monotone_grid_per_mix(family) -> None:
     for r in rows:
         by_mix.setdefault(int(r["mix_pct"]), []).append(int(r["delay_ticks"]))
         assert r["write_op"] == "store" and r["probe_op"] == "chase" and r["backend"] == "user"
+        assert r["target"] == "dram", "no --target: the target the runs name, not an empty cell"
         assert int(r["repeats"]) == 2
         if int(r["lat_samples"]) == 0:  # a loaded host may not schedule the probe in a short run
             assert r["lat_p50_ns"] == "" and r["lat_p999_ns"] == ""

@@ -358,6 +358,9 @@ def document(args: argparse.Namespace, setup: Setup, bed: Bed, rows: pd.DataFram
     best = C.best_mix(sums)
     khz = bed.sizing().tsc_khz
     emulated = bool(emulation_note(rows))
+    # the probe's target as the runs name it (the module's own when --target was not given)
+    ran_on = sorted({str(t) for t in rows.get("target", []) if str(t) not in ("", "nan")})
+    target = args.target or ",".join(ran_on)
     records = []
     for mix, curve in fam.items():
         for p in curve:
@@ -369,7 +372,7 @@ def document(args: argparse.Namespace, setup: Setup, bed: Bed, rows: pd.DataFram
                 "read_pct_actual": p.read_share, "lat_p50_ns": p.p50_ns, "lat_p50_std_ns": p.p50_std,
                 "lat_p90_ns": p.p90_ns, "lat_p99_ns": p.p99_ns, "lat_p999_ns": p.p999_ns, "lat_max_ns": p.max_ns,
                 "lat_mean_ns": _mean(rows, mix, p.delay_ticks), "lat_samples": _samples(rows, mix, p.delay_ticks),
-                "threads": setup.threads, "target": args.target or "", "load_target": args.load_target or "",
+                "threads": setup.threads, "target": target, "load_target": args.load_target or "",
                 "backend": bed.kind, "emulated": int(emulated)})
     checks = {str(s.mix): {"monotone_violations": C.monotone_violations(fam[s.mix]),
                            "lightest_over_unloaded": (fam[s.mix][0].p50_ns / alone[setup.probe_op]

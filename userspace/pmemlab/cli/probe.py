@@ -256,7 +256,8 @@ def measure_loaded(prober: Prober, ws: int, points: int) -> None:
     bed = Bed(kind=bench.backend.kind, benches=[bench])
     threads = max(2, min(4, backends.online_cpus()))
     args = argparse.Namespace(timeout=60.0, repeats=1, max_repeats=2, ci_target=0.1, json=True,
-                              points=points, max_delay=1 << 16, mixes=(100, 0), write_op=RANDWRITE_OP)
+                              points=points, max_delay=1 << 16, mixes=(100, 0), write_op=RANDWRITE_OP,
+                              duration_ms=LOADED_MS)
     setup = CU.Setup(threads=threads, working_set=ws, probe_op=CU.LATENCY_OP, write_op=RANDWRITE_OP,
                      base={"mode": "bandwidth", "probe": 1, "threads": threads, "pattern": "rand",
                            "access_size": 64, "placement": "per-thread", "working_set": ws,

@@ -1,0 +1,91 @@
+"""`pmemlab curves` end to end in the guest (issue 36): on the module over the NVDIMM, on the
+module's DRAM with the load threads on another named target, on the user backend's DRAM, and with
+--cxl on the CXL node with the load on local DRAM. Under TCG the numbers mean nothing: each run is
+judged on its structure (every point of every mix ran, the probe was the module's own chase, the
+rows say which target and backend, the figures are drawn and say EMULATED), never on a speed.
+Tiny families: 2 mixes x 3 points, one 20 ms run a point."""
+from __future__ import annotations
+
+import contextlib
+import csv
+import io
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+import pmemlab.cli as cli
+
+TARGETS = Path("/sys/kernel/pmemlab/targets")
+SMALL = ("--mixes", "100,0", "--points", "3", "--threads", "2", "--duration-ms", "20", "--repeats", "1",
+         "--max-repeats", "1", "--max-delay", "4096", "--working-set", "4M", "--timeout", "600")
+
+
+def curves(tmp_path: Path, *args: str) -> tuple[dict, list[dict[str, str]]]:
+    """The command in this process (a new Python takes 15-30 s to import pandas under TCG): its
+    JSON and its CSV's rows."""
+    out = tmp_path / "curves.csv"
+    buf, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(buf), contextlib.redirect_stderr(err):
+        code = cli.main(["curves", *SMALL, *args, "-o", str(out), "--json"])
+    print(f"$ pmemlab curves {' '.join(args)}\n{err.getvalue()}")
+    assert code == 0, err.getvalue()
+    with out.open() as f:
+        return json.loads(buf.getvalue()), list(csv.DictReader(f))
+
+
+def assert_family(doc: dict, rows: list[dict[str, str]], backend: str, probe_op: str) -> None:
+    """Every mix has its points, each with probe samples and load-thread bytes; the rows say the
+    backend and the emulation; the figures are beside the CSV."""
+    assert doc["probe_op"] == probe_op and doc["emulated"] is True
+    assert [s["mix"] for s in doc["summaries"]] == [100, 0] and all(s["points"] == 3 for s in doc["summaries"])
+    assert len(rows) == 6 and {r["backend"] for r in rows} == {backend} and {r["emulated"] for r in rows} == {"1"}
+    for r in rows:
+        assert int(r["lat_samples"]) > 0 and float(r["bw_gbps"]) > 0, r
+        assert 0 <= float(r["lat_p50_ns"]) <= float(r["lat_p999_ns"]) <= float(r["lat_max_ns"]), r
+    assert set(doc["unloaded_ns"]) == set(doc["unloaded_after_ns"]) and probe_op in doc["unloaded_ns"]
+    assert any(n.startswith("EMULATED") for n in doc["notes"])
+    assert [Path(p).name for p in doc["figures"]] == ["curves.family.png", "curves.tails.png"]
+    assert all(Path(p).stat().st_size > 0 for p in doc["figures"])
+
+
+def named_targets() -> list[str]:
+    return sorted(p.name for p in TARGETS.iterdir() if p.is_dir())
+
+
+def test_curves_on_the_module_over_the_nvdimm(module, pmem_dev: str, tmp_path: Path) -> None:
+    """The module's own pointer chase probes the fsdax namespace, IRQ-off, beside the load threads."""
+    with module(target=pmem_dev):
+        doc, rows = curves(tmp_path, "--backend", "kernel")
+    assert_family(doc, rows, "kernel", "chase")
+    assert {r["target"] for r in rows} == {pmem_dev} and {r["load_target"] for r in rows} == {""}
+
+
+def test_curves_on_the_module_dram_with_the_load_on_another_target(module, tmp_path: Path) -> None:
+    """--load-target: the probe on the module's DRAM target, the load threads on a named one, found
+    and left as it was."""
+    with module(target="dram", dram_size="16M", targets='"load dram dram_size=16M"'):
+        doc, rows = curves(tmp_path, "--backend", "kernel", "--load-target", "load")
+        assert named_targets() == ["load"]
+    assert_family(doc, rows, "kernel", "chase")
+    assert {r["load_target"] for r in rows} == {"load"}
+
+
+def test_curves_on_the_user_backend(tmp_path: Path) -> None:
+    doc, rows = curves(tmp_path, "--backend", "user", "--target", "dram")
+    assert_family(doc, rows, "user", "chase")
+    assert {r["target"] for r in rows} == {"dram"}
+
+
+@pytest.mark.cxl
+def test_curves_on_the_cxl_node_with_the_load_on_local_dram(module, tmp_path: Path) -> None:
+    """The latency of CXL memory while the node's DRAM is loaded (the question of a tiering study):
+    the module's target on the CPU-less CXL node, the load threads on DRAM of CPU 0's node."""
+    node = os.environ.get("PMEMLAB_CXL_NODE", "")
+    if not node:
+        pytest.skip("PMEMLAB_CXL_NODE unset: the guest was booted without scripts/vm --cxl")
+    with module(target="dram", dram_node=node, dram_size="4M", targets='"local dram dram_size=4M"'):
+        doc, rows = curves(tmp_path, "--backend", "kernel", "--load-target", "local")
+    assert_family(doc, rows, "kernel", "chase")
+    assert {r["load_target"] for r in rows} == {"local"}
