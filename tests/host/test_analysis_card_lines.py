@@ -323,6 +323,14 @@ def test_broken_prefetch_fails(monkeypatch):
     assert loaded.prefetch_inference("p", [], [100.0], None).uncertain
 
 
+def test_a_sequential_median_of_zero_is_a_measurement():
+    """This host's sequential loads past the caches read 0 ns each (the line in L1 before the load:
+    no more than the empty bracket): the prefetchers hide all of it, not "0 sequential runs"."""
+    inf = loaded.prefetch_inference("prefetch", [0.0, 0.0, 0.0], [160.2, 160.2, 160.2], 1 << 27)
+    assert not inf.uncertain and inf.value == 0.0 and "hide" in inf.reason
+    assert loaded.prefetch_inference("prefetch", [0.0], [0.0], 1 << 27).uncertain  # no random latency to hold it to
+
+
 # ---------------------------------------------------------------- the card's text and comparison
 def test_new_lines_in_table_and_compare():
     rng = np.random.default_rng(1)

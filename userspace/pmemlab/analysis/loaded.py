@@ -96,7 +96,10 @@ def asymmetry_inference(name: str, points: Sequence[CV.CurvePoint]) -> Inference
 def prefetch_inference(name: str, seq_ns: Sequence[float], rand_ns: Sequence[float], region: int | None) -> Inference:
     ev = ([{"pattern": "seq", "latency_ns": float(v), "size_bytes": region} for v in seq_ns]
           + [{"pattern": "rand", "latency_ns": float(v), "size_bytes": region} for v in rand_ns])
-    s = [float(v) for v in seq_ns if v is not None and math.isfinite(v) and v > 0]
+    # a sequential median of 0 ns is a measurement, not a missing one: every load cost no more than
+    # the empty bracket subtracted from it (the prefetcher had the line in L1 first); a fast host's
+    # seq runs read 0 and the line went "uncertain" with three runs in hand
+    s = [float(v) for v in seq_ns if v is not None and math.isfinite(v) and v >= 0]
     r = [float(v) for v in rand_ns if v is not None and math.isfinite(v) and v > 0]
     if not s or not r:
         return Inference(name, None, "x", 0.0, PREFETCH_METHOD, ev, True,
