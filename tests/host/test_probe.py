@@ -279,3 +279,8 @@ def test_compare_cards_verdicts():
     assert C.compare_cards(a, {"inferences": [dict(base, value=[32768, 2 << 20])]})[0]["verdict"] == "differs"
     assert C.compare_cards(a, {"inferences": [dict(base, value=[32768])]})[0]["verdict"] == "differs"
     assert C.compare_cards(a, {"inferences": [dict(base, value=None, uncertain=True)]})[0]["verdict"] == "uncertain in B"
+    # a ratio of 0 on both cards (this host's prefetch line: sequential 0 ns) is the same, not
+    # "differs" by a ratio test that needs both above 0
+    p = dict(base, name="prefetch", unit="x", detail={})
+    assert C.compare_cards({"inferences": [dict(p, value=0.0)]}, {"inferences": [dict(p, value=0.0)]})[0]["verdict"] == "same"
+    assert C.compare_cards({"inferences": [dict(p, value=0.0)]}, {"inferences": [dict(p, value=0.5)]})[0]["verdict"] == "differs"

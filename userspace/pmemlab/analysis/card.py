@@ -318,7 +318,7 @@ def compare_cards(a: Mapping[str, Any], b: Mapping[str, Any]) -> list[dict[str, 
             elif isinstance(va, dict) and isinstance(vb, dict):
                 same = va.keys() == vb.keys() and all(_scalar_same(va[k], vb[k]) for k in va)
             elif isinstance(va, (int, float)) and isinstance(vb, (int, float)):
-                same = _ratio_same(float(va), float(vb))
+                same = _scalar_same(va, vb)  # equal counts too: a 0x prefetch line on both cards
             else:
                 same = va == vb
             verdict = "same" if same else "differs"
