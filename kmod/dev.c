@@ -67,6 +67,8 @@ static int pl_dev_register(struct pl_dev *d, struct kobject *parent)
 	if (err)
 		return err;
 	err = sysfs_create_groups(&d->kobj, d->has_target ? pl_dev_groups : pl_bare_groups);
+	if (!err && d->has_target)
+		err = pl_state_watch(d);
 	if (err)
 		kobject_del(&d->kobj);
 	return err;

@@ -141,6 +141,7 @@ struct pl_dev {
 	struct pl_ceil_cache *ceil;
 	u64 ceil_gen;
 	u64 params_gen;			/* changes with every parameter write taken (params_gen) */
+	struct kernfs_node *state_kn;	/* its `state` file, held to notify pollers (sysfs.c) */
 };
 
 /* the module: its targets and what is common to them */
@@ -201,6 +202,8 @@ extern const struct attribute_group *pl_dev_groups[];
 extern const struct attribute_group *pl_bare_groups[];
 extern struct kobj_type pl_dev_ktype;
 void pl_sysfs_init(void);
+int pl_state_watch(struct pl_dev *d);
+void pl_state_notify(struct pl_dev *d);
 
 /* dev.c: the top level, named targets made and removed (targets/add, targets/remove), teardown */
 int pl_devs_init(void);

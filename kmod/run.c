@@ -802,6 +802,7 @@ static void pl_publish(struct pl_run *r, bool unloading)
 	}
 	mutex_unlock(&d->lock);
 	mutex_unlock(&pl_mod.lock);
+	pl_state_notify(d);	/* done or error: the controller waiting on `state` wakes */
 }
 
 static int pl_ctl_fn(void *arg)

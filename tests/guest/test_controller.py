@@ -84,6 +84,51 @@ def test_backend_reads_raw_samples(loaded: Module) -> None:
     assert KernelBackend(loaded.root).run(values, timeout_s=120).raw_samples == b""
 
 
+def test_a_run_is_seen_done_at_the_modules_notification(loaded: Module) -> None:
+    """The controller waits on `state` by poll(), woken by the module's notification: a run of 1 s
+    is seen done after three reads of `state` (before the run, at its start, at its end), where
+    the schedule of looks (the controller's wait on a regular file, or a module older than the
+    notification) reads it dozens of times; both give the module's result as it holds it."""
+    from pmemlab import params as P
+    from pmemlab.backends.module import Module as KernelBackend
+    from pmemlab.backends.module import StateWatch, SysfsIO
+
+    class Counted(SysfsIO):
+        def __init__(self, watched: bool) -> None:
+            self.watched, self.reads, self.watches = watched, 0, []
+
+        def read(self, path: Path) -> str:
+            self.reads += path.name == "state"
+            return super().read(path)
+
+        def watch(self, path: Path) -> StateWatch | None:
+            w = super().watch(path) if self.watched else None
+            if w is not None:
+                read = w.read
+                w.read = lambda: (setattr(self, "reads", self.reads + 1), read())[1]  # type: ignore[method-assign]
+                self.watches.append(w)
+            return w
+
+    values, problems = P.normalize({"mode": "bandwidth", "op": "load", "access_size": "256", "threads": "1",
+                                    "working_set": "16M", "duration_ms": "1000"})
+    assert not problems
+    seen = {}
+    for watched in (True, False):
+        io = Counted(watched)
+        out = KernelBackend(loaded.root, io=io).run(values, timeout_s=600)
+        assert out.ok, out.error
+        assert len(io.watches) == watched, "the guest's /sys/kernel/pmemlab/state is on sysfs"
+        assert out.result == loaded.read("result") and out.run_id == loaded.read("run_id")
+        seen[watched] = (io.reads, out)
+    (notified, out_n), (scheduled, out_s) = seen[True], seen[False]
+    print(f"state reads for a 1 s run: {notified} notified, {scheduled} on the schedule")
+    assert 2 <= notified <= 3, notified  # 2: the run ended before the wait began
+    assert scheduled > 10, scheduled
+    rows = [[dict(f.split("=", 1) for f in ln.split()) for ln in o.result.splitlines()] for o in (out_n, out_s)]
+    assert [sorted(r) for r in rows[0]] == [sorted(r) for r in rows[1]]
+    assert [r["thread"] for r in rows[0]] == [r["thread"] for r in rows[1]]
+
+
 def test_sweep_3x3(loaded: Module, tmp_path: Path) -> None:
     config = tmp_path / "sweep.toml"
     config.write_text(SWEEP_3X3)

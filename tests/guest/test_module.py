@@ -7,6 +7,8 @@ from __future__ import annotations
 import contextlib
 import errno
 import itertools
+import os
+import select
 import subprocess
 import threading
 import time
@@ -181,6 +183,50 @@ def test_target_facts(module, pmem_dev: str) -> None:
         assert "8" in mod.read("widths").split()
         assert mod.read("fs_signature") == "none"
         assert mod.read("state") == "idle"
+
+
+def _notified(fd: int, timeout_s: float) -> bool:
+    """poll() of a sysfs file for its notification (POLLPRI|POLLERR) for up to timeout_s."""
+    p = select.poll()
+    p.register(fd, select.POLLPRI | select.POLLERR)
+    return bool(p.poll(int(timeout_s * 1000)))
+
+
+def _reread(fd: int) -> str:
+    os.lseek(fd, 0, os.SEEK_SET)
+    return os.read(fd, 4096).decode().strip()
+
+
+@pytest.mark.kernel_matrix
+def test_state_is_notified_at_every_change(module) -> None:
+    """`state` is notified (sysfs_notify) when a run starts (before the `run` write returns) and
+    when it ends, done or aborted: a reader that read it and polls it for POLLPRI wakes then, and
+    not before (docs/interface.md)."""
+    with module(target="dram", dram_size="64M") as sysfs:
+        mod = Module(sysfs)
+        mod.set(mode="bandwidth", op="load", access_size=256, working_set=8 * MiB, threads=1, count=0,
+                duration_ms=300)
+        fd = os.open(sysfs / "state", os.O_RDONLY)
+        try:
+            assert _reread(fd) == "idle"  # the read arms the poll
+            assert not _notified(fd, 0), "notified with nothing changed"
+            mod.start()
+            assert _notified(fd, 0), "the run started: notified before the write returned"
+            state = _reread(fd)
+            if state == "running":  # (a vCPU stalled past the run's end: both changes in one wake)
+                assert _notified(fd, 600), "the run never notified its end"
+                state = _reread(fd)
+            assert state == "done", mod.last_error()
+            assert not _notified(fd, 0), "notified again with nothing changed"
+            # an aborted run notifies its end too
+            mod.set(duration_ms=60_000)
+            mod.start()
+            assert _notified(fd, 0) and _reread(fd) == "running"
+            mod.write("abort", 1)
+            assert _notified(fd, 600), "the aborted run never notified its end"
+            assert _reread(fd) == "error:aborted"
+        finally:
+            os.close(fd)
 
 
 @pytest.mark.kernel_matrix

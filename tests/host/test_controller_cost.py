@@ -9,6 +9,7 @@ from __future__ import annotations
 import csv
 import io
 import math
+import os
 import sys
 import time
 from collections import Counter
@@ -242,3 +243,99 @@ def test_a_run_is_seen_done_within_a_twentieth_of_its_time(fake, monkeypatch: py
     assert looks[-1] >= ends_at
     assert looks[-1] - ends_at <= max(0.002, 0.05 * ends_at) + 1e-9, (looks[-1], ends_at)
     assert len(looks) <= {0.001: 1, 0.02: 10, 0.1: 40, 3.0: 130}[ends_at], len(looks)
+
+
+# ---- the wait on sysfs: woken by the module's notification, not a schedule of looks ----
+def _state_reads(fake, monkeypatch: pytest.MonkeyPatch) -> Counter:
+    """Reads of `state` by path (Module.state: the schedule's looks), counted."""
+    seen: Counter = Counter()
+    read = fake.read
+
+    def counted(path: Path) -> str:
+        seen[Path(path).name] += 1
+        return read(path)
+
+    monkeypatch.setattr(fake, "read", counted)
+    return seen
+
+
+def test_on_sysfs_a_run_is_seen_done_when_the_module_notifies(tmp_path: Path,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """`state` on sysfs, notified at every change (the module's sysfs_notify): read once before
+    the run (the read that arms the poll), once when `running` wakes it (the module notifies from
+    the `run` write), once when `done` does: three reads for a run of 0.3 s, where the schedule
+    (regular files, below) looks dozens of times; the same result either way."""
+    from fake_pmemlab import make_fake
+
+    fake = make_fake(tmp_path / "sysfs", sysfs="notify", run_s=0.3)
+    by_path = _state_reads(fake, monkeypatch)
+    out = fake.module().run(POINT, timeout_s=60)
+    assert out.state == "done" and out.result == (fake.root / "result").read_text().strip()
+    (watch,) = fake.watches
+    assert watch.reads == 3 and by_path["state"] == 0
+    assert [woke for _, woke in watch.waits] == [True, True], watch.waits
+    assert watch.waits[0][0] == 0.002  # the first wait: the schedule's first look (not yet known to notify)
+    assert watch.waits[1][0] == module_mod.POLL_NOTIFIED_S  # then the notification, with its net
+    assert watch.closed
+    # the stand-in on regular files: the schedule's looks, one read each
+    plain = make_fake(tmp_path / "plain", run_s=0.3)
+    by_path = _state_reads(plain, monkeypatch)
+    again = plain.module().run(POINT, timeout_s=60)
+    assert again.state == "done" and not plain.watches
+    assert by_path["state"] > 20, by_path  # 2 ms looks for 40 ms, then 5 % of the time run
+
+
+def test_on_sysfs_a_module_that_never_notifies_is_looked_at_on_the_schedule(tmp_path: Path,
+                                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """A module older than the notification: every wait times out at the schedule's next look
+    (poll_s, then 5 % of the time run, at most POLL_MAX_S), one read each, as the sleeps before."""
+    from fake_pmemlab import make_fake
+
+    fake = make_fake(tmp_path, sysfs="silent", run_s=0.1)
+    by_path = _state_reads(fake, monkeypatch)
+    assert fake.module().run(POINT, timeout_s=60).state == "done"
+    (watch,) = fake.watches
+    assert not any(woke for _, woke in watch.waits)
+    assert watch.reads == 1 + len(watch.waits) and by_path["state"] == 0
+    timeouts = [t for t, _ in watch.waits]
+    assert timeouts[0] == 0.002 and all(0.002 <= t <= module_mod.POLL_MAX_S for t in timeouts), timeouts
+    assert len(timeouts) > 10
+
+
+def test_a_notified_wait_still_ends_at_the_timeout(tmp_path: Path) -> None:
+    from fake_pmemlab import make_fake
+
+    fake = make_fake(tmp_path, sysfs="notify", run_s=30.0)
+    out = fake.module().run(POINT, timeout_s=0.3)
+    assert out.state == "timeout" and fake.aborts == 1
+    (watch,) = fake.watches
+    assert all(t <= 0.3 for t, _ in watch.waits), watch.waits
+
+
+def test_sysfs_is_told_by_its_statfs_type(tmp_path: Path) -> None:
+    """SysfsIO.watch holds a file open only on sysfs (statfs f_type SYSFS_MAGIC): a regular file
+    (the stand-in module) and a procfs file give None, their reader keeps to the schedule."""
+    from pmemlab.backends.module import SYSFS_MAGIC, StateWatch, SysfsIO, fs_type
+
+    io_ = SysfsIO()
+    plain = tmp_path / "state"
+    plain.write_text("idle\n")
+    assert io_.watch(plain) is None
+    assert io_.watch(Path("/proc/self/status")) is None
+    assert io_.watch(tmp_path / "missing") is None
+    fd = os.open(plain, os.O_RDONLY)
+    try:
+        assert fs_type(fd) not in (None, SYSFS_MAGIC)
+    finally:
+        os.close(fd)
+    attr = Path("/sys/kernel/address_bits")
+    if not attr.exists():
+        pytest.skip("no sysfs at /sys")
+    watch = io_.watch(attr)
+    assert isinstance(watch, StateWatch)
+    try:
+        first = watch.read()
+        assert first.strip().isdigit() and watch.read() == first  # read again from its start
+        assert watch.wait(0.01) is False  # nobody notifies it: the poll ends at its timeout
+    finally:
+        watch.close()

@@ -6,9 +6,12 @@ module: a directory tree plus an `SysfsIO` whose `write` emulates the module.
 
 from __future__ import annotations
 
+import ctypes
 import errno
+import math
 import os
 import platform
+import select
 import time
 from pathlib import Path
 from typing import Any, Callable, Mapping
@@ -33,7 +36,15 @@ DEFAULT_MODPARAMS = Path("/sys/module/pmemlab/parameters")
 # (the 1.5x steps before saw a 20 ms run up to 6 ms late, a 100 ms one 47 ms: issue 37)
 POLL_LATE = 0.05
 POLL_MAX_S = 0.05
-
+# On sysfs the wait for the next look is a poll() of the opened `state` file, which the module
+# notifies at every change of the run's state (docs/interface.md): a module that woke it once is
+# known to notify, and is then looked at only when it wakes the poll, or POLL_NOTIFIED_S after the
+# last look (a net that a lost notification would fall into); a module that never wakes it (older
+# than the notification) is looked at on the schedule above, as before. A regular file (a stand-in
+# module, tests/host/fixtures/fake_pmemlab.py, scripts/bench) never wakes poll(): the schedule's
+# sleeps, as before.
+POLL_NOTIFIED_S = 10.0
+SYSFS_MAGIC = 0x62656572  # statfs(2) f_type of sysfs (linux/magic.h)
 
 
 def sysfs_root(option: str | os.PathLike[str] | None = None) -> Path:
@@ -43,8 +54,64 @@ def sysfs_root(option: str | os.PathLike[str] | None = None) -> Path:
     return Path(env) if env else DEFAULT_SYSFS
 
 
+_libc: ctypes.CDLL | None = None
+
+
+def fs_type(fd: int) -> int | None:
+    """The f_type fstatfs(2) gives for the file system of fd (SYSFS_MAGIC for sysfs), None where
+    it cannot say. (os.statvfs has no f_type.)"""
+    global _libc
+    try:
+        if _libc is None:
+            _libc = ctypes.CDLL(None, use_errno=True)
+        buf = ctypes.create_string_buffer(256)  # struct statfs: 120 bytes on x86-64, f_type first
+        if _libc.fstatfs(fd, buf) != 0:
+            return None
+    except (OSError, AttributeError):
+        return None
+    return ctypes.c_long.from_buffer(buf).value
+
+
+class StateWatch:
+    """A sysfs attribute held open to wait on its changes: the module calls sysfs_notify() on it,
+    which makes poll() report POLLPRI|POLLERR once it changed since this file was last read. A read
+    arms it; after each wake it is read again from its start (kernfs' rule)."""
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+        self._poll = select.poll()
+        self._poll.register(fd, select.POLLPRI | select.POLLERR)
+
+    def read(self) -> str:
+        """The value, read from its start (and so armed for the next change)."""
+        os.lseek(self.fd, 0, os.SEEK_SET)
+        return os.read(self.fd, 4096).decode("utf-8", "replace")  # a show gives at most a page
+
+    def wait(self, timeout_s: float) -> bool:
+        """Until the attribute changes or timeout_s pass: True when it was notified (or went)."""
+        return bool(self._poll.poll(max(0, math.ceil(timeout_s * 1000))))
+
+    def close(self) -> None:
+        """Closed once: a second close is nothing (the number may be another file's by then)."""
+        if self.fd >= 0:
+            fd, self.fd = self.fd, -1
+            os.close(fd)
+
+
 class SysfsIO:
     """Plain file access; the fake module in the tests overrides `write`."""
+
+    def watch(self, path: Path) -> StateWatch | None:
+        """The file held open to wait on its changes (StateWatch) if it is on sysfs, else None:
+        poll() on a regular file never reports POLLPRI, so its reader keeps to a schedule."""
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+        except OSError:
+            return None  # the reads that follow say why
+        if fs_type(fd) != SYSFS_MAGIC:
+            os.close(fd)
+            return None
+        return StateWatch(fd)
 
     def read(self, path: Path) -> str:
         """The whole file as text (undecodable bytes replaced)."""
@@ -287,6 +354,16 @@ class Module:
     def state(self) -> str:
         return self.read("state")
 
+    def _watched_state(self, watch: StateWatch | None) -> tuple[str, StateWatch | None]:
+        """`state` through the watch (and the watch), or, without one or once its file went
+        (rmmod: ENODEV), as state() reads it (and None)."""
+        if watch is not None:
+            try:
+                return watch.read().strip(), watch
+            except OSError:
+                watch.close()
+        return self.state(), None
+
     def last_error(self) -> str:
         return self.read_opt("last_error") or ""
 
@@ -351,13 +428,24 @@ class Module:
 
     def run(self, values: Mapping[str, Any], timeout_s: float = 600.0,
             poll_s: float = 0.002, on_poll: Callable[[], None] | None = None) -> RunOutcome:
-        """Write parameters, start, poll `state` until done/error, read `result`.
+        """Write parameters, start, wait on `state` until done/error, read `result`.
 
+        The wait (POLL_NOTIFIED_S): on sysfs a poll() of `state`, opened and read (armed) before
+        the run starts, that the module's notification wakes; else sleeps on the schedule.
         Ctrl-C during the run writes `abort`, waits for the module to stop and
         raises Interrupted. A timeout aborts the run and returns state `timeout`.
         """
+        watch = self.io.watch(self.root / "state")
         try:
-            state = self.state()
+            return self._run(values, timeout_s, poll_s, on_poll, watch)
+        finally:
+            if watch is not None:
+                watch.close()
+
+    def _run(self, values: Mapping[str, Any], timeout_s: float, poll_s: float,
+             on_poll: Callable[[], None] | None, watch: StateWatch | None) -> RunOutcome:
+        try:
+            state, watch = self._watched_state(watch)  # through the watch: the read that arms it
         except ModuleAccessError:
             self.require_loaded()  # no state file: not loaded, or not a pmemlab directory
             raise
@@ -366,13 +454,18 @@ class Module:
         self.set_params(values)
         started = time.time()
         t0 = time.monotonic()
+        notified = False  # the module woke the poll: it notifies
         try:
             self.write("run", "1")
             delay = poll_s
             while True:
                 # the module sets `running` before the write returns: the first look is a poll later
-                time.sleep(delay)
-                state = self.state()
+                if watch is None:
+                    time.sleep(delay)
+                elif watch.wait(min(POLL_NOTIFIED_S, max(0.0, timeout_s - (time.monotonic() - t0)))
+                                if notified else delay):
+                    notified = True
+                state, watch = self._watched_state(watch)
                 if state != "running":
                     break
                 ran = time.monotonic() - t0
