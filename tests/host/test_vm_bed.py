@@ -119,10 +119,10 @@ def test_a_boot_that_never_reaches_the_script_is_told_from_a_slow_command(tmp_pa
 def test_a_stalled_boot_is_booted_once_more_then_fails(tmp_path, monkeypatch, capsys) -> None:
     """main() boots a stalled guest a second time, in a fresh directory, saying so with the
     console's last lines; two stalls in a row fail the bed (exit 99) without a third boot."""
-    monkeypatch.setattr(vm, "select_kernel", lambda release, tree: vm.Kernel("6.1-rt", tmp_path, tmp_path))
-    monkeypatch.setattr(vm, "guest_qemu", lambda cxl: "qemu")
-    monkeypatch.setattr(vm, "choose_accel", lambda requested, kernel, timeout: "tcg")
-    monkeypatch.setattr(vm, "VENV_BIN", tmp_path)
+    monkeypatch.setattr(vm.kernels, "select_kernel", lambda release, tree: vm.Kernel("6.1-rt", tmp_path, tmp_path))
+    monkeypatch.setattr(vm.qemu, "guest_qemu", lambda cxl: "qemu")
+    monkeypatch.setattr(vm.runner, "choose_accel", lambda requested, kernel, timeout: "tcg")
+    monkeypatch.setattr(vm.common, "VENV_BIN", tmp_path)
     (tmp_path / "vng").write_text("")
     monkeypatch.delenv("PMEMLAB_VM_LOCK", raising=False)
     dirs: list = []
@@ -136,14 +136,14 @@ def test_a_stalled_boot_is_booted_once_more_then_fails(tmp_path, monkeypatch, ca
             return outcome
         return fake
 
-    monkeypatch.setattr(vm.sys, "argv", ["scripts/vm", "--no-module", "--boot-timeout", "7", "--", "true"])
-    monkeypatch.setattr(vm, "boot", boot(["stall", 0]))
+    monkeypatch.setattr("sys.argv", ["scripts/vm", "--no-module", "--boot-timeout", "7", "--", "true"])
+    monkeypatch.setattr(vm._boot, "boot", boot(["stall", 0]))
     assert vm.main() == 0
     assert len(dirs) == 2 and dirs[0] != dirs[1] and not any(d.exists() for d in dirs)
     err = capsys.readouterr().err
     assert "boot 1 of 2 of 6.1-rt stalled" in err and "within 7 s" in err and "mounting hostfs" in err
     dirs.clear()
-    monkeypatch.setattr(vm, "boot", boot(["stall", "stall", 0]))
+    monkeypatch.setattr(vm._boot, "boot", boot(["stall", "stall", 0]))
     assert vm.main() == 99
     assert len(dirs) == 2
     assert "FAIL: the guest stalled before its script twice" in capsys.readouterr().err
@@ -506,10 +506,10 @@ def test_a_kvm_hang_in_this_boot_stands_for_every_kernel(tmp_path, monkeypatch) 
                 raise subprocess.TimeoutExpired(self.cmd, timeout)
             return ("PMEMLAB_KVM_OK\n" if timeout is not None else ""), None
 
-    monkeypatch.setattr(vm, "CACHE_DIR", tmp_path)
-    monkeypatch.setattr(vm.os, "access", lambda path, mode: True)
-    monkeypatch.setattr(vm.subprocess, "Popen", Probe)
-    monkeypatch.setattr(vm, "kill_group", lambda proc: None)
+    monkeypatch.setattr(vm.runner, "CACHE_DIR", tmp_path)
+    monkeypatch.setattr(vm.runner.os, "access", lambda path, mode: True)
+    monkeypatch.setattr(vm.runner.subprocess, "Popen", Probe)
+    monkeypatch.setattr(vm.runner, "kill_group", lambda proc: None)
     monkeypatch.setattr(vm.Kernel, "installed", classmethod(lambda cls, release: cls(release, tmp_path / release,
                                                                                       tmp_path)))
     boots = vm.Kernel("6.1-boots", tmp_path / "6.1-boots", tmp_path)
@@ -533,9 +533,9 @@ def test_every_guest_takes_the_newer_qemu(tmp_path, monkeypatch) -> None:
     new one a CXL guest stops with the reason and the others take the system's."""
     versions = {"/usr/bin/qemu-system-x86_64": (7, 2)}
     unpacked = tmp_path / "root/usr/bin/qemu-system-x86_64"
-    monkeypatch.setattr(vm, "BPO_QEMU", tmp_path / "root")
-    monkeypatch.setattr(vm.shutil, "which", lambda name: "/usr/bin/qemu-system-x86_64")
-    monkeypatch.setattr(vm, "qemu_version", lambda binary: versions.get(binary, (10, 0)))
+    monkeypatch.setattr(vm.qemu, "BPO_QEMU", tmp_path / "root")
+    monkeypatch.setattr(vm.qemu.shutil, "which", lambda name: "/usr/bin/qemu-system-x86_64")
+    monkeypatch.setattr(vm.qemu, "qemu_version", lambda binary: versions.get(binary, (10, 0)))
     for name in ("VM_QEMU", "VM_CXL_QEMU"):
         monkeypatch.delenv(name, raising=False)
     assert vm.guest_qemu(False) == "/usr/bin/qemu-system-x86_64"  # nothing newer here
