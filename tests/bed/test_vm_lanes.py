@@ -92,7 +92,9 @@ class Capture:
         self.seen.update(tmp=str(tmp), argv=list(cmd), env=changed, guest_sh=(tmp / "guest.sh").read_text(),
                          popen_stdout=Path(kwargs.pop("stdout").name).name,
                          popen_stderr=kwargs.pop("stderr"), popen_stdin=kwargs.pop("stdin"), popen_kwargs=kwargs,
-                         files=sorted((str(p.relative_to(tmp)), p.stat().st_size) for p in tmp.rglob("*") if p.is_file()))
+                         # guest.sh by its (normalised) text above: its size holds the repository's path
+                         files=sorted((str(p.relative_to(tmp)), "guest_sh" if p.name == "guest.sh" else p.stat().st_size)
+                                      for p in tmp.rglob("*") if p.is_file()))
         dirs = [tmp / "cxl"] + [Path(a[len("--rwdir="):]) for a in cmd if a.startswith("--rwdir=")]
         found = [d / "devices.json" for d in dirs if (d / "devices.json").exists()]
         self.seen["devices_json"] = found[0].read_text() if found else None
