@@ -7,8 +7,8 @@
  * The lines: one per slot of the worker's generator in its first pass, where
  * place.c lays the slot (per-thread, global, per-DIMM: on the thread's
  * DIMMs); at the slot's start, or with chase_page at one of the slot's
- * lines drawn from the seed (access_size 4096: one line per page, at
- * varying cache sets).  The cycle: Sattolo's algorithm, inside out (slot i
+ * lines drawn from the seed, anywhere in the slot (access_size 4096 or 2M:
+ * one line per 4 KiB or 2 MiB page, at varying cache sets).  The cycle: Sattolo's algorithm, inside out (slot i
  * joins the cycle after a slot j < i drawn uniformly), kept in the lines'
  * own words, so that nothing but the caller's save buffer is needed: a
  * uniformly drawn cyclic permutation of the n lines.  The words each line

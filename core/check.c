@@ -386,9 +386,10 @@ static int pl_check_xops(const struct pl_params *p, const bool *used, struct pl_
 		if (p->access_size % PL_LINE)
 			return pl_refuse(v, -EINVAL, PL_P_access_size, false,
 					 "op chase: access_size (the slot) must be a multiple of 64");
-		if (p->chase_page && p->access_size != 4096)
+		/* a slot of a 4 KiB page, or of a 2 MiB one (the TLB of each page size) */
+		if (p->chase_page && p->access_size != 4096 && p->access_size != (2ULL << 20))
 			return pl_refuse(v, -EINVAL, PL_P_chase_page, false,
-					 "chase_page=1 lays one line of the chain per 4096-byte slot: access_size must be 4096, not %llu",
+					 "chase_page=1 lays one line of the chain per page-sized slot: access_size must be 4096 or 2097152 (2M), not %llu",
 					 p->access_size);
 	}
 	if ((used[PL_OP_COPY] || used[PL_OP_NTCOPY]) && p->placement == PL_PLACE_DIMM)
@@ -652,9 +653,11 @@ int pl_check_run(const struct pl_params *p, const struct pl_facts *f, struct pl_
 	/*
 	 * A latency sample is one access in one bracket with interrupts off:
 	 * bandwidth mode splits a long access into pieces between segments,
-	 * a sample cannot be split, so its access is bounded instead.
+	 * a sample cannot be split, so its access is bounded instead.  A
+	 * chase's sample is a batch of 8-byte hops: its access_size is the
+	 * slot a hop's line lies in (chase_page: up to a 2 MiB page), not read.
 	 */
-	if (lat_threads && p->access_size > PL_LAT_MAX_ACCESS)
+	if (lat_threads && p->access_size > PL_LAT_MAX_ACCESS && p->ops[0] != PL_OP_CHASE)
 		return pl_refuse(v, -EINVAL, PL_P_access_size, false,
 				 "%llu: a latency sample (mode latency, probe) is one access timed with interrupts off and cannot be split: at most %llu (bandwidth mode splits longer accesses)",
 				 p->access_size, PL_LAT_MAX_ACCESS);

@@ -380,3 +380,75 @@ def test_levels_from_medians_miss_the_last_cache(monkeypatch):
     monkeypatch.setattr(C, "lows", C.medians)  # the median of a size's repeats: a coin toss under a neighbour
     with pytest.raises(AssertionError):
         test_levels_from_the_least_of_repeats_under_a_neighbour()
+
+
+# ---------------------------------------------------------------- TLB reach of 2 MiB pages
+M = 1 << 20
+
+
+def test_tlb_reach_2m_from_a_coarse_ladder():
+    """The probe's coarse 2 MiB ladder (4 MiB-2 GiB, one an octave, one line per 2 MiB slot): a step
+    between 128 and 256 MiB is the 2 MiB TLB's reach (64-128 entries), the card's line tlb_reach_2m."""
+    sizes = [4 * M << i for i in range(10)]
+    lat = [3.0, 3.1, 3.0, 2.9, 3.0, 3.1, 8.0, 8.2, 8.1, 8.3]
+    line = [(2.0 ** k, 1.2 if k <= 15 else 4.0 if k <= 20 else 12.0 if k <= 25 else 90.0) for k in range(12, 29)]
+    infs = {i.name: i for i in C.infer(line, [], chase_page_2m=list(zip(sizes, lat)))}
+    t = infs["tlb_reach_2m"]
+    assert not t.uncertain, t.reason
+    assert len(t.value) == 1 and 128 * M <= t.value[0] <= 256 * M
+    assert t.detail["entries"] == [round(t.value[0] / (2 * M))] and t.detail["page_bytes"] == 2 * M
+    assert [e["size_bytes"] for e in t.evidence] == sizes and [e["lines"] for e in t.evidence] == [s // (2 * M) for s in sizes]
+    assert "/ 2097152" in t.method and t.confidence > 0.9
+    assert "x 2 MiB pages" in C.value_text(t.as_dict())
+    assert "tlb_reach" not in infs  # the 4 KiB line is its own measurement
+
+
+def test_tlb_reach_2m_tells_a_cache_knee_by_the_2m_footprint():
+    """One line per 2 MiB: a region R holds R / 32768 bytes of lines, so the knee at 1 GiB is the
+    32 KiB cache's (footprint), the one at 150 MiB the TLB's."""
+    sizes = 2.0 ** np.arange(22, 32.01, 0.25)
+    lat = np.where(sizes <= 150 * M, 3.0, np.where(sizes <= 1024 * M, 8.0, 20.0))
+    inf = tlb.tlb_inference("tlb_reach_2m", sizes, lat, [32768.0], 2 * M, slot=tlb.SLOT_2M)
+    assert not inf.uncertain, inf.reason
+    assert len(inf.value) == 1 and 150 * M / 1.2 <= inf.value[0] <= 150 * M * 1.2
+    assert [k["cache_bytes"] for k in inf.detail["cache_knees"]] == [32768.0]
+    assert 32768 / 1.5 <= inf.detail["cache_knees"][0]["footprint_bytes"] <= 32768 * 1.5
+    # the same curve as 4 KiB slots would call the 1 GiB knee a TLB's (footprint 16 MiB): the slot matters
+    assert len(tlb.tlb_inference("t", sizes, lat, [32768.0]).value) == 2
+
+
+def test_tlb_reach_2m_without_a_knee_says_where_the_regions_stopped():
+    sizes = [4 * M << i for i in range(10)]
+    inf = tlb.tlb_inference("tlb_reach_2m", sizes, [3.0] * 10, [], 2 * M, slot=tlb.SLOT_2M)
+    assert inf.uncertain and inf.value is None and inf.reason.startswith("no knee up to 2G")
+
+
+def test_tlb_reach_2m_not_measured_on_a_target_of_4k_pages():
+    """The probe measures the 2 MiB TLB only where the target's pages are 2 MiB: a 4 KiB-page (or 1 GiB)
+    target, or a THP target the kernel gave 4 KiB pages, leaves the line out with why."""
+    from pmemlab.cli import probe as probe_cli
+    assert probe_cli.page2m_target({"target_page_size": 2 * M, "target_pages": "thp"}) == ""
+    why = probe_cli.page2m_target({"target_page_size": 4096, "target_pages": "4k"})
+    assert why == "2 MiB pages: the target's pages are 4096 B (target_pages 4k), not 2 MiB"
+    assert "1073741824 B" in probe_cli.page2m_target({"target_page_size": 1 << 30})
+    assert "unknown" in probe_cli.page2m_target({})
+    sizes = [4 * M << i for i in range(10)]
+    rows = [{"curve": "chase_page_2m", "size": s, "value": 3.0 if s < 200 * M else 8.0, "status": "ok",
+             "target_page_size": 4096, "target_pages": "thp", "target_huge_pct": 40} for s in sizes]
+    doc, infs = probe_cli.build_card(rows, {}, target="dram", backend="user", caches=[], budget_s=None,
+                                     wall_s=None, stopped="budget")
+    assert "tlb_reach_2m" not in {i.name for i in infs}
+    reason = {u["name"]: u["reason"] for u in doc["undecided"]}["tlb_reach_2m"]
+    assert reason == ("not measured: 2 MiB pages: the target's pages are 4096 B (target_pages thp), not 2 MiB, "
+                      "40 % of it in huge pages when it was chased")
+    # the same runs on 2 MiB pages: the line, from them only
+    for r in rows[:8]:
+        r["target_page_size"] = 2 * M
+    doc, infs = probe_cli.build_card(rows, {}, target="dram", backend="user", caches=[], budget_s=None,
+                                     wall_s=None, stopped="budget")
+    t = {i.name: i for i in infs}["tlb_reach_2m"]
+    assert [e["size_bytes"] for e in t.evidence] == sizes[:8]
+    # a probe that did not chase it (the module's target of 4 KiB pages): the stage's reason carries over
+    doc, _ = probe_cli.build_card([], {}, target="m", backend="kernel", caches=[], budget_s=None, wall_s=None,
+                                  stopped="budget", skipped=[("tlb_reach_2m", why)])
+    assert {"name": "tlb_reach_2m", "reason": "not measured: " + why} in doc["undecided"]

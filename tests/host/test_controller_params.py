@@ -207,6 +207,12 @@ def test_write_protection_and_backend_ops():
     assert problems(ok, op="chase") == {("op", "invalid")}
     assert problems(ok, op="chase", mode="latency", chase_page=1) == {("chase_page", "invalid")}
     assert problems(ok, op="chase", mode="latency", chase_page=1, access_size=4096) == set()
+    # and over 2 MiB slots (the 2 MiB-page TLB): a chase's sample is its hops, not one 2 MiB access
+    assert problems(ok, op="chase", mode="latency", chase_page=1, access_size="2M") == set()
+    assert problems(ok, op="chase", mode="latency", access_size="2M") == set()
+    for other in (8192, 65536, 1 << 20, 4 << 20):
+        assert problems(ok, op="chase", mode="latency", chase_page=1, access_size=other) == {("chase_page", "invalid")}
+    assert problems(ok, op="load", mode="latency", access_size="2M") == {("access_size", "invalid")}  # one access
     assert problems(ok, op="chase", mode="latency", chase_batch=24) == {("chase_batch", "invalid")}
     # chase_write=raw: each thread's chain at least one batch of lines (64 lines of 4 KiB here)
     assert problems(ok, op="chase", mode="latency", chase_write="raw", working_set=4096) == {("chase_batch", "invalid")}

@@ -18,6 +18,8 @@ from pmemlab.cli import probe as probe_cli
 BUDGET = "100s"
 LOADED_LINES = ("loaded_latency", "rw_asymmetry")  # its share may be too short on a loaded host: tested apart below
 NEW_LINES = ("write_granularity", "write_levels", "tlb_reach", "write_tail", "loaded_latency", "rw_asymmetry", "prefetch")
+# measured where the kernel gives the DRAM target 2 MiB pages (THP): else under undecided, with why
+PAGE2M_LINE = "tlb_reach_2m"
 RUNNER = Path(__file__).resolve().parents[2] / "userspace" / "runner" / "pmemlab-run"
 
 
@@ -43,7 +45,10 @@ def test_probe_writes_measurements_card_and_figures(probed):
         assert (out / name).is_file() and (out / name).stat().st_size > 0, name
     assert C.validate(doc) == []
     names = {i["name"] for i in doc["inferences"]}
-    assert names | set(LOADED_LINES) == {"levels", "read_granularity", "interleave", *NEW_LINES}
+    assert names | set(LOADED_LINES) | {PAGE2M_LINE} == {"levels", "read_granularity", "interleave", *NEW_LINES,
+                                                        PAGE2M_LINE}
+    assert (PAGE2M_LINE in names) != any(u["name"] == PAGE2M_LINE for u in doc["undecided"]
+                                         if u["reason"].startswith("not measured: "))
     assert doc["wall_s"] <= doc["budget_s"] + 30  # the budget bounds measuring; the last run may overrun
     for inf in doc["inferences"]:
         assert inf["evidence"], inf["name"]  # every line names the points it rests on
@@ -52,7 +57,7 @@ def test_probe_writes_measurements_card_and_figures(probed):
     rows = pd.read_csv(out / "probe.csv")
     par = probe_cli.par_threads()
     assert set(rows["curve"]) | {"loaded", "unloaded"} == {
-        "chase", "chase_raw", "randread", "randwrite", "chase_page", "tail", "tail_hist", "prefetch_seq", "prefetch_rand",
+        "chase", "chase_raw", "randread", "randwrite", "chase_page", "chase_page_2m", "tail", "tail_hist", "prefetch_seq", "prefetch_rand",
         "loaded", "unloaded", *(("randread_par", "randwrite_par") if par > 1 else ())}
     # the granularity held against the random-access curves with every CPU (up to 4)
     assert set(rows[rows["curve"].str.endswith("_par")]["threads"]) <= {par}
@@ -66,7 +71,7 @@ def test_probe_writes_measurements_card_and_figures(probed):
 
 def test_the_new_lines_rest_on_their_measurements(probed):
     """Issue 35's further lines on this host's DRAM: each with its evidence and method, its
-    points in probe.csv, the 2 MiB-page reach named as not measured; the budget's shares in the card."""
+    points in probe.csv; the budget's shares in the card (the 2 MiB-page reach: its own test below)."""
     out, _, _ = probed
     doc = json.loads((out / "card.json").read_text())
     infs = {i["name"]: i for i in doc["inferences"]}
@@ -97,9 +102,35 @@ def test_the_new_lines_rest_on_their_measurements(probed):
     assert set(tails["pattern"]) == {"hotspot"} and len(set(tails["hotspot_size"])) >= 2
     assert {e["hotspot_bytes"] for e in infs["write_tail"]["evidence"]} <= set(tails["size"])
     assert not infs["prefetch"]["uncertain"] and {e["pattern"] for e in infs["prefetch"]["evidence"]} == {"seq", "rand"}
-    assert any(u["name"] == "tlb_reach_2m" and u["reason"].startswith("not measured: 2 MiB pages")
-               for u in doc["undecided"])
     assert abs(sum(doc["shares"].values()) - sum(f for _, f in probe_cli.SHARES)) < 1e-9
+
+
+def test_the_2m_page_tlb_line_rests_on_its_chase(probed):
+    """tlb_reach_2m on this host's DRAM: one line per 2 MiB slot on a DRAM target of transparent huge
+    pages, a coarse ladder from a few pages to its whole size; the line rests on the runs that had
+    2 MiB pages, or the card says why it is not measured."""
+    out, _, _ = probed
+    doc = json.loads((out / "card.json").read_text())
+    infs = {i["name"]: i for i in doc["inferences"]}
+    undecided = {u["name"]: u["reason"] for u in doc["undecided"]}
+    import pandas as pd
+    rows = pd.read_csv(out / "probe.csv")
+    big = rows[rows["curve"] == "chase_page_2m"]
+    if big.empty:  # the 2 MiB-page target came with 4 KiB pages (THP off): not chased, the card says why
+        assert undecided["tlb_reach_2m"].startswith("not measured: 2 MiB pages: the target's pages are 4096 B")
+        return
+    assert set(big["chase_page"]) == {1} and set(big["access_size"]) == {probe_cli.SLOT_2M}
+    assert big["size"].min() == probe_cli.PAGE2M_MIN and (big["size"] % probe_cli.SLOT_2M == 0).all()
+    assert big["size"].max() == big["target_size"].max() <= 4 << 30 and set(big["target_pages"]) == {"thp"}
+    huge = big[(big["status"] == "ok") & (big["target_page_size"] == probe_cli.SLOT_2M)]
+    if huge.empty:  # the kernel gave the THP target 4 KiB pages: the card says so, not a reach
+        assert undecided["tlb_reach_2m"].startswith("not measured: 2 MiB pages: the target's pages are 4096 B")
+    else:
+        t2 = infs["tlb_reach_2m"]
+        assert {e["size_bytes"] for e in t2["evidence"]} == set(huge["size"]) and t2["method"]
+        assert t2["detail"]["page_bytes"] == t2["detail"]["slot_bytes"] == probe_cli.SLOT_2M
+        assert t2["uncertain"] or all(r > probe_cli.PAGE2M_MIN for r in t2["value"])
+        assert not t2["uncertain"] or t2["reason"], t2
 
 
 def test_the_loaded_stage_end_to_end(tmp_path):

@@ -315,6 +315,32 @@ def test_the_chase_is_one_cycle_in_the_window_and_leaves_the_target_as_it_was(li
     assert np.array_equal(target, before), f"{int((target != before).sum())} target bytes changed by the chase"
 
 
+def test_the_chase_lays_one_line_per_2m_slot_spread_over_the_slot(lib: ctypes.CDLL) -> None:
+    """chase_page=1 with 2 MiB slots (access_size=2M, the 2 MiB-page TLB's chase): one line of the
+    cycle in every 2 MiB slot, drawn from the whole slot (not its first 4 KiB page: the lines fall in
+    many cache sets and many of the slot's 4 KiB pages), and the target as it was once taken down."""
+    slot = 2 << 20
+    size = 64 * slot
+    kw = dict(target_size=size, window_offset=0, working_set=size, pattern=PAT_SEQ, access=slot, stride=0,
+              hotspot_size=4096, passes=1, seed=5, gran=4096, idx=0, n=1)
+    target = np.random.default_rng(4).integers(0, 256, size, dtype=np.uint8)
+    before = target.copy()
+    out = np.zeros(65, dtype=np.uint64)
+    why = ctypes.create_string_buffer(256)
+    lib.pl_test_chase_page.argtypes = [ctypes.c_void_p, ctypes.POINTER(Place), ctypes.c_uint64, ctypes.c_int,
+                                       ctypes.c_void_p, ctypes.c_uint64, ctypes.c_char_p, ctypes.c_size_t]
+    assert lib.pl_test_chase_page(target.ctypes.data, ctypes.byref(Place(**kw)), 7, 1, out.ctypes.data, len(out),
+                                  why, 256) == 0, why.value
+    hops = out[:64].tolist()
+    assert out[64] == out[0] and sorted(h // slot for h in hops) == list(range(64)), "not one line in each slot"
+    offs = [h % slot for h in hops]
+    assert all(o % 64 == 0 for o in offs)
+    assert len({o // 4096 for o in offs}) > 48, "the lines sit in few of their slots' 4 KiB pages"
+    assert max(offs) > slot // 2, "the lines sit in the first half of their slots only"
+    assert len({o // 64 % 64 for o in offs}) > 24, "the lines fall in few L1 sets"
+    assert np.array_equal(target, before)
+
+
 @pytest.mark.parametrize("pattern", [PAT_SEQ, PAT_RAND, PAT_STRIDE, PAT_HOTSPOT])
 @pytest.mark.parametrize("placement", ["global", "per-thread", "per-dimm"])
 @pytest.mark.parametrize("access,split", [(8, 0), (64, 0), (192, 0), (4096, 0), (64, 1), (4096, 1)])

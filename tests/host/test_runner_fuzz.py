@@ -37,7 +37,7 @@ RUN_TIMEOUT_S = 30.0
 VALID: dict[str, list[str]] = {
     "mode": ["bandwidth", "latency"], "threads": ["1", "2"],
     "op": ["load", "ntstore", "store+clwb", "store+clflushopt,load", "copy", "ntcopy", "chase"],
-    "read_pct": ["0", "30", "100"], "width": ["0", "8", "16", "32"], "access_size": ["64", "256", "4K"],
+    "read_pct": ["0", "30", "100"], "width": ["0", "8", "16", "32"], "access_size": ["64", "256", "4K", "2M"],
     "stride": ["0", "512"], "window_offset": ["0", "4096", "1M"], "working_set": ["0", "1M", "64K"],
     "pattern": ["seq", "rand", "stride", "hotspot"], "hotspot_size": ["4096", "64K"], "passes": ["1", "3"],
     "pass_offset": ["0", "64"], "fence": ["none", "sfence", "mfence"], "fence_interval": ["0", "64", "256"],

@@ -17,7 +17,7 @@ from pmemlab.analysis.interleave import interleave_inference
 from pmemlab.analysis.knees import levels_inference
 from pmemlab.analysis.loaded import asymmetry_inference, loaded_inference, prefetch_inference
 from pmemlab.analysis.tail import tail_by_size
-from pmemlab.analysis.tlb import tlb_inference
+from pmemlab.analysis.tlb import SLOT_2M, tlb_inference
 from pmemlab.analysis.writelevels import write_levels_inference
 
 if TYPE_CHECKING:
@@ -58,6 +58,7 @@ def infer(chase: Sequence[tuple[float, float]], randread: Sequence[tuple[float, 
           declared_gran: int | None = None, declared_ways: int | None = None,
           emulated: bool = False, *, randwrite: Sequence[tuple[float, float]] | None = None,
           chase_page: Sequence[tuple[float, float]] | None = None,
+          chase_page_2m: Sequence[tuple[float, float]] | None = None,
           chase_raw: Sequence[tuple[float, float]] | None = None,
           tail_hists: Mapping[int, Sequence[tuple[float, float, int]]] | None = None,
           loaded: Sequence[CurvePoint] | None = None, unloaded_ns: float | None = None,
@@ -68,7 +69,8 @@ def infer(chase: Sequence[tuple[float, float]], randread: Sequence[tuple[float, 
     """The card's inferences: levels (chase latency vs region size), read access granularity and
     interleave (random-read bandwidth vs access size); where their measurements are given (None:
     not measured, no line): write granularity (random-write bandwidth vs access size), TLB reach
-    (the one-line-per-page chase, held against the levels), write levels (the read-after-write
+    (the one-line-per-page chase, held against the levels; `chase_page_2m`: one line per 2 MiB
+    page on a target of 2 MiB pages, the line tlb_reach_2m), write levels (the read-after-write
     chase, held against the levels), the write tail (hotspot histograms by
     size), loaded latency and read/write asymmetry (a curves family), prefetch (sequential and
     random load latencies). Points may repeat: a chase's repeats enter as their least latency
@@ -92,6 +94,11 @@ def infer(chase: Sequence[tuple[float, float]], randread: Sequence[tuple[float, 
                             line_knees=levels.detail.get("knees", []) if not levels.uncertain else [])
         out.append(tlb)
         hold_levels_against_tlb(levels, tlb)
+    if chase_page_2m is not None:
+        c2 = lows(chase_page_2m)
+        out.append(tlb_inference("tlb_reach_2m", [s for s, _ in c2], [v for _, v in c2],
+                                 [] if levels.uncertain else [float(c) for c in levels.value], SLOT_2M,
+                                 slot=SLOT_2M))
     if chase_raw is not None:
         cr = lows(chase_raw)
         out.append(write_levels_inference("write_levels", [s for s, _ in cr], [v for _, v in cr],
@@ -237,6 +244,11 @@ def _size(b: float) -> str:
     return f"{b:.0f} B"
 
 
+def size_text(b: float) -> str:
+    """Bytes in binary units, three digits: the card's text and figures."""
+    return _size(b)
+
+
 def value_text(inf: Mapping[str, Any]) -> str:
     v = inf.get("value")
     if inf.get("uncertain"):
@@ -249,9 +261,9 @@ def value_text(inf: Mapping[str, Any]) -> str:
         parts = [f"{_size(k)} ({below.get(round(k), lv[i]['latency_ns']):.3g} ns)"
                  + (", after writes only" if round(k) in only else "") for i, k in enumerate(caps)]
         return ", ".join(parts) + f"; then {lv[-1]['latency_ns']:.3g} ns"
-    if inf["name"] == "tlb_reach" and isinstance(v, list):
+    if inf["name"] in ("tlb_reach", "tlb_reach_2m") and isinstance(v, list):
         ent = inf["detail"].get("entries", [])
-        return ", ".join(f"{_size(r)} ({e} x {inf['detail']['page_bytes'] // 1024} KiB pages)" for r, e in zip(v, ent))
+        return ", ".join(f"{_size(r)} ({e} x {_size(inf['detail']['page_bytes'])} pages)" for r, e in zip(v, ent))
     if inf["name"] == "write_tail" and isinstance(v, dict):
         return (f"p99.9/p50 {v['p999_over_p50']:.3g}, {v['frac_above_k']:.2g} of writes > "
                 f"{inf['detail']['k_median']:g}x median (at {_size(v['worst_hotspot_bytes'])}), "

@@ -60,13 +60,18 @@ RAW_BATCH = 64  # the read-after-write chase's batch: a chain has at least a bat
 PAGE_MIN = 16 * SLOT
 PAGE_TOP = 64 << 20  # the page chase's largest region (capped at half the target): 16 Ki pages
 PAGE_DRAM = "128M"  # the 4 KiB-page DRAM target it runs on (mapped at each run: small is quick)
+SLOT_2M = 2 << 20  # the 2 MiB-page chase: one line in each 2 MiB slot (chase_page=1 access_size=2M)
+PAGE2M_MIN = 2 * SLOT_2M  # its ladder: a few 2 MiB pages,
+PAGE2M_DRAM = "2G"  # up to the whole 2 MiB-page DRAM target it runs on (dram_pages=2m): 1024 pages
+PAGE2M_PER_OCTAVE = 1  # a coarse ladder: 4 MiB-2 GiB in 10 runs
 PREFETCH_REPEATS = 3
 LOADED_POINTS = (3, 6)  # throttles per mix of the loaded-latency family (curves' measurement): as many as fit
 LOADED_MS = 50  # each run of it
 # shares of the budget: each stage stops at its share (measured from the probe's start, cumulatively);
 # the chase levels and their refinement take what is left (docs/card.md)
 SHARES = (("randread", 0.07), ("randread_par", 0.04), ("randwrite", 0.06), ("randwrite_par", 0.03), ("tail", 0.05),
-          ("prefetch", 0.02), ("chase_grid", 0.20), ("chase_raw", 0.07), ("chase_page", 0.13), ("loaded", 0.15))
+          ("prefetch", 0.02), ("chase_grid", 0.20), ("chase_raw", 0.07), ("chase_page", 0.13), ("chase_page_2m", 0.04),
+          ("loaded", 0.15))
 PAR = "_par"  # the random-access curves again with par_threads() threads: the granularity is held against them
 GRID_PASSES = 2  # the chase's first grid, measured this many times over
 STABLE = 1.1  # knees within this factor of the previous round: stable
@@ -131,9 +136,12 @@ class Prober:
     """Runs one point at a time on the backend and keeps the rows (and, for the write tail, the
     latency histograms as rows of curve `tail_hist`)."""
 
-    def __init__(self, bench: Bench, deadline: float, out: Any, page_bench: Bench | None = None) -> None:
+    def __init__(self, bench: Bench, deadline: float, out: Any, page_bench: Bench | None = None,
+                 page2m: tuple[Bench | None, str] | None = None) -> None:
         self.bench = bench
         self.page_bench = page_bench or bench  # the one-line-per-page chase: a target of 4 KiB pages
+        # the one-line-per-2-MiB-page chase: a target of 2 MiB pages, or None and why not
+        self.page2m_bench, self.no_2m = page2m or (None, "no target of 2 MiB pages given to the probe")
         self.deadline = deadline
         self.rows: list[dict[str, Any]] = []
         self.out = out
@@ -190,6 +198,11 @@ class Prober:
                                                   "access_size": str(SLOT), "working_set": str(size),
                                                   "duration_ms": str(CHASE_MS)}, bench=self.page_bench)
 
+    def chase_page_2m(self, rnd: int, size: int) -> dict[str, Any]:
+        return self.run("chase_page_2m", rnd, size, {"mode": "latency", "op": "chase", "chase_page": "1",
+                                                     "access_size": str(SLOT_2M), "working_set": str(size),
+                                                     "duration_ms": str(CHASE_MS)}, bench=self.page2m_bench)
+
     def randread(self, size: int, ws: int, threads: int = 1) -> dict[str, Any]:
         return self.random_access("randread", "load", size, ws, threads)
 
@@ -222,6 +235,38 @@ def _points(rows: Sequence[Mapping[str, Any]], curve: str) -> list[tuple[float, 
         if r.get("curve") == curve and str(r.get("status")) == "ok" and v is not None and not pd.isna(v):
             out.append((float(r["size"]), float(v)))
     return out
+
+
+def page_bytes_of(cond: Mapping[str, Any]) -> int:
+    """The target's page size from its run conditions (target_page_size), 0 where unsaid."""
+    v = _num(cond.get("target_page_size"))
+    return 0 if math.isnan(v) else int(v)
+
+
+def page2m_target(cond: Mapping[str, Any]) -> str:
+    """Why the 2 MiB-page chase cannot run on a target of these run conditions ('' : it can)."""
+    ps = page_bytes_of(cond)
+    if ps == SLOT_2M:
+        return ""
+    pages = cond.get("target_pages")
+    return (f"2 MiB pages: the target's pages are {ps or 'unknown'}"
+            + (" B" if ps else "") + (f" (target_pages {pages})" if pages not in (None, "") else "")
+            + ", not 2 MiB")
+
+
+def page2m_ladder(prober: Prober, target_size: int) -> list[int]:
+    """The 2 MiB-page chase's regions, PAGE2M_PER_OCTAVE an octave, multiples of 2 MiB from
+    PAGE2M_MIN: up to the whole of its own DRAM target, half of the probe's target where it runs on
+    that (as the other chases); [] where it has no target or one under two rungs."""
+    b = prober.page2m_bench
+    if b is None:
+        return []
+    own = b is not prober.bench
+    size = int(_num(b.conditions.get("target_size")) or 0) if own else target_size // 2
+    top = size // SLOT_2M * SLOT_2M
+    if top < 2 * PAGE2M_MIN:
+        return []
+    return sorted({max(PAGE2M_MIN, s // SLOT_2M * SLOT_2M) for s in initial_grid(PAGE2M_MIN, top, PAGE2M_PER_OCTAVE)})
 
 
 def _sweep_sizes(prober: Prober, sizes: Sequence[Any], repeats: int, until: float, one: Any) -> None:
@@ -337,6 +382,13 @@ def measure(prober: Prober, target_size: int, caches: Sequence[Mapping[str, Any]
     page_top = max(PAGE_MIN * 4, min(PAGE_TOP, target_size // 2))
     _stage(prober, "tlb_reach", lambda: _sweep_sizes(
         prober, initial_grid(PAGE_MIN, page_top), 1, ends["chase_page"], lambda s: prober.chase_page(0, s)))
+    ladder = page2m_ladder(prober, target_size)
+    if ladder:
+        _stage(prober, "tlb_reach_2m", lambda: _sweep_sizes(
+            prober, ladder, 1, ends["chase_page_2m"], lambda s: prober.chase_page_2m(0, s)))
+    else:
+        prober.skipped.append(("tlb_reach_2m", prober.no_2m or "its target is smaller than "
+                                                                f"{2 * PAGE2M_MIN >> 20} MiB"))
     # its share, or half of what is left where the stages before it overran theirs
     loaded_s = max(min(ends["loaded"], prober.deadline) - time.monotonic(), prober.left() / 2)
     run_s = float(np.median(prober.run_s)) if prober.run_s else 0.5
@@ -472,8 +524,20 @@ def _page_bytes(rows: Sequence[Mapping[str, Any]]) -> int:
     return sizes.pop() if len(sizes) == 1 else 4096
 
 
-NOT_2M = ("tlb_reach_2m", "2 MiB pages: the one-line-per-page chase runs on 4 KiB pages; a 2 MiB page TLB "
-          "reaches entries x 2 MiB, beyond the regions this probe chases")
+def points_2m(rows: Sequence[Mapping[str, Any]]) -> tuple[list[tuple[float, float]] | None, str]:
+    """The 2 MiB-page chase's points from the runs whose target had 2 MiB pages (a THP target
+    the kernel gave 4 KiB pages in part reports 4096: its runs do not count); None and why where
+    there are none."""
+    runs = _ok(rows, "chase_page_2m")
+    if not runs:
+        return None, "no measurement of it in this probe's data"
+    kept = [r for r in runs if page_bytes_of(r) == SLOT_2M]
+    if not kept:
+        r = runs[0]
+        huge = _num(r.get("target_huge_pct"))
+        return None, (page2m_target(r) + ("" if math.isnan(huge) else f", {huge:.0f} % of it in huge pages")
+                      + " when it was chased")
+    return _points(kept, "chase_page_2m"), ""
 
 
 def _skipped_of(meta: Mapping[str, Any]) -> list[tuple[str, str]]:
@@ -481,7 +545,7 @@ def _skipped_of(meta: Mapping[str, Any]) -> list[tuple[str, str]]:
     out = []
     for u in meta.get("undecided", []) or []:
         why = str(u.get("reason", ""))
-        if why.startswith("not measured: ") and u.get("name") != NOT_2M[0]:
+        if why.startswith("not measured: "):
             out.append((str(u.get("name")), why[len("not measured: "):]))
     return out
 
@@ -504,9 +568,10 @@ def build_card(rows: Sequence[Mapping[str, Any]], cond: Mapping[str, Any], *, ta
     curves = {str(r.get("curve")) for r in rows}
     loaded = loaded_points(rows)
     page = _points(rows, "chase_page")
+    page2m, no_2m = points_2m(rows)
     infs = C.infer(_points(rows, "chase"), _points(rows, "randread"), gran, ways, emulated,
                    randwrite=_points(rows, "randwrite") if "randwrite" in curves else None,
-                   chase_page=page if "chase_page" in curves else None,
+                   chase_page=page if "chase_page" in curves else None, chase_page_2m=page2m,
                    chase_raw=_points(rows, "chase_raw") if "chase_raw" in curves else None,
                    tail_hists=tail_hists(rows), loaded=loaded[0] if loaded else None,
                    unloaded_ns=loaded[1] if loaded else None, prefetch=_prefetch(rows),
@@ -518,9 +583,10 @@ def build_card(rows: Sequence[Mapping[str, Any]], cond: Mapping[str, Any], *, ta
     for name in ("write_granularity", "write_levels", "tlb_reach", "write_tail", "loaded_latency", "prefetch"):
         if name not in have and name not in named:
             gone.append((name, "no measurement of it in this probe's data"))
+    if "tlb_reach_2m" not in have and "tlb_reach_2m" not in named:
+        gone.append(("tlb_reach_2m", no_2m))
     if "loaded_latency" not in have and "rw_asymmetry" not in named:
         gone.append(("rw_asymmetry", "it is read from the loaded-latency family, not measured"))
-    gone.append(NOT_2M)
     doc = C.card_doc(infs, cond, target=target, backend=backend, emulated=emulated, cpu_caches=caches,
                      budget_s=budget_s, wall_s=wall_s, stopped=stopped, not_measured=gone)
     doc["shares"] = {n: f for n, f in SHARES}
@@ -531,8 +597,9 @@ def _draw_one(ax: Any, inf: Mapping[str, Any], doc: Mapping[str, Any], rows: Seq
     """One inference's figure: its measured points (grey: every repeat), the points it rests on,
     and what it found."""
     name, ev, det = inf["name"], inf["evidence"], inf.get("detail", {})
-    if name in ("levels", "tlb_reach", "write_levels"):
-        pts = _points(rows, {"levels": "chase", "tlb_reach": "chase_page", "write_levels": "chase_raw"}[name])
+    if name in ("levels", "tlb_reach", "tlb_reach_2m", "write_levels"):
+        pts = (points_2m(rows)[0] or [] if name == "tlb_reach_2m" else
+               _points(rows, {"levels": "chase", "tlb_reach": "chase_page", "write_levels": "chase_raw"}[name]))
         if pts:
             ax.scatter([p[0] for p in pts], [p[1] for p in pts], s=10, color="0.6", label="measured (every repeat)")
         if name == "write_levels":  # the read chase beside it: a knee only this curve has is the writes'
@@ -540,10 +607,10 @@ def _draw_one(ax: Any, inf: Mapping[str, Any], doc: Mapping[str, Any], rows: Seq
             ax.plot([p[0] for p in rd], [p[1] for p in rd], "--", color="0.45", lw=1, label="read chase (its lows)")
         ax.plot([e["size_bytes"] for e in ev], [e["latency_ns"] for e in ev], "o-", ms=4, color="C0",
                 label="points used (medians)")
-        knees = det.get("tlb_knees", []) if name == "tlb_reach" else det.get("knees", [])
+        knees = det.get("tlb_knees", []) if name.startswith("tlb_reach") else det.get("knees", [])
         for k in knees:
             ax.axvline(k["capacity_bytes"], color="C3", lw=1.2)
-            ax.annotate(f"{k['capacity_bytes'] / 1024:.0f} KiB\n(conf {k['confidence']:.2f})",
+            ax.annotate(f"{C.size_text(k['capacity_bytes'])}\n(conf {k['confidence']:.2f})",
                         (k["capacity_bytes"], ax.get_ylim()[1]), fontsize=7, color="C3", va="top")
         for k in det.get("cache_knees", []):
             ax.axvline(k["capacity_bytes"], color="0.4", lw=1, ls="--")
@@ -556,7 +623,8 @@ def _draw_one(ax: Any, inf: Mapping[str, Any], doc: Mapping[str, Any], rows: Seq
         elif name == "write_levels":
             ax.set_xlabel("region size (B), each line written (movnti, mfence) before it is chased")
         else:
-            ax.set_xlabel("region size (B), one line per 4 KiB page; red: TLB knees, dashed: caches (footprint)")
+            ax.set_xlabel(f"region size (B), one line per {C.size_text(det.get('slot_bytes', SLOT))} page; "
+                          "red: TLB knees, dashed: caches (footprint)")
         ax.set_ylabel("chase latency p50 (ns)")
         ax.set_xscale("log", base=2)
     elif name in ("read_granularity", "write_granularity", "interleave"):
@@ -680,6 +748,23 @@ def _output_dir(path: str) -> Path:
     return d
 
 
+def page2m_bench(args: argparse.Namespace, target: str, bench: Bench,
+                 cond: Mapping[str, Any]) -> tuple[Bench | None, str]:
+    """The target the 2 MiB-page chase runs on, or None and why: on the user backend's DRAM a
+    second target of PAGE2M_DRAM mapped with transparent huge pages (dram_pages=2m; the kernel
+    may give it 4 KiB pages in part: its runs say so, build_card keeps those of 2 MiB pages);
+    elsewhere (a DAX target, the module's) the probe's target where its pages are 2 MiB."""
+    if args.backend == "user" and str(target).split(":")[0] == "dram":
+        be = BackendSpec("user", target=args.target or "dram",
+                         options={"dram_pages": "2m", "dram_size": PAGE2M_DRAM}).open()
+        be.require_loaded()
+        b = Bench.probe(be, backends.online_cpus())
+        why = page2m_target(b.conditions)
+        return (None, why + " (dram_pages=2m: transparent huge pages not given)") if why else (b, "")
+    why = page2m_target(cond)
+    return (None, why) if why else (bench, "")
+
+
 def run(args: argparse.Namespace) -> int:
     if args.source:
         src = Path(args.source)
@@ -719,7 +804,7 @@ def run(args: argparse.Namespace) -> int:
         page_be = BackendSpec("user", target=args.target or "dram", options={"dram_pages": "4k", "dram_size": PAGE_DRAM}).open()
         page_be.require_loaded()
         page_bench = Bench.probe(page_be, backends.online_cpus())
-    prober = Prober(bench, t0 + args.budget, sys.stderr, page_bench)
+    prober = Prober(bench, t0 + args.budget, sys.stderr, page_bench, page2m_bench(args, target, bench, cond))
     if args.backend == "kernel":
         try:
             prober.chase(0, MIN_SIZE)
