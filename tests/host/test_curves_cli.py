@@ -344,3 +344,18 @@ def test_one_served_runner_serves_every_sweep_of_the_command(monkeypatch, capsys
     assert code == exitcodes.OK and len(doc["points"]) > cmd.FIRST_ROUND, doc["points"]
     assert len(started) == 1, f"{len(started)} served runners started for one command"
     assert not started[0].alive(), "the command left its served runner running"
+
+
+def test_the_figures_caption_names_the_probes_target() -> None:
+    """A curves sweep has one unnamed target: the caption said 'target:  (dram, user-dram)'."""
+    import pandas as pd
+
+    from pmemlab.analysis.resultset import Results, caption
+
+    rows = pd.DataFrame({"target": ["dram"], "target_kind": ["user-dram"], "thread": ["all"], "status": ["ok"],
+                         "source_csv": ["c.csv"], "point_key": ["p0"], "repeat": [0]})
+    for given in (rows, rows.assign(target_label=[""])):
+        fields = dict(part.split(": ", 1) for part in caption(Results("curves", cmd.probe_labelled(given))).split(" · ")
+                      if ": " in part)
+        assert fields["target"] == "probe (dram, user-dram)"
+    assert list(cmd.probe_labelled(rows.assign(target_label=["fast"]))["target_label"]) == ["fast"]

@@ -1175,16 +1175,3 @@ def test_timer_step_per_run_offsets():
     other = buckets_of({26 * k + 12: 100 for k in range(0, 6)}, point="b")
     step = timer_step(pd.concat([one, other], ignore_index=True))
     assert step is not None and step.resolved and step.ticks == 26
-
-
-def test_the_caption_names_an_unlabelled_target_by_its_device() -> None:
-    """pmemlab curves and a one-point run sweep one target with no label: the caption said
-    'target:  (dram, user-dram)' (an empty label and its brackets)."""
-    from pmemlab.analysis.resultset import Results, caption
-
-    rows = pd.DataFrame({"target_label": ["", "fast"], "target": ["dram", "/dev/pmem0"],
-                         "target_kind": ["user-dram", "fsdax"], "started_at": ["2026-11-29T07:43:35"] * 2,
-                         "thread": ["all"] * 2, "status": ["ok"] * 2, "source_csv": ["c.csv"] * 2,
-                         "point_key": ["p0", "p1"], "repeat": [0, 0]})
-    fields = dict(part.split(": ", 1) for part in caption(Results("curves", rows)).split(" · ") if ": " in part)
-    assert fields["target"] == "dram, user-dram; fast (/dev/pmem0, fsdax)"

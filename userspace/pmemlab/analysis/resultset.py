@@ -566,9 +566,7 @@ def caption(results: Results, extra: Sequence[str] = ()) -> str:
     for label, grp in rows.groupby("target_label", sort=False):
         dev = _unique(grp.get("target", []))
         kind = _unique(grp.get("target_kind", []))
-        what = ", ".join(dev + kind) or "unknown"
-        # a sweep of one unnamed target (pmemlab curves, run) has an empty label: the device alone
-        targets.append(f"{label} ({what})" if str(label) else what)
+        targets.append(f"{label} ({', '.join(dev + kind) or 'unknown'})")
     parts.append("target: " + "; ".join(targets))
     host = ", ".join(_unique(rows.get("hostname", []))) or "unknown host"
     cpu = ", ".join(_unique(rows.get("cpu_model", [])))

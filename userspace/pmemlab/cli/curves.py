@@ -464,15 +464,20 @@ def text(doc: dict[str, Any]) -> str:
 # --------------------------------------------------------------------------
 # the figures
 # --------------------------------------------------------------------------
+def probe_labelled(rows: pd.DataFrame) -> pd.DataFrame:
+    """The rows with the probe's target labelled `probe` where the sweep left it unnamed: the
+    captions say 'target: probe (dram, user-dram)', not 'target:  (dram, user-dram)'."""
+    label = rows["target_label"].fillna("").astype(str) if "target_label" in rows else ""
+    return rows.assign(target_label=label).replace({"target_label": {"": "probe"}})
+
+
 def draw(csv_path: Path, rows: pd.DataFrame, hist: pd.DataFrame, pts: list[C.CurvePoint],
          doc: dict[str, Any]) -> list[Path]:
     from pmemlab.analysis.resultset import Results
     from pmemlab.plots.style import BW_LABEL, LAT_LABEL, finish, new_figure
 
-    results = Results("curves", rows.assign(source_csv=str(csv_path)),
+    results = Results("curves", probe_labelled(rows).assign(source_csv=str(csv_path)),
                       hist.assign(source_csv=str(csv_path)) if not hist.empty else None)
-    if "target_label" not in results.rows:
-        results.rows["target_label"] = ""
     fam = C.family(pts)
     sums = {s["mix"]: s for s in doc["summaries"]}
     import matplotlib
