@@ -3,6 +3,7 @@ module's DRAM with the load threads on another named target, on the user backend
 --cxl on the CXL node with the load on local DRAM. Under TCG the numbers mean nothing: each run is
 judged on its structure (every point of every mix ran, the probe was the module's own chase, the
 rows say which target and backend, the figures are drawn and say EMULATED), never on a speed.
+A weighted DRAM:CXL target's family is compared with DRAM alone by `pmemlab compare`.
 Tiny families: 2 mixes x 3 points, one 20 ms run a point."""
 from __future__ import annotations
 
@@ -11,6 +12,8 @@ import csv
 import io
 import json
 import os
+import re
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -18,6 +21,7 @@ import pytest
 import pmemlab.cli as cli
 
 TARGETS = Path("/sys/kernel/pmemlab/targets")
+NODE = Path("/sys/devices/system/node")
 SMALL = ("--mixes", "100,0", "--points", "3", "--threads", "2", "--duration-ms", "20", "--repeats", "1",
          "--max-repeats", "1", "--max-delay", "4096", "--working-set", "4M", "--timeout", "600")
 
@@ -78,6 +82,35 @@ def test_curves_on_the_user_backend(tmp_path: Path) -> None:
     assert {r["target"] for r in rows} == {"dram"}
 
 
+def test_curves_on_the_user_backend_on_an_ext4_dax_file(dram_pmem_dev: str, tmp_path: Path) -> None:
+    """The runner on pmem: a file of ext4 mounted with dax on the DRAM-emulated namespace (MAP_SYNC)."""
+    mnt = tmp_path / "mnt"
+    mnt.mkdir()
+    # -b 4096: on a namespace this small mkfs picks 1 KiB blocks, and ext4 mounts those without DAX
+    subprocess.run(["mkfs.ext4", "-q", "-F", "-b", "4096", dram_pmem_dev], check=True)
+    try:
+        subprocess.run(["mount", "-o", "dax", dram_pmem_dev, str(mnt)], check=True)
+        pool = mnt / "pool"
+        subprocess.run(["fallocate", "-l", "8M", str(pool)], check=True)
+        doc, rows = curves(tmp_path, "--backend", "user", "--target", str(pool))
+    finally:
+        subprocess.run(["umount", str(mnt)], capture_output=True)
+        subprocess.run(["wipefs", "-a", dram_pmem_dev], capture_output=True)
+    assert_family(doc, rows, "user", "chase")
+    assert {r["target"] for r in rows} == {str(pool)}
+
+
+@pytest.mark.cxl
+def test_curves_on_the_user_backend_on_the_cxl_node(tmp_path: Path) -> None:
+    """The runner's DRAM target on the CPU-less CXL node, as small as the window (4 MiB: emulated
+    MMIO under TCG takes about a minute for the default 256 MiB)."""
+    node = os.environ.get("PMEMLAB_CXL_NODE", "")
+    if not node:
+        pytest.skip("PMEMLAB_CXL_NODE unset: the guest was booted without scripts/vm --cxl")
+    doc, rows = curves(tmp_path, "--backend", "user", "--target", f"dram:{node}")
+    assert_family(doc, rows, "user", "chase")
+
+
 @pytest.mark.cxl
 def test_curves_on_the_cxl_node_with_the_load_on_local_dram(module, tmp_path: Path) -> None:
     """The latency of CXL memory while the node's DRAM is loaded (the question of a tiering study):
@@ -89,3 +122,44 @@ def test_curves_on_the_cxl_node_with_the_load_on_local_dram(module, tmp_path: Pa
         doc, rows = curves(tmp_path, "--backend", "kernel", "--load-target", "local")
     assert_family(doc, rows, "kernel", "chase")
     assert {r["load_target"] for r in rows} == {"local"}
+
+
+def two_memory_nodes() -> tuple[int, int]:
+    """CPU 0's node and another with memory: the CXL node where the bed has one, else a CPU-less
+    node (make test's first guest), else any other (its two-node guest)."""
+    nodes = {}
+    for p in sorted(NODE.glob("node[0-9]*")):
+        mem = re.search(r"MemTotal:\s+(\d+)", (p / "meminfo").read_text())
+        if mem and int(mem.group(1)) > 0:
+            nodes[int(p.name[4:])] = (p / "cpulist").read_text().strip()
+    dram = next(int(p.name[4:]) for p in NODE.glob("node[0-9]*") if (p / "cpu0").exists())
+    if os.environ.get("PMEMLAB_CXL_NODE"):
+        return dram, int(os.environ["PMEMLAB_CXL_NODE"])
+    others = sorted((bool(cpus), n) for n, cpus in nodes.items() if n != dram)  # CPU-less first
+    if not others:
+        pytest.skip("one NUMA node with memory (scripts/vm --cpuless-node SIZE or --numa-nodes 2 give two)")
+    return dram, others[0][1]
+
+
+def test_a_weighted_target_against_dram_alone(module, tmp_path: Path) -> None:
+    """The curves of a 3:1 DRAM:other-node placement against DRAM alone, and `pmemlab compare` of
+    the two families on their common mixes (the tiering question of issue 36 point 4)."""
+    dram, other = two_memory_nodes()
+    weighted, alone = tmp_path / "weighted", tmp_path / "alone"
+    weighted.mkdir()
+    alone.mkdir()
+    with module(target="dram", dram_size="8M", dram_nodes=f"{dram},{other}", dram_weights="3,1"):
+        assert (Path("/sys/kernel/pmemlab/target_weights")).read_text().strip() == "3,1"
+        doc_w, rows_w = curves(weighted, "--backend", "kernel")
+    with module(target="dram", dram_size="8M", dram_node=str(dram)):
+        doc_d, rows_d = curves(alone, "--backend", "kernel")
+    assert_family(doc_w, rows_w, "kernel", "chase")
+    assert_family(doc_d, rows_d, "kernel", "chase")
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        code = cli.main(["compare", str(weighted / "curves.csv"), str(alone / "curves.csv"), "--json"])
+    assert code == 0
+    doc = json.loads(out.getvalue())
+    assert sorted(m["mix"] for m in doc["mixes"]) == [0, 100]
+    # under TCG the ratios may be anything (a 0 ns median is a real one): the peaks are above 0
+    assert all(m["peak_gbps_a"] > 0 and m["peak_gbps_b"] > 0 for m in doc["mixes"]), doc["mixes"]

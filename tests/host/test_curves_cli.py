@@ -308,8 +308,10 @@ def test_a_dram_target_grows_so_the_probe_region_exceeds_the_largest_cache(monke
     bed, ws = cmd.size_window(args, bed, 2, 48 << 20)
     assert ws == 384 << 20 and bed.sizing().target_size == 384 << 20
     assert C.probe_region(ws, 2) >= C.PROBE_CACHE_MULTIPLE * (48 << 20)
+    args.working_set = 7 << 20  # a given window: the target shrinks to it, in whole 2 MiB pages
+    bed, ws = cmd.size_window(args, bed, 2, 48 << 20)
+    assert ws == 7 << 20 and bed.sizing().target_size == 8 << 20
     args.working_set = 8 << 20
-    assert cmd.size_window(args, bed, 2, 48 << 20)[1] == 8 << 20
     note = C.cache_note(C.probe_region(8 << 20, 2), 48 << 20)
     assert "under 4 x the largest cache" in note
 

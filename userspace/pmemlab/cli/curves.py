@@ -308,16 +308,20 @@ def run(args: argparse.Namespace) -> int:
 def size_window(args: argparse.Namespace, bed: Bed, threads: int, llc: int) -> tuple[Bed, int]:
     """The window: --working-set, else 256 MiB or more, so that the probe's per-thread region is
     PROBE_CACHE_MULTIPLE x the largest cache (analysis.curves.working_set_for). A user backend's
-    DRAM target smaller than that is opened again with dram_size = the window; any other target
-    caps it at its size (the output's note then says the probe may measure cache)."""
+    DRAM target is opened again as the window in whole 2 MiB pages where it is smaller than that,
+    or larger than a given --working-set (no page the runs never touch is faulted: on emulated
+    CXL memory 256 MiB take a minute); any other target caps the window at its size (the output's
+    note then says the probe may measure cache)."""
     size = bed.sizing().target_size
     want = args.working_set or C.working_set_for(threads, llc)
     facts = bed.benches[0].facts
-    if size and want > size and bed.kind == "user" and facts and facts.extra.get("target_kind") == "user-dram":
-        bed.close()
-        user = BackendSpec("user", target=args.target or "dram", options={"dram_size": str(want)}).open()
-        bed = Bed("user", [Bench.probe(user, backend.online_cpus())])
-        size = bed.sizing().target_size
+    if size and bed.kind == "user" and facts and facts.extra.get("target_kind") == "user-dram":
+        fit = -(-want // (2 * C.MiB)) * 2 * C.MiB
+        if fit > size or (args.working_set and fit < size):
+            bed.close()
+            user = BackendSpec("user", target=args.target or "dram", options={"dram_size": str(fit)}).open()
+            bed = Bed("user", [Bench.probe(user, backend.online_cpus())])
+            size = bed.sizing().target_size
     return bed, args.working_set or C.working_set_for(threads, llc, size)
 
 
