@@ -163,6 +163,9 @@ struct pl_module {
  */
 extern struct pl_module pl_mod;
 struct pl_dev *pl_dev_find(const char *name);
+/* its `state` file held (at the directory's making) and notified at every change */
+int pl_state_watch(struct pl_dev *d);
+void pl_state_notify(struct pl_dev *d);
 
 static inline struct pl_dev *pl_dev_of(struct kobject *k)
 {
@@ -202,8 +205,6 @@ extern const struct attribute_group *pl_dev_groups[];
 extern const struct attribute_group *pl_bare_groups[];
 extern struct kobj_type pl_dev_ktype;
 void pl_sysfs_init(void);
-int pl_state_watch(struct pl_dev *d);
-void pl_state_notify(struct pl_dev *d);
 
 /* dev.c: the top level, named targets made and removed (targets/add, targets/remove), teardown */
 int pl_devs_init(void);

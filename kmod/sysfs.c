@@ -581,27 +581,6 @@ const struct attribute_group *pl_bare_groups[] = {
 	&pl_mod_group, NULL,
 };
 
-/*
- * `state` is notified at every change (running, done, error): a reader
- * that read it and then polls it for POLLPRI wakes at the change instead
- * of reading it on a schedule (docs/interface.md).  Its node is held from
- * the directory's making to the dev's release: a run may publish after
- * the files went (rmmod, targets/remove), and the notification then
- * reaches nobody.
- */
-int pl_state_watch(struct pl_dev *d)
-{
-	d->state_kn = sysfs_get_dirent(d->kobj.sd, "state");
-	return d->state_kn ? 0 : -ENOENT;
-}
-
-/* takes no lock (kernfs_notify may run in atomic context); called after d->lock is released */
-void pl_state_notify(struct pl_dev *d)
-{
-	if (d->state_kn)
-		sysfs_notify_dirent(d->state_kn);
-}
-
 static void pl_dev_release(struct kobject *k)
 {
 	struct pl_dev *d = pl_dev_of(k);
