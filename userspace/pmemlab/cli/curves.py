@@ -395,7 +395,8 @@ def document(args: argparse.Namespace, setup: Setup, bed: Bed, rows: pd.DataFram
     return {"command": "curves", "title": headline("curves", rows, bed), "probe_op": setup.probe_op,
             "write_op": args.write_op, "threads": setup.threads, "working_set": setup.working_set,
             "probe_region": C.probe_region(setup.working_set, setup.threads), "largest_cache": setup.largest_cache,
-            "unloaded_ns": alone, "unloaded_after_ns": after, "unloaded_drift": drift, "summaries": [s.record() for s in sums], "best_mix": best.mix,
+            "unloaded_ns": alone, "unloaded_after_ns": after, "unloaded_drift": drift,
+            "summaries": [s.record() for s in sums], "best_mix": best.mix,
             "checks": checks, "points": records, "notes": notes, "emulated": emulated, "wall_s": wall}
 
 
