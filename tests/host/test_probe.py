@@ -315,3 +315,15 @@ def test_compare_cards_verdicts():
     p = dict(base, name="prefetch", unit="x", detail={})
     assert C.compare_cards({"inferences": [dict(p, value=0.0)]}, {"inferences": [dict(p, value=0.0)]})[0]["verdict"] == "same"
     assert C.compare_cards({"inferences": [dict(p, value=0.0)]}, {"inferences": [dict(p, value=0.5)]})[0]["verdict"] == "differs"
+
+
+def test_the_2m_page_target_fits_the_memory_available(tmp_path):
+    """2 GiB where a quarter of MemAvailable holds it; a quarter of it, in whole 2 MiB pages, where
+    not (a 2.5 GiB guest would have opened 2 GiB); PAGE2M_MIN at least; 2 GiB unsaid."""
+    meminfo = tmp_path / "meminfo"
+    for avail_kib, want in ((20 << 20, 2 << 30), (2 << 20, 512 << 20), ((2 << 20) + 3000, 512 << 20),
+                            (1000, probe_cli.PAGE2M_MIN)):
+        meminfo.write_text(f"MemTotal:       24000000 kB\nMemAvailable:   {avail_kib} kB\n")
+        assert probe_cli.page2m_size(meminfo) == want, avail_kib
+    meminfo.write_text("MemTotal:       24000000 kB\n")
+    assert probe_cli.page2m_size(meminfo) == probe_cli.PAGE2M_DRAM

@@ -28,6 +28,7 @@ from pmemlab.cli.args import positive_seconds
 from pmemlab.cli.parser import command_parser
 from pmemlab.config import one_point
 from pmemlab.host.caches import CACHE_DIR, cpu_caches  # noqa: F401 (the probe's names)
+from pmemlab.host.readall import read_all
 from pmemlab.errors import BadInput, OutputError, ParamRefused, PmemlabError, UsageError
 from pmemlab.output import print_json, text_table
 from pmemlab.sweep import Bench, one_point_sweep
@@ -62,7 +63,8 @@ PAGE_TOP = 64 << 20  # the page chase's largest region (capped at half the targe
 PAGE_DRAM = "128M"  # the 4 KiB-page DRAM target it runs on (mapped at each run: small is quick)
 SLOT_2M = 2 << 20  # the 2 MiB-page chase: one line in each 2 MiB slot (chase_page=1 access_size=2M)
 PAGE2M_MIN = 2 * SLOT_2M  # its ladder: a few 2 MiB pages,
-PAGE2M_DRAM = "2G"  # up to the whole 2 MiB-page DRAM target it runs on (dram_pages=2m): 1024 pages
+PAGE2M_DRAM = 2 << 30  # up to the whole 2 MiB-page DRAM target it runs on (dram_pages=2m): 1024 pages,
+PAGE2M_SHARE = 4  # or 1/4 of the memory available now where that is less (page2m_size)
 PAGE2M_PER_OCTAVE = 1  # a coarse ladder: 4 MiB-2 GiB in 10 runs
 PREFETCH_REPEATS = 3
 LOADED_POINTS = (3, 6)  # throttles per mix of the loaded-latency family (curves' measurement): as many as fit
@@ -748,6 +750,17 @@ def _output_dir(path: str) -> Path:
     return d
 
 
+def page2m_size(meminfo: Path = Path("/proc/meminfo")) -> int:
+    """The 2 MiB-page DRAM target's size: PAGE2M_DRAM, or 1/PAGE2M_SHARE of MemAvailable where
+    that is less, in whole 2 MiB pages (at least PAGE2M_MIN): a probe must not push a small
+    machine (a 2.5 GiB guest) into reclaim or the OOM killer for its second target."""
+    m = re.search(r"^MemAvailable:\s+(\d+) kB", read_all(meminfo), re.M) if meminfo.exists() else None
+    if not m:
+        return PAGE2M_DRAM
+    share = int(m.group(1)) * 1024 // PAGE2M_SHARE // SLOT_2M * SLOT_2M
+    return max(PAGE2M_MIN, min(PAGE2M_DRAM, share))
+
+
 def page2m_bench(args: argparse.Namespace, target: str, bench: Bench,
                  cond: Mapping[str, Any]) -> tuple[Bench | None, str]:
     """The target the 2 MiB-page chase runs on, or None and why: on the user backend's DRAM a
@@ -756,7 +769,7 @@ def page2m_bench(args: argparse.Namespace, target: str, bench: Bench,
     elsewhere (a DAX target, the module's) the probe's target where its pages are 2 MiB."""
     if args.backend == "user" and str(target).split(":")[0] == "dram":
         be = BackendSpec("user", target=args.target or "dram",
-                         options={"dram_pages": "2m", "dram_size": PAGE2M_DRAM}).open()
+                         options={"dram_pages": "2m", "dram_size": str(page2m_size())}).open()
         be.require_loaded()
         b = Bench.probe(be, backends.online_cpus())
         why = page2m_target(b.conditions)
