@@ -160,7 +160,12 @@ def test_the_curves_probe_keeps_its_chain_across_mixes_and_throttles() -> None:
         s.close()
     assert [g["0"]["chain"] for g in got] == ["laid"] + ["kept"] * 4
     assert all("chain" not in g["1"] for g in got), "a store thread has no chain"
-    assert all(int(g["0"]["lat_n"]) > 0 for g in got)
+    # every point's probe either sampled its chain or, starved of its CPU for the window (the host
+    # tests run at nice 19 beside two TCG guests: a fresh run's 300 ms point had no sample), did
+    # fewer hops than one batch (chase_batch=64, a sample's hops): its counts agree either way
+    assert all(int(g["0"]["lat_n"]) > 0 or int(g["0"]["ops"]) < 64 for g in got), \
+        [(g["0"]["lat_n"], g["0"]["ops"]) for g in got]
+    assert any(int(g["0"]["lat_n"]) > 0 for g in got), "the probe never ran its chain"
 
 
 def test_every_kept_chain_is_written_back_when_the_runner_ends(tmp_path: Path) -> None:
