@@ -72,3 +72,35 @@ def test_pairs_are_taken_by_round(bench: ModuleType) -> None:
     assert order == ["a", "b", "b", "a", "a", "b", "b", "a"]
     assert got == {"a": [1.0, 4.0, 5.0, 8.0], "b": [2.0, 3.0, 6.0, 7.0]}
     assert bench.pair_ratios(got["a"], got["b"]) == [0.5, 4 / 3, 5 / 6, 8 / 7]
+
+
+def test_the_curves_section_judges_the_family_as_it_says(bench: ModuleType, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Section 8 runs the documented curves command and holds, per mix, the lightest load over the
+    chase alone within 3 %, no monotonicity violation, and the chase's drift within 3 %."""
+    import json
+    from types import SimpleNamespace
+
+    doc = {"probe_op": "chase", "threads": 2, "working_set": 256 << 20, "unloaded_ns": {"chase": 100.0},
+           "unloaded_drift": {"chase": 1.04}, "notes": ["the probe alone drifted"],
+           "summaries": [{"mix": 100, "points": 12, "peak_gbps": 9.5}, {"mix": 0, "points": 12, "peak_gbps": 7.0}],
+           "checks": {"100": {"lightest_over_unloaded": 1.01, "monotone_violations": 0},
+                      "0": {"lightest_over_unloaded": 0.95, "monotone_violations": 2}}}
+    seen: list[list[str]] = []
+
+    def run(argv: list[str], **_: object) -> SimpleNamespace:
+        seen.append(argv)
+        return SimpleNamespace(stdout=json.dumps(doc))
+
+    monkeypatch.setattr(bench.subprocess, "run", run)
+    monkeypatch.setattr(bench, "SUMMARY", [])
+    monkeypatch.setattr(bench, "say", lambda line="": None)
+    bench.curves_dram(quick=False)
+    (argv,) = seen
+    assert argv[3:] == ["curves", "--backend", "user", "--target", "dram", "--mixes", "100,50,0", "--points", "12",
+                        "--json"]
+    verdicts = {row: v for row, _, _, v in bench.SUMMARY}
+    assert verdicts == {"curves: lightest load over the chase alone, 100 % reads": "yes",
+                        "curves: monotonicity violations, 100 % reads": "yes",
+                        "curves: lightest load over the chase alone, 0 % reads": "short",
+                        "curves: monotonicity violations, 0 % reads": "short",
+                        "curves: the chase alone (chase) after the family over before": "short"}
