@@ -389,8 +389,13 @@ def document(args: argparse.Namespace, setup: Setup, bed: Bed, rows: pd.DataFram
         notes.append(f"probe: {setup.probe_op} (this backend takes no chase as a probe's op: each sample is one "
                      f"random load with a fence, not a chain of dependent loads)")
     after = after or {}
-    drift = {op: after[op] / alone[op] for op in alone if after.get(op) and alone[op]}
-    notes += [drift_note(op, alone[op], after[op]) for op, r in drift.items() if abs(r - 1) > DRIFT]
+    # a ratio where both medians are positive; null where one is 0 ns (a median can be: TCG's 10 ns
+    # clock, a starved probe's clamped samples) or missing, with a note: never a key left out
+    drift: dict[str, float | None] = {op: (after[op] / alone[op] if _positive(alone[op]) and _positive(after.get(op))
+                                           else None) for op in alone}
+    notes += [drift_note(op, alone[op], after[op]) for op, r in drift.items() if r is not None and abs(r - 1) > DRIFT]
+    notes += [f"the probe alone ({op}) read {_fmt(alone[op])} ns before the curves and {_fmt(after.get(op))} ns "
+              f"after: no ratio of the two (unloaded_drift null)" for op, r in drift.items() if r is None]
     notes += emulation_note(rows)
     return {"command": "curves", "title": headline("curves", rows, bed), "probe_op": setup.probe_op,
             "write_op": args.write_op, "threads": setup.threads, "working_set": setup.working_set,
@@ -398,6 +403,10 @@ def document(args: argparse.Namespace, setup: Setup, bed: Bed, rows: pd.DataFram
             "unloaded_ns": alone, "unloaded_after_ns": after, "unloaded_drift": drift,
             "summaries": [s.record() for s in sums], "best_mix": best.mix,
             "checks": checks, "points": records, "notes": notes, "emulated": emulated, "wall_s": wall}
+
+
+def _positive(v: float | None) -> bool:
+    return v is not None and math.isfinite(v) and v > 0
 
 
 def drift_note(op: str, before: float, after: float) -> str:
