@@ -9,11 +9,10 @@ import html
 import io
 import json
 import math
-import os
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 import pandas as pd
 
@@ -36,6 +35,10 @@ from pmemlab.plots.references import EXPERIMENT_ORDER, FIGURES, PaperFigure, fig
 from pmemlab.plots.render import fallback_figure
 from pmemlab.plots.style import Frame, caption_of, framed
 from pmemlab.plots.tables import FigureTable, figure_tables
+from pmemlab.report.markup import (
+    STYLE, cell as _cell, html_table as _html_table, md_table as _md_table, numeric_columns as _numeric,
+    relative as _relative, values_text,
+)
 
 # The targets table shows a target's CXL geometry and its node's advertised values (adv_*,
 # machine.advertised_conditions) where the rows carry them.
@@ -196,29 +199,6 @@ def ran_text(results: Results) -> str:
     scale = scale_of(results.sidecars)
     tail = f"{repeats_text(repeats)} per point; target{'s' if ',' in targets else ''} {targets}"
     return "; ".join(parts) + f"; {tail}" + (f"; {scale} scale" if scale else "")
-
-
-def values_text(values: Iterable[Any], sizes: bool = False) -> str:
-    """'1-2', '1/2/4', '64 B-16 KiB', 'load/ntstore': the distinct values of a column."""
-
-    seen = [v for v in dict.fromkeys(values) if v is not None and not (isinstance(v, float) and math.isnan(v))]
-    if not seen:
-        return "-"
-    numbers = pd.to_numeric(pd.Series(seen), errors="coerce")
-    if numbers.notna().all():
-        ordered = sorted(float(v) for v in numbers)
-
-        def fmt(v: float) -> str:
-            return size_label(v) if sizes else f"{v:g}"
-
-        if len(ordered) == 1:
-            return fmt(ordered[0])
-        if not sizes and all(b - a == 1 for a, b in zip(ordered, ordered[1:])):
-            return f"{fmt(ordered[0])}-{fmt(ordered[-1])}"
-        if len(ordered) > 3:
-            return f"{fmt(ordered[0])}-{fmt(ordered[-1])} ({len(ordered)} values)"
-        return "/".join(fmt(v) for v in ordered)
-    return "/".join(str(v) for v in seen)
 
 
 def build_sections(results_dir: Path, dpi: int = 110) -> list[Section]:
@@ -603,59 +583,6 @@ def repeats_warning(sections: Sequence[Section]) -> str:
 # --------------------------------------------------------------------------
 # HTML and Markdown
 # --------------------------------------------------------------------------
-STYLE = """
-body { font-family: sans-serif; margin: 1.5em auto; max-width: 1200px; color: #222; line-height: 1.4; padding: 0 1em; }
-h1 { font-size: 1.5em; } h2 { font-size: 1.25em; border-bottom: 1px solid #ccc; margin-top: 1.6em; }
-h3 { font-size: 1.05em; margin-bottom: 0.2em; }
-table { border-collapse: collapse; font-size: 0.85em; margin: 0.6em 0; }
-th, td { border: 1px solid #ccc; padding: 2px 6px; text-align: left; vertical-align: top; white-space: pre-line; }
-th { background: #f2f2f2; } td.num { text-align: right; font-variant-numeric: tabular-nums; }
-figure { margin: 1em 0; } figure img { max-width: 100%; height: auto; border: 1px solid #eee; }
-figcaption { font-size: 0.8em; color: #444; }
-.mark { background: #b00020; color: white; font-weight: bold; padding: 0.5em 0.8em; }
-.mark.partial { background: #fff3d6; color: #8a5a00; border: 1px solid #8a5a00; }
-.warn { background: #fff8e1; border-left: 4px solid #e0a000; padding: 0.3em 0.8em; }
-.warn ul { margin: 0.2em 0; } .warn li.timing { font-weight: 600; } .muted { color: #666; font-size: 0.85em; }
-.claim { font-style: italic; } nav { font-size: 0.9em; } details { margin: 0.5em 0 1.5em; }
-summary { cursor: pointer; color: #333; }
-"""
-
-
-def _cell(v: Any) -> str:
-    if v is None or (isinstance(v, float) and math.isnan(v)):
-        return "-"
-    if isinstance(v, bool):
-        return "yes" if v else ""
-    if isinstance(v, float):
-        return f"{v:.4g}"
-    return str(v)
-
-
-def _html_table(df: pd.DataFrame, numeric: Sequence[str] = (), table_id: str = "") -> str:
-    head = "".join(f"<th>{html.escape(str(c))}</th>" for c in df.columns)
-    body = []
-    for row in df.itertuples(index=False):
-        cells = "".join(f"<td{' class=num' if c in numeric else ''}>{html.escape(_cell(v))}</td>"
-                        for c, v in zip(df.columns, row))
-        body.append(f"<tr>{cells}</tr>")
-    ident = f" id={table_id}" if table_id else ""
-    return f"<table{ident}><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
-
-
-def _md_table(df: pd.DataFrame) -> str:
-    def esc(v: Any) -> str:
-        return _cell(v).replace("|", "\\|").replace("\n", "; ")
-
-    lines = ["| " + " | ".join(esc(c) for c in df.columns) + " |", "|" + " --- |" * len(df.columns)]
-    lines += ["| " + " | ".join(esc(v) for v in row) + " |" for row in df.itertuples(index=False)]
-    return "\n".join(lines)
-
-
-def _numeric(df: pd.DataFrame) -> list[str]:
-
-    return [c for c in df.columns if pd.api.types.is_numeric_dtype(df[c])]
-
-
 def against_advertised(table: pd.DataFrame) -> pd.DataFrame:
     """A section's points held against the advertised values (point_table's advertised columns;
     empty where the rows carry none)."""
@@ -706,13 +633,6 @@ def page_of(sections: Sequence[Section]) -> Page:
     return Page(mark, whole, coverage_table(sections), not_run(sections), timing_table(sections),
                 targets_table(sections), machine_facts(sections), timing_warnings(sections),
                 general + per_experiment)
-
-
-def _relative(path: Path, out_dir: Path) -> str:
-    try:
-        return os.path.relpath(path.resolve(), out_dir.resolve())
-    except ValueError:  # another drive
-        return str(path)
 
 
 def _heading(s: Section) -> str:
