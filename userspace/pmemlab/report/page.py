@@ -7,17 +7,16 @@ from __future__ import annotations
 import base64
 import html
 import io
-import json
 import math
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Sequence
 
 import pandas as pd
 
 from pmemlab import __version__
-from pmemlab.analysis import card as cards, curves
+from pmemlab.analysis import curves
 from pmemlab.analysis.advertised import advertised_bandwidth, advertised_latency, advertised_of, ratio
 from pmemlab.analysis.compare import swept_parameters
 from pmemlab.analysis.noise import CV_WARN, FEW_REPEATS, STEAL_WARN_PCT, judge, metric_of, steal_columns
@@ -35,6 +34,7 @@ from pmemlab.plots.references import EXPERIMENT_ORDER, FIGURES, PaperFigure, fig
 from pmemlab.plots.render import fallback_figure
 from pmemlab.plots.style import Frame, caption_of, framed
 from pmemlab.plots.tables import FigureTable, figure_tables
+from pmemlab.report.cards import cards_html, cards_markdown, device_cards
 from pmemlab.report.markup import (
     STYLE, cell as _cell, html_table as _html_table, md_table as _md_table, numeric_columns as _numeric,
     relative as _relative, values_text,
@@ -798,153 +798,6 @@ def curves_markdown(families: Sequence[CurvesFamily], out_dir: Path) -> list[str
         if f.figure is not None:
             out += [f"![{f.csv.stem} family]({_relative(f.figure, out_dir)})", ""]
         out += [_md_table(f.table), ""]
-    return out
-
-
-@dataclass(frozen=True)
-class DeviceCard:
-    """A `pmemlab probe` card (card.json) found under the results, with its figures beside it."""
-
-    path: Path
-    doc: dict[str, Any]
-    figures: list[Path]
-
-    @property
-    def anchor(self) -> str:
-        return "card-" + "".join(c if c.isalnum() or c in "-_." else "_" for c in self.path.parent.name)
-
-
-def device_cards(results_dir: Path) -> tuple[list[DeviceCard], list[str]]:
-    """Every card.json under results_dir, read and checked against the card schema
-    (analysis.card.validate); a file that is not a card is one line of warning, not a card."""
-    found, warnings = [], []
-    for path in sorted(results_dir.rglob(cards.CARD_NAME)) if results_dir.is_dir() else []:
-        where = _relative(path, results_dir)
-        try:
-            doc = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, ValueError) as exc:
-            first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-            warnings.append(f"{where}: not read as a device card (not JSON: {first}); "
-                            "draw it again with pmemlab probe --from DIR -o DIR")
-            continue
-        errs = cards.validate(doc)
-        if errs:
-            warnings.append(f"{where}: not read as a device card ({errs[0]}"
-                            f"{f'; {len(errs) - 1} more' if len(errs) > 1 else ''}); "
-                            "draw it again with pmemlab probe --from DIR -o DIR")
-            continue
-        figs = [path.with_name(f"{i['name']}.png") for i in doc["inferences"]]
-        found.append(DeviceCard(path, doc, [f for f in figs if f.is_file()]))
-    return found, warnings
-
-
-CARD_TEXT = ("What `pmemlab probe` infers about the memory (docs/card.md): each line a value with its unit, "
-             "its confidence, the method that drew it and the measured points it rests on, or uncertain "
-             "and why")
-EMULATED_CARD = "EMULATED (TCG): the timings mean nothing; every inference below is marked"
-
-
-def card_table(doc: Mapping[str, Any]) -> pd.DataFrame:
-    """A row per inference: name, value, unit, confidence, method, note (uncertain and why, or what
-    the value was held against; the EMULATED mark)."""
-
-    rows = []
-    for inf in doc["inferences"]:
-        note = (f"uncertain: {inf['reason']}" if inf["uncertain"] else inf["reason"])
-        if inf.get("emulated"):
-            note = (note + "; " if note else "") + "EMULATED: timing means nothing"
-        rows.append({"inference": inf["name"], "value": cards.value_text(inf), "unit": inf["unit"],
-                     "confidence": f"{inf['confidence']:.2f}", "method": inf["method"], "points": len(inf["evidence"]),
-                     "note": note})
-    return pd.DataFrame(rows, columns=["inference", "value", "unit", "confidence", "method", "points", "note"])
-
-
-def _evidence_table(inf: Mapping[str, Any]) -> pd.DataFrame:
-
-    return pd.DataFrame([e for e in inf["evidence"] if isinstance(e, dict)])
-
-
-def card_conditions(doc: Mapping[str, Any]) -> pd.DataFrame:
-    """The card's run conditions that say something (null ones left out), then its measuring."""
-
-    items = [(k, v) for k, v in doc.get("conditions", {}).items() if v is not None and v != ""]
-    items += [("budget_s", doc.get("budget_s")), ("wall_s", doc.get("wall_s")), ("stopped", doc.get("stopped"))]
-    caches = ", ".join(f"L{c.get('level')} {c.get('type')} {cards._size(float(c.get('size_bytes', 0)))}"
-                       for c in doc.get("cpu_caches", []))
-    if caches:
-        items.append(("cpu caches", caches))
-    return pd.DataFrame([{"condition": k, "value": _cell(v)} for k, v in items])
-
-
-def _card_heading(c: DeviceCard) -> str:
-    return f"Device card: {c.doc['target']} ({c.doc['backend']} backend, {c.path.parent.name})"
-
-
-def cards_html(found: Sequence[DeviceCard], warnings: Sequence[str], out_dir: Path) -> list[str]:
-    if not found and not warnings:
-        return []
-    out = ["<section id=device-cards><h2>Device cards</h2>", f"<p>{html.escape(CARD_TEXT)}.</p>"]
-    if warnings:
-        out.append("<div class=warn id=card-warnings><ul>" + "".join(f"<li>{html.escape(w)}</li>" for w in warnings)
-                   + "</ul></div>")
-    for c in found:
-        doc = c.doc
-        out.append(f"<h3 id='{html.escape(c.anchor)}'>{html.escape(_card_heading(c))}</h3>")
-        if doc.get("emulated"):
-            out.append(f"<p class=mark>{html.escape(EMULATED_CARD)}</p>")
-        out.append(f"<p class=muted>The card: <a href='{html.escape(_relative(c.path, out_dir))}'>"
-                   f"{html.escape(c.path.name)}</a>; stopped: {html.escape(str(doc['stopped']))}</p>")
-        out.append(_html_table(card_table(doc), numeric=["points"]))
-        for f in c.figures:
-            data = base64.b64encode(f.read_bytes()).decode("ascii")
-            out.append(f"<figure><img src='data:image/png;base64,{data}' alt='{html.escape(c.anchor)} "
-                       f"{html.escape(f.stem)}'><figcaption>{html.escape(f.stem)}</figcaption></figure>")
-        for inf in doc["inferences"]:
-            ev = _evidence_table(inf)
-            out.append(f"<details><summary>Evidence of {html.escape(inf['name'])} ({len(ev)} points)</summary>")
-            out.append(_html_table(ev, numeric=_numeric(ev)) if not ev.empty else "<p>No points.</p>")
-            out.append("</details>")
-        if doc["undecided"]:
-            out.append("<p><b>Not decided</b>:</p><ul>" + "".join(
-                f"<li>{html.escape(str(u.get('name')))}: {html.escape(str(u.get('reason')))}</li>"
-                for u in doc["undecided"]) + "</ul>")
-        out.append("<details><summary>Run conditions of the probe</summary>")
-        out.append(_html_table(card_conditions(doc)))
-        out.append("</details>")
-    out.append("</section>")
-    return out
-
-
-def cards_markdown(found: Sequence[DeviceCard], warnings: Sequence[str], out_dir: Path,
-                   figures: Path | None = None) -> list[str]:
-    """The cards in Markdown; their figures copied into `figures` (the report's figure directory)
-    when given, else linked where they are."""
-    if not found and not warnings:
-        return []
-    out = ["", "## Device cards", "", CARD_TEXT + ".", ""]
-    out += [f"- **Warning**: {w}" for w in warnings]
-    for c in found:
-        doc = c.doc
-        out += ["", f"### {_card_heading(c)}", ""]
-        if doc.get("emulated"):
-            out += [f"> **{EMULATED_CARD}**", ""]
-        out += [f"The card: [{c.path.name}]({_relative(c.path, out_dir)}); stopped: {doc['stopped']}", "",
-                _md_table(card_table(doc)), ""]
-        for f in c.figures:
-            link = _relative(f, out_dir)
-            if figures is not None:
-                copy = figures / f"{c.anchor}-{f.name}"
-                copy.write_bytes(f.read_bytes())
-                link = f"{figures.name}/{copy.name}"
-            out += [f"![{c.anchor} {f.stem}]({link})", ""]
-        for inf in doc["inferences"]:
-            ev = _evidence_table(inf)
-            out += [f"<details><summary>Evidence of {inf['name']} ({len(ev)} points)</summary>", "",
-                    _md_table(ev) if not ev.empty else "No points.", "", "</details>", ""]
-        if doc["undecided"]:
-            out += ["**Not decided**:", ""] + [f"- {u.get('name')}: {u.get('reason')}" for u in doc["undecided"]] + [""]
-        out += ["<details><summary>Run conditions of the probe</summary>", "", _md_table(card_conditions(doc)), "",
-                "</details>", ""]
     return out
 
 
