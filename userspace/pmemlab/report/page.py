@@ -16,7 +16,6 @@ from typing import Sequence
 import pandas as pd
 
 from pmemlab import __version__
-from pmemlab.analysis import curves
 from pmemlab.analysis.advertised import advertised_bandwidth, advertised_latency, advertised_of, ratio
 from pmemlab.analysis.compare import swept_parameters
 from pmemlab.analysis.noise import CV_WARN, FEW_REPEATS, STEAL_WARN_PCT, judge, metric_of, steal_columns
@@ -35,6 +34,7 @@ from pmemlab.plots.render import fallback_figure
 from pmemlab.plots.style import Frame, caption_of, framed
 from pmemlab.plots.tables import FigureTable, figure_tables
 from pmemlab.report.cards import cards_html, cards_markdown, device_cards
+from pmemlab.report.curves import curves_families, curves_html, curves_markdown
 from pmemlab.report.markup import (
     STYLE, cell as _cell, html_table as _html_table, md_table as _md_table, numeric_columns as _numeric,
     relative as _relative, values_text,
@@ -736,69 +736,6 @@ def render_markdown(sections: Sequence[Section], results_dir: Path, generated: s
                     "repeats, the advertised value and mean / advertised:", "", _md_table(adv), ""]
         out += ["</details>"]
     return "\n".join(out) + "\n"
-
-
-@dataclass(frozen=True)
-class CurvesFamily:
-    """A `pmemlab curves -o` CSV found under the results: its summary per mix and its figure."""
-
-    csv: Path
-    table: pd.DataFrame
-    best_mix: int
-    figure: Path | None
-
-
-def curves_families(results_dir: Path) -> list[CurvesFamily]:
-    """Every curves CSV under results_dir (its header says so), summarized by analysis.curves."""
-
-    out = []
-    for path in sorted(results_dir.rglob("*.csv")) if results_dir.is_dir() else []:
-        if not curves.is_curves_csv(path):
-            continue
-        fam = curves.family(curves.read_curves_csv(path))
-        if not fam:
-            continue
-        sums = [curves.summarize_curve(pts) for pts in fam.values()]
-        table = pd.DataFrame([{"read share %": s.mix, "points": s.points, "unloaded ns": s.unloaded_ns,
-                               "peak GB/s": s.peak_gbps, "knee GB/s (median x2)": s.knee_gbps,
-                               "p99.9/median at 80 % of peak": s.tail_rise} for s in sums])
-        fig = path.with_name(f"{path.stem}.family.png")
-        out.append(CurvesFamily(path, table, curves.best_mix(sums).mix, fig if fig.exists() else None))
-    return out
-
-
-CURVES_TEXT = ("Bandwidth-latency curves (`pmemlab curves`, docs/curves.md): per read share of the load threads, "
-               "the probe's median at the lightest load, the peak bandwidth, the bandwidth where the median has "
-               "doubled, and how far p99.9 rises over the median at 80 % of the peak")
-
-
-def curves_html(families: Sequence[CurvesFamily], out_dir: Path) -> list[str]:
-    if not families:
-        return []
-    out = ["<section id=curves><h2>Bandwidth-latency curves</h2>", f"<p>{html.escape(CURVES_TEXT)}.</p>"]
-    for f in families:
-        out.append(f"<h3>{html.escape(f.csv.name)}</h3><p>Highest peak: {f.best_mix} % reads. The CSV: "
-                   f"<a href='{html.escape(_relative(f.csv, out_dir))}'>{html.escape(f.csv.name)}</a></p>")
-        if f.figure is not None:
-            data = base64.b64encode(f.figure.read_bytes()).decode("ascii")
-            out.append(f"<figure><img src='data:image/png;base64,{data}' alt='{html.escape(f.csv.stem)} family'>"
-                       "</figure>")
-        out.append(_html_table(f.table, numeric=_numeric(f.table)))
-    out.append("</section>")
-    return out
-
-
-def curves_markdown(families: Sequence[CurvesFamily], out_dir: Path) -> list[str]:
-    if not families:
-        return []
-    out = ["", "## Bandwidth-latency curves", "", CURVES_TEXT + ".", ""]
-    for f in families:
-        out += [f"### {f.csv.name}", "", f"Highest peak: {f.best_mix} % reads. The CSV: "
-                f"[{f.csv.name}]({_relative(f.csv, out_dir)})", ""]
-        if f.figure is not None:
-            out += [f"![{f.csv.stem} family]({_relative(f.figure, out_dir)})", ""]
-        out += [_md_table(f.table), ""]
-    return out
 
 
 def _bare_page(results_dir: Path, generated: str, parts: Sequence[str], markdown: bool) -> str:
