@@ -18,7 +18,7 @@ import pandas as pd
 from pmemlab import __version__
 from pmemlab.analysis.advertised import advertised_bandwidth, advertised_latency, advertised_of, ratio
 from pmemlab.analysis.compare import swept_parameters
-from pmemlab.analysis.noise import CV_WARN, FEW_REPEATS, STEAL_WARN_PCT, judge, metric_of, steal_columns
+from pmemlab.analysis.noise import FEW_REPEATS, judge, metric_of
 from pmemlab.analysis.resultset import (
     RUN_KEYS, Results, TimerStep, count_text, find_experiments, latency_stats, load_results, loop_bound_rows,
     repeats_text, scale_of, size_label, timer_step,
@@ -36,9 +36,10 @@ from pmemlab.plots.tables import FigureTable, figure_tables
 from pmemlab.report.cards import cards_html, cards_markdown, device_cards
 from pmemlab.report.curves import curves_families, curves_html, curves_markdown
 from pmemlab.report.markup import (
-    STYLE, cell as _cell, html_table as _html_table, md_table as _md_table, numeric_columns as _numeric,
-    relative as _relative, values_text,
+    STYLE, html_table as _html_table, md_table as _md_table, numeric_columns as _numeric, relative as _relative,
+    values_text,
 )
+from pmemlab.report.noise import noise_warnings
 
 # The targets table shows a target's CXL geometry and its node's advertised values (adv_*,
 # machine.advertised_conditions) where the rows carry them.
@@ -110,63 +111,6 @@ def advertised_for(grp: pd.DataFrame, metric: str) -> float:
         pct = grp["read_pct"].iloc[0] if "read_pct" in grp and len(grp) else 0
         return advertised_bandwidth(adv, op.split(",")[0], int(pct) if pct == pct else 0)
     return math.nan
-
-
-def noise_warnings(results: Results, table: pd.DataFrame, step: TimerStep | None = None,
-                   few_repeats: bool = True) -> list[str]:
-    """What says a figure should not be trusted as it stands (the rules in the module docstring).
-    A latency point whose repeats differ by no more than the timer's resolved step is said to
-    vary by the clock's step, not by noise. `few_repeats` False leaves the repeat count to the
-    report's one line."""
-
-    out = []
-    if not table.empty:
-        noisy = table[table["cv_pct"] > 100 * CV_WARN]
-        if len(noisy):
-            quantised = pd.Series(False, index=noisy.index)
-            if step is not None and step.resolved:
-                quantised = (noisy["metric"] == "lat_ns_p50") & (noisy["range"] <= step.ns * 1.05)
-            text = f"{len(noisy)} of {len(table)} points vary by more than {CV_WARN:.0%} over their repeats"
-            if quantised.any() and step is not None:
-                example = noisy[quantised].sort_values("cv_pct", ascending=False).iloc[0]
-                text += (f"; {int(quantised.sum())} of them by one timer step or less ({step.ns:.3g} ns: "
-                         f"CV {example['cv_pct']:.0f} % at {_point_text(example)}), the clock's resolution, not noise")
-            rest = noisy[~quantised]
-            if len(rest):
-                worst = rest.sort_values("cv_pct", ascending=False).iloc[0]
-                text += (f"; {'worst' if not quantised.any() else 'worst of the others'} "
-                         f"{worst['cv_pct']:.0f} % at {_point_text(worst)}")
-            out.append(f"{text} (coefficient of variation)")
-        few = table[table["repeats"] < FEW_REPEATS]
-        if len(few) and few_repeats:
-            out.append(f"{len(few)} of {len(table)} points have fewer than {FEW_REPEATS} repeats "
-                       f"({', '.join(sorted({str(n) for n in few['repeats']}))}): the figure shows their range, "
-                       "not a confidence interval")
-        bound = table[table["loop_bound"]]
-        if len(bound):
-            out.append(f"{len(bound)} points are loop-bound: they measure the tool, not the memory (hollow markers)")
-    rows = results.rows
-    for column in steal_columns(rows.columns):
-        values = pd.to_numeric(rows[column], errors="coerce")
-        high = values[values > STEAL_WARN_PCT]
-        if len(high):
-            out.append(f"steal time above {STEAL_WARN_PCT:g} % in {len(high)} rows ({column} up to {high.max():.3g})")
-    agg = rows[rows["thread"].astype(str) == "all"]
-    failed = agg[agg["status"].isin(["error", "timeout", "refused"])]
-    if len(failed):
-        out.append(f"{failed['point_key'].nunique()} points failed ({', '.join(sorted(set(failed['status'])))})")
-    skipped = agg[agg["status"] == "skipped"]
-    if len(skipped):
-        out.append(f"{skipped['point_key'].nunique()} points skipped on this machine "
-                   f"(e.g. {str(skipped['error'].dropna().iloc[0]) if skipped['error'].notna().any() else 'no reason'})")
-    for entry in results.not_run:
-        out.append(f"module load not run: {entry}")
-    return out
-
-
-def _point_text(row: pd.Series) -> str:
-    skip = {"metric", "repeats", "mean", "median", "ci95", "cv_pct", "loop_bound", "range"}
-    return " ".join(f"{k}={_cell(v)}" for k, v in row.items() if k not in skip) or "the point"
 
 
 def ran_text(results: Results) -> str:
