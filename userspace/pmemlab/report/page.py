@@ -4,11 +4,8 @@ warnings, the experiments, curves and device cards) rendered as HTML and Markdow
 
 from __future__ import annotations
 
-import base64
 import html
-import io
-import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Sequence
@@ -16,30 +13,22 @@ from typing import Sequence
 import pandas as pd
 
 from pmemlab import __version__
-from pmemlab.analysis.advertised import advertised_bandwidth, advertised_latency, advertised_of, ratio
 from pmemlab.analysis.compare import swept_parameters
-from pmemlab.analysis.noise import FEW_REPEATS, judge, metric_of
+from pmemlab.analysis.noise import FEW_REPEATS
 from pmemlab.analysis.resultset import (
-    RUN_KEYS, Results, TimerStep, count_text, find_experiments, latency_stats, load_results, loop_bound_rows,
-    repeats_text, scale_of, size_label, timer_step,
+    RUN_KEYS, Results, TimerStep, count_text, find_experiments, latency_stats, repeats_text, scale_of, size_label,
+    timer_step,
 )
-from pmemlab.analysis.stats import summarize
-from pmemlab.errors import BadInput, ConfigError
+from pmemlab.errors import ConfigError
 from pmemlab.host.machine import toolkit_revision
 from pmemlab.output import check_writable
 from pmemlab.plots.marks import emulation_notice
-from pmemlab.plots.recipes import ALL_RECIPES, STATISTIC, dimm_text, target_kind
-from pmemlab.plots.references import EXPERIMENT_ORDER, FIGURES, PaperFigure, figure_of
-from pmemlab.plots.render import fallback_figure
-from pmemlab.plots.style import Frame, caption_of, framed
-from pmemlab.plots.tables import FigureTable, figure_tables
+from pmemlab.plots.recipes import STATISTIC, dimm_text, target_kind
+from pmemlab.plots.references import FIGURES, PaperFigure
 from pmemlab.report.cards import cards_html, cards_markdown, device_cards
 from pmemlab.report.curves import curves_families, curves_html, curves_markdown
-from pmemlab.report.markup import (
-    STYLE, html_table as _html_table, md_table as _md_table, numeric_columns as _numeric, relative as _relative,
-    values_text,
-)
-from pmemlab.report.noise import noise_warnings
+from pmemlab.report.experiments import Section, build_sections, experiment_html, experiment_markdown
+from pmemlab.report.markup import STYLE, html_table as _html_table, md_table as _md_table, values_text
 
 # The targets table shows a target's CXL geometry and its node's advertised values (adv_*,
 # machine.advertised_conditions) where the rows carry them.
@@ -52,118 +41,6 @@ RUN_ONE = ("Each runs with make sweep CONFIG=configs/NAME.toml TARGET=/dev/pmemN
            "then pmemlab report RESULTS_DIR.")
 BARE_METAL_IRQOFF = 99.9  # % of a module run with interrupts off on bare metal (docs/method.md)
 STEP_MATTERS_NS = 2.0  # a resolved clock step from this size on is worth a warning
-
-
-@dataclass
-class Section:
-    name: str
-    results: Results
-    png: bytes
-    caption: str
-    tables: list[FigureTable]
-    ran: str
-    figure: PaperFigure | None = None
-    warnings: list[str] = field(default_factory=list)
-    table: pd.DataFrame | None = None  # per point: the metric over repeats (point_table), for the noise rules
-
-
-# --------------------------------------------------------------------------
-# per experiment
-# --------------------------------------------------------------------------
-def point_table(results: Results) -> pd.DataFrame:
-    """Per point (the swept parameters, and the target where several): the metric it is judged
-    by (pmemlab.analysis.noise), repeats, mean, median over repeats, the 95 % CI half-width, the
-    coefficient of variation, the repeats' range, loop-bound."""
-
-    ok = results.ok()
-    if ok.empty:
-        return pd.DataFrame()
-    ok = ok.assign(metric=metric_of(ok), loop_bound=loop_bound_rows(ok))
-    keys = (["target_label"] if ok["target_label"].nunique() > 1 else []) + swept_parameters(ok)
-    out = []
-    for key, grp in ok.groupby([*keys, "metric"], dropna=False, sort=True):
-        key = key if isinstance(key, tuple) else (key,)
-        metric = key[-1]
-        values = pd.to_numeric(grp[metric], errors="coerce").dropna()
-        s = summarize(values.tolist())
-        cv = judge(values.tolist()).cv
-        adv = advertised_for(grp, metric)
-        out.append({**dict(zip(keys, key[:-1])), "metric": metric, "repeats": s.n, "mean": s.mean,
-                    "median": float(values.median()) if len(values) else math.nan,
-                    "ci95": s.ci95, "cv_pct": 100 * cv,
-                    "range": float(values.max() - values.min()) if len(values) else math.nan,
-                    "advertised": adv, "mean_over_adv": ratio(s.mean, adv) if s.n else math.nan,
-                    "loop_bound": bool(grp["loop_bound"].any())})
-    table = pd.DataFrame(out)
-    if table.empty or table["advertised"].isna().all():  # no HMAT: nothing to hold the points against
-        table = table.drop(columns=["advertised", "mean_over_adv"], errors="ignore")
-    return table
-
-
-def advertised_for(grp: pd.DataFrame, metric: str) -> float:
-    """What the firmware advertises for a point's metric: its op's latency for a latency metric
-    (lat_ns_*), its op's bandwidth (a mix: by the time each share takes) for bw_gbps, else NaN."""
-    adv = advertised_of(grp)
-    op = str(grp["op"].iloc[0]) if "op" in grp and len(grp) else ""
-    if metric.startswith("lat_ns_"):
-        return advertised_latency(adv, op.split(",")[0])
-    if metric == "bw_gbps":
-        pct = grp["read_pct"].iloc[0] if "read_pct" in grp and len(grp) else 0
-        return advertised_bandwidth(adv, op.split(",")[0], int(pct) if pct == pct else 0)
-    return math.nan
-
-
-def ran_text(results: Results) -> str:
-    """What ran, from the rows (not the config's description, which may speak of the full scale):
-    per mode, threads, ops, patterns, access sizes, run length; repeats; targets; scale."""
-
-    ok = results.ok()
-    if ok.empty:
-        return "no successful runs"
-    parts = []
-    for mode, rows in ok.groupby("mode", sort=False) if "mode" in ok else [("", ok)]:
-        items = [f"{values_text(rows['threads'])} thread{'s' if rows['threads'].max() > 1 else ''}"]
-        items.append(values_text(rows["op"]))
-        if "pattern" in rows:
-            items.append(values_text(rows["pattern"]))
-        items.append(f"{values_text(rows['access_size'], sizes=True)} accesses")
-        if "width_used" in rows and pd.to_numeric(rows["width_used"], errors="coerce").notna().any():
-            items.append(f"{values_text(pd.to_numeric(rows['width_used'], errors='coerce').dropna(), sizes=True)} "
-                         "instructions")
-        count = pd.to_numeric(rows.get("count", pd.Series(dtype=float)), errors="coerce")
-        if mode == "latency" and (count > 0).any():
-            items.append(f"{count_text(count.max())} accesses per run")
-        else:
-            duration = pd.to_numeric(rows.get("duration_ms", pd.Series(dtype=float)), errors="coerce").dropna()
-            if len(duration):
-                items.append(f"{values_text(duration)} ms per run")
-        parts.append(f"{mode + ': ' if mode else ''}{', '.join(items)}")
-    repeats = ok.groupby(["source_csv", "point_key"])["repeat"].nunique()
-    targets = ", ".join(str(t) for t in dict.fromkeys(ok["target_label"]))
-    scale = scale_of(results.sidecars)
-    tail = f"{repeats_text(repeats)} per point; target{'s' if ',' in targets else ''} {targets}"
-    return "; ".join(parts) + f"; {tail}" + (f"; {scale} scale" if scale else "")
-
-
-def build_sections(results_dir: Path, dpi: int = 110) -> list[Section]:
-
-    groups = find_experiments(results_dir)
-    if not groups:
-        raise BadInput(f"no pmemlab sweep CSV under {results_dir}",
-                       "run a sweep (or make demo) first, then report its directory")
-    rank = {name: i for i, name in enumerate(EXPERIMENT_ORDER)}
-    sections = []
-    for name in sorted(groups, key=lambda n: (rank.get(n, len(rank)), n)):  # the papers' order, then the rest
-        results = load_results(groups[name])
-        with framed(Frame(caption=False, banner=False)):  # the page says both once
-            fig = ALL_RECIPES[name](results) if name in ALL_RECIPES else fallback_figure(results)
-        buf = io.BytesIO()
-        fig.savefig(buf, format="png", dpi=dpi)
-        step = results.timer_step()
-        table = point_table(results)
-        sections.append(Section(name, results, buf.getvalue(), caption_of(fig), figure_tables(name, results, step),
-                                ran_text(results), figure_of(name), noise_warnings(results, table, step), table))
-    return sections
 
 
 # --------------------------------------------------------------------------
@@ -527,17 +404,6 @@ def repeats_warning(sections: Sequence[Section]) -> str:
 # --------------------------------------------------------------------------
 # HTML and Markdown
 # --------------------------------------------------------------------------
-def against_advertised(table: pd.DataFrame) -> pd.DataFrame:
-    """A section's points held against the advertised values (point_table's advertised columns;
-    empty where the rows carry none)."""
-
-    if table is None or "advertised" not in table:
-        return pd.DataFrame()
-    held = table[table["advertised"].notna()]
-    keep = [c for c in held.columns if c not in ("ci95", "cv_pct", "range", "loop_bound", "median", "repeats")]
-    return held[keep].rename(columns={"mean_over_adv": "mean / adv."}).reset_index(drop=True)
-
-
 def _overall_notice(sections: Sequence[Section]) -> tuple[str, bool]:
     """The report's own mark: the figures' marks (whole-figure ones first)."""
 
@@ -579,10 +445,6 @@ def page_of(sections: Sequence[Section]) -> Page:
                 general + per_experiment)
 
 
-def _heading(s: Section) -> str:
-    return f"{s.figure.source} · {s.name}" if s.figure else s.name
-
-
 def render_html(sections: Sequence[Section], results_dir: Path, generated: str, out_dir: Path | None = None) -> str:
     page = page_of(sections)
     out_dir = out_dir or results_dir
@@ -621,26 +483,7 @@ def render_html(sections: Sequence[Section], results_dir: Path, generated: str, 
         out.append("<p id=warning-list>None: the TSC is invariant and trusted, the timer resolves every value, and "
                    "every point has at least 3 repeats varying by less than 5 %.</p>")
     for s in sections:
-        data = base64.b64encode(s.png).decode("ascii")
-        out.append(f"<section id='exp-{html.escape(s.name)}'><h2>{html.escape(_heading(s))}</h2>")
-        if s.figure:
-            out.append(f"<p class=claim>The paper: {html.escape(s.figure.claim)}</p>")
-        out.append(f"<p><b>Ran</b>: {html.escape(s.ran)}.</p>")
-        out.append(f"<figure><img src='data:image/png;base64,{data}' alt='{html.escape(s.name)} figure'>"
-                   f"<figcaption>{html.escape(s.caption)}</figcaption></figure>")
-        csvs = ", ".join(f"<a href='{html.escape(_relative(p, out_dir))}'>{html.escape(p.name)}</a>"
-                         for p in s.results.paths)
-        rows = sum(len(t.table) for t in s.tables)
-        out.append(f"<details><summary>The numbers behind the figure ({rows} rows; the CSV: {csvs})</summary>")
-        for t in s.tables:
-            out.append(f"<p class=muted>{html.escape(t.title[0].upper() + t.title[1:])}</p>")
-            out.append(_html_table(t.table, numeric=_numeric(t.table)))
-        adv = against_advertised(s.table)
-        if not adv.empty:
-            out.append("<p class=muted>Each point against what the firmware advertises for the memory (HMAT, "
-                       "CDAT): the mean over repeats, the advertised value and mean / advertised</p>")
-            out.append(_html_table(adv, numeric=_numeric(adv)))
-        out.append("</details></section>")
+        out += experiment_html(s, out_dir)
     out.append("</body></html>")
     return "\n".join(out)
 
@@ -666,19 +509,7 @@ def render_markdown(sections: Sequence[Section], results_dir: Path, generated: s
     lines += [f"- {'**' + n + '**: ' if n else ''}{w}" for n, w in page.warnings]
     out += lines or ["None."]
     for s in sections:
-        out += ["", f"## {_heading(s)}", ""]
-        if s.figure:
-            out += [f"*The paper: {s.figure.claim}*", ""]
-        out += [f"**Ran**: {s.ran}.", "", f"![{s.name}]({figures}/{s.name}.png)", "", f"*{s.caption}*", ""]
-        csvs = ", ".join(f"[{p.name}]({_relative(p, out_dir)})" for p in s.results.paths)
-        out += [f"<details><summary>The numbers behind the figure (the CSV: {csvs})</summary>", ""]
-        for t in s.tables:
-            out += [f"{t.title[0].upper() + t.title[1:]}:", "", _md_table(t.table), ""]
-        adv = against_advertised(s.table)
-        if not adv.empty:
-            out += ["Each point against what the firmware advertises for the memory (HMAT, CDAT): the mean over "
-                    "repeats, the advertised value and mean / advertised:", "", _md_table(adv), ""]
-        out += ["</details>"]
+        out += experiment_markdown(s, figures, out_dir)
     return "\n".join(out) + "\n"
 
 
