@@ -15,10 +15,7 @@ import pandas as pd
 from pmemlab import __version__
 from pmemlab.analysis.compare import swept_parameters
 from pmemlab.analysis.noise import FEW_REPEATS
-from pmemlab.analysis.resultset import (
-    RUN_KEYS, Results, TimerStep, count_text, find_experiments, latency_stats, repeats_text, scale_of, size_label,
-    timer_step,
-)
+from pmemlab.analysis.resultset import Results, count_text, find_experiments, latency_stats, repeats_text, scale_of
 from pmemlab.errors import ConfigError
 from pmemlab.host.machine import toolkit_revision
 from pmemlab.output import check_writable
@@ -26,17 +23,14 @@ from pmemlab.plots.marks import emulation_notice
 from pmemlab.plots.recipes import STATISTIC, dimm_text, target_kind
 from pmemlab.plots.references import FIGURES, PaperFigure
 from pmemlab.report.cards import cards_html, cards_markdown, device_cards
+from pmemlab.report.conditions import (
+    agg_ok, conditions_html, conditions_markdown, distinct, machine_facts, machine_widths, rows_by_target,
+    target_steps, targets_table, timing_table, tsc_text, user_backend,
+)
 from pmemlab.report.curves import curves_families, curves_html, curves_markdown
 from pmemlab.report.experiments import Section, build_sections, experiment_html, experiment_markdown
 from pmemlab.report.markup import STYLE, html_table as _html_table, md_table as _md_table, values_text
 
-# The targets table shows a target's CXL geometry and its node's advertised values (adv_*,
-# machine.advertised_conditions) where the rows carry them.
-ADVERTISED_FIELDS = (("devices", "target_devices"), ("CXL region", "target_cxl_region"),
-                     ("memory node", "adv_node"), ("adv. read ns", "adv_read_latency_ns"),
-                     ("adv. write ns", "adv_write_latency_ns"), ("adv. read MB/s", "adv_read_bw_mbps"),
-                     ("adv. write MB/s", "adv_write_bw_mbps"), ("adv. from", "adv_source"),
-                     ("memory tier", "memory_tier"))
 RUN_ONE = ("Each runs with make sweep CONFIG=configs/NAME.toml TARGET=/dev/pmemN (VM=1: in the emulated guest), "
            "then pmemlab report RESULTS_DIR.")
 BARE_METAL_IRQOFF = 99.9  # % of a module run with interrupts off on bare metal (docs/method.md)
@@ -106,16 +100,6 @@ def _same_dimms(paper: str, ours: str) -> bool:
     return paper.split()[0] == ours.split()[0] and ("DIMM" in ours)
 
 
-def machine_widths(results: Results) -> list[int]:
-    """The instruction widths this machine offers (the sidecars' machine facts)."""
-    out: set[int] = set()
-    for side in results.sidecars:
-        widths = side.get("machine", {}).get("cpu", {}).get("widths") if isinstance(side.get("machine"), dict) else None
-        if isinstance(widths, list):
-            out |= {int(w) for w in widths if isinstance(w, (int, float))}
-    return sorted(out)
-
-
 def coverage_table(sections: Sequence[Section]) -> pd.DataFrame:
 
     rows = []
@@ -133,197 +117,18 @@ def not_run(sections: Sequence[Section]) -> list[PaperFigure]:
 
 
 # --------------------------------------------------------------------------
-# run conditions, one row per target, timing validity first
-# --------------------------------------------------------------------------
-def _rows_by_target(sections: Sequence[Section]) -> dict[str, pd.DataFrame]:
-
-    frames = [s.results.rows.assign(experiment=s.name) for s in sections if not s.results.rows.empty]
-    if not frames:
-        return {}
-    rows = pd.concat(frames, ignore_index=True)
-    return {str(label): grp for label, grp in rows.groupby("target_label", sort=False)}
-
-
-def _distinct(rows: pd.DataFrame, column: str) -> list[str]:
-    if column not in rows:
-        return []
-    out = []
-    for v in rows[column].dropna():
-        text = str(int(v)) if isinstance(v, float) and v.is_integer() else str(v)
-        if text and text not in out:
-            out.append(text)
-    return out
-
-
-def target_steps(sections: Sequence[Section]) -> dict[str, TimerStep | None]:
-    """Per target label, the timer step its latency samples resolve, over every experiment."""
-
-    hists = []
-    for s in sections:
-        hist = s.results.hist
-        if hist is None or hist.empty:
-            continue
-        runs = s.results.rows[[*RUN_KEYS, "target_label"]].drop_duplicates(RUN_KEYS)
-        runs = runs.assign(repeat=pd.to_numeric(runs["repeat"], errors="coerce"))
-        hist = hist.assign(repeat=pd.to_numeric(hist["repeat"], errors="coerce"))
-        hist = hist.drop(columns=[c for c in ("target_label",) if c in hist]).merge(runs, on=RUN_KEYS)
-        hists.append(hist.assign(source_csv=s.name + "/" + hist["source_csv"].astype(str)))
-    if not hists:
-        return {}
-    every = pd.concat(hists, ignore_index=True)
-    return {str(label): timer_step(grp) for label, grp in every.groupby("target_label", sort=False)}
-
-
-def _agg_ok(rows: pd.DataFrame) -> pd.DataFrame:
-    return rows[(rows["thread"].astype(str) == "all") & (rows["status"] == "ok")]
-
-
-def _user_backend(rows: pd.DataFrame) -> bool:
-    return bool(_distinct(rows, "target_kind")) and all(k.startswith("user") for k in _distinct(rows, "target_kind"))
-
-
-def tsc_text(rows: pd.DataFrame) -> str:
-    inv, rel = _distinct(rows, "tsc_invariant"), _distinct(rows, "tsc_reliable")
-    invariant = {"1": "invariant", "0": "NOT invariant"}.get("/".join(inv), "invariant: " + ("/".join(inv) or "?"))
-    reliable = {"1": "trusted by the kernel", "0": "marked unstable by the kernel", "": "kernel trust unknown"}.get(
-        "/".join(rel), "kernel trust: " + "/".join(rel))
-    khz = _distinct(rows, "tsc_khz")
-    rate = f"{float(khz[0]) / 1000:.6g} MHz, " if len(khz) == 1 else ""
-    return f"{rate}{invariant}, {reliable}"
-
-
-def irqoff_text(rows: pd.DataFrame) -> str:
-
-    if _user_backend(rows):
-        return "on (user backend: interrupts stay on)"
-    ok = _agg_ok(rows)
-    values = pd.to_numeric(ok.get("irqoff_pct", pd.Series(dtype=float)), errors="coerce").dropna()
-    if values.empty:
-        return "-"
-    bw = pd.to_numeric(ok.loc[ok.get("mode", pd.Series("", index=ok.index)) == "bandwidth", "irqoff_pct"]
-                       if "mode" in ok else pd.Series(dtype=float), errors="coerce").dropna()
-    text = f"{values.min():.0f}-{values.max():.0f} % of the timed runs" if values.min() < values.max() - 0.5 \
-        else f"{values.min():.1f} %"
-    if len(bw) and bw.min() < values.max() - 0.5:
-        text += f" (bandwidth runs {bw.min():.0f}-{bw.max():.0f} %)"
-    return text
-
-
-def width_text(rows: pd.DataFrame, widest: list[int]) -> str:
-
-    ok = _agg_ok(rows)
-    if "width_used" not in ok:
-        return "-"
-    per = {}
-    for experiment, grp in ok.groupby("experiment", sort=False):
-        widths = sorted({int(w) for w in pd.to_numeric(grp["width_used"], errors="coerce").dropna()})
-        if widths:
-            per[experiment] = values_text(widths, sizes=True)
-    by_width: dict[str, list[str]] = {}
-    for experiment, text in per.items():
-        by_width.setdefault(text, []).append(str(experiment))
-    text = "; ".join(f"{w} ({', '.join(names)})" for w, names in by_width.items()) or "-"
-    if widest:
-        text += f"; widest here {max(widest)} B" + (" (no AVX-512)" if max(widest) < 64 else "")
-    return text
-
-
-def frequency_text(rows: pd.DataFrame) -> str:
-    governor, driver, turbo = _distinct(rows, "governor"), _distinct(rows, "cpufreq_driver"), _distinct(rows, "turbo")
-    if not (governor or driver or turbo):
-        return "not exposed (no cpufreq: the TSC rate is all that is known)"
-    parts = ["/".join(governor) or "?"]
-    if driver:
-        parts.append(f"({'/'.join(driver)})")
-    if turbo:
-        parts.append(f"turbo {'/'.join(turbo)}")
-    return " ".join(parts)
-
-
-EMULATED_TEXT = {"no": "real NVDIMM", "dram": "DRAM (the papers' baseline, not an emulation)",
-                 "memmap": "emulated pmem: memmap= DRAM", "virtual-nvdimm": "emulated pmem: a hypervisor's NVDIMM",
-                 "nfit_test": "emulated pmem: nfit_test", "unknown": "unknown"}
-
-
-def timing_table(sections: Sequence[Section]) -> pd.DataFrame:
-    """One row per target: the facts that decide whether its times mean anything."""
-
-    steps = target_steps(sections)
-    widest = sorted({w for s in sections for w in machine_widths(s.results)})
-    rows = []
-    for label, grp in _rows_by_target(sections).items():
-        step = steps.get(label)
-        rows.append({"target": label, "TSC": tsc_text(grp), "clocksource": "/".join(_distinct(grp, "clocksource")) or "-",
-                     "timer step (measured)": step.text() if step is not None else "no latency samples",
-                     "interrupts off": irqoff_text(grp), "instruction widths": width_text(grp, widest),
-                     "CPU frequency": frequency_text(grp)})
-    return pd.DataFrame(rows)
-
-
-def targets_table(sections: Sequence[Section]) -> pd.DataFrame:
-    """One row per target: what it is, where it and the threads sit, how it is mapped and
-    interleaved, the prefetchers; and its CXL devices and its node's advertised values where the
-    rows carry them (ADVERTISED_FIELDS)."""
-
-    rows = []
-    for label, grp in _rows_by_target(sections).items():
-        threads = grp[(grp["thread"].astype(str) != "all") & (grp["status"] == "ok")]
-        kind = "/".join(_distinct(grp, "target_kind"))
-        ways = _distinct(grp, "target_interleave_ways")
-        gran = _distinct(_agg_ok(grp), "interleave_gran")
-        if kind.startswith(("dram", "user-dram")) or not ways:
-            interleave = "-" if kind.startswith(("dram", "user-dram")) else "unknown"
-        elif ways == ["1"]:
-            interleave = "1 DIMM, not interleaved"
-        else:
-            interleave = f"{'/'.join(ways)} DIMMs" + (f" x {size_label(float(gran[0]))}" if len(gran) == 1 else "")
-        prefetch = _distinct(_agg_ok(grp), "prefetch")
-        control = _distinct(grp, "prefetch_control")
-        prefetchers = "/".join(prefetch) or "-"
-        if control == ["none"]:
-            prefetchers += " (left on: this CPU offers no control)"
-        elif control:
-            prefetchers += f" (control: {'/'.join(control)})"
-        nodes = "/".join(_distinct(threads, "thread_node")) or "-"
-        cpus = "/".join(sorted(_distinct(threads, "cpu"), key=lambda c: int(c) if c.isdigit() else 0)) or "-"
-        pages = [size_label(float(v)) for v in _distinct(grp, "target_page_size")]
-        row = {"target": label, "device": "/".join(_distinct(grp, "target")) or "-", "kind": kind or "-",
-               "what it is": "/".join(EMULATED_TEXT.get(v, v) for v in _distinct(grp, "target_emulated")) or "-",
-               "target node": "/".join(_distinct(grp, "target_node")) or "-",
-               "threads: node (CPUs)": f"{nodes} ({cpus})", "interleave": interleave,
-               "page size": "/".join(pages) or "-", "prefetchers": prefetchers}
-        for title, column in ADVERTISED_FIELDS:
-            if column in grp and grp[column].notna().any():
-                row[title] = "/".join(_distinct(grp, column)) or "-"
-        rows.append(row)
-    return pd.DataFrame(rows)
-
-
-def machine_facts(sections: Sequence[Section]) -> list[tuple[str, str]]:
-
-    rows = pd.concat([s.results.rows for s in sections], ignore_index=True)
-    days = sorted({str(v)[:10] for v in rows.get("started_at", pd.Series(dtype=str)).dropna()})
-    facts = [("host", "hostname"), ("CPU", "cpu_model"), ("kernel", "kernel"), ("hypervisor", "hypervisor"),
-             ("SMT active", "smt_active"), ("THP", "thp_enabled"), ("mitigations", "mitigations"),
-             ("mitigations=", "mitigations_cmdline"), ("pmemlab", "toolkit_version")]
-    out = [(title, ", ".join(_distinct(rows, column)) or "-") for title, column in facts]
-    out.append(("date", days[0] if len(days) == 1 else (f"{days[0]} .. {days[-1]}" if days else "-")))
-    return out
-
-
-# --------------------------------------------------------------------------
 # warnings: timing validity first
 # --------------------------------------------------------------------------
 def timing_warnings(sections: Sequence[Section]) -> list[str]:
     """The facts that make times incomparable or coarse, each with what it means for the figures."""
 
     out = []
-    by_target = _rows_by_target(sections)
+    by_target = rows_by_target(sections)
     bad_tsc = {label: grp for label, grp in by_target.items()
-               if "0" in _distinct(grp, "tsc_invariant") or "0" in _distinct(grp, "tsc_reliable")}
+               if "0" in distinct(grp, "tsc_invariant") or "0" in distinct(grp, "tsc_reliable")}
     if bad_tsc:
         grp = pd.concat(bad_tsc.values())
-        out.append(f"TSC {tsc_text(grp).split(', ', 1)[-1]} (clocksource {'/'.join(_distinct(grp, 'clocksource')) or '?'}) "
+        out.append(f"TSC {tsc_text(grp).split(', ', 1)[-1]} (clocksource {'/'.join(distinct(grp, 'clocksource')) or '?'}) "
                    f"on {', '.join(bad_tsc)}: ticks become ns at the kernel's tsc_khz and the threads' common "
                    "window spans CPUs whose TSCs may disagree, so no latency or bandwidth here is comparable with "
                    "a bare-metal run (docs/method.md, \"The TSC\")")
@@ -350,9 +155,9 @@ def timing_warnings(sections: Sequence[Section]) -> list[str]:
                    + "; percentiles move in whole steps")
     low: list[tuple[str, float, float]] = []
     for label, grp in by_target.items():
-        if _user_backend(grp):
+        if user_backend(grp):
             continue
-        values = pd.to_numeric(_agg_ok(grp).get("irqoff_pct", pd.Series(dtype=float)), errors="coerce").dropna()
+        values = pd.to_numeric(agg_ok(grp).get("irqoff_pct", pd.Series(dtype=float)), errors="coerce").dropna()
         if len(values) and values.min() < BARE_METAL_IRQOFF - 1:
             low.append((label, float(values.min()), float(values.max())))
     if low:
@@ -467,13 +272,7 @@ def render_html(sections: Sequence[Section], results_dir: Path, generated: str, 
         out.append("<p id=not-run><b>Not run here:</b> " + "; ".join(
             f"{html.escape(f.source)} (<code>configs/{html.escape(f.experiment)}.toml</code>)" for f in page.missing)
             + f". {html.escape(RUN_ONE)}</p>")
-    out.append("<h2 id=conditions>Run conditions</h2>")
-    out.append("<h3 id=timing>Timing validity, per target</h3>")
-    out.append(_html_table(page.timing, table_id="timing-table"))
-    out.append("<h3 id=targets>Targets and placement</h3>")
-    out.append(_html_table(page.targets, table_id="targets-table"))
-    out.append("<p id=machine>" + " · ".join(f"<b>{html.escape(k)}</b>: {html.escape(v)}" for k, v in page.machine)
-               + "</p>")
+    out += conditions_html(page.timing, page.targets, page.machine)
     out.append("<h2 id=warnings>Warnings</h2>")
     if page.timing_warnings or page.warnings:
         items = [f"<li class=timing>{html.escape(w[0].upper() + w[1:])}</li>" for w in page.timing_warnings]
@@ -502,9 +301,8 @@ def render_markdown(sections: Sequence[Section], results_dir: Path, generated: s
     if page.missing:
         out += ["**Not run here:** " + "; ".join(f"{f.source} (`configs/{f.experiment}.toml`)" for f in page.missing)
                 + f". {RUN_ONE}", ""]
-    out += ["## Run conditions", "", "### Timing validity, per target", "", _md_table(page.timing), "",
-            "### Targets and placement", "", _md_table(page.targets), "",
-            " · ".join(f"**{k}**: {v}" for k, v in page.machine), "", "## Warnings", ""]
+    out += conditions_markdown(page.timing, page.targets, page.machine)
+    out += ["## Warnings", ""]
     lines = [f"- **{w[0].upper() + w[1:]}**" for w in page.timing_warnings]
     lines += [f"- {'**' + n + '**: ' if n else ''}{w}" for n, w in page.warnings]
     out += lines or ["None."]
