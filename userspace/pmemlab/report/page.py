@@ -15,105 +15,24 @@ import pandas as pd
 from pmemlab import __version__
 from pmemlab.analysis.compare import swept_parameters
 from pmemlab.analysis.noise import FEW_REPEATS
-from pmemlab.analysis.resultset import Results, count_text, find_experiments, latency_stats, repeats_text, scale_of
+from pmemlab.analysis.resultset import find_experiments, latency_stats, repeats_text, scale_of
 from pmemlab.errors import ConfigError
 from pmemlab.host.machine import toolkit_revision
 from pmemlab.output import check_writable
 from pmemlab.plots.marks import emulation_notice
-from pmemlab.plots.recipes import STATISTIC, dimm_text, target_kind
-from pmemlab.plots.references import FIGURES, PaperFigure
+from pmemlab.plots.references import PaperFigure
 from pmemlab.report.cards import cards_html, cards_markdown, device_cards
 from pmemlab.report.conditions import (
     agg_ok, conditions_html, conditions_markdown, distinct, machine_facts, machine_widths, rows_by_target,
     target_steps, targets_table, timing_table, tsc_text, user_backend,
 )
+from pmemlab.report.coverage import coverage_html, coverage_markdown, coverage_table, not_run
 from pmemlab.report.curves import curves_families, curves_html, curves_markdown
 from pmemlab.report.experiments import Section, build_sections, experiment_html, experiment_markdown
-from pmemlab.report.markup import STYLE, html_table as _html_table, md_table as _md_table, values_text
+from pmemlab.report.markup import STYLE, values_text
 
-RUN_ONE = ("Each runs with make sweep CONFIG=configs/NAME.toml TARGET=/dev/pmemN (VM=1: in the emulated guest), "
-           "then pmemlab report RESULTS_DIR.")
 BARE_METAL_IRQOFF = 99.9  # % of a module run with interrupts off on bare metal (docs/method.md)
 STEP_MATTERS_NS = 2.0  # a resolved clock step from this size on is worth a warning
-
-
-# --------------------------------------------------------------------------
-# coverage: the papers' figures against this run
-# --------------------------------------------------------------------------
-def deviations(figure: PaperFigure, results: Results) -> list[str]:
-    """How this run of the figure's experiment differs from the paper's: threads, instruction
-    width, DIMMs and interleave, prefetchers, statistic, samples, scale."""
-
-    ok = results.ok()
-    if ok.empty:
-        return ["no successful runs"]
-    out = []
-    threads = sorted({int(t) for t in ok["threads"].dropna()})
-    if figure.thread_counts and max(threads) < max(figure.thread_counts):
-        modes = list(dict.fromkeys(ok["mode"])) if "mode" in ok else []
-        if len(modes) > 1:  # each mode its own thread count (flush-instr: bandwidth with several, latency with 1)
-            per_mode = ", ".join(f"{values_text(ok.loc[ok['mode'] == m, 'threads'])} ({m})" for m in modes)
-            out.append(f"threads {per_mode} (paper: {figure.threads})")
-        else:
-            out.append(f"threads {values_text(threads)} (paper: {figure.threads})")
-    widths = sorted({int(w) for w in pd.to_numeric(ok.get("width_used", pd.Series(dtype=float)), errors="coerce").dropna()})
-    if figure.width and widths and any(w < figure.width for w in widths):
-        have = machine_widths(results)
-        missing = f"; this CPU's widest is {max(have)} B" if have and max(have) < figure.width else ""
-        out.append(f"{values_text(widths, sizes=True)} instructions (paper: {figure.width} B"
-                   f"{', AVX-512' if figure.width == 64 else ''}{missing})")
-    ours = [dimm_text(ok, t) for t in dict.fromkeys(ok["target_label"])]
-    kinds = {target_kind(ok, t) for t in dict.fromkeys(ok["target_label"])}
-    wanted = [t for t in figure.targets if t not in ("DRAM",) or "dram" not in kinds]
-    pmem_paper = [t for t in wanted if "DIMM" in t]
-    pmem_ours = [o for o in ours if "DIMM" in o]
-    if pmem_paper and not any(_same_dimms(p, o) for p in pmem_paper for o in pmem_ours):
-        out.append(f"pmem: {', '.join(pmem_ours) or 'none'} (paper: {', '.join(pmem_paper)})")
-    elif len(pmem_paper) > 1:
-        absent = [p for p in pmem_paper if not any(_same_dimms(p, o) for o in pmem_ours)]
-        if absent:
-            out.append(f"no {' or '.join(absent)} namespace")
-    if "DRAM" in figure.targets and "dram" not in kinds:
-        out.append("no DRAM target")
-    prefetch = sorted(set(ok.get("prefetch", pd.Series(dtype=str)).dropna().astype(str)))
-    if figure.prefetch == "off" and "off" not in prefetch:
-        control = sorted(set(ok.get("prefetch_control", pd.Series(dtype=str)).dropna().astype(str)))
-        why = " (this CPU offers no control)" if control == ["none"] else ""
-        out.append(f"prefetchers on{why} (paper: off)")
-    ours_stat = STATISTIC.get(results.name, "")
-    if figure.statistic and ours_stat and ours_stat != figure.statistic:
-        out.append(f"statistic: {ours_stat} (paper: {figure.statistic})")
-    if figure.samples and "lat_n" in ok:
-        per_point = pd.to_numeric(ok["lat_n"], errors="coerce").groupby([ok["target_label"], ok["point_key"]]).sum()
-        if len(per_point):
-            out.append(f"{count_text(per_point.min())} samples per point (paper: {figure.samples})")
-    repeats = ok.groupby(["source_csv", "point_key"])["repeat"].nunique()
-    scale = scale_of(results.sidecars)
-    if scale and scale != "full" or repeats.max() < FEW_REPEATS:
-
-        out.append(f"{scale + ' scale, ' if scale else ''}{repeats_text(repeats)} per point")
-    return out
-
-
-def _same_dimms(paper: str, ours: str) -> bool:
-    """'1 DIMM' against '1 DIMM, non-interleaved'; '6 DIMMs interleaved' against '6 DIMMs interleaved'."""
-    return paper.split()[0] == ours.split()[0] and ("DIMM" in ours)
-
-
-def coverage_table(sections: Sequence[Section]) -> pd.DataFrame:
-
-    rows = []
-    for s in sections:
-        if s.figure is None:
-            continue
-        rows.append({"paper figure": s.figure.source, "claim": s.figure.claim, "experiment": s.name,
-                     "this run": s.ran, "deviations from the paper": "\n".join(deviations(s.figure, s.results))})
-    return pd.DataFrame(rows, columns=["paper figure", "claim", "experiment", "this run", "deviations from the paper"])
-
-
-def not_run(sections: Sequence[Section]) -> list[PaperFigure]:
-    done = {s.name for s in sections}
-    return [f for f in FIGURES if f.experiment not in done]
 
 
 # --------------------------------------------------------------------------
@@ -263,15 +182,7 @@ def render_html(sections: Sequence[Section], results_dir: Path, generated: str, 
     out.append("<nav>Contents: <a href='#coverage'>coverage</a> · <a href='#conditions'>run conditions</a> · "
                "<a href='#warnings'>warnings</a> · " + " · ".join(
                    f"<a href='#exp-{html.escape(s.name)}'>{html.escape(s.name)}</a>" for s in sections) + "</nav>")
-    out.append("<h2 id=coverage>What this run reproduces</h2>")
-    if not page.coverage.empty:
-        out.append(_html_table(page.coverage, table_id="coverage-table"))
-    else:
-        out.append("<p id=coverage-table>None of these experiments reproduces a paper figure.</p>")
-    if page.missing:
-        out.append("<p id=not-run><b>Not run here:</b> " + "; ".join(
-            f"{html.escape(f.source)} (<code>configs/{html.escape(f.experiment)}.toml</code>)" for f in page.missing)
-            + f". {html.escape(RUN_ONE)}</p>")
+    out += coverage_html(page.coverage, page.missing)
     out += conditions_html(page.timing, page.targets, page.machine)
     out.append("<h2 id=warnings>Warnings</h2>")
     if page.timing_warnings or page.warnings:
@@ -295,12 +206,8 @@ def render_markdown(sections: Sequence[Section], results_dir: Path, generated: s
     out = []
     if page.mark:
         out.append(f"> **{page.mark}**\n")
-    out += [f"# pmemlab report: {results_dir}", "", generated, "", "## What this run reproduces", ""]
-    if not page.coverage.empty:
-        out += [_md_table(page.coverage), ""]
-    if page.missing:
-        out += ["**Not run here:** " + "; ".join(f"{f.source} (`configs/{f.experiment}.toml`)" for f in page.missing)
-                + f". {RUN_ONE}", ""]
+    out += [f"# pmemlab report: {results_dir}", "", generated, ""]
+    out += coverage_markdown(page.coverage, page.missing)
     out += conditions_markdown(page.timing, page.targets, page.machine)
     out += ["## Warnings", ""]
     lines = [f"- **{w[0].upper() + w[1:]}**" for w in page.timing_warnings]
