@@ -196,7 +196,7 @@ def test_sweep_takes_ways_and_granularity_from_the_cxl_region(tmp_path: Path, ho
 
 def test_report_holds_each_point_against_the_advertised_value() -> None:
     from pmemlab.analysis.resultset import Results
-    from pmemlab.report.page import point_table
+    from pmemlab.report.experiments import point_table
 
     base = {"thread": "all", "status": "ok", "source_csv": "x.csv", "target_label": "", "adv_read_latency_ns": 250,
             "adv_write_latency_ns": 300, "adv_read_bw_mbps": 8000, "adv_write_bw_mbps": 2000, "read_pct": 0}

@@ -20,10 +20,11 @@ import pandas as pd
 import pytest
 
 import pmemlab.cli as cli
+from pmemlab.analysis.noise import CV_WARN, FEW_REPEATS
 from pmemlab.analysis.resultset import find_experiments, load_results
 from pmemlab.plots.references import EXPERIMENT_ORDER, FIGURES
 from pmemlab.plots.tables import figure_tables
-from pmemlab.report.page import CV_WARN, FEW_REPEATS, build_sections
+from pmemlab.report.experiments import build_sections
 
 RECORDED = Path(__file__).resolve().parent / "fixtures" / "recorded"
 TOP = Path(__file__).resolve().parents[2]

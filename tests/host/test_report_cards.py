@@ -16,7 +16,7 @@ import pytest
 import pmemlab.cli as cli
 from pmemlab.analysis import card as C
 from pmemlab.analysis.resultset import find_experiments
-from pmemlab.report.page import EMULATED_CARD
+from pmemlab.report.cards import EMULATED_CARD
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 PROBE = FIXTURES / "probe_dram"

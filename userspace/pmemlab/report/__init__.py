@@ -28,4 +28,6 @@ Noise rules (pmemlab.analysis.noise): a point whose coefficient of variation ove
 points with fewer than 3 repeats; steal time above 1 % of a run; points that failed or were
 skipped; loop-bound points (the engine's column).
 
-The page is made by report/page.py (pandas and matplotlib: the command imports it when it runs)."""
+The page is assembled by report/page.py (pandas and matplotlib: the command imports it when it runs), a
+module per part: coverage.py, conditions.py, validity.py (the warnings), experiments.py and noise.py (an
+experiment's warnings), curves.py, cards.py; markup.py holds the helpers they share."""

@@ -1,680 +1,33 @@
-"""The report's page: its sections read from a results directory (coverage, run conditions,
-warnings, the experiments, curves and device cards) rendered as HTML and Markdown
-(`write_report`). What the page holds, in order: pmemlab.report."""
+"""The report's page: its frame (head, the EMULATED mark, contents) and its assembly from the
+sections of a results directory, in order (pmemlab.report): coverage (report.coverage), run
+conditions (report.conditions), warnings (report.validity), the experiments
+(report.experiments), the curves families (report.curves) and device cards (report.cards);
+rendered as HTML and Markdown by `write_report`."""
 
 from __future__ import annotations
 
-import base64
 import html
-import io
-import json
-import math
-import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Sequence
 
 import pandas as pd
 
 from pmemlab import __version__
-from pmemlab.analysis import card as cards, curves
-from pmemlab.analysis.advertised import advertised_bandwidth, advertised_latency, advertised_of, ratio
-from pmemlab.analysis.compare import swept_parameters
-from pmemlab.analysis.noise import CV_WARN, FEW_REPEATS, STEAL_WARN_PCT, judge, metric_of, steal_columns
-from pmemlab.analysis.resultset import (
-    RUN_KEYS, Results, TimerStep, count_text, find_experiments, latency_stats, load_results, loop_bound_rows,
-    repeats_text, scale_of, size_label, timer_step,
-)
-from pmemlab.analysis.stats import summarize
-from pmemlab.errors import BadInput, ConfigError
+from pmemlab.errors import ConfigError
+from pmemlab.analysis.resultset import find_experiments
 from pmemlab.host.machine import toolkit_revision
 from pmemlab.output import check_writable
 from pmemlab.plots.marks import emulation_notice
-from pmemlab.plots.recipes import ALL_RECIPES, STATISTIC, dimm_text, target_kind
-from pmemlab.plots.references import EXPERIMENT_ORDER, FIGURES, PaperFigure, figure_of
-from pmemlab.plots.render import fallback_figure
-from pmemlab.plots.style import Frame, caption_of, framed
-from pmemlab.plots.tables import FigureTable, figure_tables
-
-# The targets table shows a target's CXL geometry and its node's advertised values (adv_*,
-# machine.advertised_conditions) where the rows carry them.
-ADVERTISED_FIELDS = (("devices", "target_devices"), ("CXL region", "target_cxl_region"),
-                     ("memory node", "adv_node"), ("adv. read ns", "adv_read_latency_ns"),
-                     ("adv. write ns", "adv_write_latency_ns"), ("adv. read MB/s", "adv_read_bw_mbps"),
-                     ("adv. write MB/s", "adv_write_bw_mbps"), ("adv. from", "adv_source"),
-                     ("memory tier", "memory_tier"))
-RUN_ONE = ("Each runs with make sweep CONFIG=configs/NAME.toml TARGET=/dev/pmemN (VM=1: in the emulated guest), "
-           "then pmemlab report RESULTS_DIR.")
-BARE_METAL_IRQOFF = 99.9  # % of a module run with interrupts off on bare metal (docs/method.md)
-STEP_MATTERS_NS = 2.0  # a resolved clock step from this size on is worth a warning
-
-
-@dataclass
-class Section:
-    name: str
-    results: Results
-    png: bytes
-    caption: str
-    tables: list[FigureTable]
-    ran: str
-    figure: PaperFigure | None = None
-    warnings: list[str] = field(default_factory=list)
-    table: pd.DataFrame | None = None  # per point: the metric over repeats (point_table), for the noise rules
-
-
-# --------------------------------------------------------------------------
-# per experiment
-# --------------------------------------------------------------------------
-def point_table(results: Results) -> pd.DataFrame:
-    """Per point (the swept parameters, and the target where several): the metric it is judged
-    by (pmemlab.analysis.noise), repeats, mean, median over repeats, the 95 % CI half-width, the
-    coefficient of variation, the repeats' range, loop-bound."""
-
-    ok = results.ok()
-    if ok.empty:
-        return pd.DataFrame()
-    ok = ok.assign(metric=metric_of(ok), loop_bound=loop_bound_rows(ok))
-    keys = (["target_label"] if ok["target_label"].nunique() > 1 else []) + swept_parameters(ok)
-    out = []
-    for key, grp in ok.groupby([*keys, "metric"], dropna=False, sort=True):
-        key = key if isinstance(key, tuple) else (key,)
-        metric = key[-1]
-        values = pd.to_numeric(grp[metric], errors="coerce").dropna()
-        s = summarize(values.tolist())
-        cv = judge(values.tolist()).cv
-        adv = advertised_for(grp, metric)
-        out.append({**dict(zip(keys, key[:-1])), "metric": metric, "repeats": s.n, "mean": s.mean,
-                    "median": float(values.median()) if len(values) else math.nan,
-                    "ci95": s.ci95, "cv_pct": 100 * cv,
-                    "range": float(values.max() - values.min()) if len(values) else math.nan,
-                    "advertised": adv, "mean_over_adv": ratio(s.mean, adv) if s.n else math.nan,
-                    "loop_bound": bool(grp["loop_bound"].any())})
-    table = pd.DataFrame(out)
-    if table.empty or table["advertised"].isna().all():  # no HMAT: nothing to hold the points against
-        table = table.drop(columns=["advertised", "mean_over_adv"], errors="ignore")
-    return table
-
-
-def advertised_for(grp: pd.DataFrame, metric: str) -> float:
-    """What the firmware advertises for a point's metric: its op's latency for a latency metric
-    (lat_ns_*), its op's bandwidth (a mix: by the time each share takes) for bw_gbps, else NaN."""
-    adv = advertised_of(grp)
-    op = str(grp["op"].iloc[0]) if "op" in grp and len(grp) else ""
-    if metric.startswith("lat_ns_"):
-        return advertised_latency(adv, op.split(",")[0])
-    if metric == "bw_gbps":
-        pct = grp["read_pct"].iloc[0] if "read_pct" in grp and len(grp) else 0
-        return advertised_bandwidth(adv, op.split(",")[0], int(pct) if pct == pct else 0)
-    return math.nan
-
-
-def noise_warnings(results: Results, table: pd.DataFrame, step: TimerStep | None = None,
-                   few_repeats: bool = True) -> list[str]:
-    """What says a figure should not be trusted as it stands (the rules in the module docstring).
-    A latency point whose repeats differ by no more than the timer's resolved step is said to
-    vary by the clock's step, not by noise. `few_repeats` False leaves the repeat count to the
-    report's one line."""
-
-    out = []
-    if not table.empty:
-        noisy = table[table["cv_pct"] > 100 * CV_WARN]
-        if len(noisy):
-            quantised = pd.Series(False, index=noisy.index)
-            if step is not None and step.resolved:
-                quantised = (noisy["metric"] == "lat_ns_p50") & (noisy["range"] <= step.ns * 1.05)
-            text = f"{len(noisy)} of {len(table)} points vary by more than {CV_WARN:.0%} over their repeats"
-            if quantised.any() and step is not None:
-                example = noisy[quantised].sort_values("cv_pct", ascending=False).iloc[0]
-                text += (f"; {int(quantised.sum())} of them by one timer step or less ({step.ns:.3g} ns: "
-                         f"CV {example['cv_pct']:.0f} % at {_point_text(example)}), the clock's resolution, not noise")
-            rest = noisy[~quantised]
-            if len(rest):
-                worst = rest.sort_values("cv_pct", ascending=False).iloc[0]
-                text += (f"; {'worst' if not quantised.any() else 'worst of the others'} "
-                         f"{worst['cv_pct']:.0f} % at {_point_text(worst)}")
-            out.append(f"{text} (coefficient of variation)")
-        few = table[table["repeats"] < FEW_REPEATS]
-        if len(few) and few_repeats:
-            out.append(f"{len(few)} of {len(table)} points have fewer than {FEW_REPEATS} repeats "
-                       f"({', '.join(sorted({str(n) for n in few['repeats']}))}): the figure shows their range, "
-                       "not a confidence interval")
-        bound = table[table["loop_bound"]]
-        if len(bound):
-            out.append(f"{len(bound)} points are loop-bound: they measure the tool, not the memory (hollow markers)")
-    rows = results.rows
-    for column in steal_columns(rows.columns):
-        values = pd.to_numeric(rows[column], errors="coerce")
-        high = values[values > STEAL_WARN_PCT]
-        if len(high):
-            out.append(f"steal time above {STEAL_WARN_PCT:g} % in {len(high)} rows ({column} up to {high.max():.3g})")
-    agg = rows[rows["thread"].astype(str) == "all"]
-    failed = agg[agg["status"].isin(["error", "timeout", "refused"])]
-    if len(failed):
-        out.append(f"{failed['point_key'].nunique()} points failed ({', '.join(sorted(set(failed['status'])))})")
-    skipped = agg[agg["status"] == "skipped"]
-    if len(skipped):
-        out.append(f"{skipped['point_key'].nunique()} points skipped on this machine "
-                   f"(e.g. {str(skipped['error'].dropna().iloc[0]) if skipped['error'].notna().any() else 'no reason'})")
-    for entry in results.not_run:
-        out.append(f"module load not run: {entry}")
-    return out
-
-
-def _point_text(row: pd.Series) -> str:
-    skip = {"metric", "repeats", "mean", "median", "ci95", "cv_pct", "loop_bound", "range"}
-    return " ".join(f"{k}={_cell(v)}" for k, v in row.items() if k not in skip) or "the point"
-
-
-def ran_text(results: Results) -> str:
-    """What ran, from the rows (not the config's description, which may speak of the full scale):
-    per mode, threads, ops, patterns, access sizes, run length; repeats; targets; scale."""
-
-    ok = results.ok()
-    if ok.empty:
-        return "no successful runs"
-    parts = []
-    for mode, rows in ok.groupby("mode", sort=False) if "mode" in ok else [("", ok)]:
-        items = [f"{values_text(rows['threads'])} thread{'s' if rows['threads'].max() > 1 else ''}"]
-        items.append(values_text(rows["op"]))
-        if "pattern" in rows:
-            items.append(values_text(rows["pattern"]))
-        items.append(f"{values_text(rows['access_size'], sizes=True)} accesses")
-        if "width_used" in rows and pd.to_numeric(rows["width_used"], errors="coerce").notna().any():
-            items.append(f"{values_text(pd.to_numeric(rows['width_used'], errors='coerce').dropna(), sizes=True)} "
-                         "instructions")
-        count = pd.to_numeric(rows.get("count", pd.Series(dtype=float)), errors="coerce")
-        if mode == "latency" and (count > 0).any():
-            items.append(f"{count_text(count.max())} accesses per run")
-        else:
-            duration = pd.to_numeric(rows.get("duration_ms", pd.Series(dtype=float)), errors="coerce").dropna()
-            if len(duration):
-                items.append(f"{values_text(duration)} ms per run")
-        parts.append(f"{mode + ': ' if mode else ''}{', '.join(items)}")
-    repeats = ok.groupby(["source_csv", "point_key"])["repeat"].nunique()
-    targets = ", ".join(str(t) for t in dict.fromkeys(ok["target_label"]))
-    scale = scale_of(results.sidecars)
-    tail = f"{repeats_text(repeats)} per point; target{'s' if ',' in targets else ''} {targets}"
-    return "; ".join(parts) + f"; {tail}" + (f"; {scale} scale" if scale else "")
-
-
-def values_text(values: Iterable[Any], sizes: bool = False) -> str:
-    """'1-2', '1/2/4', '64 B-16 KiB', 'load/ntstore': the distinct values of a column."""
-
-    seen = [v for v in dict.fromkeys(values) if v is not None and not (isinstance(v, float) and math.isnan(v))]
-    if not seen:
-        return "-"
-    numbers = pd.to_numeric(pd.Series(seen), errors="coerce")
-    if numbers.notna().all():
-        ordered = sorted(float(v) for v in numbers)
-
-        def fmt(v: float) -> str:
-            return size_label(v) if sizes else f"{v:g}"
-
-        if len(ordered) == 1:
-            return fmt(ordered[0])
-        if not sizes and all(b - a == 1 for a, b in zip(ordered, ordered[1:])):
-            return f"{fmt(ordered[0])}-{fmt(ordered[-1])}"
-        if len(ordered) > 3:
-            return f"{fmt(ordered[0])}-{fmt(ordered[-1])} ({len(ordered)} values)"
-        return "/".join(fmt(v) for v in ordered)
-    return "/".join(str(v) for v in seen)
-
-
-def build_sections(results_dir: Path, dpi: int = 110) -> list[Section]:
-
-    groups = find_experiments(results_dir)
-    if not groups:
-        raise BadInput(f"no pmemlab sweep CSV under {results_dir}",
-                       "run a sweep (or make demo) first, then report its directory")
-    rank = {name: i for i, name in enumerate(EXPERIMENT_ORDER)}
-    sections = []
-    for name in sorted(groups, key=lambda n: (rank.get(n, len(rank)), n)):  # the papers' order, then the rest
-        results = load_results(groups[name])
-        with framed(Frame(caption=False, banner=False)):  # the page says both once
-            fig = ALL_RECIPES[name](results) if name in ALL_RECIPES else fallback_figure(results)
-        buf = io.BytesIO()
-        fig.savefig(buf, format="png", dpi=dpi)
-        step = results.timer_step()
-        table = point_table(results)
-        sections.append(Section(name, results, buf.getvalue(), caption_of(fig), figure_tables(name, results, step),
-                                ran_text(results), figure_of(name), noise_warnings(results, table, step), table))
-    return sections
-
-
-# --------------------------------------------------------------------------
-# coverage: the papers' figures against this run
-# --------------------------------------------------------------------------
-def deviations(figure: PaperFigure, results: Results) -> list[str]:
-    """How this run of the figure's experiment differs from the paper's: threads, instruction
-    width, DIMMs and interleave, prefetchers, statistic, samples, scale."""
-
-    ok = results.ok()
-    if ok.empty:
-        return ["no successful runs"]
-    out = []
-    threads = sorted({int(t) for t in ok["threads"].dropna()})
-    if figure.thread_counts and max(threads) < max(figure.thread_counts):
-        modes = list(dict.fromkeys(ok["mode"])) if "mode" in ok else []
-        if len(modes) > 1:  # each mode its own thread count (flush-instr: bandwidth with several, latency with 1)
-            per_mode = ", ".join(f"{values_text(ok.loc[ok['mode'] == m, 'threads'])} ({m})" for m in modes)
-            out.append(f"threads {per_mode} (paper: {figure.threads})")
-        else:
-            out.append(f"threads {values_text(threads)} (paper: {figure.threads})")
-    widths = sorted({int(w) for w in pd.to_numeric(ok.get("width_used", pd.Series(dtype=float)), errors="coerce").dropna()})
-    if figure.width and widths and any(w < figure.width for w in widths):
-        have = machine_widths(results)
-        missing = f"; this CPU's widest is {max(have)} B" if have and max(have) < figure.width else ""
-        out.append(f"{values_text(widths, sizes=True)} instructions (paper: {figure.width} B"
-                   f"{', AVX-512' if figure.width == 64 else ''}{missing})")
-    ours = [dimm_text(ok, t) for t in dict.fromkeys(ok["target_label"])]
-    kinds = {target_kind(ok, t) for t in dict.fromkeys(ok["target_label"])}
-    wanted = [t for t in figure.targets if t not in ("DRAM",) or "dram" not in kinds]
-    pmem_paper = [t for t in wanted if "DIMM" in t]
-    pmem_ours = [o for o in ours if "DIMM" in o]
-    if pmem_paper and not any(_same_dimms(p, o) for p in pmem_paper for o in pmem_ours):
-        out.append(f"pmem: {', '.join(pmem_ours) or 'none'} (paper: {', '.join(pmem_paper)})")
-    elif len(pmem_paper) > 1:
-        absent = [p for p in pmem_paper if not any(_same_dimms(p, o) for o in pmem_ours)]
-        if absent:
-            out.append(f"no {' or '.join(absent)} namespace")
-    if "DRAM" in figure.targets and "dram" not in kinds:
-        out.append("no DRAM target")
-    prefetch = sorted(set(ok.get("prefetch", pd.Series(dtype=str)).dropna().astype(str)))
-    if figure.prefetch == "off" and "off" not in prefetch:
-        control = sorted(set(ok.get("prefetch_control", pd.Series(dtype=str)).dropna().astype(str)))
-        why = " (this CPU offers no control)" if control == ["none"] else ""
-        out.append(f"prefetchers on{why} (paper: off)")
-    ours_stat = STATISTIC.get(results.name, "")
-    if figure.statistic and ours_stat and ours_stat != figure.statistic:
-        out.append(f"statistic: {ours_stat} (paper: {figure.statistic})")
-    if figure.samples and "lat_n" in ok:
-        per_point = pd.to_numeric(ok["lat_n"], errors="coerce").groupby([ok["target_label"], ok["point_key"]]).sum()
-        if len(per_point):
-            out.append(f"{count_text(per_point.min())} samples per point (paper: {figure.samples})")
-    repeats = ok.groupby(["source_csv", "point_key"])["repeat"].nunique()
-    scale = scale_of(results.sidecars)
-    if scale and scale != "full" or repeats.max() < FEW_REPEATS:
-
-        out.append(f"{scale + ' scale, ' if scale else ''}{repeats_text(repeats)} per point")
-    return out
-
-
-def _same_dimms(paper: str, ours: str) -> bool:
-    """'1 DIMM' against '1 DIMM, non-interleaved'; '6 DIMMs interleaved' against '6 DIMMs interleaved'."""
-    return paper.split()[0] == ours.split()[0] and ("DIMM" in ours)
-
-
-def machine_widths(results: Results) -> list[int]:
-    """The instruction widths this machine offers (the sidecars' machine facts)."""
-    out: set[int] = set()
-    for side in results.sidecars:
-        widths = side.get("machine", {}).get("cpu", {}).get("widths") if isinstance(side.get("machine"), dict) else None
-        if isinstance(widths, list):
-            out |= {int(w) for w in widths if isinstance(w, (int, float))}
-    return sorted(out)
-
-
-def coverage_table(sections: Sequence[Section]) -> pd.DataFrame:
-
-    rows = []
-    for s in sections:
-        if s.figure is None:
-            continue
-        rows.append({"paper figure": s.figure.source, "claim": s.figure.claim, "experiment": s.name,
-                     "this run": s.ran, "deviations from the paper": "\n".join(deviations(s.figure, s.results))})
-    return pd.DataFrame(rows, columns=["paper figure", "claim", "experiment", "this run", "deviations from the paper"])
-
-
-def not_run(sections: Sequence[Section]) -> list[PaperFigure]:
-    done = {s.name for s in sections}
-    return [f for f in FIGURES if f.experiment not in done]
-
-
-# --------------------------------------------------------------------------
-# run conditions, one row per target, timing validity first
-# --------------------------------------------------------------------------
-def _rows_by_target(sections: Sequence[Section]) -> dict[str, pd.DataFrame]:
-
-    frames = [s.results.rows.assign(experiment=s.name) for s in sections if not s.results.rows.empty]
-    if not frames:
-        return {}
-    rows = pd.concat(frames, ignore_index=True)
-    return {str(label): grp for label, grp in rows.groupby("target_label", sort=False)}
-
-
-def _distinct(rows: pd.DataFrame, column: str) -> list[str]:
-    if column not in rows:
-        return []
-    out = []
-    for v in rows[column].dropna():
-        text = str(int(v)) if isinstance(v, float) and v.is_integer() else str(v)
-        if text and text not in out:
-            out.append(text)
-    return out
-
-
-def target_steps(sections: Sequence[Section]) -> dict[str, TimerStep | None]:
-    """Per target label, the timer step its latency samples resolve, over every experiment."""
-
-    hists = []
-    for s in sections:
-        hist = s.results.hist
-        if hist is None or hist.empty:
-            continue
-        runs = s.results.rows[[*RUN_KEYS, "target_label"]].drop_duplicates(RUN_KEYS)
-        runs = runs.assign(repeat=pd.to_numeric(runs["repeat"], errors="coerce"))
-        hist = hist.assign(repeat=pd.to_numeric(hist["repeat"], errors="coerce"))
-        hist = hist.drop(columns=[c for c in ("target_label",) if c in hist]).merge(runs, on=RUN_KEYS)
-        hists.append(hist.assign(source_csv=s.name + "/" + hist["source_csv"].astype(str)))
-    if not hists:
-        return {}
-    every = pd.concat(hists, ignore_index=True)
-    return {str(label): timer_step(grp) for label, grp in every.groupby("target_label", sort=False)}
-
-
-def _agg_ok(rows: pd.DataFrame) -> pd.DataFrame:
-    return rows[(rows["thread"].astype(str) == "all") & (rows["status"] == "ok")]
-
-
-def _user_backend(rows: pd.DataFrame) -> bool:
-    return bool(_distinct(rows, "target_kind")) and all(k.startswith("user") for k in _distinct(rows, "target_kind"))
-
-
-def tsc_text(rows: pd.DataFrame) -> str:
-    inv, rel = _distinct(rows, "tsc_invariant"), _distinct(rows, "tsc_reliable")
-    invariant = {"1": "invariant", "0": "NOT invariant"}.get("/".join(inv), "invariant: " + ("/".join(inv) or "?"))
-    reliable = {"1": "trusted by the kernel", "0": "marked unstable by the kernel", "": "kernel trust unknown"}.get(
-        "/".join(rel), "kernel trust: " + "/".join(rel))
-    khz = _distinct(rows, "tsc_khz")
-    rate = f"{float(khz[0]) / 1000:.6g} MHz, " if len(khz) == 1 else ""
-    return f"{rate}{invariant}, {reliable}"
-
-
-def irqoff_text(rows: pd.DataFrame) -> str:
-
-    if _user_backend(rows):
-        return "on (user backend: interrupts stay on)"
-    ok = _agg_ok(rows)
-    values = pd.to_numeric(ok.get("irqoff_pct", pd.Series(dtype=float)), errors="coerce").dropna()
-    if values.empty:
-        return "-"
-    bw = pd.to_numeric(ok.loc[ok.get("mode", pd.Series("", index=ok.index)) == "bandwidth", "irqoff_pct"]
-                       if "mode" in ok else pd.Series(dtype=float), errors="coerce").dropna()
-    text = f"{values.min():.0f}-{values.max():.0f} % of the timed runs" if values.min() < values.max() - 0.5 \
-        else f"{values.min():.1f} %"
-    if len(bw) and bw.min() < values.max() - 0.5:
-        text += f" (bandwidth runs {bw.min():.0f}-{bw.max():.0f} %)"
-    return text
-
-
-def width_text(rows: pd.DataFrame, widest: list[int]) -> str:
-
-    ok = _agg_ok(rows)
-    if "width_used" not in ok:
-        return "-"
-    per = {}
-    for experiment, grp in ok.groupby("experiment", sort=False):
-        widths = sorted({int(w) for w in pd.to_numeric(grp["width_used"], errors="coerce").dropna()})
-        if widths:
-            per[experiment] = values_text(widths, sizes=True)
-    by_width: dict[str, list[str]] = {}
-    for experiment, text in per.items():
-        by_width.setdefault(text, []).append(str(experiment))
-    text = "; ".join(f"{w} ({', '.join(names)})" for w, names in by_width.items()) or "-"
-    if widest:
-        text += f"; widest here {max(widest)} B" + (" (no AVX-512)" if max(widest) < 64 else "")
-    return text
-
-
-def frequency_text(rows: pd.DataFrame) -> str:
-    governor, driver, turbo = _distinct(rows, "governor"), _distinct(rows, "cpufreq_driver"), _distinct(rows, "turbo")
-    if not (governor or driver or turbo):
-        return "not exposed (no cpufreq: the TSC rate is all that is known)"
-    parts = ["/".join(governor) or "?"]
-    if driver:
-        parts.append(f"({'/'.join(driver)})")
-    if turbo:
-        parts.append(f"turbo {'/'.join(turbo)}")
-    return " ".join(parts)
-
-
-EMULATED_TEXT = {"no": "real NVDIMM", "dram": "DRAM (the papers' baseline, not an emulation)",
-                 "memmap": "emulated pmem: memmap= DRAM", "virtual-nvdimm": "emulated pmem: a hypervisor's NVDIMM",
-                 "nfit_test": "emulated pmem: nfit_test", "unknown": "unknown"}
-
-
-def timing_table(sections: Sequence[Section]) -> pd.DataFrame:
-    """One row per target: the facts that decide whether its times mean anything."""
-
-    steps = target_steps(sections)
-    widest = sorted({w for s in sections for w in machine_widths(s.results)})
-    rows = []
-    for label, grp in _rows_by_target(sections).items():
-        step = steps.get(label)
-        rows.append({"target": label, "TSC": tsc_text(grp), "clocksource": "/".join(_distinct(grp, "clocksource")) or "-",
-                     "timer step (measured)": step.text() if step is not None else "no latency samples",
-                     "interrupts off": irqoff_text(grp), "instruction widths": width_text(grp, widest),
-                     "CPU frequency": frequency_text(grp)})
-    return pd.DataFrame(rows)
-
-
-def targets_table(sections: Sequence[Section]) -> pd.DataFrame:
-    """One row per target: what it is, where it and the threads sit, how it is mapped and
-    interleaved, the prefetchers; and its CXL devices and its node's advertised values where the
-    rows carry them (ADVERTISED_FIELDS)."""
-
-    rows = []
-    for label, grp in _rows_by_target(sections).items():
-        threads = grp[(grp["thread"].astype(str) != "all") & (grp["status"] == "ok")]
-        kind = "/".join(_distinct(grp, "target_kind"))
-        ways = _distinct(grp, "target_interleave_ways")
-        gran = _distinct(_agg_ok(grp), "interleave_gran")
-        if kind.startswith(("dram", "user-dram")) or not ways:
-            interleave = "-" if kind.startswith(("dram", "user-dram")) else "unknown"
-        elif ways == ["1"]:
-            interleave = "1 DIMM, not interleaved"
-        else:
-            interleave = f"{'/'.join(ways)} DIMMs" + (f" x {size_label(float(gran[0]))}" if len(gran) == 1 else "")
-        prefetch = _distinct(_agg_ok(grp), "prefetch")
-        control = _distinct(grp, "prefetch_control")
-        prefetchers = "/".join(prefetch) or "-"
-        if control == ["none"]:
-            prefetchers += " (left on: this CPU offers no control)"
-        elif control:
-            prefetchers += f" (control: {'/'.join(control)})"
-        nodes = "/".join(_distinct(threads, "thread_node")) or "-"
-        cpus = "/".join(sorted(_distinct(threads, "cpu"), key=lambda c: int(c) if c.isdigit() else 0)) or "-"
-        pages = [size_label(float(v)) for v in _distinct(grp, "target_page_size")]
-        row = {"target": label, "device": "/".join(_distinct(grp, "target")) or "-", "kind": kind or "-",
-               "what it is": "/".join(EMULATED_TEXT.get(v, v) for v in _distinct(grp, "target_emulated")) or "-",
-               "target node": "/".join(_distinct(grp, "target_node")) or "-",
-               "threads: node (CPUs)": f"{nodes} ({cpus})", "interleave": interleave,
-               "page size": "/".join(pages) or "-", "prefetchers": prefetchers}
-        for title, column in ADVERTISED_FIELDS:
-            if column in grp and grp[column].notna().any():
-                row[title] = "/".join(_distinct(grp, column)) or "-"
-        rows.append(row)
-    return pd.DataFrame(rows)
-
-
-def machine_facts(sections: Sequence[Section]) -> list[tuple[str, str]]:
-
-    rows = pd.concat([s.results.rows for s in sections], ignore_index=True)
-    days = sorted({str(v)[:10] for v in rows.get("started_at", pd.Series(dtype=str)).dropna()})
-    facts = [("host", "hostname"), ("CPU", "cpu_model"), ("kernel", "kernel"), ("hypervisor", "hypervisor"),
-             ("SMT active", "smt_active"), ("THP", "thp_enabled"), ("mitigations", "mitigations"),
-             ("mitigations=", "mitigations_cmdline"), ("pmemlab", "toolkit_version")]
-    out = [(title, ", ".join(_distinct(rows, column)) or "-") for title, column in facts]
-    out.append(("date", days[0] if len(days) == 1 else (f"{days[0]} .. {days[-1]}" if days else "-")))
-    return out
-
-
-# --------------------------------------------------------------------------
-# warnings: timing validity first
-# --------------------------------------------------------------------------
-def timing_warnings(sections: Sequence[Section]) -> list[str]:
-    """The facts that make times incomparable or coarse, each with what it means for the figures."""
-
-    out = []
-    by_target = _rows_by_target(sections)
-    bad_tsc = {label: grp for label, grp in by_target.items()
-               if "0" in _distinct(grp, "tsc_invariant") or "0" in _distinct(grp, "tsc_reliable")}
-    if bad_tsc:
-        grp = pd.concat(bad_tsc.values())
-        out.append(f"TSC {tsc_text(grp).split(', ', 1)[-1]} (clocksource {'/'.join(_distinct(grp, 'clocksource')) or '?'}) "
-                   f"on {', '.join(bad_tsc)}: ticks become ns at the kernel's tsc_khz and the threads' common "
-                   "window spans CPUs whose TSCs may disagree, so no latency or bandwidth here is comparable with "
-                   "a bare-metal run (docs/method.md, \"The TSC\")")
-    steps = {label: step for label, step in target_steps(sections).items()
-             if step is not None and step.resolved and step.ns >= STEP_MATTERS_NS}
-    if steps:
-        step = next(iter(steps.values()))
-        below = []
-        for s in sections:
-            ok = s.results.ok()
-            lat = ok[ok["mode"] == "latency"] if "mode" in ok else ok.iloc[0:0]
-            if lat.empty:
-                continue
-            keys = ["target_label", *[k for k in swept_parameters(lat) if k != "mode"]]
-            stats = latency_stats(s.results, lat, keys)
-            under = int((stats["p50"] < step.ns).sum())
-            if under:
-                below.append(f"{s.name} {under} of {len(stats)}")
-        smallest = ", ".join(f"{v:g}" for v in step.values_ns)
-        out.append(f"the clock advances in steps of {step.ns:.3g} ns ({step.ticks:.0f} TSC ticks) on "
-                   f"{', '.join(steps)}: every latency sample is a multiple (the smallest: {smallest} ns), so a value "
-                   "below one step is not measured"
-                   + (f"; medians below it: {'; '.join(below)} (hatched bars, open triangles)" if below else "")
-                   + "; percentiles move in whole steps")
-    low: list[tuple[str, float, float]] = []
-    for label, grp in by_target.items():
-        if _user_backend(grp):
-            continue
-        values = pd.to_numeric(_agg_ok(grp).get("irqoff_pct", pd.Series(dtype=float)), errors="coerce").dropna()
-        if len(values) and values.min() < BARE_METAL_IRQOFF - 1:
-            low.append((label, float(values.min()), float(values.max())))
-    if low:
-        lo, hi = min(v for _, v, _ in low), max(v for _, _, v in low)
-        out.append(f"interrupts were off for only {lo:.0f}-{hi:.0f} % of the timed runs on "
-                   f"{', '.join(label for label, _, _ in low)} (a module run on bare metal: above "
-                   f"{BARE_METAL_IRQOFF:g} %): the gaps between segments, where the CPU takes its interrupts, are "
-                   "inside the common window, so aggregate bandwidth is low by up to that share")
-    narrow = []
-    for s in sections:
-        if s.figure is None or not s.figure.width:
-            continue
-        widths = sorted({int(w) for w in pd.to_numeric(s.results.ok().get("width_used", pd.Series(dtype=float)),
-                                                       errors="coerce").dropna()})
-        if widths and max(widths) < s.figure.width:
-            narrow.append(f"{s.name} {values_text(widths, sizes=True)}")
-    if narrow:
-        widest = sorted({w for s in sections for w in machine_widths(s.results)})
-        out.append(f"narrower instructions than the papers' 64 B AVX-512 ones: {'; '.join(narrow)}"
-                   + (f" (this CPU's widest is {max(widest)} B)" if widest and max(widest) < 64 else "")
-                   + ": bandwidth per instruction and the loop's own cost differ from the papers' runs")
-    return out
-
-
-def repeats_warning(sections: Sequence[Section]) -> str:
-    """One line for every experiment with fewer than 3 repeats per point (a quick-scale run)."""
-
-    few = []
-    scales = set()
-    for s in sections:
-        ok = s.results.ok()
-        if ok.empty:
-            continue
-        repeats = ok.groupby(["source_csv", "point_key"])["repeat"].nunique()
-        if repeats.min() < FEW_REPEATS:
-            few.append((s.name, repeats))
-            scales.add(scale_of(s.results.sidecars) or "?")
-    if not few:
-        return ""
-    counts = [int(n) for _, r in few for n in r]
-    which = "every experiment" if len(few) == len([s for s in sections if not s.results.ok().empty]) \
-        else ", ".join(name for name, _ in few)
-    scale = f"{'/'.join(sorted(scales))} scale: " if scales - {"?"} else ""
-    return (f"{scale}{repeats_text(counts)} per point in {which}: the figures show the repeats' range (min-max), "
-            f"not confidence intervals; {FEW_REPEATS} or more repeats (the full scale, or [sweep.adaptive]) give 95 % "
-            "CIs")
-
-
-# --------------------------------------------------------------------------
-# HTML and Markdown
-# --------------------------------------------------------------------------
-STYLE = """
-body { font-family: sans-serif; margin: 1.5em auto; max-width: 1200px; color: #222; line-height: 1.4; padding: 0 1em; }
-h1 { font-size: 1.5em; } h2 { font-size: 1.25em; border-bottom: 1px solid #ccc; margin-top: 1.6em; }
-h3 { font-size: 1.05em; margin-bottom: 0.2em; }
-table { border-collapse: collapse; font-size: 0.85em; margin: 0.6em 0; }
-th, td { border: 1px solid #ccc; padding: 2px 6px; text-align: left; vertical-align: top; white-space: pre-line; }
-th { background: #f2f2f2; } td.num { text-align: right; font-variant-numeric: tabular-nums; }
-figure { margin: 1em 0; } figure img { max-width: 100%; height: auto; border: 1px solid #eee; }
-figcaption { font-size: 0.8em; color: #444; }
-.mark { background: #b00020; color: white; font-weight: bold; padding: 0.5em 0.8em; }
-.mark.partial { background: #fff3d6; color: #8a5a00; border: 1px solid #8a5a00; }
-.warn { background: #fff8e1; border-left: 4px solid #e0a000; padding: 0.3em 0.8em; }
-.warn ul { margin: 0.2em 0; } .warn li.timing { font-weight: 600; } .muted { color: #666; font-size: 0.85em; }
-.claim { font-style: italic; } nav { font-size: 0.9em; } details { margin: 0.5em 0 1.5em; }
-summary { cursor: pointer; color: #333; }
-"""
-
-
-def _cell(v: Any) -> str:
-    if v is None or (isinstance(v, float) and math.isnan(v)):
-        return "-"
-    if isinstance(v, bool):
-        return "yes" if v else ""
-    if isinstance(v, float):
-        return f"{v:.4g}"
-    return str(v)
-
-
-def _html_table(df: pd.DataFrame, numeric: Sequence[str] = (), table_id: str = "") -> str:
-    head = "".join(f"<th>{html.escape(str(c))}</th>" for c in df.columns)
-    body = []
-    for row in df.itertuples(index=False):
-        cells = "".join(f"<td{' class=num' if c in numeric else ''}>{html.escape(_cell(v))}</td>"
-                        for c, v in zip(df.columns, row))
-        body.append(f"<tr>{cells}</tr>")
-    ident = f" id={table_id}" if table_id else ""
-    return f"<table{ident}><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
-
-
-def _md_table(df: pd.DataFrame) -> str:
-    def esc(v: Any) -> str:
-        return _cell(v).replace("|", "\\|").replace("\n", "; ")
-
-    lines = ["| " + " | ".join(esc(c) for c in df.columns) + " |", "|" + " --- |" * len(df.columns)]
-    lines += ["| " + " | ".join(esc(v) for v in row) + " |" for row in df.itertuples(index=False)]
-    return "\n".join(lines)
-
-
-def _numeric(df: pd.DataFrame) -> list[str]:
-
-    return [c for c in df.columns if pd.api.types.is_numeric_dtype(df[c])]
-
-
-def against_advertised(table: pd.DataFrame) -> pd.DataFrame:
-    """A section's points held against the advertised values (point_table's advertised columns;
-    empty where the rows carry none)."""
-
-    if table is None or "advertised" not in table:
-        return pd.DataFrame()
-    held = table[table["advertised"].notna()]
-    keep = [c for c in held.columns if c not in ("ci95", "cv_pct", "range", "loop_bound", "median", "repeats")]
-    return held[keep].rename(columns={"mean_over_adv": "mean / adv."}).reset_index(drop=True)
-
-
-def _overall_notice(sections: Sequence[Section]) -> tuple[str, bool]:
-    """The report's own mark: the figures' marks (whole-figure ones first)."""
-
-    rows = pd.concat([s.results.rows for s in sections], ignore_index=True)
-    notice = emulation_notice(rows)
-    if notice is None:
-        return "", False
-    return notice.text, notice.whole_figure
+from pmemlab.plots.references import PaperFigure
+from pmemlab.report.cards import cards_html, cards_markdown, device_cards
+from pmemlab.report.conditions import conditions_html, conditions_markdown, machine_facts, targets_table, timing_table
+from pmemlab.report.coverage import coverage_html, coverage_markdown, coverage_table, not_run
+from pmemlab.report.curves import curves_families, curves_html, curves_markdown
+from pmemlab.report.experiments import Section, build_sections, experiment_html, experiment_markdown
+from pmemlab.report.markup import STYLE
+from pmemlab.report.validity import other_warnings, timing_warnings, warnings_html, warnings_markdown
 
 
 @dataclass
@@ -693,353 +46,94 @@ class Page:
 
 
 def page_of(sections: Sequence[Section]) -> Page:
-    mark, whole = _overall_notice(sections)
-    general = []
-    repeats = repeats_warning(sections)
-    if repeats:
-        general.append(("", repeats))
-    quick = bool(repeats)
-    per_experiment = []
-    for s in sections:
-        warnings = s.warnings if not quick else [w for w in s.warnings if f"fewer than {FEW_REPEATS} repeats" not in w]
-        per_experiment += [(s.name, w) for w in warnings]
+    mark, whole = overall_notice(sections)
     return Page(mark, whole, coverage_table(sections), not_run(sections), timing_table(sections),
                 targets_table(sections), machine_facts(sections), timing_warnings(sections),
-                general + per_experiment)
+                other_warnings(sections))
 
 
-def _relative(path: Path, out_dir: Path) -> str:
-    try:
-        return os.path.relpath(path.resolve(), out_dir.resolve())
-    except ValueError:  # another drive
-        return str(path)
+def overall_notice(sections: Sequence[Section]) -> tuple[str, bool]:
+    """The report's own mark: the figures' marks (whole-figure ones first)."""
+
+    rows = pd.concat([s.results.rows for s in sections], ignore_index=True)
+    notice = emulation_notice(rows)
+    if notice is None:
+        return "", False
+    return notice.text, notice.whole_figure
 
 
-def _heading(s: Section) -> str:
-    return f"{s.figure.source} · {s.name}" if s.figure else s.name
+# --------------------------------------------------------------------------
+# HTML
+# --------------------------------------------------------------------------
+def html_head(results_dir: Path) -> list[str]:
+    return ["<!DOCTYPE html>", "<html lang=en><head><meta charset=utf-8>",
+            f"<title>pmemlab report: {html.escape(str(results_dir))}</title>",
+            f"<style>{STYLE}</style></head><body>"]
+
+
+def html_title(results_dir: Path, generated: str) -> list[str]:
+    return [f"<h1>pmemlab report: {html.escape(str(results_dir))}</h1>",
+            f"<p class=muted>{html.escape(generated)}</p>"]
+
+
+def html_nav(sections: Sequence[Section]) -> str:
+    return ("<nav>Contents: <a href='#coverage'>coverage</a> · <a href='#conditions'>run conditions</a> · "
+            "<a href='#warnings'>warnings</a> · " + " · ".join(
+                f"<a href='#exp-{html.escape(s.name)}'>{html.escape(s.name)}</a>" for s in sections) + "</nav>")
 
 
 def render_html(sections: Sequence[Section], results_dir: Path, generated: str, out_dir: Path | None = None) -> str:
     page = page_of(sections)
     out_dir = out_dir or results_dir
-    out = ["<!DOCTYPE html>", "<html lang=en><head><meta charset=utf-8>",
-           f"<title>pmemlab report: {html.escape(str(results_dir))}</title>",
-           f"<style>{STYLE}</style></head><body>"]
+    out = html_head(results_dir)
     if page.mark:
         out.append(f"<p class='mark{'' if page.whole else ' partial'}' id=emulated-mark>{html.escape(page.mark)}</p>")
-    out.append(f"<h1>pmemlab report: {html.escape(str(results_dir))}</h1>")
-    out.append(f"<p class=muted>{html.escape(generated)}</p>")
-    out.append("<nav>Contents: <a href='#coverage'>coverage</a> · <a href='#conditions'>run conditions</a> · "
-               "<a href='#warnings'>warnings</a> · " + " · ".join(
-                   f"<a href='#exp-{html.escape(s.name)}'>{html.escape(s.name)}</a>" for s in sections) + "</nav>")
-    out.append("<h2 id=coverage>What this run reproduces</h2>")
-    if not page.coverage.empty:
-        out.append(_html_table(page.coverage, table_id="coverage-table"))
-    else:
-        out.append("<p id=coverage-table>None of these experiments reproduces a paper figure.</p>")
-    if page.missing:
-        out.append("<p id=not-run><b>Not run here:</b> " + "; ".join(
-            f"{html.escape(f.source)} (<code>configs/{html.escape(f.experiment)}.toml</code>)" for f in page.missing)
-            + f". {html.escape(RUN_ONE)}</p>")
-    out.append("<h2 id=conditions>Run conditions</h2>")
-    out.append("<h3 id=timing>Timing validity, per target</h3>")
-    out.append(_html_table(page.timing, table_id="timing-table"))
-    out.append("<h3 id=targets>Targets and placement</h3>")
-    out.append(_html_table(page.targets, table_id="targets-table"))
-    out.append("<p id=machine>" + " · ".join(f"<b>{html.escape(k)}</b>: {html.escape(v)}" for k, v in page.machine)
-               + "</p>")
-    out.append("<h2 id=warnings>Warnings</h2>")
-    if page.timing_warnings or page.warnings:
-        items = [f"<li class=timing>{html.escape(w[0].upper() + w[1:])}</li>" for w in page.timing_warnings]
-        items += [f"<li>{'<b>' + html.escape(n) + '</b>: ' if n else ''}{html.escape(w)}</li>" for n, w in page.warnings]
-        out.append("<div class=warn id=warning-list><ul>" + "".join(items) + "</ul></div>")
-    else:
-        out.append("<p id=warning-list>None: the TSC is invariant and trusted, the timer resolves every value, and "
-                   "every point has at least 3 repeats varying by less than 5 %.</p>")
+    out += html_title(results_dir, generated)
+    out.append(html_nav(sections))
+    out += coverage_html(page.coverage, page.missing)
+    out += conditions_html(page.timing, page.targets, page.machine)
+    out += warnings_html(page.timing_warnings, page.warnings)
     for s in sections:
-        data = base64.b64encode(s.png).decode("ascii")
-        out.append(f"<section id='exp-{html.escape(s.name)}'><h2>{html.escape(_heading(s))}</h2>")
-        if s.figure:
-            out.append(f"<p class=claim>The paper: {html.escape(s.figure.claim)}</p>")
-        out.append(f"<p><b>Ran</b>: {html.escape(s.ran)}.</p>")
-        out.append(f"<figure><img src='data:image/png;base64,{data}' alt='{html.escape(s.name)} figure'>"
-                   f"<figcaption>{html.escape(s.caption)}</figcaption></figure>")
-        csvs = ", ".join(f"<a href='{html.escape(_relative(p, out_dir))}'>{html.escape(p.name)}</a>"
-                         for p in s.results.paths)
-        rows = sum(len(t.table) for t in s.tables)
-        out.append(f"<details><summary>The numbers behind the figure ({rows} rows; the CSV: {csvs})</summary>")
-        for t in s.tables:
-            out.append(f"<p class=muted>{html.escape(t.title[0].upper() + t.title[1:])}</p>")
-            out.append(_html_table(t.table, numeric=_numeric(t.table)))
-        adv = against_advertised(s.table)
-        if not adv.empty:
-            out.append("<p class=muted>Each point against what the firmware advertises for the memory (HMAT, "
-                       "CDAT): the mean over repeats, the advertised value and mean / advertised</p>")
-            out.append(_html_table(adv, numeric=_numeric(adv)))
-        out.append("</details></section>")
+        out += experiment_html(s, out_dir)
     out.append("</body></html>")
     return "\n".join(out)
 
 
+# --------------------------------------------------------------------------
+# Markdown
+# --------------------------------------------------------------------------
 def render_markdown(sections: Sequence[Section], results_dir: Path, generated: str, figures: str,
                     out_dir: Path | None = None) -> str:
+    """The page in Markdown, the experiments' figures in the directory `figures` beside it."""
 
     page = page_of(sections)
     out_dir = out_dir or results_dir
     out = []
     if page.mark:
         out.append(f"> **{page.mark}**\n")
-    out += [f"# pmemlab report: {results_dir}", "", generated, "", "## What this run reproduces", ""]
-    if not page.coverage.empty:
-        out += [_md_table(page.coverage), ""]
-    if page.missing:
-        out += ["**Not run here:** " + "; ".join(f"{f.source} (`configs/{f.experiment}.toml`)" for f in page.missing)
-                + f". {RUN_ONE}", ""]
-    out += ["## Run conditions", "", "### Timing validity, per target", "", _md_table(page.timing), "",
-            "### Targets and placement", "", _md_table(page.targets), "",
-            " · ".join(f"**{k}**: {v}" for k, v in page.machine), "", "## Warnings", ""]
-    lines = [f"- **{w[0].upper() + w[1:]}**" for w in page.timing_warnings]
-    lines += [f"- {'**' + n + '**: ' if n else ''}{w}" for n, w in page.warnings]
-    out += lines or ["None."]
+    out += [f"# pmemlab report: {results_dir}", "", generated, ""]
+    out += coverage_markdown(page.coverage, page.missing)
+    out += conditions_markdown(page.timing, page.targets, page.machine)
+    out += warnings_markdown(page.timing_warnings, page.warnings)
     for s in sections:
-        out += ["", f"## {_heading(s)}", ""]
-        if s.figure:
-            out += [f"*The paper: {s.figure.claim}*", ""]
-        out += [f"**Ran**: {s.ran}.", "", f"![{s.name}]({figures}/{s.name}.png)", "", f"*{s.caption}*", ""]
-        csvs = ", ".join(f"[{p.name}]({_relative(p, out_dir)})" for p in s.results.paths)
-        out += [f"<details><summary>The numbers behind the figure (the CSV: {csvs})</summary>", ""]
-        for t in s.tables:
-            out += [f"{t.title[0].upper() + t.title[1:]}:", "", _md_table(t.table), ""]
-        adv = against_advertised(s.table)
-        if not adv.empty:
-            out += ["Each point against what the firmware advertises for the memory (HMAT, CDAT): the mean over "
-                    "repeats, the advertised value and mean / advertised:", "", _md_table(adv), ""]
-        out += ["</details>"]
+        out += experiment_markdown(s, figures, out_dir)
     return "\n".join(out) + "\n"
 
 
-@dataclass(frozen=True)
-class CurvesFamily:
-    """A `pmemlab curves -o` CSV found under the results: its summary per mix and its figure."""
-
-    csv: Path
-    table: pd.DataFrame
-    best_mix: int
-    figure: Path | None
-
-
-def curves_families(results_dir: Path) -> list[CurvesFamily]:
-    """Every curves CSV under results_dir (its header says so), summarized by analysis.curves."""
-
-    out = []
-    for path in sorted(results_dir.rglob("*.csv")) if results_dir.is_dir() else []:
-        if not curves.is_curves_csv(path):
-            continue
-        fam = curves.family(curves.read_curves_csv(path))
-        if not fam:
-            continue
-        sums = [curves.summarize_curve(pts) for pts in fam.values()]
-        table = pd.DataFrame([{"read share %": s.mix, "points": s.points, "unloaded ns": s.unloaded_ns,
-                               "peak GB/s": s.peak_gbps, "knee GB/s (median x2)": s.knee_gbps,
-                               "p99.9/median at 80 % of peak": s.tail_rise} for s in sums])
-        fig = path.with_name(f"{path.stem}.family.png")
-        out.append(CurvesFamily(path, table, curves.best_mix(sums).mix, fig if fig.exists() else None))
-    return out
-
-
-CURVES_TEXT = ("Bandwidth-latency curves (`pmemlab curves`, docs/curves.md): per read share of the load threads, "
-               "the probe's median at the lightest load, the peak bandwidth, the bandwidth where the median has "
-               "doubled, and how far p99.9 rises over the median at 80 % of the peak")
-
-
-def curves_html(families: Sequence[CurvesFamily], out_dir: Path) -> list[str]:
-    if not families:
-        return []
-    out = ["<section id=curves><h2>Bandwidth-latency curves</h2>", f"<p>{html.escape(CURVES_TEXT)}.</p>"]
-    for f in families:
-        out.append(f"<h3>{html.escape(f.csv.name)}</h3><p>Highest peak: {f.best_mix} % reads. The CSV: "
-                   f"<a href='{html.escape(_relative(f.csv, out_dir))}'>{html.escape(f.csv.name)}</a></p>")
-        if f.figure is not None:
-            data = base64.b64encode(f.figure.read_bytes()).decode("ascii")
-            out.append(f"<figure><img src='data:image/png;base64,{data}' alt='{html.escape(f.csv.stem)} family'>"
-                       "</figure>")
-        out.append(_html_table(f.table, numeric=_numeric(f.table)))
-    out.append("</section>")
-    return out
-
-
-def curves_markdown(families: Sequence[CurvesFamily], out_dir: Path) -> list[str]:
-    if not families:
-        return []
-    out = ["", "## Bandwidth-latency curves", "", CURVES_TEXT + ".", ""]
-    for f in families:
-        out += [f"### {f.csv.name}", "", f"Highest peak: {f.best_mix} % reads. The CSV: "
-                f"[{f.csv.name}]({_relative(f.csv, out_dir)})", ""]
-        if f.figure is not None:
-            out += [f"![{f.csv.stem} family]({_relative(f.figure, out_dir)})", ""]
-        out += [_md_table(f.table), ""]
-    return out
-
-
-@dataclass(frozen=True)
-class DeviceCard:
-    """A `pmemlab probe` card (card.json) found under the results, with its figures beside it."""
-
-    path: Path
-    doc: dict[str, Any]
-    figures: list[Path]
-
-    @property
-    def anchor(self) -> str:
-        return "card-" + "".join(c if c.isalnum() or c in "-_." else "_" for c in self.path.parent.name)
-
-
-def device_cards(results_dir: Path) -> tuple[list[DeviceCard], list[str]]:
-    """Every card.json under results_dir, read and checked against the card schema
-    (analysis.card.validate); a file that is not a card is one line of warning, not a card."""
-    found, warnings = [], []
-    for path in sorted(results_dir.rglob(cards.CARD_NAME)) if results_dir.is_dir() else []:
-        where = _relative(path, results_dir)
-        try:
-            doc = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, ValueError) as exc:
-            first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-            warnings.append(f"{where}: not read as a device card (not JSON: {first}); "
-                            "draw it again with pmemlab probe --from DIR -o DIR")
-            continue
-        errs = cards.validate(doc)
-        if errs:
-            warnings.append(f"{where}: not read as a device card ({errs[0]}"
-                            f"{f'; {len(errs) - 1} more' if len(errs) > 1 else ''}); "
-                            "draw it again with pmemlab probe --from DIR -o DIR")
-            continue
-        figs = [path.with_name(f"{i['name']}.png") for i in doc["inferences"]]
-        found.append(DeviceCard(path, doc, [f for f in figs if f.is_file()]))
-    return found, warnings
-
-
-CARD_TEXT = ("What `pmemlab probe` infers about the memory (docs/card.md): each line a value with its unit, "
-             "its confidence, the method that drew it and the measured points it rests on, or uncertain "
-             "and why")
-EMULATED_CARD = "EMULATED (TCG): the timings mean nothing; every inference below is marked"
-
-
-def card_table(doc: Mapping[str, Any]) -> pd.DataFrame:
-    """A row per inference: name, value, unit, confidence, method, note (uncertain and why, or what
-    the value was held against; the EMULATED mark)."""
-
-    rows = []
-    for inf in doc["inferences"]:
-        note = (f"uncertain: {inf['reason']}" if inf["uncertain"] else inf["reason"])
-        if inf.get("emulated"):
-            note = (note + "; " if note else "") + "EMULATED: timing means nothing"
-        rows.append({"inference": inf["name"], "value": cards.value_text(inf), "unit": inf["unit"],
-                     "confidence": f"{inf['confidence']:.2f}", "method": inf["method"], "points": len(inf["evidence"]),
-                     "note": note})
-    return pd.DataFrame(rows, columns=["inference", "value", "unit", "confidence", "method", "points", "note"])
-
-
-def _evidence_table(inf: Mapping[str, Any]) -> pd.DataFrame:
-
-    return pd.DataFrame([e for e in inf["evidence"] if isinstance(e, dict)])
-
-
-def card_conditions(doc: Mapping[str, Any]) -> pd.DataFrame:
-    """The card's run conditions that say something (null ones left out), then its measuring."""
-
-    items = [(k, v) for k, v in doc.get("conditions", {}).items() if v is not None and v != ""]
-    items += [("budget_s", doc.get("budget_s")), ("wall_s", doc.get("wall_s")), ("stopped", doc.get("stopped"))]
-    caches = ", ".join(f"L{c.get('level')} {c.get('type')} {cards._size(float(c.get('size_bytes', 0)))}"
-                       for c in doc.get("cpu_caches", []))
-    if caches:
-        items.append(("cpu caches", caches))
-    return pd.DataFrame([{"condition": k, "value": _cell(v)} for k, v in items])
-
-
-def _card_heading(c: DeviceCard) -> str:
-    return f"Device card: {c.doc['target']} ({c.doc['backend']} backend, {c.path.parent.name})"
-
-
-def cards_html(found: Sequence[DeviceCard], warnings: Sequence[str], out_dir: Path) -> list[str]:
-    if not found and not warnings:
-        return []
-    out = ["<section id=device-cards><h2>Device cards</h2>", f"<p>{html.escape(CARD_TEXT)}.</p>"]
-    if warnings:
-        out.append("<div class=warn id=card-warnings><ul>" + "".join(f"<li>{html.escape(w)}</li>" for w in warnings)
-                   + "</ul></div>")
-    for c in found:
-        doc = c.doc
-        out.append(f"<h3 id='{html.escape(c.anchor)}'>{html.escape(_card_heading(c))}</h3>")
-        if doc.get("emulated"):
-            out.append(f"<p class=mark>{html.escape(EMULATED_CARD)}</p>")
-        out.append(f"<p class=muted>The card: <a href='{html.escape(_relative(c.path, out_dir))}'>"
-                   f"{html.escape(c.path.name)}</a>; stopped: {html.escape(str(doc['stopped']))}</p>")
-        out.append(_html_table(card_table(doc), numeric=["points"]))
-        for f in c.figures:
-            data = base64.b64encode(f.read_bytes()).decode("ascii")
-            out.append(f"<figure><img src='data:image/png;base64,{data}' alt='{html.escape(c.anchor)} "
-                       f"{html.escape(f.stem)}'><figcaption>{html.escape(f.stem)}</figcaption></figure>")
-        for inf in doc["inferences"]:
-            ev = _evidence_table(inf)
-            out.append(f"<details><summary>Evidence of {html.escape(inf['name'])} ({len(ev)} points)</summary>")
-            out.append(_html_table(ev, numeric=_numeric(ev)) if not ev.empty else "<p>No points.</p>")
-            out.append("</details>")
-        if doc["undecided"]:
-            out.append("<p><b>Not decided</b>:</p><ul>" + "".join(
-                f"<li>{html.escape(str(u.get('name')))}: {html.escape(str(u.get('reason')))}</li>"
-                for u in doc["undecided"]) + "</ul>")
-        out.append("<details><summary>Run conditions of the probe</summary>")
-        out.append(_html_table(card_conditions(doc)))
-        out.append("</details>")
-    out.append("</section>")
-    return out
-
-
-def cards_markdown(found: Sequence[DeviceCard], warnings: Sequence[str], out_dir: Path,
-                   figures: Path | None = None) -> list[str]:
-    """The cards in Markdown; their figures copied into `figures` (the report's figure directory)
-    when given, else linked where they are."""
-    if not found and not warnings:
-        return []
-    out = ["", "## Device cards", "", CARD_TEXT + ".", ""]
-    out += [f"- **Warning**: {w}" for w in warnings]
-    for c in found:
-        doc = c.doc
-        out += ["", f"### {_card_heading(c)}", ""]
-        if doc.get("emulated"):
-            out += [f"> **{EMULATED_CARD}**", ""]
-        out += [f"The card: [{c.path.name}]({_relative(c.path, out_dir)}); stopped: {doc['stopped']}", "",
-                _md_table(card_table(doc)), ""]
-        for f in c.figures:
-            link = _relative(f, out_dir)
-            if figures is not None:
-                copy = figures / f"{c.anchor}-{f.name}"
-                copy.write_bytes(f.read_bytes())
-                link = f"{figures.name}/{copy.name}"
-            out += [f"![{c.anchor} {f.stem}]({link})", ""]
-        for inf in doc["inferences"]:
-            ev = _evidence_table(inf)
-            out += [f"<details><summary>Evidence of {inf['name']} ({len(ev)} points)</summary>", "",
-                    _md_table(ev) if not ev.empty else "No points.", "", "</details>", ""]
-        if doc["undecided"]:
-            out += ["**Not decided**:", ""] + [f"- {u.get('name')}: {u.get('reason')}" for u in doc["undecided"]] + [""]
-        out += ["<details><summary>Run conditions of the probe</summary>", "", _md_table(card_conditions(doc)), "",
-                "</details>", ""]
-    return out
-
-
-def _bare_page(results_dir: Path, generated: str, parts: Sequence[str], markdown: bool) -> str:
+# --------------------------------------------------------------------------
+# the report's files
+# --------------------------------------------------------------------------
+def bare_page(results_dir: Path, generated: str, parts: Sequence[str], markdown: bool) -> str:
     """The page of a results directory without a sweep: its cards and curves families only."""
     if markdown:
         return "\n".join([f"# pmemlab report: {results_dir}", "", generated, "", *parts]) + "\n"
-    return "\n".join(["<!DOCTYPE html>", "<html lang=en><head><meta charset=utf-8>",
-                      f"<title>pmemlab report: {html.escape(str(results_dir))}</title>",
-                      f"<style>{STYLE}</style></head><body>",
-                      f"<h1>pmemlab report: {html.escape(str(results_dir))}</h1>",
-                      f"<p class=muted>{html.escape(generated)}</p>", *parts, "</body></html>"])
+    return "\n".join([*html_head(results_dir), *html_title(results_dir, generated), *parts, "</body></html>"])
 
 
 def write_report(results_dir: Path, out_dir: Path, name: str = "report") -> tuple[Path, Path]:
+    """The report of results_dir as out_dir/NAME.html and NAME.md, the Markdown's figures in
+    out_dir/NAME-figures: the sweeps' experiments, then the curves families and device cards; a
+    directory holding only cards or families reports them alone."""
 
     if "/" in name or name in ("", ".", ".."):
         raise ConfigError(f"--name {name!r}: not a file name", "give a name without /, e.g. --name report")
@@ -1054,16 +148,12 @@ def write_report(results_dir: Path, out_dir: Path, name: str = "report") -> tupl
     figures.mkdir(exist_ok=True)
     for s in sections:
         (figures / f"{s.name}.png").write_bytes(s.png)
-    what = f"{len(sections)} experiments" + (f" and {len(found)} device card{'s' if len(found) != 1 else ''}"
-                                             if found else "")
-    generated = (f"Generated {datetime.now(timezone.utc).isoformat(timespec='seconds')} by pmemlab {__version__} "
-                 f"({toolkit_revision()}) from {what}.")
-    html_path, md_path = out_dir / f"{name}.html", out_dir / f"{name}.md"
+    generated = generated_text(len(sections), len(found))
     extra_html = [*curves_html(families, out_dir), *cards_html(found, card_warnings, out_dir)]
     extra_md = [*curves_markdown(families, out_dir), *cards_markdown(found, card_warnings, out_dir, figures)]
     if bare:
-        page = _bare_page(results_dir, generated, extra_html, markdown=False)
-        md = _bare_page(results_dir, generated, extra_md, markdown=True)
+        page = bare_page(results_dir, generated, extra_html, markdown=False)
+        md = bare_page(results_dir, generated, extra_md, markdown=True)
     else:
         page = render_html(sections, results_dir, generated, out_dir)
         page = page.replace("</body></html>", "\n".join([*extra_html, "</body></html>"]))
@@ -1071,9 +161,14 @@ def write_report(results_dir: Path, out_dir: Path, name: str = "report") -> tupl
             page = page.replace("</nav>", " · <a href='#device-cards'>device cards</a></nav>", 1)
         md = render_markdown(sections, results_dir, generated, figures.name, out_dir)
         md += "\n".join(extra_md) + ("\n" if extra_md else "")
+    html_path, md_path = out_dir / f"{name}.html", out_dir / f"{name}.md"
     html_path.write_text(page, encoding="utf-8")
     md_path.write_text(md, encoding="utf-8")
     return html_path, md_path
 
 
-# --------------------------------------------------------------------------
+def generated_text(experiments: int, cards: int) -> str:
+    """'Generated WHEN by pmemlab VERSION (REVISION) from N experiments and M device cards.'"""
+    what = f"{experiments} experiments" + (f" and {cards} device card{'s' if cards != 1 else ''}" if cards else "")
+    return (f"Generated {datetime.now(timezone.utc).isoformat(timespec='seconds')} by pmemlab {__version__} "
+            f"({toolkit_revision()}) from {what}.")
