@@ -83,8 +83,8 @@ def test_the_curves_section_judges_the_family_as_it_says(bench: ModuleType, monk
     doc = {"probe_op": "chase", "threads": 2, "working_set": 256 << 20, "unloaded_ns": {"chase": 100.0},
            "unloaded_drift": {"chase": 1.04}, "notes": ["the probe alone drifted"],
            "summaries": [{"mix": 100, "points": 12, "peak_gbps": 9.5}, {"mix": 0, "points": 12, "peak_gbps": 7.0}],
-           "checks": {"100": {"lightest_over_unloaded": 1.01, "monotone_violations": 0},
-                      "0": {"lightest_over_unloaded": 0.95, "monotone_violations": 2}}}
+           "checks": {"100": {"lightest_over_unloaded": 1.01, "monotone_violations": []},
+                      "0": {"lightest_over_unloaded": 0.95, "monotone_violations": [[1, 2], [3, 4]]}}}
     seen: list[list[str]] = []
 
     def run(argv: list[str], **_: object) -> SimpleNamespace:
