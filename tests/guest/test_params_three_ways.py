@@ -99,7 +99,7 @@ def test_module_runner_and_controller_give_the_same_verdict(module) -> None:
 
         @settings(max_examples=-(-EXAMPLES // BATCH), deadline=None, database=None,
                   suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
-        @given(batch=st.lists(param_sets(machine, user_ops=False), min_size=BATCH, max_size=BATCH))
+        @given(batch=st.lists(param_sets(machine), min_size=BATCH, max_size=BATCH))
         def agree(batch: list[dict[str, str]]) -> None:
             for raw in map(same_meaning, batch):
                 verdicts = (judge(raw), runner(raw), controller_verdict(raw, controller_facts))
