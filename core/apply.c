@@ -8,14 +8,13 @@
  */
 #include "pl_run.h"
 
-/* "load ntload ... chase; user backend: copy ntcopy": what op= accepts, for a refusal */
+/* "load ntload ... copy ntcopy": what op= accepts, for a refusal */
 static void pl_out_op_names(struct pl_buf *b)
 {
 	int i;
 
-	for (i = 0; i < PL_OP_ALL; i++)
-		pl_out(b, "%s%s", i == PL_OP_NR ? "; user backend: " : i ? " " : "",
-		       pl_ops[i].name);
+	for (i = 0; i < PL_OP_NR; i++)
+		pl_out(b, "%s%s", i ? " " : "", pl_ops[i].name);
 }
 
 #define PL_SHOW(len)	((int)((len) < 32 ? (len) : 32))
@@ -57,14 +56,14 @@ static int pl_set_ops(struct pl_params *p, const char *s, size_t len, const stru
 	u8 ops[PL_MAX_THREADS];
 	size_t at = 0, tok;
 	unsigned int n = 0;
-	int op, err;
+	int op;
 
 	for (;;) {
 		for (tok = 0; at + tok < len && s[at + tok] != ','; tok++)
 			;
 		op = tok ? pl_op_find(s + at, tok) : -1;
 		if (op < 0) {
-			char names[PL_OP_ALL * 24];
+			char names[PL_OP_NR * 24];
 			struct pl_buf b = { .p = names, .cap = sizeof(names) };
 
 			names[0] = '\0';
@@ -81,9 +80,6 @@ static int pl_set_ops(struct pl_params *p, const char *s, size_t len, const stru
 			break;
 		at++;			/* the comma */
 	}
-	err = pl_judge_ops(ops, n, f, v);
-	if (err)
-		return err;
 	memcpy(p->ops, ops, n);
 	p->nops = n;
 	return 0;

@@ -112,18 +112,6 @@ int pl_judge_value(int id, u64 val, const struct pl_facts *f, struct pl_verdict 
 	return 0;
 }
 
-int pl_judge_ops(const u8 *ops, unsigned int n, const struct pl_facts *f, struct pl_verdict *v)
-{
-	unsigned int i;
-
-	for (i = 0; i < n; i++)
-		if ((pl_ops[ops[i]].flags & PL_OPF_USER) && pl_known(f, PL_FACT_BACKEND) && !f->user)
-			return pl_refuse(v, -EOPNOTSUPP, PL_P_op, true,
-					 "%s runs only in the user backend (pmemlab-run)",
-					 pl_op_name(ops[i]));
-	return 0;
-}
-
 bool pl_target_name_ok(const char *s, size_t len)
 {
 	size_t i;
@@ -160,20 +148,14 @@ int pl_judge_cpus(unsigned int top, const struct pl_facts *f, struct pl_verdict 
 
 static bool pl_op_writes(const struct pl_facts *f, int op)
 {
-	const struct pl_op_desc *d = pl_op_desc_of(f, op);
-
-	return d && d->writes;
+	return pl_ops[op].writes;
 }
 
 /* features op lacks at width (PL_F_NONE: no such instruction); 0 when not known */
 static u32 pl_missing(const struct pl_facts *f, int op, unsigned int width)
 {
-	const struct pl_op_desc *d = pl_op_desc_of(f, op);
-	u32 need;
+	u32 need = pl_ops[op].needs[pl_width_idx(width)];
 
-	if (!d)
-		return 0;
-	need = d->needs[pl_width_idx(width)];
 	if (need & PL_F_NONE)
 		return PL_F_NONE;
 	return pl_known(f, PL_FACT_CPU) ? need & ~f->features : 0;
@@ -247,7 +229,7 @@ static void pl_used_ops(const struct pl_params *p, const struct pl_facts *f, uns
 	unsigned int i;
 	int op;
 
-	memset(used, 0, PL_OP_ANY * sizeof(*used));
+	memset(used, 0, PL_OP_NR * sizeof(*used));
 	for (i = 0; i < n; i++) {
 		op = p->ops[i % p->nops];
 		used[op] = true;
@@ -256,7 +238,7 @@ static void pl_used_ops(const struct pl_params *p, const struct pl_facts *f, uns
 	}
 }
 
-/* the probe's chase (its own 8-byte loop, pl_check_xops) leaves the load threads their width */
+/* the probe's chase (its own 8-byte loop, pl_check_own_ops) leaves the load threads their width */
 static bool pl_width_free(const struct pl_params *p, int op)
 {
 	return op == PL_OP_CHASE && p->probe;
@@ -275,9 +257,10 @@ static int pl_resolve_width(const struct pl_params *p, const struct pl_facts *f,
 			return pl_refuse(v, -EINVAL, PL_P_access_size, false,
 					 "access_size %llu is not a multiple of width %llu",
 					 p->access_size, p->width);
-		for (op = 0; op < PL_OP_ANY; op++) {
-			if (!used[op] || pl_width_free(p, op) || !(d = pl_op_desc_of(f, op)))
+		for (op = 0; op < PL_OP_NR; op++) {
+			if (!used[op] || pl_width_free(p, op))
 				continue;
+			d = &pl_ops[op];
 			miss = pl_missing(f, op, p->width);
 			if (miss & PL_F_NONE)
 				return pl_refuse(v, -EOPNOTSUPP, PL_P_width, false,
@@ -297,7 +280,7 @@ static int pl_resolve_width(const struct pl_params *p, const struct pl_facts *f,
 
 		if (pl_widths[i] > p->access_size)
 			continue;
-		for (op = 0; op < PL_OP_ANY; op++) {
+		for (op = 0; op < PL_OP_NR; op++) {
 			if (!used[op] || pl_width_free(p, op))
 				continue;
 			miss = pl_missing(f, op, pl_widths[i]);
@@ -315,7 +298,7 @@ static int pl_resolve_width(const struct pl_params *p, const struct pl_facts *f,
 				 "access_size %llu: no instruction width up to it exists for every op of this run",
 				 p->access_size);
 	/* name an op that lacks a feature at the narrowest width it has */
-	for (op = 0; op < PL_OP_ANY; op++) {
+	for (op = 0; op < PL_OP_NR; op++) {
 		if (!used[op])
 			continue;
 		for (i = 0; i < PL_NWIDTH && pl_widths[i] <= p->access_size; i++) {
@@ -324,7 +307,7 @@ static int pl_resolve_width(const struct pl_params *p, const struct pl_facts *f,
 				continue;
 			if (!miss)
 				break;
-			d = pl_op_desc_of(f, op);
+			d = &pl_ops[op];
 			return pl_refuse(v, -EOPNOTSUPP, PL_P_op, true,
 					 "%s at width %u (%s) needs %s, which this CPU lacks",
 					 d->name, pl_widths[i], d->insn[i], pl_feature_name(miss));
@@ -353,8 +336,8 @@ static bool pl_chase_shares_lines(const struct pl_params *p, bool probe_only)
 	}
 }
 
-/* the ops only the runner has: rules of their own */
-static int pl_check_xops(const struct pl_params *p, const bool *used, struct pl_verdict *v)
+/* the rules of ops that are not one access of the plain loops: chase and the copies */
+static int pl_check_own_ops(const struct pl_params *p, const bool *used, struct pl_verdict *v)
 {
 	if (used[PL_OP_CHASE]) {
 		/*
@@ -535,7 +518,7 @@ int pl_check_run(const struct pl_params *p, const struct pl_facts *f, struct pl_
 {
 	bool load = p->load_target[0] && pl_known(f, PL_FACT_LOAD);
 	u64 load_ws = 0;
-	bool used[PL_OP_ANY];
+	bool used[PL_OP_NR];
 	unsigned int n = p->threads;
 	u64 size, ws, lat_threads;
 	int id, err;
@@ -549,7 +532,7 @@ int pl_check_run(const struct pl_params *p, const struct pl_facts *f, struct pl_
 	for (id = 0; id < PL_NPARAMS; id++) {
 		switch (pl_params[id].kind) {
 		case PL_K_OPS:
-			err = pl_judge_ops(p->ops, p->nops, f, v);
+			err = 0;	/* parsed into ops both backends run: nothing of the machine to judge */
 			break;
 		case PL_K_CPUS:
 			err = pl_judge_cpus(pl_cpu_top(p->cpus), f, v);
@@ -574,7 +557,7 @@ int pl_check_run(const struct pl_params *p, const struct pl_facts *f, struct pl_
 	if (load && f->load.dead)
 		return pl_refuse(v, -ENXIO, PL_P_load_target, true, "load_target: the load target is gone");
 	pl_used_ops(p, f, n, used);
-	err = pl_check_xops(p, used, v);
+	err = pl_check_own_ops(p, used, v);
 	if (!err)
 		err = pl_resolve_width(p, f, used, &plan->width, v);
 	if (err)

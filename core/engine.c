@@ -8,11 +8,11 @@
  *	pl_bw_<op>_<form>_{linear,rand,dimm_linear,dimm_rand}()
  *   - one full bandwidth loop for the others: pl_bwf_<op>_<form>()
  *   - one latency loop: pl_lat_<op>_<form>()
- * (the runner's copy ops only in userspace).  pl_eng_init() selects one of
- * them once; pl_eng_run() calls it once per timed segment.  Inside a loop
- * nothing is called: the address family, the access (asm text of ops.def),
- * the counting and the clock reads are all inline, and the counters live in
- * locals written back when the segment ends.
+ * pl_eng_init() selects one of them once; pl_eng_run() calls it once per
+ * timed segment.  Inside a loop nothing is called: the address family, the
+ * access (asm text of ops.def), the counting and the clock reads are all
+ * inline, and the counters live in locals written back when the segment
+ * ends.
  *
  * Bandwidth: accesses back to back; the clock is read once per batch of
  * accesses.  Each access, with all its shapes, is one asm statement: one
@@ -1078,7 +1078,7 @@ struct pl_loop_ent {
 };
 
 #define PL_ENT(name)	{ name, #name }
-static const struct pl_loop_ent pl_bw_loops[PL_OP_ALL][PL_NFORM][PL_NFAM] = {
+static const struct pl_loop_ent pl_bw_loops[PL_OP_NR][PL_NFORM][PL_NFAM] = {
 #define PL_K(ID, k, form, U, FL, insn, needs)					\
 	[PL_OP_##ID][PL_FORM_##form] = {					\
 		PL_ENT(pl_bw_##k##_##form##_linear),				\
@@ -1088,19 +1088,19 @@ static const struct pl_loop_ent pl_bw_loops[PL_OP_ALL][PL_NFORM][PL_NFAM] = {
 #include "ops.def"
 };
 
-static const struct pl_loop_ent pl_bwf_loops[PL_OP_ALL][PL_NFORM] = {
+static const struct pl_loop_ent pl_bwf_loops[PL_OP_NR][PL_NFORM] = {
 #define PL_K(ID, k, form, U, FL, insn, needs)					\
 	[PL_OP_##ID][PL_FORM_##form] = PL_ENT(pl_bwf_##k##_##form),
 #include "ops.def"
 };
 
-static const struct pl_loop_ent pl_bwl_loops[PL_OP_ALL][PL_NFORM] = {
+static const struct pl_loop_ent pl_bwl_loops[PL_OP_NR][PL_NFORM] = {
 #define PL_K(ID, k, form, U, FL, insn, needs)					\
 	[PL_OP_##ID][PL_FORM_##form] = PL_ENT(pl_bwl_##k##_##form),
 #include "ops.def"
 };
 
-static const struct pl_loop_ent pl_lat_loops[PL_OP_ALL][PL_NFORM] = {
+static const struct pl_loop_ent pl_lat_loops[PL_OP_NR][PL_NFORM] = {
 #define PL_K(ID, k, form, U, FL, insn, needs)					\
 	[PL_OP_##ID][PL_FORM_##form] = PL_ENT(pl_lat_##k##_##form),
 #include "ops.def"
@@ -1119,7 +1119,7 @@ static const struct pl_loop_ent *pl_bw_ent(int op, int form, int fam, bool plain
 
 const char *pl_eng_bw_name(int op, int form, int fam, bool plain)
 {
-	if (op < 0 || op >= PL_OP_ALL || form < 0 || form >= PL_NFORM || fam < 0 ||
+	if (op < 0 || op >= PL_OP_NR || form < 0 || form >= PL_NFORM || fam < 0 ||
 	    fam >= PL_NFAM)
 		return NULL;
 	return pl_bw_ent(op, form, fam, plain, 0)->name;
@@ -1127,14 +1127,14 @@ const char *pl_eng_bw_name(int op, int form, int fam, bool plain)
 
 const char *pl_eng_bwl_name(int op, int form)
 {
-	if (op < 0 || op >= PL_OP_ALL || form < 0 || form >= PL_NFORM)
+	if (op < 0 || op >= PL_OP_NR || form < 0 || form >= PL_NFORM)
 		return NULL;
 	return pl_bwl_loops[op][form].name;
 }
 
 const char *pl_eng_lat_name(int op, int form)
 {
-	if (op < 0 || op >= PL_OP_ALL || form < 0 || form >= PL_NFORM)
+	if (op < 0 || op >= PL_OP_NR || form < 0 || form >= PL_NFORM)
 		return NULL;
 	return pl_lat_loops[op][form].name;
 }
@@ -1429,7 +1429,7 @@ int pl_eng_init(struct pl_eng *e, const struct pl_eng_cfg *c, char *why, size_t 
 	int err;
 
 	memset(e, 0, sizeof(*e));
-	if (c->op < 0 || c->op >= PL_OP_ALL) {
+	if (c->op < 0 || c->op >= PL_OP_NR) {
 		snprintf(why, len, "engine: op %d does not exist", c->op);
 		return -EINVAL;
 	}

@@ -6,12 +6,6 @@
  */
 #include "pl_params.h"
 
-#ifdef __KERNEL__
-#define IS_ENABLED_KERNEL	1
-#else
-#define IS_ENABLED_KERNEL	0
-#endif
-
 const char *const pl_feature_names[PL_F_NR] = {
 #define PL_FEAT(ID, name, X86, leaf, sub, reg, bit, xcr0)	[PL_FB_##ID] = name,
 #include "features.def"
@@ -23,7 +17,7 @@ struct pl_op_kind {
 	u32 needs;
 };
 
-static const struct pl_op_kind pl_kinds[PL_OP_ALL][PL_NFORM] = {
+static const struct pl_op_kind pl_kinds[PL_OP_NR][PL_NFORM] = {
 #define PL_K(ID, ident, form, UNIT, FLUSH, insn, needs)			\
 	[PL_OP_##ID][PL_FORM_##form] = { insn, needs },
 #include "ops.def"
@@ -62,7 +56,7 @@ static int pl_fallback_form(unsigned int width)
 #define PL_NEEDS_32(ID, needs_)		[PL_OP_##ID].needs[2] = needs_,
 #define PL_NEEDS_64(ID, needs_)		[PL_OP_##ID].needs[3] = needs_,
 
-const struct pl_op_desc pl_ops[PL_OP_ALL] = {
+const struct pl_op_desc pl_ops[PL_OP_NR] = {
 #define PL_OP(ID, ident, name_, flags_, CEIL)					\
 	[PL_OP_##ID].name = name_,						\
 	[PL_OP_##ID].flags = flags_,						\
@@ -77,34 +71,17 @@ const struct pl_op_desc pl_ops[PL_OP_ALL] = {
 #include "ops.def"
 };
 
-/* ops.def's order: the module's ops, then the user backend's (PL_OP_NR counts the first) */
-#define PL_OP(ID, ident, name, flags, CEIL)					\
-	_Static_assert((PL_OP_##ID < PL_OP_NR) == !((flags) & PL_OPF_USER),	\
-		       "ops.def: the module's ops first, then the user backend's");
-#include "ops.def"
-/* the module carries no loop of a user backend's op, and an op with its own loop has no rows */
+/* an op with its own loop has no rows */
 #define PL_K(ID, ident, form, UNIT, FLUSH, insn, needs)				\
-	_Static_assert(!(PL_OPFL_##ID & PL_OPF_OWN), "ops.def: " #ID " has its own loop");	\
-	_Static_assert(!IS_ENABLED_KERNEL || !(PL_OPFL_##ID & PL_OPF_USER),		\
-		       "ops.def: " #ID "'s rows go in the user backend's part");
+	_Static_assert(!(PL_OPFL_##ID & PL_OPF_OWN), "ops.def: " #ID " has its own loop");
 #include "ops.def"
-
-int pl_op_lookup(const char *name, size_t len)
-{
-	int i;
-
-	for (i = 0; i < PL_OP_NR; i++)
-		if (strlen(pl_ops[i].name) == len && !memcmp(pl_ops[i].name, name, len))
-			return i;
-	return -1;
-}
 
 int pl_op_form(int op, unsigned int width, u32 features)
 {
 	const struct pl_op_kind *k;
 	int f;
 
-	if (op < 0 || op >= PL_OP_ALL)
+	if (op < 0 || op >= PL_OP_NR)
 		return -1;
 	f = pl_best_form(width);
 	k = &pl_kinds[op][f];
@@ -133,27 +110,18 @@ u32 pl_op_missing(enum pl_op op, unsigned int width, u32 features)
 	return need & ~features;
 }
 
-/* ---- every op a parameter can name: the module's, then the user backend's ---- */
+/* ---- the ops a parameter names ---- */
 const char *pl_op_name(int op)
 {
-	return op >= 0 && op < PL_OP_ALL ? pl_ops[op].name : "?";
+	return op >= 0 && op < PL_OP_NR ? pl_ops[op].name : "?";
 }
 
 int pl_op_find(const char *s, size_t len)
 {
 	int i;
 
-	for (i = 0; i < PL_OP_ALL; i++)
+	for (i = 0; i < PL_OP_NR; i++)
 		if (strlen(pl_ops[i].name) == len && !memcmp(pl_ops[i].name, s, len))
 			return i;
 	return -1;
-}
-
-const struct pl_op_desc *pl_op_desc_of(const struct pl_facts *f, int op)
-{
-	if (op >= 0 && op < PL_OP_NR)
-		return &pl_ops[op];
-	if (op >= PL_OP_NR && op < PL_OP_ALL)
-		return f->xops[op - PL_OP_NR];
-	return NULL;
 }

@@ -27,7 +27,7 @@ _Static_assert(PL_FLUSH_LINE == 0 && PL_FLUSH_ACCESS == 1, "flush names");
 _Static_assert(PL_PLACE_GLOBAL == 0 && PL_PLACE_THREAD == 1 && PL_PLACE_DIMM == 2,
 	      "placement names");
 _Static_assert(PL_CW_NONE == 0 && PL_CW_RAW == 1 && PL_CW_STORE == 2, "chase_write names");
-_Static_assert(PL_OP_ANY <= 256, "ops are stored in a u8");
+_Static_assert(PL_OP_NR <= 256, "ops are stored in a u8");
 
 /* the descriptions are for the documentation and the controller, not the module */
 #ifdef __KERNEL__
@@ -325,10 +325,9 @@ size_t pl_param_allowed(int id, char *buf, size_t len)
 			pl_out(&t, "%s%s", i ? ", " : "", d->names[i]);
 		break;
 	case PL_K_OPS:
-		for (op = 0; op < PL_OP_ANY; op++)
-			pl_out(&t, "%s%s", op == PL_OP_COPY ? " (user backend: " : op ? ", " : "",
-			       pl_op_name(op));
-		pl_out(&t, "), or a comma list of them");
+		for (op = 0; op < PL_OP_NR; op++)
+			pl_out(&t, "%s%s", op ? ", " : "", pl_op_name(op));
+		pl_out(&t, ", or a comma list of them");
 		break;
 	case PL_K_CPUS:
 		pl_out(&t, "a CPU list such as 0-3,6, or empty");

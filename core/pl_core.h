@@ -32,22 +32,14 @@ extern const char *const pl_feature_names[PL_F_NR];
 #define PL_OPF_WRITES	(1u << 1)	/* the access writes memory (counted as a write) */
 #define PL_OPF_DATA	(1u << 2)	/* stores the data register (non-zero, varying) */
 #define PL_OPF_FLUSHES	(1u << 3)	/* flushes each line it stored */
-#define PL_OPF_USER	(1u << 4)	/* userspace runner only */
 #define PL_OPF_OWN	(1u << 5)	/* its loop is written out (pl_chase_loop), not generated */
 #define PL_OPF_NT	(1u << 6)	/* non-temporal: its access bypasses the caches (movnt*) */
 
-/*
- * Ops, in the order of ops.def: the module's ops first (PL_OP_NR of them:
- * the rows without PL_OPF_USER; ops.c checks the order), then the user
- * backend's: the copy ops.
- */
+/* Ops, in the order of ops.def (both backends run all PL_OP_NR of them) */
 enum pl_op {
 #define PL_OP(ID, ident, name, flags, CEIL)	PL_OP_##ID,
 #include "ops.def"
-	PL_OP_ALL,
-	PL_OP_NR = 0
-#define PL_OP(ID, ident, name, flags, CEIL)	+ !((flags) & PL_OPF_USER)
-#include "ops.def"
+	PL_OP_NR
 };
 
 #define PL_NWIDTH	4		/* 8, 16, 32, 64 bytes */
@@ -96,14 +88,13 @@ struct pl_op_desc {
 	u32 needs[PL_NWIDTH];
 };
 
-extern const struct pl_op_desc pl_ops[PL_OP_ALL];
+extern const struct pl_op_desc pl_ops[PL_OP_NR];
 
 static inline unsigned int pl_width_idx(unsigned int width)
 {
 	return width == 8 ? 0 : width == 16 ? 1 : width == 32 ? 2 : 3;
 }
 
-int pl_op_lookup(const char *name, size_t len);
 /* the form op x width runs with the feature mask, or -1 */
 int pl_op_form(int op, unsigned int width, u32 features);
 /* mnemonics of one unit of op x width on a CPU with these features ("mov+clwb"), or NULL */

@@ -33,13 +33,6 @@
 
 enum pl_placement { PL_PLACE_GLOBAL, PL_PLACE_THREAD, PL_PLACE_DIMM };
 
-/*
- * Ops of the user backend only (ops.def, PL_OPF_USER), after the module's:
- * copy and ntcopy (their loops are generated from ops.def with the others).  PL_OP_ANY counts every op a parameter can name.
- */
-#define PL_NXOPS	(PL_OP_ALL - PL_OP_NR)
-#define PL_OP_ANY	PL_OP_ALL
-
 enum pl_kind { PL_K_NUM, PL_K_SIZE, PL_K_BOOL, PL_K_ENUM, PL_K_OPS, PL_K_CPUS, PL_K_NAME };
 
 /* a NAME value: printable, no white space, at most this long; empty is its default */
@@ -126,8 +119,7 @@ struct pl_facts {
 	unsigned int nr_online, nr_possible;
 	u64 tsc_khz;
 	bool prefetch;			/* prefetchers can be turned off */
-	bool user;			/* the user backend: its own ops, no prefetch control */
-	const struct pl_op_desc *xops[PL_NXOPS];	/* the user backend's ops (else NULL) */
+	bool user;			/* the user backend: no prefetch control, no named targets */
 	const char *fs_sig;		/* "none", "unreadable" or the signature found (sig.c) */
 	unsigned int nparts;		/* partitions of the target's disk */
 	bool allow_overwrite;
@@ -203,7 +195,6 @@ int pl_refuse(struct pl_verdict *v, int err, int param, bool machine, const char
 	__printf(5, 6);
 /* the rules of one value of its own: range, multiple, rule, machine */
 int pl_judge_value(int id, u64 val, const struct pl_facts *f, struct pl_verdict *v);
-int pl_judge_ops(const u8 *ops, unsigned int n, const struct pl_facts *f, struct pl_verdict *v);
 /* a CPU list whose highest CPU is top - 1 (top 0: empty) */
 int pl_judge_cpus(unsigned int top, const struct pl_facts *f, struct pl_verdict *v);
 /* s[0..len) is a named target's name (PL_TARGET_NAME_RULE) */
@@ -235,11 +226,9 @@ int pl_param_set(struct pl_params *p, int id, const char *text, size_t len,
 int pl_params_apply(struct pl_params *p, const char *const *text, const struct pl_facts *f,
 		    struct pl_verdict *v);
 
-/* ---- ops.c: every op a parameter can name (the module's, then the user backend's) ---- */
+/* ---- ops.c: the ops a parameter names ---- */
 const char *pl_op_name(int op);
 /* the op a name names, or -1 */
 int pl_op_find(const char *s, size_t len);
-/* the descriptor of an op (NULL: the backend has no such op) */
-const struct pl_op_desc *pl_op_desc_of(const struct pl_facts *f, int op);
 
 #endif /* PMEMLAB_PARAMS_H */

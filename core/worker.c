@@ -46,10 +46,6 @@ int pl_thread_setup(struct pl_thread *t, const struct pl_setup *s, unsigned int 
 	t->cpu = cpu;
 	t->op = p->ops[idx % p->nops];
 	t->probe = p->probe && idx == 0;
-	if (!pl_op_desc_of(s->f, t->op)) {
-		snprintf(why, len, "op %s: not in this backend", pl_op_name(t->op));
-		return -EOPNOTSUPP;
-	}
 	pl_place_input(p, s->target_size, idx, s->n, &in);
 	err = pl_place_worker(&in, &reg, why, len);
 	if (err)

@@ -94,9 +94,9 @@ def _weighted(*choices: tuple[int, st.SearchStrategy[str]]) -> st.SearchStrategy
 
 
 @functools.cache  # built once per parameter and machine: each build judges dozens of texts through libplcore
-def value_texts(name: str, m: Machine, user_ops: bool = True) -> st.SearchStrategy[str]:
+def value_texts(name: str, m: Machine) -> st.SearchStrategy[str]:
     """Text for one parameter's file: mostly a valid value, often at the edge of its range,
-    sometimes junk; with user_ops, the names of the user backend's own ops too."""
+    sometimes junk, sometimes an op of rules of its own (the copies, chase)."""
     p = P.PARAMS[name]
     junk = st.sampled_from(JUNK)
     if p.kind in ("int", "size"):
@@ -116,7 +116,7 @@ def value_texts(name: str, m: Machine, user_ops: bool = True) -> st.SearchStrate
         one = st.sampled_from(P.OPS)
         lists = st.lists(one, min_size=1, max_size=4).map(",".join)
         bad = st.sampled_from(["stor", "load,", ",load", "load,,store", "store+", "LOAD"]
-                              + (["copy", "ntcopy,load", "chase"] if user_ops else []))
+                              + ["copy", "ntcopy,load", "chase"])
         return _weighted((6, one), (4, lists), (1, bad))
     if p.kind == "name":  # load_target: empty (this target), a name, or text no name may be (no white
         # space: the runner's --check-batch lines split on it)
@@ -132,9 +132,8 @@ CHANGE = 51  # of 256: a parameter is changed in one set in five
 
 
 @st.composite
-def param_sets(draw: st.DrawFn, m: Machine | None = None, user_ops: bool = True) -> dict[str, str]:
-    """A run's parameters as text, in table order; most are left at their defaults. Without
-    user_ops, no op only the user backend has (the module and the runner differ there)."""
+def param_sets(draw: st.DrawFn, m: Machine | None = None) -> dict[str, str]:
+    """A run's parameters as text, in table order; most are left at their defaults."""
     m = m or Machine()
     chosen: dict[str, str] = {}
     if draw(st.integers(0, 3)) == 0:
@@ -144,7 +143,7 @@ def param_sets(draw: st.DrawFn, m: Machine | None = None, user_ops: bool = True)
     dice = draw(st.binary(min_size=len(P.PARAM_NAMES), max_size=len(P.PARAM_NAMES)))
     for name, die in zip(P.PARAM_NAMES, dice):
         if die < CHANGE:
-            chosen[name] = draw(value_texts(name, m, user_ops))
+            chosen[name] = draw(value_texts(name, m))
         elif name == "threads" and die < CHANGE + (256 - CHANGE) // 2:
             chosen[name] = str(draw(st.integers(1, m.online)))
     # a window that fits most of the time, so the combination is reached
@@ -232,7 +231,7 @@ def _pick(draw: st.DrawFn, name: str) -> str:
 
 
 @st.composite
-def runnable_sets(draw: st.DrawFn, m: Machine, user_ops: bool = True, widths: tuple[int, ...] = (8, 16, 32),
+def runnable_sets(draw: st.DrawFn, m: Machine, widths: tuple[int, ...] = (8, 16, 32),
                   work_ns: int = RUN_WORK_NS) -> dict[str, str]:
     """A run's parameters as text (table order), meant to be valid and quick on a target of
     m.target_size bytes (a count run: work_ns of work, RUN_WORK_NS): judge it before running it."""
@@ -240,7 +239,7 @@ def runnable_sets(draw: st.DrawFn, m: Machine, user_ops: bool = True, widths: tu
                             if P.PARAMS[name].kind in ("enum", "bool") and name != "width"}
     size = m.target_size
     lat = v["mode"] == "latency"
-    ops = [o["name"] for o in P.plcore.schema()["ops"] if user_ops or not o["user_only"]]
+    ops = [o["name"] for o in P.plcore.schema()["ops"]]
     plain = [o for o in ops if o != "chase"]
     threads = draw(st.integers(1, min(m.online, P.PARAMS["threads"].hi or 1)))
     v["threads"] = threads

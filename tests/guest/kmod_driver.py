@@ -12,6 +12,8 @@ from pathlib import Path
 SYSFS = Path("/sys/kernel/pmemlab")
 
 OPS = ["load", "ntload", "store", "ntstore", "store+clwb", "store+clflushopt", "store+clflush"]
+# a load of the source and a store of it a unit (test_copy.py); every placement but per-dimm
+COPY_OPS = ["copy", "ntcopy"]
 WRITE_OPS = [op for op in OPS if op not in ("load", "ntload")]
 PATTERNS = ["seq", "rand", "stride", "hotspot"]
 MODES = ["latency", "bandwidth"]

@@ -219,7 +219,7 @@ def test_fuzz_valid_runs_through_sysfs(module) -> None:
                   phases=[Phase.explicit, Phase.reuse, Phase.generate],
                   suppress_health_check=[HealthCheck.filter_too_much, HealthCheck.too_slow,
                                          HealthCheck.data_too_large])
-        @given(values=runnable_sets(m, user_ops=False, widths=widths, work_ns=GUEST_WORK_NS))
+        @given(values=runnable_sets(m, widths=widths, work_ns=GUEST_WORK_NS))
         def one(values: dict[str, str]) -> None:
             nonlocal mod
             # a named target for a quarter of the sets, picked from the values (so a replay picks it again)

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from kernel_log import KernelLog
-from kmod_driver import MODES, OPS, PATTERNS, SYSFS, Module, Result, WriteRefused, assert_split
+from kmod_driver import COPY_OPS, MODES, OPS, PATTERNS, SYSFS, Module, Result, WriteRefused, assert_split
 
 MiB = 1 << 20
 
@@ -57,7 +57,7 @@ def test_the_module_is_loaded_from_the_guests_memory(ko: Path) -> None:
 def usable_ops(mod: Module) -> list[str]:
     feats = set(mod.read("cpu_features").split())
     need = {"store+clwb": "clwb", "store+clflushopt": "clflushopt"}
-    return [op for op in OPS if need.get(op, "sse2") in feats]
+    return [op for op in OPS + COPY_OPS if need.get(op, "sse2") in feats]
 
 
 def milli(value: str) -> int:

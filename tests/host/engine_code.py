@@ -13,7 +13,6 @@ FORMS = ("8", "16sse", "16vex", "32", "64")
 FORM_WIDTH = {"8": 8, "16sse": 16, "16vex": 16, "32": 32, "64": 64}
 FAMILIES = ("linear", "rand", "dimm_linear", "dimm_rand")
 OPS = ("load", "ntload", "store", "ntstore", "store+clwb", "store+clflushopt", "store+clflush", "copy", "ntcopy")
-MODULE_OPS = OPS[:7]
 FLUSH_OF = {"store+clwb": "clwb", "store+clflushopt": "clflushopt", "store+clflush": "clflush"}
 
 # (mnemonic, direction) of one load / store of each form, as objdump prints them

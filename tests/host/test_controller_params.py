@@ -32,6 +32,8 @@ def test_the_table_is_the_modules():
     assert P.PARAMS["width"].choices == (0, 8, 16, 32, 64) and P.PARAMS["width"].kind == "enum"
     assert P.PARAMS["mode"].default == "bandwidth" and P.PARAMS["cpus"].default == ""
     assert "store+clwb" in P.OPS and "copy" not in P.OPS and P.WRITE_OPS == set(P.OPS) - {"load", "ntload"}
+    # the copies (a load and a store a unit) run on both backends, outside the access ops combined
+    assert P.COPY_OPS == ("copy", "ntcopy") and P.CHASE_OPS == ("chase",)
 
 
 @pytest.mark.parametrize("text,value", [("4096", 4096), ("4K", 4096), ("64M", 64 << 20), ("1G", 1 << 30),
@@ -194,8 +196,11 @@ def test_write_protection_and_backend_ops():
     ok = P.TargetFacts(target_size=1 << 30, extra={"fs_signature": "ext4", "target_kind": "fsdax"},
                        allow_overwrite=True)
     assert problems(ok, op="ntstore") == set()
-    # the user backend's own ops: judged unsupported on the module, accepted by the runner
-    assert problems(facts, op="copy", read_pct=100) == {("op", "unsupported")}
+    # the copies run on the module too (issue 35): a write, so the guard applies as to a store
+    assert problems(facts, op="copy", read_pct=100) == set()
+    assert problems(facts, op="ntcopy") == {("op", "unsupported")}
+    assert problems(ok, op="copy,ntcopy", threads=2) == set()
+    assert problems(ok, op="copy", placement="per-dimm", interleave_ways=2) == {("op", "invalid")}
     user = P.TargetFacts(target_size=1 << 30, extra={"fs_signature": "none", "target_kind": "user-dram"},
                          allow_overwrite=False)
     assert problems(user, op="copy") == set()

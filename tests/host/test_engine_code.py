@@ -2,7 +2,7 @@
 module's engine.o built for every installed kernel tree (build/<release>/, as scripts/vm builds it):
 
 - every op x form x family has its bandwidth loop, its full bandwidth loop, its loop of split
-  long accesses and its latency loop (the module: its own ops; the runner: the copy ops too);
+  long accesses and its latency loop (both: every op, the copies too);
 - no call, no indirect jump and no retpoline thunk anywhere in a loop function, the return
   (a jump to __x86_return_thunk on kernels built with return thunks) at its exit only;
 - every latency bracket (rdtscp ... rdtscp, or lfence; rdtsc; lfence twice) holds fences, the
@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from engine_code import (FAMILIES, FLUSH_OF, FORMS, LOAD, MODULE_OPS, NTSTORE, OPS, Insn, disassemble, has_form,
+from engine_code import (FAMILIES, FLUSH_OF, FORMS, LOAD, NTSTORE, OPS, Insn, disassemble, has_form,
                          ident, unit_kinds)
 from testlib import TOP, load_vm_script
 
@@ -188,14 +188,48 @@ def check_alignment(obj: Path, ops: tuple[str, ...]) -> None:
     assert checked and not bad, f"{obj.name}: per-access loops off a 64-byte line: {bad[:6]}"
 
 
+COPY_REG = {"16sse": "%xmm1", "16vex": "%xmm1", "32": "%ymm1", "64": "%zmm1"}
+
+
+def check_copy_units(obj: Path) -> None:
+    """Each unit of a copy's plain loops (no mix load there) in a vector form: the load of the
+    source into the load register, then at once the store (ntcopy: the non-temporal store) of that
+    register to another address, the destination; as many loads as stores, and the store data
+    register (register 0) stored nowhere: a copy writes the source's bytes, nothing else."""
+    funcs = disassemble(obj)
+    units = 0
+    for op in ("copy", "ntcopy"):
+        for form, reg in COPY_REG.items():
+            ld, st = unit_kinds(op, form)[0][0], unit_kinds(op, form)[1][0]
+            for fam in FAMILIES:
+                name = f"pl_bw_{ident(op)}_{form}_{fam}"
+                insns = funcs[name]
+                loads = [k for k, i in enumerate(insns) if i.mnemonic == ld and i.operands.endswith("," + reg)
+                         and "(" in i.operands]
+                stores = [k for k, i in enumerate(insns) if i.operands.startswith(reg + ",") and "(" in i.operands]
+                assert loads and len(loads) == len(stores), f"{obj.name} {name}: {len(loads)} loads, {len(stores)} stores"
+                for k in loads:
+                    nxt = insns[k + 1]
+                    src = insns[k].operands.rsplit(",", 1)[0]
+                    assert nxt.mnemonic == st and nxt.operands.startswith(reg + ",") and \
+                        nxt.operands.split(",", 1)[1] != src, f"{obj.name} {name}: {insns[k]} then {nxt}"
+                data = reg.replace("1", "0")
+                assert not [i for i in insns if i.operands.startswith(data + ",") and "(" in i.operands], \
+                    f"{obj.name} {name}: stores the data register"
+                units += len(loads)
+    assert units, obj.name
+
+
 def test_runner_loops(runner_obj: Path) -> None:
     check_object(runner_obj, OPS)
     check_alignment(runner_obj, OPS)
+    check_copy_units(runner_obj)
 
 
 def test_module_loops_every_tree(module_obj: Path) -> None:
-    check_object(module_obj, MODULE_OPS)
-    check_alignment(module_obj, MODULE_OPS)
+    check_object(module_obj, OPS)
+    check_alignment(module_obj, OPS)
+    check_copy_units(module_obj)
 
 
 HOPS_PER_STEP = 16  # PL_CHASE_UNROLL (core/pl_core.h): chase_batch is a multiple of it

@@ -56,9 +56,9 @@ import json
 import pmemlab.plcore as plcore
 
 schema = plcore.schema()
-added = ({"name": "ntstore+clwb", "writes": True, "flushes": True, "non_temporal": True, "user_only": False},
-         {"name": "ntload2", "writes": False, "flushes": False, "non_temporal": True, "user_only": False},
-         {"name": "ntfake", "writes": False, "flushes": False, "non_temporal": False, "user_only": False})
+added = ({"name": "ntstore+clwb", "reads": False, "writes": True, "flushes": True, "non_temporal": True},
+         {"name": "ntload2", "reads": True, "writes": False, "flushes": False, "non_temporal": True},
+         {"name": "ntfake", "reads": True, "writes": False, "flushes": False, "non_temporal": False})
 plcore.schema = lambda: {**schema, "ops": [*schema["ops"], *added]}
 from pmemlab.cli import oneliners
 from pmemlab.plots import recipes

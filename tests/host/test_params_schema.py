@@ -25,7 +25,7 @@ def test_the_packaged_schema_is_the_libraries_table() -> None:
         "userspace/pmemlab/schema.json is stale: run `make docs`"
     table = plcore.schema()
     assert [row["name"] for row in table["params"]] == list(P.PARAM_NAMES)
-    assert {op["name"] for op in table["ops"]} == {*P.OPS, *P.CHASE_OPS, "copy", "ntcopy"}
+    assert {op["name"] for op in table["ops"]} == {*P.OPS, *P.CHASE_OPS, *P.COPY_OPS}
     assert P.PARAMS["access_size"].hi == next(r["hi"] for r in table["params"] if r["name"] == "access_size")
 
 

@@ -79,12 +79,14 @@ PARAMS: dict[str, Param] = _load()
 PARAM_NAMES: tuple[str, ...] = tuple(PARAMS)
 _INDEX = {name: i for i, name in enumerate(PARAM_NAMES)}
 _OPS = plcore.schema()["ops"]
-# the module's access ops, which the sweeps and one-liners combine (the user backend adds copy and
-# ntcopy); chase (its own loop: latency mode, dependent loads) runs on both backends but is not one
+# the access ops the sweeps and one-liners combine: one access a unit, a load or a store. Both
+# backends run every op; the copies (a load of the source and a store of it: the table's ops that
+# read and write) and chase (its own loop: latency mode, dependent loads) are not among these
 CHASE_OPS: tuple[str, ...] = tuple(op["name"] for op in _OPS if op.get("own_loop"))
-OPS: tuple[str, ...] = tuple(op["name"] for op in _OPS if not op["user_only"] and not op.get("own_loop"))
-WRITE_OPS: frozenset[str] = frozenset(op["name"] for op in _OPS if op["writes"] and not op["user_only"])
-READ_OPS: frozenset[str] = frozenset(OPS) - WRITE_OPS  # the module's ops that only read
+COPY_OPS: tuple[str, ...] = tuple(op["name"] for op in _OPS if op["reads"] and op["writes"] and not op.get("own_loop"))
+OPS: tuple[str, ...] = tuple(op["name"] for op in _OPS if op["name"] not in CHASE_OPS + COPY_OPS)
+WRITE_OPS: frozenset[str] = frozenset(op["name"] for op in _OPS if op["writes"] and op["name"] in OPS)
+READ_OPS: frozenset[str] = frozenset(OPS) - WRITE_OPS  # the access ops that only read
 
 
 def flush_of(op: str) -> str:
@@ -102,9 +104,9 @@ def non_temporal(op: str) -> bool:
     return op in NON_TEMPORAL_OPS
 
 
-# the module's writes that take their data out of the cache themselves (non-temporal, or a store
+# the access ops' writes that take their data out of the cache themselves (non-temporal, or a store
 # and its flush): what a persistence measurement writes with, in the table's order
-DURABLE_WRITES: tuple[str, ...] = tuple(op["name"] for op in _OPS if not op["user_only"] and op["writes"]
+DURABLE_WRITES: tuple[str, ...] = tuple(op["name"] for op in _OPS if op["name"] in OPS and op["writes"]
                                         and (op["flushes"] or non_temporal(op["name"])))
 WIDTHS: tuple[int, ...] = PARAMS["width"].choices
 MAX_ACCESS: int = PARAMS["access_size"].hi or 0

@@ -501,7 +501,6 @@ int main(int argc, char **argv)
 	R.tsc_khz = o.tsc_khz ? o.tsc_khz : read_tsc_khz();
 	if (sched_getaffinity(0, sizeof(allowed), &allowed))
 		refuse(EINVAL, "sched_getaffinity: %s", strerror(errno));
-	plu_user_ops(&R.f);
 	if (mode == RUN || mode == CHECK || mode == SERVE)
 		writes = run_writes(vals, &R.f, &stores);
 	{

@@ -80,7 +80,6 @@ static void parse_facts(struct plc_facts *pf, const char *text)
 	size_t len, n;
 
 	memset(pf, 0, sizeof(*pf));
-	plu_user_ops(f);
 	f->nr_possible = PL_MAX_CPUS;
 	for (; line && *line; line = *end ? end + 1 : end) {
 		end = strchrnul(line, '\n');

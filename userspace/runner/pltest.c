@@ -16,10 +16,10 @@ int pl_test_nops(void)
 	return PL_OP_NR;
 }
 
-/* op: an index into the op table (the module's ops, then the runner's copy ops) */
+/* op: an index into the op table (ops.def's order) */
 const char *pl_test_op_name(int op)
 {
-	return op >= 0 && op < PL_OP_ALL ? pl_ops[op].name : NULL;
+	return op >= 0 && op < PL_OP_NR ? pl_ops[op].name : NULL;
 }
 
 /* the engine's inputs, as the host tests give them (ctypes: all u64) */

@@ -236,7 +236,6 @@ void plu_facts(struct pl_facts *f, const struct plu_target *t, const struct opts
 	f->tsc_khz = tsc_khz;
 	f->prefetch = false;
 	f->user = true;
-	plu_user_ops(f);
 	f->fs_sig = t->fs_sig;
 	f->allow_overwrite = o->allow_overwrite;
 	f->known |= PL_FACT_LAYOUT;

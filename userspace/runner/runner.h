@@ -6,9 +6,6 @@
 #include "pl_run.h"
 #include "pl_tier.h"
 
-/* userops.c: the ops only the user backend has (ops.def, PL_OPF_USER), for struct pl_facts */
-void plu_user_ops(struct pl_facts *f);
-
 /* args.c: the runner's own options (the target, as the module's load-time parameters) */
 struct opts {
 	const char *target;

@@ -67,7 +67,6 @@ const char *plu_schema_json(void)
 {
 	static char *json;
 	struct pl_params defaults;
-	struct pl_facts f = { 0 };
 	struct pl_buf b = { 0 };
 	int i;
 
@@ -78,21 +77,20 @@ const char *plu_schema_json(void)
 	if (!b.p)
 		return NULL;
 	pl_params_defaults(&defaults);
-	plu_user_ops(&f);
 	pl_out(&b, "{\"params\": [");
 	for (i = 0; i < PL_NPARAMS; i++) {
 		pl_out(&b, "%s\n  ", i ? "," : "");
 		put_param(&b, &defaults, i);
 	}
 	pl_out(&b, "],\n \"ops\": [");
-	for (i = 0; i < PL_OP_ANY; i++) {
+	for (i = 0; i < PL_OP_NR; i++) {
 		pl_out(&b, "%s{\"name\": ", i ? ", " : "");
 		put_str(&b, pl_op_name(i));
-		pl_out(&b, ", \"writes\": %s, \"flushes\": %s, \"non_temporal\": %s, \"user_only\": %s, \"own_loop\": %s}",
-		       pl_op_desc_of(&f, i)->writes ? "true" : "false",
+		pl_out(&b, ", \"reads\": %s, \"writes\": %s, \"flushes\": %s, \"non_temporal\": %s, \"own_loop\": %s}",
+		       pl_ops[i].flags & PL_OPF_READS ? "true" : "false",
+		       pl_ops[i].flags & PL_OPF_WRITES ? "true" : "false",
 		       pl_ops[i].flags & PL_OPF_FLUSHES ? "true" : "false",
 		       pl_ops[i].flags & PL_OPF_NT ? "true" : "false",
-		       pl_ops[i].flags & PL_OPF_USER ? "true" : "false",
 		       pl_ops[i].flags & PL_OPF_OWN ? "true" : "false");
 	}
 	pl_out(&b, "],\n \"features\": [");
