@@ -384,3 +384,14 @@ def test_the_2m_plan_knows_its_size_before_it_opens(monkeypatch):
     plan = probe_cli.page2m_plan(kern, "pmem0", mod, {"target_page_size": 4096, "target_pages": "4k"}, 1 << 30)
     assert plan.size == 0 and plan.open() is None and "4096 B" in plan.why
 
+
+def test_the_page_size_of_a_run_is_read_by_one_rule():
+    """_page_bytes (the 4 KiB chase's page, a TLB entry's reach) reads each run as page_bytes_of
+    does: 0 (the module found no mapping to look up) is unsaid, not a page of 0 bytes."""
+    def rows(*sizes):
+        return [{"curve": "chase_page", "status": "ok", "target_page_size": s} for s in sizes]
+    for sizes, want in (((4096, "4096"), 4096), ((2 << 20,), 2 << 20), ((0,), 4096), ((None, "x"), 4096),
+                        ((0, 2 << 20), 2 << 20), ((4096, 2 << 20), 4096)):
+        assert probe_cli._page_bytes(rows(*sizes)) == want, sizes
+        known = {probe_cli.page_bytes_of(r) for r in rows(*sizes)} - {0}
+        assert want == (known.pop() if len(known) == 1 else 4096)

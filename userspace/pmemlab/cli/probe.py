@@ -266,7 +266,8 @@ def _points(rows: Sequence[Mapping[str, Any]], curve: str) -> list[tuple[float, 
 
 
 def page_bytes_of(cond: Mapping[str, Any]) -> int:
-    """The target's page size from its run conditions (target_page_size), 0 where unsaid."""
+    """The target's page size from its run conditions or a run's row (target_page_size), 0 where
+    unsaid (the module says 0 where it could not look its mapping up)."""
     v = _num(cond.get("target_page_size"))
     return 0 if math.isnan(v) else int(v)
 
@@ -551,9 +552,9 @@ def _prefetch(rows: Sequence[Mapping[str, Any]]) -> tuple[list[float], list[floa
 
 
 def _page_bytes(rows: Sequence[Mapping[str, Any]]) -> int:
-    """The page size the one-line-per-page chase ran on (its target's), 4096 where unsaid."""
-    sizes = {int(_num(r.get("target_page_size"))) for r in _ok(rows, "chase_page")
-             if not math.isnan(_num(r.get("target_page_size")))}
+    """The page size the one-line-per-page chase ran on (its target's, page_bytes_of of each run),
+    4096 where unsaid or its runs disagree."""
+    sizes = {page_bytes_of(r) for r in _ok(rows, "chase_page")} - {0}
     return sizes.pop() if len(sizes) == 1 else 4096
 
 
