@@ -395,3 +395,24 @@ def test_the_page_size_of_a_run_is_read_by_one_rule():
         assert probe_cli._page_bytes(rows(*sizes)) == want, sizes
         known = {probe_cli.page_bytes_of(r) for r in rows(*sizes)} - {0}
         assert want == (known.pop() if len(known) == 1 else 4096)
+
+
+def test_card_json_is_what_json_prints(probed, tmp_path, monkeypatch, capsys):
+    """card.json is written as --json prints the card (output.dumps): strict JSON, a NaN as null
+    and a numpy integer as a number; json.dumps(default=str) wrote NaN (no JSON) and "7"."""
+    import numpy as np
+
+    out, _, _ = probed
+    build = probe_cli.build_card
+
+    def with_odd_numbers(*args, **kwargs):
+        doc, infs = build(*args, **kwargs)
+        doc["inferences"][0]["detail"]["odd"] = {"nan": float("nan"), "int64": np.int64(7)}
+        return doc, infs
+
+    monkeypatch.setattr(probe_cli, "build_card", with_odd_numbers)
+    assert main(["probe", "--from", str(out), "-o", str(tmp_path / "again"), "--json"]) == exitcodes.OK
+    printed = json.loads(capsys.readouterr().out)
+    text = (tmp_path / "again" / "card.json").read_text()
+    saved = json.loads(text, parse_constant=lambda c: pytest.fail(f"card.json holds {c}: not JSON"))
+    assert saved == printed and saved["inferences"][0]["detail"]["odd"] == {"nan": None, "int64": 7}

@@ -31,7 +31,7 @@ from pmemlab.config import one_point
 from pmemlab.host.caches import CACHE_DIR, cpu_caches  # noqa: F401 (the probe's names)
 from pmemlab.host.readall import read_all
 from pmemlab.errors import BadInput, OutputError, ParamRefused, PmemlabError, UsageError
-from pmemlab.output import print_json, text_table
+from pmemlab.output import dumps, print_json, text_table
 from pmemlab.sweep import Bench, one_point_sweep
 
 if TYPE_CHECKING:
@@ -813,6 +813,12 @@ def page2m_plan(args: argparse.Namespace, target: str, bench: Bench, cond: Mappi
     return Page2M(why=why) if why else Page2M(size=target_size // 2, why="", bench=bench)
 
 
+def write_card(doc: Mapping[str, Any], path: Path) -> None:
+    """card.json as `--json` prints it (output.dumps): strict JSON, NaN as null, numpy numbers as
+    numbers (json.dumps(default=str) wrote NaN, which is no JSON, and numpy integers as strings)."""
+    path.write_text(dumps(doc) + "\n")
+
+
 def run(args: argparse.Namespace) -> int:
     if args.source:
         src = Path(args.source)
@@ -826,7 +832,7 @@ def run(args: argparse.Namespace) -> int:
                             skipped=_skipped_of(meta))
         if args.output:
             out = _output_dir(args.output)
-            (out / CARD_NAME).write_text(json.dumps(doc, indent=1, default=str) + "\n")
+            write_card(doc, out / CARD_NAME)
             save_rows(rows, out / CSV_NAME)
             draw(doc, rows, out)
         print_card(doc, args.json)
@@ -867,7 +873,7 @@ def run(args: argparse.Namespace) -> int:
     save_rows(prober.rows, out / CSV_NAME)
     doc, _ = build_card(prober.rows, cond, target=target, backend=args.backend, caches=caches,
                         budget_s=args.budget, wall_s=wall, stopped=stopped, skipped=prober.skipped)
-    (out / CARD_NAME).write_text(json.dumps(doc, indent=1, default=str) + "\n")
+    write_card(doc, out / CARD_NAME)
     draw(doc, prober.rows, out)
     print_card(doc, args.json)
     if not args.json:
