@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from kernel_log import KernelLog
 from kmod_driver import Module, WriteRefused
 from test_features import DEFAULTS
 
@@ -134,3 +135,34 @@ def test_a_raw_chase_shorter_than_a_batch_is_refused(fresh: Module) -> None:
     with pytest.raises(WriteRefused) as info:
         fresh.start()
     assert info.value.errno == errno.EINVAL and "chase_batch" in info.value.reason, info.value.reason
+
+
+NO_HUGE_VMALLOC = "dram_pages=2m: this kernel has no huge vmalloc (5.18+): the target has 4096-byte pages"
+
+
+def test_the_chase_over_2m_pages_of_a_dram_target(module) -> None:
+    """chase_page=1 access_size=2M (the probe's 2 MiB-page TLB reach) on the module's DRAM target
+    of 2 MiB pages (dram_pages=2m): one line of the chain in each 2 MiB slot, the hops counted in
+    whole batches, reads only, the target's pages 2 MiB. A kernel without huge vmalloc (before
+    5.18: 5.10) gives the target 4 KiB pages and says so at load (test_module.py
+    test_dram_target_page_sizes): skipped with that reason. Last in the file: it loads the module
+    on a target of its own (the tests above share the NVDIMM load)."""
+    size, batch = 32 * MiB, 16  # 16 slots: a batch of hops goes once round the chain
+    with KernelLog() as log, module(target="dram", dram_size=str(size), dram_pages="2m") as sysfs:
+        m = Module(sysfs)
+        said = [line for line in log.lines() if NO_HUGE_VMALLOC in line]
+        if said:
+            assert int(m.read("target_page_size")) == 4096
+            pytest.skip(f"no huge vmalloc on this kernel: {said[0].strip()}")
+        assert int(m.read("target_page_size")) == 2 * MiB
+        res = m.run(**{**DEFAULTS, "mode": "latency", "op": "chase", "working_set": size, "chase_write": "none",
+                       "chase_page": 1, "access_size": 2 * MiB, "chase_batch": batch, "duration_ms": 200,
+                       "samples": 64})
+        assert m.state() == "done", m.last_error()
+        assert int(m.read("target_page_size")) == 2 * MiB  # the pages the run had
+    (r,) = res.threads
+    assert r["op"] == "chase" and r["mode"] == "latency" and "chase_loop" in r["loop"], r
+    ops, n = int(r["ops"]), int(r["lat_n"])
+    assert n >= 1 and ops == n * batch, (ops, n, batch)
+    assert int(r["reads"]) == ops and int(r["writes"]) == 0 and int(r["bytes"]) == ops * 2 * MiB, r
+    assert int(r["lat_min"]) <= int(r["lat_p50"]) <= int(r["lat_max"]), r

@@ -12,16 +12,15 @@ import csv
 import io
 import json
 import os
-import re
 import subprocess
 from pathlib import Path
 
 import pytest
 
 import pmemlab.cli as cli
+from numa_nodes import two_memory_nodes
 
 TARGETS = Path("/sys/kernel/pmemlab/targets")
-NODE = Path("/sys/devices/system/node")
 SMALL = ("--mixes", "100,0", "--points", "3", "--threads", "2", "--duration-ms", "20", "--repeats", "1",
          "--max-repeats", "1", "--max-delay", "4096", "--working-set", "4M", "--timeout", "600")
 
@@ -122,23 +121,6 @@ def test_curves_on_the_cxl_node_with_the_load_on_local_dram(module, tmp_path: Pa
         doc, rows = curves(tmp_path, "--backend", "kernel", "--load-target", "local")
     assert_family(doc, rows, "kernel", "chase")
     assert {r["load_target"] for r in rows} == {"local"}
-
-
-def two_memory_nodes() -> tuple[int, int]:
-    """CPU 0's node and another with memory: the CXL node where the bed has one, else a CPU-less
-    node (make test's first guest), else any other (its two-node guest)."""
-    nodes = {}
-    for p in sorted(NODE.glob("node[0-9]*")):
-        mem = re.search(r"MemTotal:\s+(\d+)", (p / "meminfo").read_text())
-        if mem and int(mem.group(1)) > 0:
-            nodes[int(p.name[4:])] = (p / "cpulist").read_text().strip()
-    dram = next(int(p.name[4:]) for p in NODE.glob("node[0-9]*") if (p / "cpu0").exists())
-    if os.environ.get("PMEMLAB_CXL_NODE"):
-        return dram, int(os.environ["PMEMLAB_CXL_NODE"])
-    others = sorted((bool(cpus), n) for n, cpus in nodes.items() if n != dram)  # CPU-less first
-    if not others:
-        pytest.skip("one NUMA node with memory (scripts/vm --cpuless-node SIZE or --numa-nodes 2 give two)")
-    return dram, others[0][1]
 
 
 def test_a_weighted_target_against_dram_alone(module, tmp_path: Path) -> None:

@@ -17,10 +17,8 @@ them too, where the module runs on 6.12 and the user backend has MPOL_WEIGHTED_I
 refusals fill a node: the first guest's 512 MiB CPU-less one is the quick one to fill; the check
 that refuses is the same code for both ways of placing).
 
-The two nodes: the DRAM node is CPU 0's; the CXL node is $PMEMLAB_CXL_NODE (the CXL ram lane's
-node, where the bed has one), else the first node with memory and no CPUs (scripts/vm
---cpuless-node: make test's first guest), else another node with memory (the last guest's
-second node, where the user backend has MPOL_WEIGHTED_INTERLEAVE: 6.12); one node: skipped.
+The two nodes: numa_nodes.two_memory_nodes (CPU 0's and the CXL node, a CPU-less node, or the
+last guest's second node, where the user backend has MPOL_WEIGHTED_INTERLEAVE: 6.12).
 """
 from __future__ import annotations
 
@@ -40,41 +38,18 @@ import pytest
 
 import pmemlab.cli as cli
 from kernel_log import KernelLog
+from numa_nodes import two_memory_nodes
 
 MiB = 1 << 20
 TOP = Path(__file__).resolve().parents[2]
 RUNNER = TOP / "userspace" / "runner" / "pmemlab-run"
 SYSFS = Path("/sys/kernel/pmemlab")
-NODE = Path("/sys/devices/system/node")
 WI = Path("/sys/kernel/mm/mempolicy/weighted_interleave")
-
-
-
-def node_of_cpu0() -> int:
-    return next(int(p.name[4:]) for p in NODE.glob("node[0-9]*") if (p / "cpu0").exists())
-
-
-def memory_nodes() -> dict[int, str]:
-    """node -> its CPU list, for every node with memory."""
-    out = {}
-    for p in sorted(NODE.glob("node[0-9]*")):
-        mem = re.search(r"MemTotal:\s+(\d+)", (p / "meminfo").read_text())
-        if mem and int(mem.group(1)) > 0:
-            out[int(p.name[4:])] = (p / "cpulist").read_text().strip()
-    return out
 
 
 @pytest.fixture(scope="module")
 def pair() -> tuple[int, int]:
-    dram, nodes = node_of_cpu0(), memory_nodes()
-    env = os.environ.get("PMEMLAB_CXL_NODE")
-    if env:
-        assert int(env) in nodes and int(env) != dram, f"PMEMLAB_CXL_NODE={env}: not another node with memory"
-        return dram, int(env)
-    others = sorted((bool(cpus), n) for n, cpus in nodes.items() if n != dram)  # CPU-less first
-    if not others:
-        pytest.skip("one NUMA node with memory (scripts/vm --cpuless-node SIZE or --numa-nodes 2 give two)")
-    return dram, others[0][1]
+    return two_memory_nodes()
 
 
 def report(line: str) -> None:

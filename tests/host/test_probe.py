@@ -327,3 +327,92 @@ def test_the_2m_page_target_fits_the_memory_available(tmp_path):
         assert probe_cli.page2m_size(meminfo) == want, avail_kib
     meminfo.write_text("MemTotal:       24000000 kB\n")
     assert probe_cli.page2m_size(meminfo) == probe_cli.PAGE2M_DRAM
+
+
+def _opened_options(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, str]]:
+    """The options of every target the probe reads the facts of (Bench.probe: `pmemlab-run
+    --facts` maps and faults it), recorded as they are opened."""
+    from pmemlab.sweep import Bench
+
+    seen: list[dict[str, str]] = []
+    real = Bench.probe.__func__  # type: ignore[attr-defined]
+
+    def spy(cls, backend, *args, **kwargs):
+        seen.append(dict(getattr(backend, "options", {})))
+        return real(cls, backend, *args, **kwargs)
+
+    monkeypatch.setattr(Bench, "probe", classmethod(spy))
+    return seen
+
+
+def test_a_probe_ended_before_the_2m_stage_never_opens_its_target(tmp_path, monkeypatch, capsys):
+    """The 2 MiB-page DRAM target (dram_pages=2m, up to 2 GiB) is opened when its stage begins,
+    not at the probe's start: a budget spent in the first stage never maps or faults it, and the
+    card says the line was not measured."""
+    if not RUNNER.exists():
+        pytest.skip("pmemlab-run not built (make userspace)")
+    seen = _opened_options(monkeypatch)
+    out = tmp_path / "short"
+    assert main(["probe", "--target", "dram", "--budget", "1s", "-o", str(out), "--json"]) == exitcodes.OK
+    assert seen and not any(o.get("dram_pages") == "2m" for o in seen), seen
+    doc = json.loads(capsys.readouterr().out)
+    undecided = {u["name"]: u["reason"] for u in doc["undecided"]}
+    assert undecided[PAGE2M_LINE] == "not measured: no measurement of it in this probe's data"
+
+
+def test_the_2m_plan_knows_its_size_before_it_opens(monkeypatch):
+    """The user backend's DRAM: the ladder is planned on page2m_size() with the target unopened;
+    open() opens it once, with that size, and takes it where its pages are 2 MiB (or says why not);
+    the module's target is its own 2 MiB target (half of it laddered) or why not, nothing to open."""
+    import argparse
+
+    monkeypatch.setattr(probe_cli, "page2m_size", lambda: 64 << 20)
+    seen = _opened_options(monkeypatch)
+    args = argparse.Namespace(backend="user", target="dram")
+    plan = probe_cli.page2m_plan(args, "dram", None, {}, 1 << 30)
+    assert (plan.size, plan.why, plan.bench, seen) == (64 << 20, "", None, [])
+    assert probe_cli.page2m_ladder(plan.size)[-1] == 64 << 20
+    if RUNNER.exists():
+        b = plan.open()
+        assert [o.get("dram_pages") for o in seen] == ["2m"] and seen[0]["dram_size"] == str(64 << 20)
+        assert (b is None) == bool(plan.why) and (b is None or b.conditions["target_page_size"] == probe_cli.SLOT_2M)
+        assert plan.open() is b and len(seen) == 1  # opened once
+    kern = argparse.Namespace(backend="kernel", target=None)
+    mod = object()
+    plan = probe_cli.page2m_plan(kern, "pmem0", mod, {"target_page_size": probe_cli.SLOT_2M}, 1 << 30)
+    assert (plan.size, plan.open()) == (512 << 20, mod)
+    plan = probe_cli.page2m_plan(kern, "pmem0", mod, {"target_page_size": 4096, "target_pages": "4k"}, 1 << 30)
+    assert plan.size == 0 and plan.open() is None and "4096 B" in plan.why
+
+
+def test_the_page_size_of_a_run_is_read_by_one_rule():
+    """_page_bytes (the 4 KiB chase's page, a TLB entry's reach) reads each run as page_bytes_of
+    does: 0 (the module found no mapping to look up) is unsaid, not a page of 0 bytes."""
+    def rows(*sizes):
+        return [{"curve": "chase_page", "status": "ok", "target_page_size": s} for s in sizes]
+    for sizes, want in (((4096, "4096"), 4096), ((2 << 20,), 2 << 20), ((0,), 4096), ((None, "x"), 4096),
+                        ((0, 2 << 20), 2 << 20), ((4096, 2 << 20), 4096)):
+        assert probe_cli._page_bytes(rows(*sizes)) == want, sizes
+        known = {probe_cli.page_bytes_of(r) for r in rows(*sizes)} - {0}
+        assert want == (known.pop() if len(known) == 1 else 4096)
+
+
+def test_card_json_is_what_json_prints(probed, tmp_path, monkeypatch, capsys):
+    """card.json is written as --json prints the card (output.dumps): strict JSON, a NaN as null
+    and a numpy integer as a number; json.dumps(default=str) wrote NaN (no JSON) and "7"."""
+    import numpy as np
+
+    out, _, _ = probed
+    build = probe_cli.build_card
+
+    def with_odd_numbers(*args, **kwargs):
+        doc, infs = build(*args, **kwargs)
+        doc["inferences"][0]["detail"]["odd"] = {"nan": float("nan"), "int64": np.int64(7)}
+        return doc, infs
+
+    monkeypatch.setattr(probe_cli, "build_card", with_odd_numbers)
+    assert main(["probe", "--from", str(out), "-o", str(tmp_path / "again"), "--json"]) == exitcodes.OK
+    printed = json.loads(capsys.readouterr().out)
+    text = (tmp_path / "again" / "card.json").read_text()
+    saved = json.loads(text, parse_constant=lambda c: pytest.fail(f"card.json holds {c}: not JSON"))
+    assert saved == printed and saved["inferences"][0]["detail"]["odd"] == {"nan": None, "int64": 7}

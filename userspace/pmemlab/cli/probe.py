@@ -11,8 +11,9 @@ import math
 import re
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
 
 from pmemlab import exitcodes
@@ -30,7 +31,7 @@ from pmemlab.config import one_point
 from pmemlab.host.caches import CACHE_DIR, cpu_caches  # noqa: F401 (the probe's names)
 from pmemlab.host.readall import read_all
 from pmemlab.errors import BadInput, OutputError, ParamRefused, PmemlabError, UsageError
-from pmemlab.output import print_json, text_table
+from pmemlab.output import dumps, print_json, text_table
 from pmemlab.sweep import Bench, one_point_sweep
 
 if TYPE_CHECKING:
@@ -134,16 +135,41 @@ def refine(sizes: Sequence[int], fit_knees: Sequence[Mapping[str, Any]], per_oct
 # --------------------------------------------------------------------------
 # measuring
 # --------------------------------------------------------------------------
+@dataclass
+class Page2M:
+    """The target the 2 MiB-page chase runs on. Its size is known beforehand (the ladder is
+    planned on it); a target of its own (the user backend's DRAM, dram_pages=2m) is opened only
+    when the stage begins (`open`): reading its facts maps and faults all of it, seconds and
+    compaction a probe whose budget ends before the stage must not pay."""
+
+    size: int = 0  # the largest region its ladder may reach; 0: none
+    why: str = "no target of 2 MiB pages given to the probe"  # why it cannot run ('': it can)
+    bench: Bench | None = None  # the target, once open
+    opener: Callable[[], Bench] | None = None  # opens the target of its own (once)
+
+    def open(self) -> Bench | None:
+        """The target, opened now where it is not yet; None where it cannot run (`why` says so:
+        a target of its own the kernel gave no transparent huge pages)."""
+        if self.bench is None and self.opener is not None and not self.why:
+            opener, self.opener = self.opener, None
+            b = opener()
+            why = page2m_target(b.conditions)
+            if why:
+                self.why = why + " (dram_pages=2m: transparent huge pages not given)"
+            else:
+                self.bench = b
+        return None if self.why else self.bench
+
+
 class Prober:
     """Runs one point at a time on the backend and keeps the rows (and, for the write tail, the
     latency histograms as rows of curve `tail_hist`)."""
 
     def __init__(self, bench: Bench, deadline: float, out: Any, page_bench: Bench | None = None,
-                 page2m: tuple[Bench | None, str] | None = None) -> None:
+                 page2m: Page2M | None = None) -> None:
         self.bench = bench
         self.page_bench = page_bench or bench  # the one-line-per-page chase: a target of 4 KiB pages
-        # the one-line-per-2-MiB-page chase: a target of 2 MiB pages, or None and why not
-        self.page2m_bench, self.no_2m = page2m or (None, "no target of 2 MiB pages given to the probe")
+        self.page2m = page2m or Page2M()  # the one-line-per-2-MiB-page chase: a target of 2 MiB pages
         self.deadline = deadline
         self.rows: list[dict[str, Any]] = []
         self.out = out
@@ -203,7 +229,7 @@ class Prober:
     def chase_page_2m(self, rnd: int, size: int) -> dict[str, Any]:
         return self.run("chase_page_2m", rnd, size, {"mode": "latency", "op": "chase", "chase_page": "1",
                                                      "access_size": str(SLOT_2M), "working_set": str(size),
-                                                     "duration_ms": str(CHASE_MS)}, bench=self.page2m_bench)
+                                                     "duration_ms": str(CHASE_MS)}, bench=self.page2m.open())
 
     def randread(self, size: int, ws: int, threads: int = 1) -> dict[str, Any]:
         return self.random_access("randread", "load", size, ws, threads)
@@ -240,7 +266,8 @@ def _points(rows: Sequence[Mapping[str, Any]], curve: str) -> list[tuple[float, 
 
 
 def page_bytes_of(cond: Mapping[str, Any]) -> int:
-    """The target's page size from its run conditions (target_page_size), 0 where unsaid."""
+    """The target's page size from its run conditions or a run's row (target_page_size), 0 where
+    unsaid (the module says 0 where it could not look its mapping up)."""
     v = _num(cond.get("target_page_size"))
     return 0 if math.isnan(v) else int(v)
 
@@ -256,15 +283,10 @@ def page2m_target(cond: Mapping[str, Any]) -> str:
             + ", not 2 MiB")
 
 
-def page2m_ladder(prober: Prober, target_size: int) -> list[int]:
+def page2m_ladder(size: int) -> list[int]:
     """The 2 MiB-page chase's regions, PAGE2M_PER_OCTAVE an octave, multiples of 2 MiB from
-    PAGE2M_MIN: up to the whole of its own DRAM target, half of the probe's target where it runs on
-    that (as the other chases); [] where it has no target or one under two rungs."""
-    b = prober.page2m_bench
-    if b is None:
-        return []
-    own = b is not prober.bench
-    size = int(_num(b.conditions.get("target_size")) or 0) if own else target_size // 2
+    PAGE2M_MIN up to `size` (Page2M.size: the whole of its own DRAM target, half of the probe's
+    target where it runs on that, as the other chases); [] under two rungs."""
     top = size // SLOT_2M * SLOT_2M
     if top < 2 * PAGE2M_MIN:
         return []
@@ -336,6 +358,22 @@ def _stage(prober: Prober, name: str, fn: Any) -> None:
         prober.skipped.append((name, exc.cause))
 
 
+def measure_2m(prober: Prober, until: float) -> None:
+    """The 2 MiB-page chase over its ladder: its target opened here, where the budget reaches the
+    stage (Page2M); not measured, and why, where it has no target or one under two rungs."""
+    ladder = page2m_ladder(prober.page2m.size)
+    if prober.page2m.why or not ladder:
+        prober.skipped.append(("tlb_reach_2m", prober.page2m.why or "its target is smaller than "
+                                                                    f"{2 * PAGE2M_MIN >> 20} MiB"))
+        return
+    if prober.left() <= 0:
+        return
+    if prober.page2m.open() is None:
+        prober.skipped.append(("tlb_reach_2m", prober.page2m.why))
+        return
+    _sweep_sizes(prober, ladder, 1, until, lambda s: prober.chase_page_2m(0, s))
+
+
 def measure(prober: Prober, target_size: int, caches: Sequence[Mapping[str, Any]], budget_s: float) -> str:
     """The plan, each stage inside its share of the budget (SHARES, cumulative from the start):
     random reads and writes over the access sizes (three rounds), the write tail per hotspot
@@ -384,13 +422,7 @@ def measure(prober: Prober, target_size: int, caches: Sequence[Mapping[str, Any]
     page_top = max(PAGE_MIN * 4, min(PAGE_TOP, target_size // 2))
     _stage(prober, "tlb_reach", lambda: _sweep_sizes(
         prober, initial_grid(PAGE_MIN, page_top), 1, ends["chase_page"], lambda s: prober.chase_page(0, s)))
-    ladder = page2m_ladder(prober, target_size)
-    if ladder:
-        _stage(prober, "tlb_reach_2m", lambda: _sweep_sizes(
-            prober, ladder, 1, ends["chase_page_2m"], lambda s: prober.chase_page_2m(0, s)))
-    else:
-        prober.skipped.append(("tlb_reach_2m", prober.no_2m or "its target is smaller than "
-                                                                f"{2 * PAGE2M_MIN >> 20} MiB"))
+    _stage(prober, "tlb_reach_2m", lambda: measure_2m(prober, ends["chase_page_2m"]))
     # its share, or half of what is left where the stages before it overran theirs
     loaded_s = max(min(ends["loaded"], prober.deadline) - time.monotonic(), prober.left() / 2)
     run_s = float(np.median(prober.run_s)) if prober.run_s else 0.5
@@ -520,9 +552,9 @@ def _prefetch(rows: Sequence[Mapping[str, Any]]) -> tuple[list[float], list[floa
 
 
 def _page_bytes(rows: Sequence[Mapping[str, Any]]) -> int:
-    """The page size the one-line-per-page chase ran on (its target's), 4096 where unsaid."""
-    sizes = {int(_num(r.get("target_page_size"))) for r in _ok(rows, "chase_page")
-             if not math.isnan(_num(r.get("target_page_size")))}
+    """The page size the one-line-per-page chase ran on (its target's, page_bytes_of of each run),
+    4096 where unsaid or its runs disagree."""
+    sizes = {page_bytes_of(r) for r in _ok(rows, "chase_page")} - {0}
     return sizes.pop() if len(sizes) == 1 else 4096
 
 
@@ -761,21 +793,30 @@ def page2m_size(meminfo: Path = Path("/proc/meminfo")) -> int:
     return max(PAGE2M_MIN, min(PAGE2M_DRAM, share))
 
 
-def page2m_bench(args: argparse.Namespace, target: str, bench: Bench,
-                 cond: Mapping[str, Any]) -> tuple[Bench | None, str]:
-    """The target the 2 MiB-page chase runs on, or None and why: on the user backend's DRAM a
-    second target of PAGE2M_DRAM mapped with transparent huge pages (dram_pages=2m; the kernel
-    may give it 4 KiB pages in part: its runs say so, build_card keeps those of 2 MiB pages);
-    elsewhere (a DAX target, the module's) the probe's target where its pages are 2 MiB."""
+def page2m_plan(args: argparse.Namespace, target: str, bench: Bench, cond: Mapping[str, Any],
+                target_size: int) -> Page2M:
+    """The target the 2 MiB-page chase runs on (Page2M): on the user backend's DRAM a second target
+    of page2m_size() mapped with transparent huge pages (dram_pages=2m; the kernel may give it
+    4 KiB pages in part: its runs say so, build_card keeps those of 2 MiB pages), opened when the
+    stage begins; elsewhere (a DAX target, the module's) the probe's target where its pages are
+    2 MiB, its half as the other chases."""
     if args.backend == "user" and str(target).split(":")[0] == "dram":
-        be = BackendSpec("user", target=args.target or "dram",
-                         options={"dram_pages": "2m", "dram_size": str(page2m_size())}).open()
-        be.require_loaded()
-        b = Bench.probe(be, backends.online_cpus())
-        why = page2m_target(b.conditions)
-        return (None, why + " (dram_pages=2m: transparent huge pages not given)") if why else (b, "")
+        size = page2m_size()
+
+        def opener() -> Bench:
+            be = BackendSpec("user", target=args.target or "dram",
+                             options={"dram_pages": "2m", "dram_size": str(size)}).open()
+            be.require_loaded()
+            return Bench.probe(be, backends.online_cpus())
+        return Page2M(size=size, why="", opener=opener)
     why = page2m_target(cond)
-    return (None, why) if why else (bench, "")
+    return Page2M(why=why) if why else Page2M(size=target_size // 2, why="", bench=bench)
+
+
+def write_card(doc: Mapping[str, Any], path: Path) -> None:
+    """card.json as `--json` prints it (output.dumps): strict JSON, NaN as null, numpy numbers as
+    numbers (json.dumps(default=str) wrote NaN, which is no JSON, and numpy integers as strings)."""
+    path.write_text(dumps(doc) + "\n")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -791,7 +832,7 @@ def run(args: argparse.Namespace) -> int:
                             skipped=_skipped_of(meta))
         if args.output:
             out = _output_dir(args.output)
-            (out / CARD_NAME).write_text(json.dumps(doc, indent=1, default=str) + "\n")
+            write_card(doc, out / CARD_NAME)
             save_rows(rows, out / CSV_NAME)
             draw(doc, rows, out)
         print_card(doc, args.json)
@@ -817,7 +858,9 @@ def run(args: argparse.Namespace) -> int:
         page_be = BackendSpec("user", target=args.target or "dram", options={"dram_pages": "4k", "dram_size": PAGE_DRAM}).open()
         page_be.require_loaded()
         page_bench = Bench.probe(page_be, backends.online_cpus())
-    prober = Prober(bench, t0 + args.budget, sys.stderr, page_bench, page2m_bench(args, target, bench, cond))
+    target_size = int(cond.get("target_size") or 256 << 20)
+    prober = Prober(bench, t0 + args.budget, sys.stderr, page_bench,
+                    page2m_plan(args, target, bench, cond, target_size))
     if args.backend == "kernel":
         try:
             prober.chase(0, MIN_SIZE)
@@ -825,13 +868,12 @@ def run(args: argparse.Namespace) -> int:
             raise NoChase(f"probe: the module has no pointer chase ({exc.cause})",
                           "use --backend user, or load a pmemlab.ko that has op=chase") from None
         prober.rows.clear()
-    target_size = int(cond.get("target_size") or 256 << 20)
     stopped = measure(prober, target_size, caches, args.budget)
     wall = time.monotonic() - t0
     save_rows(prober.rows, out / CSV_NAME)
     doc, _ = build_card(prober.rows, cond, target=target, backend=args.backend, caches=caches,
                         budget_s=args.budget, wall_s=wall, stopped=stopped, skipped=prober.skipped)
-    (out / CARD_NAME).write_text(json.dumps(doc, indent=1, default=str) + "\n")
+    write_card(doc, out / CARD_NAME)
     draw(doc, prober.rows, out)
     print_card(doc, args.json)
     if not args.json:
