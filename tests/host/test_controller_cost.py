@@ -337,7 +337,7 @@ def test_on_sysfs_a_module_that_never_notifies_is_looked_at_on_the_schedule(tmp_
 def test_a_notified_wait_still_ends_at_the_timeout(tmp_path: Path) -> None:
     from fake_pmemlab import make_fake
 
-    fake = make_fake(tmp_path, sysfs="notify", run_s=30.0)
+    fake = make_fake(tmp_path, sysfs="notify", run_s=600.0)  # ended by the timeout's abort, however late
     out = fake.module().run(POINT, timeout_s=0.3)
     assert out.state == "timeout" and fake.aborts == 1
     (watch,) = fake.watches
