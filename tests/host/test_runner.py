@@ -559,9 +559,17 @@ def test_the_probe_is_neither_throttled_nor_mixed(built: Path) -> None:
     the probe more samples than a delay per sample would allow, and no read of the mix."""
     tsc_khz = int(facts_of(run("target=dram", "dram_size=16M", "count=1").stdout)["tsc_khz"])
     delay, duration_ms = 10 * tsc_khz, 200  # 10 ms; segment_ms must be above twice the delay
-    res = run("target=dram", "dram_size=16M", "threads=2", "probe=1", "op=ntstore", "access_size=64",
-              f"delay_ticks={delay}", "read_pct=50", "segment_ms=50", f"duration_ms={duration_ms}")
-    probe, loader, _ = [fields(ln) for ln in result_lines(res.stdout)]
+    # a probe that got no CPU for the whole window (the suite runs at nice 19 beside two TCG
+    # guests; a 300 ms curves point once had no sample) starts after its end and runs one segment
+    # late (method.md), which says nothing of a delay: such a run is taken again, up to three times
+    for _ in range(3):
+        res = run("target=dram", "dram_size=16M", "threads=2", "probe=1", "op=ntstore", "access_size=64",
+                  f"delay_ticks={delay}", "read_pct=50", "segment_ms=50", f"duration_ms={duration_ms}")
+        probe, loader, _ = [fields(ln) for ln in result_lines(res.stdout)]
+        if int(probe["start_lag_ticks"]) < duration_ms * tsc_khz:
+            break
+        assert int(probe["segments"]) == 1, probe
+    assert int(probe["start_lag_ticks"]) < duration_ms * tsc_khz, f"the probe never ran in its window: {probe}"
     assert probe["role"] == "probe"
     assert int(loader["ops"]) * delay <= int(loader["ticks"]) and int(loader["reads"]) > 0, loader
     # delayed, the probe would have taken at most one sample per delay of its window
