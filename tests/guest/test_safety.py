@@ -269,7 +269,7 @@ def wipe_holders_only(dev: str) -> None:
         else:
             _stop_bcache(holder / "bcache" / "stop")
     _stop_bcache(Path(f"/sys/block/{name}/bcache/stop"))
-    deadline = time.monotonic() + 20
+    deadline = time.monotonic() + 300  # a hang's bound: the stop's work waits for vCPUs under TCG
     while any(Path(f"/sys/block/{name}/holders").iterdir()) and time.monotonic() < deadline:
         time.sleep(0.2)
 
@@ -390,7 +390,7 @@ def bad_dev(pmem_dev: str) -> Iterator[str]:
     nd, drv = nd_device(pmem_dev)
     Path(f"/sys/bus/nd/drivers/{drv}/unbind").write_text(nd)
     Path(f"/sys/bus/nd/drivers/{drv}/bind").write_text(nd)
-    deadline = time.monotonic() + 30
+    deadline = time.monotonic() + 300  # a hang's bound: udev's node waits for vCPUs under TCG
     while not Path(pmem_dev).exists() and time.monotonic() < deadline:
         time.sleep(0.2)
     sh(SETTLE, check=False)
