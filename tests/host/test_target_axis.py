@@ -516,11 +516,22 @@ def test_several_configs_end_with_their_verdict(tmp_path, monkeypatch, capsys):
     plain.write_text("[base]\nduration_ms = 1\n")
     other = tmp_path / "other.toml"
     other.write_text('[sweep]\nname = "other"\n[base]\nduration_ms = 1\n')
+    # each config's time on a clock of the test's own, 2.4 s a reading: a real one made "took 0 s"
+    # a speed (a config that waited half a second for a CPU took 1 s)
+    import pmemlab.cli.sweep as sweep_cli
+    from types import SimpleNamespace
+    now = [0.0]
+
+    def monotonic() -> float:
+        now[0] += 2.4
+        return now[0]
+
+    monkeypatch.setattr(sweep_cli, "time", SimpleNamespace(monotonic=monotonic))
     code = cli.main(["sweep", str(plain), str(other), "--out-dir", str(tmp_path / "out"), "--no-progress"])
     lines = capsys.readouterr().err.strip().splitlines()
     assert code == exitcodes.FAILED
-    assert [ln.split(" (")[0] for ln in lines[:-1]] == ["pmemlab: module not loaded", f"pmemlab: {plain} took 0 s",
-                                                        "pmemlab: module not loaded", f"pmemlab: {other} took 0 s"]
+    assert [ln.split(" (")[0] for ln in lines[:-1]] == ["pmemlab: module not loaded", f"pmemlab: {plain} took 2 s",
+                                                        "pmemlab: module not loaded", f"pmemlab: {other} took 2 s"]
     assert lines[-1] == f"pmemlab: 2 of 2 configs did not end well ({plain}, {other}); fix: see each config's line above"
 
 
