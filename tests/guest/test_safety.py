@@ -592,6 +592,7 @@ def measure(mod: Module) -> tuple[float, float]:
                   threads=1, cpus="0", count=20000, duration_ms=1000).total
     bw = mod.run(mode="bandwidth", op="load", pattern="seq", access_size=4096, working_set=32 * MiB,
                  threads=1, cpus="0", count=0, duration_ms=200).total
+    assert int(lat["lat_n"]) == int(lat["ops"]) == 20000, lat  # every load a sample
     return float(lat["lat_mean"]) * 1e6 / khz, float(bw["bw_mbps"])
 
 
@@ -604,7 +605,10 @@ def test_dram_target_on_a_cpuless_node(ko: Path, cpuless: int) -> None:
                 assert int(mod.read("target_page_size")) == page_size
                 figures[(node, pages)] = measure(mod)
     for (node, pages), (lat, bw) in sorted(figures.items()):
-        assert lat > 0 and bw > 0
+        # a mean of unclamped differences (bracket less the empty bracket's median) may be 0 or
+        # below under TCG, whose clock steps by 10 ns: its samples are counted (measure), its value
+        # only reported; the bandwidth's bytes moved
+        assert bw > 0, (node, pages, bw)
         report(f"cpu-less node: module dram_node={node}{' (CPU-less)' if node == cpuless else ''} "
                f"dram_pages={pages} from CPU 0: load latency {lat:.0f} ns, load bandwidth {bw:.0f} MB/s (TCG)")
 
