@@ -183,10 +183,10 @@ def devdax(dram_pmem_dev: str) -> Iterator[str]:
         # ENXIO: wait for the binding, not for a fixed time.
         subprocess.run(["udevadm", "settle"], capture_output=True)
         driver = Path(f"/sys/bus/dax/devices/{chardev}/driver")
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + HANG
         while not driver.exists() and time.monotonic() < deadline:
             time.sleep(0.05)
-        assert driver.exists(), f"/dev/{chardev}: no driver bound after 60 s"
+        assert driver.exists(), f"/dev/{chardev}: no driver bound after {HANG} s"
         yield f"/dev/{chardev}"
     finally:
         back = subprocess.run(["ndctl", "create-namespace", "-f", "-e", ns, "--mode=fsdax"], capture_output=True,

@@ -44,9 +44,17 @@ def assert_family(doc: dict, rows: list[dict[str, str]], backend: str, probe_op:
     assert doc["probe_op"] == probe_op and doc["emulated"] is True
     assert [s["mix"] for s in doc["summaries"]] == [100, 0] and all(s["points"] == 3 for s in doc["summaries"])
     assert len(rows) == 6 and {r["backend"] for r in rows} == {backend} and {r["emulated"] for r in rows} == {"1"}
+    # the load threads moved bytes at every point (a thread's first batch always runs: method.md);
+    # the probe sampled, or (a vCPU taken away for a whole 20 ms point under TCG: a chase of fewer
+    # hops than a batch has no sample, as the host's curves probe met) has empty percentiles; some
+    # point sampled
     for r in rows:
-        assert int(r["lat_samples"]) > 0 and float(r["bw_gbps"]) > 0, r
+        assert float(r["bw_gbps"]) > 0, r
+        if int(r["lat_samples"]) == 0:
+            assert r["lat_p50_ns"] == "" and r["lat_p999_ns"] == "", r
+            continue
         assert 0 <= float(r["lat_p50_ns"]) <= float(r["lat_p999_ns"]) <= float(r["lat_max_ns"]), r
+    assert any(int(r["lat_samples"]) > 0 for r in rows), rows
     assert set(doc["unloaded_ns"]) == set(doc["unloaded_after_ns"]) and probe_op in doc["unloaded_ns"]
     assert any(n.startswith("EMULATED") for n in doc["notes"])
     assert [Path(p).name for p in doc["figures"]] == ["curves.family.png", "curves.tails.png"]

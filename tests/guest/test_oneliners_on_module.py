@@ -225,7 +225,14 @@ def test_matrices_across_two_nodes(tmp_path: Path, module, command: str) -> None
     assert [r.split(" (")[0] for r in rows] == [f"node {n}" for n in nodes]
     header = next(line for line in res.stdout.splitlines() if line.startswith("CPUs \\ memory"))
     assert all(f"dram-node{n} " in header for n in nodes) and "pmem" in header
-    assert all("n/a" not in cells and all(float(c) > 0 for c in cells) for cells in rows.values())
+    # every cell measured; a bandwidth above 0, a latency median at least 0: under TCG the clock
+    # steps by 10 ns and a cold load can cost no more than the empty bracket subtracted from it, so
+    # 0 ns is a real median (test_one_liners_on_the_module, above)
+    assert all("n/a" not in cells for cells in rows.values()), rows
+    if command == "latency-matrix":
+        assert all(float(c) >= 0 for cells in rows.values() for c in cells), rows
+    else:
+        assert all(float(c) > 0 for cells in rows.values() for c in cells), rows
     told = os.environ.get("PMEMLAB_HMAT", "").split()
     if told:  # the guest's HMAT (scripts/vm --hmat): a node's own CPUs are its best initiator
         columns = re.split(r"\s{2,}", header.strip())[1:]

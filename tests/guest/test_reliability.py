@@ -139,7 +139,7 @@ def test_killed_controller_leaves_a_usable_module(module, pmem_dev: str, tmp_pat
         assert mod.state() == "running", f"the sweep never started a run (exit {proc.poll()})"
         proc.send_signal(signal.SIGKILL)
         proc.wait()
-        assert mod.wait(timeout=60) == "done"  # nobody aborted it: the run just completes
+        assert mod.wait(timeout=300) == "done"  # nobody aborted it: the run just completes (a hang's bound)
         assert refcnt() == 0
         mod.run(duration_ms=20)
 
@@ -273,7 +273,9 @@ def test_namespace_disabled_under_a_run(ko: Path, dram_pmem_dev: str) -> None:
     unbound = False
     try:
         mod = Module()
-        mod.set(op="load", duration_ms=30000, threads=2, working_set=4 * MiB)
+        # the run lasts until the unbind stops it (ten minutes: a 30 s run could end first when the
+        # unbind waits for a vCPU under TCG on a loaded host), and the wait is a hang's bound
+        mod.set(op="load", duration_ms=600000, threads=2, working_set=4 * MiB)
         mod.start()
         time.sleep(0.5)
         assert mod.state() == "running"
@@ -282,7 +284,7 @@ def test_namespace_disabled_under_a_run(ko: Path, dram_pmem_dev: str) -> None:
         assert unbind.returncode == 0, f"unbind {nd} from {drv}: {unbind.stderr.strip()}"
         unbound = True
         assert not Path(f"/sys/bus/nd/devices/{nd}/driver").exists(), "the namespace is still bound"
-        assert mod.wait(timeout=60) == "error:target-gone"
+        assert mod.wait(timeout=300) == "error:target-gone"
         assert "target-gone" in mod.last_error()
         with pytest.raises(WriteRefused) as info:
             mod.start()
@@ -297,7 +299,7 @@ def test_namespace_disabled_under_a_run(ko: Path, dram_pmem_dev: str) -> None:
         if unbound:
             Path(f"/sys/bus/nd/drivers/{drv}/bind").write_text(nd)
     assert not Path("/sys/module/pmemlab").exists()
-    deadline = time.monotonic() + 30
+    deadline = time.monotonic() + 300  # a hang's bound
     while not Path(dev).exists() and time.monotonic() < deadline:
         time.sleep(0.2)
     assert Path(dev).exists(), f"{dev} did not come back after rebinding {nd}"
@@ -386,13 +388,14 @@ def test_cpu_taken_offline_under_a_run(module, pmem_dev: str) -> None:
     with module(target=pmem_dev) as sysfs:
         mod = Module(sysfs)
         for mode in ("bandwidth", "latency"):
-            mod.set(mode=mode, op="load", threads=2, cpus="0-1", duration_ms=30000, count=0,
+            # until the CPU goes (ten minutes: a 30 s run could end first on a loaded host)
+            mod.set(mode=mode, op="load", threads=2, cpus="0-1", duration_ms=600000, count=0,
                     working_set=8 * MiB)
             mod.start()
             time.sleep(1.0)
             try:
                 online.write_text("0\n")
-                assert mod.wait(timeout=60) == "error:cpu-offline"
+                assert mod.wait(timeout=300) == "error:cpu-offline"  # a hang's bound
                 assert "CPU 1" in mod.last_error()
                 res = mod.result()
                 assert [r["cpu"] for r in res.threads] == ["0", "1"]

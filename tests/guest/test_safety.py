@@ -269,7 +269,7 @@ def wipe_holders_only(dev: str) -> None:
         else:
             _stop_bcache(holder / "bcache" / "stop")
     _stop_bcache(Path(f"/sys/block/{name}/bcache/stop"))
-    deadline = time.monotonic() + 20
+    deadline = time.monotonic() + 300  # a hang's bound: the stop's work waits for vCPUs under TCG
     while any(Path(f"/sys/block/{name}/holders").iterdir()) and time.monotonic() < deadline:
         time.sleep(0.2)
 
@@ -390,7 +390,7 @@ def bad_dev(pmem_dev: str) -> Iterator[str]:
     nd, drv = nd_device(pmem_dev)
     Path(f"/sys/bus/nd/drivers/{drv}/unbind").write_text(nd)
     Path(f"/sys/bus/nd/drivers/{drv}/bind").write_text(nd)
-    deadline = time.monotonic() + 30
+    deadline = time.monotonic() + 300  # a hang's bound: udev's node waits for vCPUs under TCG
     while not Path(pmem_dev).exists() and time.monotonic() < deadline:
         time.sleep(0.2)
     sh(SETTLE, check=False)
@@ -592,6 +592,7 @@ def measure(mod: Module) -> tuple[float, float]:
                   threads=1, cpus="0", count=20000, duration_ms=1000).total
     bw = mod.run(mode="bandwidth", op="load", pattern="seq", access_size=4096, working_set=32 * MiB,
                  threads=1, cpus="0", count=0, duration_ms=200).total
+    assert int(lat["lat_n"]) == int(lat["ops"]) == 20000, lat  # every load a sample
     return float(lat["lat_mean"]) * 1e6 / khz, float(bw["bw_mbps"])
 
 
@@ -604,7 +605,10 @@ def test_dram_target_on_a_cpuless_node(ko: Path, cpuless: int) -> None:
                 assert int(mod.read("target_page_size")) == page_size
                 figures[(node, pages)] = measure(mod)
     for (node, pages), (lat, bw) in sorted(figures.items()):
-        assert lat > 0 and bw > 0
+        # a mean of unclamped differences (bracket less the empty bracket's median) may be 0 or
+        # below under TCG, whose clock steps by 10 ns: its samples are counted (measure), its value
+        # only reported; the bandwidth's bytes moved
+        assert bw > 0, (node, pages, bw)
         report(f"cpu-less node: module dram_node={node}{' (CPU-less)' if node == cpuless else ''} "
                f"dram_pages={pages} from CPU 0: load latency {lat:.0f} ns, load bandwidth {bw:.0f} MB/s (TCG)")
 

@@ -80,20 +80,23 @@ def test_a_second_run_without_cpus_goes_on_other_cpus(ko: Path) -> None:
     with load(ko, "target=dram", "dram_size=16M", "dram_pages=4k",
               "targets=cxl dram dram_size=16M dram_pages=4k") as top:
         cxl = named("cxl")
-        top.set(op="load", threads=1, working_set=4 * MiB, duration_ms=4000)
+        # the first run lasts until its abort (ten minutes; a 4 s one ended first under a loaded
+        # host in the SMT test below), and the waits after an abort are a hang's bound (an abort
+        # took 18.9 s once, test_features)
+        top.set(op="load", threads=1, working_set=4 * MiB, duration_ms=600000)
         cxl.set(op="load", threads=1, working_set=4 * MiB, duration_ms=100)
         top.start()
         try:
-            res = cxl.run(timeout=60)
-            assert cxl.read("state") == "done"
+            res = cxl.run(timeout=300)
+            assert cxl.read("state") == "done" and top.state() == "running"
         finally:
             top.write("abort", 1)
-            top.wait(60)
+            top.wait(300)
         first = int(top.result().threads[0]["cpu"])
         second = int(res.threads[0]["cpu"])
         assert second != first and second in cpus, (first, second)
         # every CPU held: refused, with the reason
-        top.set(threads=len(cpus), duration_ms=4000)
+        top.set(threads=len(cpus), duration_ms=600000)
         top.start()
         try:
             with pytest.raises(WriteRefused) as info:
@@ -105,8 +108,8 @@ def test_a_second_run_without_cpus_goes_on_other_cpus(ko: Path) -> None:
             assert info.value.errno == errno.EBUSY
         finally:
             top.write("abort", 1)
-            top.wait(60)
-        cxl.run(timeout=60)
+            top.wait(300)
+        cxl.run(timeout=300)
 
 
 @pytest.mark.kernel_matrix
@@ -172,11 +175,11 @@ def test_smt_siblings_share_the_prefetch_setting(ko: Path) -> None:
                     cxl.write("check", 1)
                 assert info.value.errno == errno.EBUSY and "free of other targets' runs" in info.value.reason
             # the same setting on the sibling goes, beside A
-            res = cxl.run(timeout=60, cpus=b_cpu, prefetch="on")
+            res = cxl.run(timeout=300, cpus=b_cpu, prefetch="on")
             assert int(res.threads[0]["cpu"]) == b_cpu and top.state() == "running"
         finally:
             top.write("abort", 1)
-            top.wait(60)
+            top.wait(300)
         # prefetch=off on both siblings at once
         top.set(prefetch="off", duration_ms=1500)
         cxl.set(prefetch="off", duration_ms=1500)
@@ -188,7 +191,7 @@ def test_smt_siblings_share_the_prefetch_setting(ko: Path) -> None:
             # A's run already found the MSR dead (QEMU): prefetch=off is refused from then on
             assert qemu_guest() and exc.errno == errno.EOPNOTSUPP, exc
             started = False
-        states = [top.wait(60), cxl.wait(60) if started else "refused"]
+        states = [top.wait(300), cxl.wait(300) if started else "refused"]
         if qemu_guest():
             assert states[0].startswith("error:"), states
             assert "reads 0x0 after 0xf was written" in top.last_error() or \

@@ -578,7 +578,13 @@ def test_a_remove_racing_an_add_of_the_same_name(ko: Path) -> None:
                    threading.Thread(target=loop, args=("check", lambda: top.write("check", 1), (errno.EBUSY,)))]
         for t in threads:
             t.start()
-        time.sleep(8)
+        # at least 8 s of racing, and on until an add and a remove have each gone through: a count,
+        # not a rate (three threads of one interpreter on a vCPU the host may take away for 100s
+        # of ms could do neither in a fixed 8 s); the bound is a hang's
+        start = time.monotonic()
+        while (time.monotonic() - start < 8 or not (counts["add"] and counts["remove"])) \
+                and time.monotonic() - start < 600 and all(t.is_alive() for t in threads):
+            time.sleep(0.1)
         stop.set()
         for t in threads:
             t.join(120)

@@ -108,19 +108,25 @@ def test_refused_value_reads_last_error(fake):
 
 
 def test_state_back_to_idle_ends_the_poll(fake):
-    fake.run_s = 5.0
+    # the run outlasts every wait here (ten minutes, stopped below), and the poll's timeout is a
+    # hang's: a 5 s run and a 3 s timeout raced the helper thread on a loaded host (the suite runs
+    # at nice 19 beside two TCG guests), which could end the run or time it out first
+    fake.run_s = 600.0
     m = fake.module()
     import threading
 
     def back_to_idle():  # once the run is under way (a fixed delay raced a slow start)
-        deadline = time.monotonic() + 10
+        deadline = time.monotonic() + 300
         while (fake.root / "state").read_text().strip() != "running" and time.monotonic() < deadline:
             time.sleep(0.005)
         time.sleep(0.02)
         put_atomically(fake.root / "state", "idle\n")  # a plain write_text: the poll read it empty
 
     threading.Thread(target=back_to_idle, daemon=True).start()
-    out = m.run(values(), timeout_s=3)
+    try:
+        out = m.run(values(), timeout_s=300)
+    finally:
+        fake._abort.set()  # the stand-in's worker ends (aborted) instead of running on
     assert out.state.startswith("error:") and "without a result" in out.error
 
 
@@ -132,7 +138,7 @@ def test_busy_module(fake):
 
 
 def test_timeout_aborts(fake):
-    fake.run_s = 5.0
+    fake.run_s = 600.0  # ended by the timeout's abort: a 5 s run could end first on a starved host
     out = fake.module().run(values(), timeout_s=0.05)
     assert out.state == "timeout" and fake.aborts == 1
     assert (fake.root / "state").read_text().strip() != "running"

@@ -422,7 +422,7 @@ def test_sweep_timeout_is_recorded_and_the_sweep_goes_on(env):
     # 0.5 s, not less: the resumed runs below (2 ms each) must not time out on a busy host
     cfg.write_text(CONFIG.replace("repeats = 2", "repeats = 1\ntimeout_s = 0.5")
                    .replace('access_size = "64..4096 *8"', "access_size = [64]"))
-    fake.run_s = 5.0
+    fake.run_s = 600.0  # each run ended by its timeout's abort (a 5 s run could end first on a starved host)
     assert sweep(cfg, out) == 1  # every run failed
     agg = pd.read_csv(out).query("thread == 'all'")
     assert len(agg) == 3 and (agg["status"] == "timeout").all()

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import json
+import math
 import shutil
 from pathlib import Path
 
@@ -46,18 +47,23 @@ def test_the_csv_has_its_columns_and_a_monotone_grid_per_mix(family) -> None:
         assert r["write_op"] == "store" and r["probe_op"] == "chase" and r["backend"] == "user"
         assert r["target"] == "dram", "no --target: the target the runs name, not an empty cell"
         assert int(r["repeats"]) == 2
-        if int(r["lat_samples"]) == 0:  # a loaded host may not schedule the probe in a short run
-            assert r["lat_p50_ns"] == "" and r["lat_p999_ns"] == ""
-            continue
-        sampled.add(r["mix_pct"])
-        assert float(r["lat_p50_ns"]) <= float(r["lat_p90_ns"]) <= float(r["lat_p99_ns"]) \
-            <= float(r["lat_p999_ns"]) <= float(r["lat_max_ns"])
+        # the load threads' columns on every row (each thread's first batch always runs: method.md)
         assert float(r["bw_gbps"]) > 0
         share = float(r["read_pct_actual"])
         assert share == (100.0 if r["mix_pct"] == "100" else 0.0)
         factor = 1.0 if r["mix_pct"] == "100" else 2.0  # plain stores: read for ownership
         assert float(r["bw_memory_gbps"]) == pytest.approx(factor * float(r["bw_gbps"]))
-    assert sorted(by_mix) == [0, 100] and sampled == {"0", "100"}
+        # the probe's: a loaded host may not schedule the probe in a short run (a chase of fewer
+        # hops than a batch has no sample): none, or ordered percentiles
+        if int(r["lat_samples"]) == 0:
+            assert r["lat_p50_ns"] == "" and r["lat_p999_ns"] == ""
+            continue
+        sampled.add(r["mix_pct"])
+        assert float(r["lat_p50_ns"]) <= float(r["lat_p90_ns"]) <= float(r["lat_p99_ns"]) \
+            <= float(r["lat_p999_ns"]) <= float(r["lat_max_ns"])
+    # some point sampled (each mix's every point unsampled needs the probe starved through ten
+    # runs of 20 ms and the gaps between them, which a host at nice 19 beside two guests can do)
+    assert sorted(by_mix) == [0, 100] and sampled, sampled
     for delays in by_mix.values():  # listed from the lightest load to flat out, each delay once
         assert delays == sorted(set(delays), reverse=True) and len(delays) == 5
         assert delays[0] == MAX_DELAY and delays[-1] == 0
@@ -67,8 +73,14 @@ def test_the_json_says_what_each_curve_means(family) -> None:
     _, doc, out = family
     assert doc["command"] == "curves" and doc["probe_op"] == "chase" and doc["write_op"] == "store"
     assert [s["mix"] for s in doc["summaries"]] == [100, 0]
+    with out.open() as f:  # the mixes whose probe sampled at some point (above: a starved probe has none)
+        sampled = {int(r["mix_pct"]) for r in csv.DictReader(f) if int(r["lat_samples"]) > 0}
     for s in doc["summaries"]:
-        assert s["points"] == 5 and s["peak_gbps"] > 0 and s["unloaded_ns"] > 0
+        assert s["points"] == 5 and s["peak_gbps"] > 0
+        if s["mix"] in sampled:
+            assert s["unloaded_ns"] > 0, s
+        else:
+            assert s["unloaded_ns"] is None or math.isnan(s["unloaded_ns"]), s
     assert doc["best_mix"] == max(doc["summaries"], key=lambda s: s["peak_gbps"])["mix"]
     assert "load" in doc["unloaded_ns"] or "chase" in doc["unloaded_ns"]
     assert any("read for ownership" in n for n in doc["notes"])

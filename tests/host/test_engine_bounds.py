@@ -181,11 +181,13 @@ def guarded(maps: list[tuple[int, int, str]], size: int) -> bool:
 
 def test_the_runner_maps_target_histogram_and_samples_between_guard_pages() -> None:
     proc = subprocess.Popen([str(RUNNER), "target=dram", "dram_size=6M", "dram_pages=4k", "mode=latency",
-                             "samples=1000", "duration_ms=20000", "tsc_khz=2000000"],
+                             "samples=1000", "duration_ms=600000", "tsc_khz=2000000"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         want = {"target": 6 * MiB, "histogram": 61440, "samples": 8192}
-        deadline = time.monotonic() + 30
+        # the runner maps them at its start; it runs until the SIGTERM below (ten minutes), and
+        # the wait is a hang's bound (a 20 s run and 30 s were close to a starved start)
+        deadline = time.monotonic() + 300
         found: dict[str, bool] = {}
         while time.monotonic() < deadline:
             maps = vmas(proc.pid)
@@ -196,5 +198,5 @@ def test_the_runner_maps_target_histogram_and_samples_between_guard_pages() -> N
         assert all(found.values()), found
     finally:
         proc.send_signal(signal.SIGTERM)
-        out, err = proc.communicate(timeout=60)
+        out, err = proc.communicate(timeout=300)
     assert proc.returncode == 1 and "#state error:aborted" in out, (proc.returncode, err)

@@ -479,13 +479,18 @@ def test_aggregate_bandwidth_is_over_the_common_window(built: Path) -> None:
     assert int(total["ticks"]) >= max(ticks), "the window holds every thread's timed ticks"
     assert milli(total["bw_mbps"]) == int(total["bytes"]) * tsc_khz // int(total["ticks"])
     assert int(total["ns"]) == int(total["ticks"]) * 10**6 // tsc_khz
+    # the window is the threads' together, by their own stamps: from the first thread's first
+    # timed stamp to the last one's last, to the tick (the start lags put them on one clock)
+    starts = [int(t["start_lag_ticks"]) for t in threads]
+    ends = [int(t["start_lag_ticks"]) + int(t["ticks"]) + int(t["gap_ticks"]) for t in threads]
+    assert int(total["ticks"]) == max(ends) - min(starts), (total, threads)
     rates = sum(milli(t["bw_mbps"]) for t in threads)
-    # the flushing thread takes longer: 2-9 times alone, 1.96 times on a host busy with a guest,
-    # so the bound below follows from the ratio measured in this run, not from a fixed one
-    ratio = max(ticks) / min(ticks)
-    assert ratio > 1.25, ticks
     # equal bytes per thread over a window at least the slower thread's: the aggregate is at most
-    # 2 / (1 + ratio) of the summed rates (0.89 at the least ratio allowed); their sum would be all
+    # 2 / (1 + ratio) of the summed rates; their sum would be all. The flushing thread takes longer
+    # (2-9 times alone) but how much is the host's: a starved loader's ticks can match it, so the
+    # ratio is not asserted (it was > 1.25: 1.96 seen on a host busy with a guest); the window's
+    # identity above holds at any ratio
+    ratio = max(ticks) / min(ticks)
     assert milli(total["bw_mbps"]) <= 2 / (1 + ratio) * rates * 1.001 + 2, \
         (total["bw_mbps"], [t["bw_mbps"] for t in threads], ratio)
 
@@ -554,9 +559,17 @@ def test_the_probe_is_neither_throttled_nor_mixed(built: Path) -> None:
     the probe more samples than a delay per sample would allow, and no read of the mix."""
     tsc_khz = int(facts_of(run("target=dram", "dram_size=16M", "count=1").stdout)["tsc_khz"])
     delay, duration_ms = 10 * tsc_khz, 200  # 10 ms; segment_ms must be above twice the delay
-    res = run("target=dram", "dram_size=16M", "threads=2", "probe=1", "op=ntstore", "access_size=64",
-              f"delay_ticks={delay}", "read_pct=50", "segment_ms=50", f"duration_ms={duration_ms}")
-    probe, loader, _ = [fields(ln) for ln in result_lines(res.stdout)]
+    # a probe that got no CPU for the whole window (the suite runs at nice 19 beside two TCG
+    # guests; a 300 ms curves point once had no sample) starts after its end and runs one segment
+    # late (method.md), which says nothing of a delay: such a run is taken again, up to three times
+    for _ in range(3):
+        res = run("target=dram", "dram_size=16M", "threads=2", "probe=1", "op=ntstore", "access_size=64",
+                  f"delay_ticks={delay}", "read_pct=50", "segment_ms=50", f"duration_ms={duration_ms}")
+        probe, loader, _ = [fields(ln) for ln in result_lines(res.stdout)]
+        if int(probe["start_lag_ticks"]) < duration_ms * tsc_khz:
+            break
+        assert int(probe["segments"]) == 1, probe
+    assert int(probe["start_lag_ticks"]) < duration_ms * tsc_khz, f"the probe never ran in its window: {probe}"
     assert probe["role"] == "probe"
     assert int(loader["ops"]) * delay <= int(loader["ticks"]) and int(loader["reads"]) > 0, loader
     # delayed, the probe would have taken at most one sample per delay of its window

@@ -28,6 +28,32 @@ def built() -> None:
     assert res.returncode == 0, res.stderr
 
 
+# A bound that tells a hang from a wait, not a speed: the suite runs at nice 19 beside two TCG
+# guests on two cores, where a step of a few milliseconds can wait seconds for a CPU.
+HANG_S = 300
+# a point that only a kill, an abort or its timeout ends (ten minutes)
+LONG_MS = 600_000
+
+
+def in_a_run(pid: int) -> bool:
+    """The served runner is running a point: its worker threads exist only between a point's start
+    and its answer (runner/run.c creates and joins them per run), so more than its main task."""
+    try:
+        return len(os.listdir(f"/proc/{pid}/task")) > 1
+    except FileNotFoundError:
+        return False
+
+
+def wait_in_a_run(pid: int) -> bool:
+    """Until the served runner `pid` runs a point (True), or HANG_S passed (False)."""
+    deadline = time.monotonic() + HANG_S
+    while not in_a_run(pid):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.01)
+    return True
+
+
 POINTS = [
     {"mode": "bandwidth", "op": "load", "access_size": 256, "pattern": "rand", "count": 5000},
     {"mode": "bandwidth", "op": "ntstore", "access_size": 1024, "threads": 2, "count": 2000},
@@ -68,7 +94,7 @@ def test_served_results_equal_one_shot_in_structure() -> None:
 def test_served_process_survives_ctrl_c_of_a_point() -> None:
     be = UserBackend("dram", {"dram_size": "16M"}, persistent=True)
     try:
-        out = be.run({"op": "load", "duration_ms": 30000}, timeout_s=0.5)
+        out = be.run({"op": "load", "duration_ms": LONG_MS}, timeout_s=0.5)  # ended by the timeout alone
         assert out.state == "timeout" and "no result after 0.5 s" in out.error
         # the run was aborted by SIGINT and the process answered: it serves the next point
         nxt = be.run(POINTS[0], timeout_s=60)
@@ -81,8 +107,20 @@ def test_served_runner_killed_mid_point_is_that_points_error() -> None:
     be = UserBackend("dram", {"dram_size": "16M"}, persistent=True)
     try:
         first = be.run(POINTS[0], timeout_s=60)
-        threading.Timer(0.5, os.kill, (first.pid, signal.SIGKILL)).start()
-        killed = be.run({"op": "load", "duration_ms": 5000}, timeout_s=60)
+        # killed once its point runs (its worker threads exist), not after a fixed 0.5 s: on a
+        # starved host the timer could fire before the point was sent (the backend then starts
+        # another runner) or after a 5 s point had ended; the point lasts until the kill
+        seen: list[bool] = []
+
+        def kill_in_the_run() -> None:
+            seen.append(wait_in_a_run(first.pid))
+            os.kill(first.pid, signal.SIGKILL)
+
+        killer = threading.Thread(target=kill_in_the_run, daemon=True)
+        killer.start()
+        killed = be.run({"op": "load", "duration_ms": LONG_MS}, timeout_s=2 * HANG_S)
+        killer.join(HANG_S)
+        assert seen == [True], "the served runner never ran the point"
         assert killed.state.startswith("error:") and "SIGKILL" in killed.state
         after = be.run(POINTS[0], timeout_s=60)
         assert after.ok and after.pid != first.pid and be.restarts == 1
@@ -149,19 +187,22 @@ def _aggregates(tmp_path: Path) -> pd.DataFrame:
 
 
 def test_sweep_with_runner_killed_mid_sweep_completes(tmp_path: Path) -> None:
-    proc = _sweep(tmp_path, [20, 21, 4000, 22, 23], 120)
+    # point 2 lasts until it is killed, and the kill waits for it to run (the runner's worker
+    # threads): a 4 s point and a fixed 0.5 s wait raced the test's own CPU on a loaded host
+    proc = _sweep(tmp_path, [20, 21, LONG_MS, 22, 23], 2 * HANG_S)
     killed = None
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline and killed is None:
+    deadline = time.monotonic() + 2 * HANG_S
+    while time.monotonic() < deadline and killed is None and proc.poll() is None:
         csv = tmp_path / "s.csv"
         done = csv.exists() and sum(1 for ln in csv.read_text().splitlines() if ",all," in ln)
         kids = _children(proc.pid)
-        if done == 2 and kids:  # points 0 and 1 recorded: point 2 (4 s) is running
-            time.sleep(0.5)
+        if done == 2 and kids and in_a_run(kids[0]):  # points 0 and 1 recorded: point 2 is running
             os.kill(kids[0], signal.SIGKILL)
             killed = kids[0]
         time.sleep(0.05)
-    out, err = proc.communicate(timeout=120)
+    if killed is None:
+        proc.kill()
+    out, err = proc.communicate(timeout=2 * HANG_S)
     assert killed is not None, err
     agg = _aggregates(tmp_path)
     assert list(agg["point"]) == [0, 1, 2, 3, 4]
@@ -171,11 +212,13 @@ def test_sweep_with_runner_killed_mid_sweep_completes(tmp_path: Path) -> None:
 
 
 def test_sweep_with_a_hung_point_times_out_and_goes_on(tmp_path: Path) -> None:
-    proc = _sweep(tmp_path, [20, 30000, 21], 2)
-    out, err = proc.communicate(timeout=120)
+    # the hung point lasts ten minutes, so only its timeout ends it; the timeout is 30 s, not 2 s,
+    # as the points around it (20 ms) must end within it on a host that starves the suite
+    proc = _sweep(tmp_path, [20, LONG_MS, 21], 30)
+    out, err = proc.communicate(timeout=2 * HANG_S)
     agg = _aggregates(tmp_path)
     assert list(agg["status"]) == ["ok", "timeout", "ok"], err
-    assert "no result after 2 s" in str(agg.iloc[1]["error"])
+    assert "no result after 30 s" in str(agg.iloc[1]["error"])
 
 
 def test_a_dropped_backend_ends_its_served_runner(tmp_path: Path) -> None:
@@ -185,7 +228,7 @@ def test_a_dropped_backend_ends_its_served_runner(tmp_path: Path) -> None:
     pool.write_bytes(b"\0" * (4 << 20))
     out = UserBackend(str(pool), {"allow_file": "1"}, persistent=True).run({"op": "load", "count": 100})
     assert out.ok, out.error
-    deadline = time.monotonic() + 10
+    deadline = time.monotonic() + HANG_S  # a hang's bound: it goes at once, when it gets a CPU
     while Path(f"/proc/{out.pid}").exists() and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not Path(f"/proc/{out.pid}").exists(), "the served runner outlived its backend"
