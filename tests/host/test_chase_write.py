@@ -17,7 +17,8 @@ import pytest
 
 from pmemlab.backends.served import ServedRunner
 
-TOP = Path(__file__).resolve().parents[2]
+from testlib import TOP
+
 RUNNER = TOP / "userspace" / "runner" / "pmemlab-run"
 KiB, MiB = 1 << 10, 1 << 20
 SIZE = 4 * MiB              # the file

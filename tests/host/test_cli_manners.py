@@ -29,8 +29,9 @@ from pmemlab.analysis import noise
 from pmemlab.sweep import summarize_csv
 from pmemlab.table import BASE_COLUMNS, TEXT_COLUMNS, CsvSink, read_rows
 
-TOP = Path(__file__).resolve().parents[2]
-RECORDED = Path(__file__).resolve().parent / "fixtures" / "recorded"
+from testlib import HOST_FIXTURES, TOP
+
+RECORDED = HOST_FIXTURES / "recorded"
 
 CONFIG = bandwidth_toml('op = ["load", "ntstore"]\naccess_size = [64, 256]', repeats=3)
 

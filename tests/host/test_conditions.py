@@ -22,7 +22,7 @@ from pmemlab.host.runcond import CpuTime, RunWatch
 from pmemlab.table import NOISE_COLUMNS, RUN_STATE_COLUMNS, read_rows
 from pmemlab.host.taskstats import TaskExit
 
-TOP = Path(__file__).resolve().parents[2]
+from testlib import TOP
 
 
 def put(path: Path, text: str) -> None:

@@ -21,7 +21,8 @@ from pmemlab.targets.spec import target_loads
 from pmemlab.errors import ConfigError
 from pmemlab.params import GiB, KiB, MiB, TargetFacts, parse_size
 
-TOP = Path(__file__).resolve().parents[2]
+from testlib import TOP
+
 EXPERIMENTS = ("idle-latency", "instr-latency", "tail-latency", "bw-threads", "bw-size", "emulation", "ewr",
                "xpbuffer", "flush-instr", "sfence-interval", "imc-contention", "numa-mix", "mixed-threads",
                "loaded-latency", "page-size")

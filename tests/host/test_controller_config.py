@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from textwrap import dedent
 
 import re
@@ -13,7 +12,9 @@ from pmemlab import params as P
 from pmemlab.config import count_points, expand, expand_range, load_config, parse_config
 from pmemlab.errors import ConfigError
 
-CONFIGS = Path(__file__).resolve().parents[2] / "configs"
+from testlib import TOP
+
+CONFIGS = TOP / "configs"
 
 
 def cfg(text: str, **kw):

@@ -22,10 +22,10 @@ import ast
 from dataclasses import dataclass
 from pathlib import Path
 
-from testlib import cycles_in
+from testlib import TOP, cycles_in
 
 
-PACKAGE = Path(__file__).resolve().parents[2] / "userspace" / "pmemlab"
+PACKAGE = TOP / "userspace" / "pmemlab"
 # the third-party modules `pmemlab run` must not import (each costs 50-300 ms at start)
 HEAVY = frozenset({"pandas", "numpy", "matplotlib", "scipy", "tqdm"})
 # what may be imported inside a function, each for start-up time: the module brings in HEAVY

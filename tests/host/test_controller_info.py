@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -16,7 +15,9 @@ import pmemlab.cli.backend as cli_backend
 import pmemlab.host.machine as machine
 import pmemlab.host.probe as probe
 
-FIX = Path(__file__).resolve().parent / "fixtures"
+from testlib import HOST_FIXTURES
+
+FIX = HOST_FIXTURES
 
 CPUINFO = """processor\t: 0
 vendor_id\t: GenuineIntel

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 
 from pmemlab.host import ipmctl
 from pmemlab.host.probe import ToolResult
 
-FIX = Path(__file__).resolve().parent / "fixtures"
+from testlib import HOST_FIXTURES
+
+FIX = HOST_FIXTURES
 
 
 def test_parse_documented_format():

@@ -12,7 +12,9 @@ from pathlib import Path
 
 import pytest
 
-USERSPACE = Path(__file__).resolve().parents[2] / "userspace"
+from testlib import TOP
+
+USERSPACE = TOP / "userspace"
 
 
 def _subpackages() -> set[str]:

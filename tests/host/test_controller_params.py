@@ -10,6 +10,8 @@ from pmemlab import params as P
 from pmemlab.config import expand, load_config
 from pmemlab.config.expand import command_line_problems
 
+from testlib import TOP
+
 
 def full(**kw):
     vals, probs = P.normalize(kw)
@@ -22,9 +24,7 @@ def test_the_table_is_the_modules():
     is there, in its order, with the module's ranges (the drift this replaced said threads 1..4096
     and read_pct 0..99)."""
     import re
-    from pathlib import Path
-
-    rows = re.findall(r"^PL_PARAM\((\w+),", (Path(__file__).resolve().parents[2] / "core" / "params.def")
+    rows = re.findall(r"^PL_PARAM\((\w+),", (TOP / "core" / "params.def")
                       .read_text(), re.M)
     assert list(P.PARAMS) == rows
     assert (P.PARAMS["threads"].lo, P.PARAMS["threads"].hi) == (1, 256)
@@ -295,9 +295,7 @@ def test_interface_doc_table_is_generated_from_the_table():
     """docs/interface.md holds the table `make docs` writes from core/params.def: a row added
     to the table, or a range changed, without `make docs` fails here (the doc against the
     package's schema.json) or in test_params_schema.py (schema.json against the library)."""
-    from pathlib import Path
-
-    doc = (Path(__file__).resolve().parents[2] / "docs" / "interface.md").read_text()
+    doc = (TOP / "docs" / "interface.md").read_text()
     assert doc.count(P.DOC_BEGIN) == 1 and doc.count(P.DOC_END) == 1
     section = doc[doc.index(P.DOC_BEGIN):doc.index(P.DOC_END) + len(P.DOC_END) + 1]
     assert section == P.doc_table(), "docs/interface.md is stale: run `make docs`"

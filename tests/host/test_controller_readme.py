@@ -8,7 +8,6 @@ import os
 import re
 import shlex
 import subprocess
-from pathlib import Path
 
 import pytest
 
@@ -18,7 +17,9 @@ import pmemlab.host.machine as machine
 import pmemlab.host.probe as probe
 from pmemlab import params as P
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+from testlib import TOP
+
+README = TOP / "README.md"
 
 
 def section() -> str:

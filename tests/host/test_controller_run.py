@@ -22,6 +22,8 @@ from pmemlab.errors import (
 from pmemlab.results import parse_result, ticks_to_ns
 from pmemlab.backends.module import Module
 
+from testlib import HOST_FIXTURES, TOP
+
 
 @pytest.fixture
 def online_cpus() -> int:
@@ -236,7 +238,7 @@ def test_cli_run_timeout_and_refusal_say_what_to_do(fake, capsys):
 
 
 def test_cli_run_applies_the_interleave_ndctl_found(fake, capsys, monkeypatch):
-    ndctl = (Path(__file__).resolve().parent / "fixtures" / "ndctl-list-RNDi.json").read_text()
+    ndctl = (HOST_FIXTURES / "ndctl-list-RNDi.json").read_text()
     monkeypatch.setattr(probe, "run_tool", lambda argv: probe.ToolResult(0, ndctl) if argv[0] == "ndctl"
                         else probe.ToolResult(127, "", ""))
     assert cli.main(["run", "duration_ms=2", "--json"]) == 0
@@ -278,12 +280,10 @@ def test_load_hints_name_the_built_module(tmp_path, fake):
 
     from pmemlab.host import machine
     from pmemlab.backends.module import load_hint, module_path
-
-    top = Path(__file__).resolve().parents[2]
-    makefile = (top / "Makefile").read_text()
+    makefile = (TOP / "Makefile").read_text()
     assert "module:" in makefile and "$(TOP)/build/$(KVER)/pmemlab.ko" in makefile
     rel = platform.release()
-    assert module_path() == str(top / "build" / rel / "pmemlab.ko")
+    assert module_path() == str(TOP / "build" / rel / "pmemlab.ko")
     assert load_hint("dram") == (f"make -C {top} module KDIR=/lib/modules/{rel}/build && "
                                  f"sudo insmod {top}/build/{rel}/pmemlab.ko target=dram")
     with pytest.raises(ModuleNotLoaded) as ei:
@@ -397,7 +397,7 @@ def test_commands_without_tables_do_not_import_pandas(tmp_path, argv):
     each start of the controller). Each runs for real in a fresh interpreter against the fake module."""
     import subprocess
 
-    child = subprocess.run([sys.executable, "-c", NO_TABLES_CHILD, str(Path(__file__).parent / "fixtures"),
+    child = subprocess.run([sys.executable, "-c", NO_TABLES_CHILD, str(HOST_FIXTURES),
                             str(tmp_path), *argv], capture_output=True, text=True, timeout=120)
     verdict = child.stderr.strip().splitlines()[-1]
     assert verdict == "CODE 0 HEAVY -", child.stderr

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import sys
-from pathlib import Path
 from textwrap import dedent
 
 import pandas as pd
@@ -21,7 +20,9 @@ from pmemlab.host import ipmctl
 from pmemlab.params import PARAM_NAMES
 from pmemlab.table import CONDITION_COLUMNS, ID_COLUMNS
 
-FIX = Path(__file__).resolve().parent / "fixtures"
+from testlib import HOST_FIXTURES
+
+FIX = HOST_FIXTURES
 
 CONFIG = bandwidth_toml('op = ["load", "ntstore", "store+clwb"]\naccess_size = "64..4096 *8"')
 

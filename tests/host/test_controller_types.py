@@ -7,7 +7,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-USERSPACE = Path(__file__).resolve().parents[2] / "userspace"
+from testlib import TOP
+
+USERSPACE = TOP / "userspace"
 
 
 def test_mypy_strict_is_clean() -> None:

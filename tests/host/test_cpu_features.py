@@ -15,7 +15,8 @@ from pathlib import Path
 import pmemlab.host.machine as machine
 import pmemlab.params as P
 
-TOP = Path(__file__).resolve().parents[2]
+from testlib import TOP
+
 ROW = re.compile(r'^PL_FEAT\(\s*\w+,\s*"([^"]+)"', re.M)
 
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import csv
 import math
-from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
@@ -13,7 +12,9 @@ from hypothesis import strategies as st
 
 from pmemlab.analysis import curves as C
 
-FIXTURE = Path(__file__).parent / "fixtures" / "curves_dram.csv"
+from testlib import HOST_FIXTURES
+
+FIXTURE = HOST_FIXTURES / "curves_dram.csv"
 
 
 class Model:

@@ -15,6 +15,8 @@ from pmemlab import exitcodes
 from pmemlab.analysis import curves as C
 from pmemlab.cli import curves as cmd
 
+from testlib import HOST_FIXTURES
+
 MAX_DELAY = 4096
 
 
@@ -207,7 +209,7 @@ def results_with_a_sweep(tmp_path: Path) -> Path:
     """A results directory holding one recorded sweep (bw-size), for the report to find beside a family."""
     results = tmp_path / "results"
     results.mkdir()
-    recorded = Path(__file__).parent / "fixtures" / "recorded"
+    recorded = HOST_FIXTURES / "recorded"
     for name in ("bw-size.csv", "bw-size.json"):
         shutil.copy(recorded / name, results / name)
     return results

@@ -22,6 +22,8 @@ import pytest
 
 from pmemlab.host import cxl
 
+from testlib import HOST_FIXTURES
+
 
 PLANS = ("per-device.json", "per-device-shifted.json")
 
@@ -95,7 +97,7 @@ def synthetic_bed(tmp_path: Path, stray: tuple[int, int] | None = None, swap: bo
     at region position 1), written by the rule itself, then one stray word or the devices swapped."""
     import sys
 
-    sys.path.insert(0, str(Path(__file__).resolve().parent / "fixtures"))
+    sys.path.insert(0, str(HOST_FIXTURES))
     from cxl_sysfs import MiB, PMEM, make_cxl_sysfs
 
     region = cxl.region_at(make_cxl_sysfs(tmp_path / "sys"), PMEM)

@@ -19,7 +19,9 @@ import pmemlab.host.machine as machine
 import pmemlab.host.probe as probe
 from pmemlab.table import CONDITION_COLUMNS
 
-RECORDED = Path(__file__).resolve().parent / "fixtures" / "recorded"
+from testlib import HOST_FIXTURES
+
+RECORDED = HOST_FIXTURES / "recorded"
 FLAGS = "fpu sse2 avx clflush clwb rdtscp"
 
 

@@ -25,7 +25,9 @@ from pmemlab.plots.recipes import ALL_RECIPES
 from pmemlab.analysis.resultset import find_experiments
 from pmemlab.plots.style import REFERENCE_GID
 
-RECORDED = Path(__file__).resolve().parent / "fixtures" / "recorded"
+from testlib import HOST_FIXTURES
+
+RECORDED = HOST_FIXTURES / "recorded"
 EXPERIMENTS = find_experiments(RECORDED)
 MEASURED = ("lat_", "bw_")  # the measured columns a perturbation touches (and ewr)
 WHISKER_CAP = "pmemlab-whisker-cap"

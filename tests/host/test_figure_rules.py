@@ -21,7 +21,9 @@ from pmemlab.analysis.resultset import find_experiments
 from pmemlab.plots.render import generic_figure
 from pmemlab.plots.style import LOOP_BOUND_GID, LOOP_BOUND_NOTE, caption_of
 
-RECORDED = Path(__file__).resolve().parent / "fixtures" / "recorded"
+from testlib import HOST_FIXTURES
+
+RECORDED = HOST_FIXTURES / "recorded"
 
 
 @pytest.fixture(scope="module")

@@ -18,9 +18,10 @@ import pytest
 import pmemlab.cli as cli
 import pmemlab.plots.gallery as gallery_code
 
-TOP = Path(__file__).resolve().parents[2]
+from testlib import HOST_FIXTURES, TOP
+
 GALLERY = TOP / "docs" / "gallery"
-RECORDED = Path(__file__).resolve().parent / "fixtures" / "recorded"
+RECORDED = HOST_FIXTURES / "recorded"
 
 
 def demo_experiments() -> list[str]:

@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-TOP = Path(__file__).resolve().parents[2]
+from testlib import TOP
+
 
 # target (and its arguments), a word of the target's own command
 CONTROLLER_TARGETS = [

@@ -19,7 +19,8 @@ import pmemlab.cli as cli
 from pmemlab.backends.user import UserBackend
 from pmemlab.results import parse_result_text
 
-TOP = Path(__file__).resolve().parents[2]
+from testlib import TOP
+
 CONFIG = bandwidth_toml('access_size = "64..4096 *8"')
 
 

@@ -14,7 +14,7 @@ import pytest
 from pmemlab import params as P
 from pmemlab import plcore
 
-TOP = Path(__file__).resolve().parents[2]
+from testlib import TOP
 
 
 def test_the_packaged_schema_is_the_libraries_table() -> None:

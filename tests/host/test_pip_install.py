@@ -21,9 +21,10 @@ import pytest
 
 from pmemlab import exitcodes
 
-TOP = Path(__file__).resolve().parents[2]
+from testlib import HOST_FIXTURES, TOP
+
 USERSPACE = TOP / "userspace"
-RECORDED = Path(__file__).resolve().parent / "fixtures" / "recorded"
+RECORDED = HOST_FIXTURES / "recorded"
 TOOLCHAIN = ("cc", "gcc", "c99", "clang", "ld", "make", "as")
 
 

@@ -34,7 +34,8 @@ from pmemlab.targets.sweep import target_points
 
 from recorded_targets import RECORDED, one_target
 
-TOP = Path(__file__).resolve().parents[2]
+from testlib import TOP
+
 BW = "Bandwidth (GB/s)"
 LAT = "Latency (ns)"
 MEDIAN = "Median latency (ns)"

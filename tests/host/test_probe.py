@@ -14,13 +14,15 @@ from pmemlab.analysis import card as C
 from pmemlab.cli import main
 from pmemlab.cli import probe as probe_cli
 
+from testlib import TOP
+
 # every stage gets its share (the loaded-latency family needs probe_cli.LOADED_MIN_S of it)
 BUDGET = "100s"
 LOADED_LINES = ("loaded_latency", "rw_asymmetry")  # its share may be too short on a loaded host: tested apart below
 NEW_LINES = ("write_granularity", "write_levels", "tlb_reach", "write_tail", "loaded_latency", "rw_asymmetry", "prefetch")
 # measured where the kernel gives the DRAM target 2 MiB pages (THP): else under undecided, with why
 PAGE2M_LINE = "tlb_reach_2m"
-RUNNER = Path(__file__).resolve().parents[2] / "userspace" / "runner" / "pmemlab-run"
+RUNNER = TOP / "userspace" / "runner" / "pmemlab-run"
 
 
 @pytest.fixture(scope="module")

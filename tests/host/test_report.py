@@ -25,8 +25,9 @@ from pmemlab.plots.references import EXPERIMENT_ORDER, FIGURES
 from pmemlab.plots.tables import figure_tables
 from pmemlab.report.page import CV_WARN, FEW_REPEATS, build_sections
 
-RECORDED = Path(__file__).resolve().parent / "fixtures" / "recorded"
-TOP = Path(__file__).resolve().parents[2]
+from testlib import HOST_FIXTURES, TOP
+
+RECORDED = HOST_FIXTURES / "recorded"
 
 
 def demo_experiments() -> list[str]:

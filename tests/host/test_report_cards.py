@@ -18,7 +18,9 @@ from pmemlab.analysis import card as C
 from pmemlab.analysis.resultset import find_experiments
 from pmemlab.report.page import EMULATED_CARD
 
-FIXTURES = Path(__file__).resolve().parent / "fixtures"
+from testlib import HOST_FIXTURES
+
+FIXTURES = HOST_FIXTURES
 PROBE = FIXTURES / "probe_dram"
 RECORDED = FIXTURES / "recorded"
 

@@ -29,7 +29,8 @@ from scipy import stats
 
 from pmemlab.results import parse_result
 
-TOP = Path(__file__).resolve().parents[2]
+from testlib import TOP
+
 RUNNER_DIR = TOP / "userspace" / "runner"
 RUNNER = RUNNER_DIR / "pmemlab-run"
 

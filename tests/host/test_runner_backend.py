@@ -17,7 +17,7 @@ from pmemlab.cli.args import split_backend_args
 from pmemlab.errors import ParamRefused, PmemlabError
 from pmemlab.table import BASE_COLUMNS, rows_for_outcome
 
-TOP = Path(__file__).resolve().parents[2]
+from testlib import TOP
 
 
 @pytest.fixture(scope="module", autouse=True)

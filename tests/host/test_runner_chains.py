@@ -19,7 +19,8 @@ import pytest
 
 from pmemlab.backends.served import ServedRunner
 
-TOP = Path(__file__).resolve().parents[2]
+from testlib import TOP
+
 RUNNER = TOP / "userspace" / "runner" / "pmemlab-run"
 MiB = 1 << 20
 WS = 2 * MiB  # the chain's region: 32768 lines of 64 B

@@ -22,13 +22,14 @@ from pathlib import Path
 
 import pytest
 
+from testlib import TOP
+
 hypothesis = pytest.importorskip("hypothesis")
 from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
 from pmemlab.params import PARAM_NAMES  # noqa: E402
 
-TOP = Path(__file__).resolve().parents[2]
 RUNNER = TOP / "userspace" / "runner" / "pmemlab-run"
 EXAMPLES = int(os.environ.get("PMEMLAB_FUZZ_EXAMPLES", "300"))  # more for a longer hunt
 RUN_TIMEOUT_S = 30.0

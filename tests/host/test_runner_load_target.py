@@ -10,7 +10,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-TOP = Path(__file__).resolve().parents[2]
+from testlib import TOP
+
 RUNNER = TOP / "userspace" / "runner" / "pmemlab-run"
 MiB = 1 << 20
 

@@ -18,7 +18,8 @@ from pmemlab.backends.user import UserBackend, split_output
 from pmemlab.errors import ParamRefused
 from pmemlab.results import parse_result_text as parse_result
 
-TOP = Path(__file__).resolve().parents[2]
+from testlib import TOP
+
 RUNNER = TOP / "userspace" / "runner" / "pmemlab-run"
 
 

@@ -22,8 +22,9 @@ from typing import Callable
 
 import pytest
 
+from testlib import TOP
 
-TOP = Path(__file__).resolve().parents[2]
+
 MiB = 1 << 20
 READ_FN = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_uint64, ctypes.c_void_p, ctypes.c_uint)
 

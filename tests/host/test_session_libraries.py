@@ -12,7 +12,8 @@ from types import ModuleType
 
 import pytest
 
-TOP = Path(__file__).resolve().parents[2]
+from testlib import TOP
+
 OUTPUTS = ("pmemlab-run", "libplcore.so", "libpltest.so")
 
 

@@ -32,6 +32,8 @@ from pmemlab.sweep.resume import identity_diff
 from pmemlab.backends.module import Module
 from pmemlab.table import BASE_COLUMNS, HIST_COLUMNS
 
+from testlib import TOP
+
 COND = {"target": "/dev/pmem0", "target_kind": "fsdax", "target_size": 1 << 30, "target_node": 0,
         "target_page_size": 4096, "module_version": "0.1.0", "tsc_khz": 2_000_000}
 
@@ -498,7 +500,7 @@ def test_a_sweep_is_built_in_one_place() -> None:
     build: `pmemlab sweep` over the backend or an axis, the one-liners, curves, `pmemlab run`)."""
     import re
 
-    package = Path(__file__).resolve().parents[2] / "userspace" / "pmemlab"
+    package = TOP / "userspace" / "pmemlab"
     made = {str(path.relative_to(package)): n for path in sorted(package.rglob("*.py"))
             if (n := len(re.findall(r"(?<!class )(?<![\w.])(?:\w*Executor|Sweep)\(", path.read_text())))}
     assert made == {"sweep/build.py": 5}, made  # an Executor per lane, opened or not; the AxisExecutor; two Sweeps
