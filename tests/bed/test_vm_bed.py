@@ -456,7 +456,7 @@ def test_cxl_kernels_are_those_with_every_option(tmp_path, monkeypatch) -> None:
 def test_make_test_runs_the_cxl_lanes_and_checks_the_backing_files_after() -> None:
     """The guest of the first kernel that can run the CXL lanes boots with --cxl, its devices'
     backing files kept in the reports, selects the tests marked cxl beside its own, and the host
-    then checks the files (tests/host/test_cxl_backing.py)."""
+    then checks the files (tests/host/module/test_cxl_backing.py)."""
     markers = guest_test_markers()
     cxl = {name for name, marks in markers.items() if "cxl" in marks}
     assert {"test_cxl.py::test_pmem_lane_every_op_and_placement", "test_cxl.py::test_ram_lane_module_on_the_cxl_node",
@@ -467,7 +467,7 @@ def test_make_test_runs_the_cxl_lanes_and_checks_the_backing_files_after() -> No
     assert '--list-kernels --cxl' in script and 'cxl_args=(--cxl --cxl-dir "$reports/cxl")' in script
     assert 'select=(-m "${select[1]} or cxl")' in script
     after = script[script.index('if [ ${#cxl_args[@]} -gt 0 ]'):]
-    assert 'PMEMLAB_CXL_DIR="$reports/cxl"' in after and "tests/host/test_cxl_backing.py" in after
+    assert 'PMEMLAB_CXL_DIR="$reports/cxl"' in after and "tests/host/module/test_cxl_backing.py" in after
 
 
 def test_an_unpacked_qemu_gets_its_own_firmware_and_modules(tmp_path) -> None:

@@ -11,7 +11,7 @@ analysis of results sits below plots, plots below the report, the report below t
 
 An import inside a function is allowed for one reason: start-up time. `pmemlab run`, `info`,
 `params` and every `--help` stay free of pandas, numpy, matplotlib, scipy and tqdm
-(tests/host/test_controller_run.py), so a module that brings one of them in at its import is
+(tests/host/controller/backends/test_run.py), so a module that brings one of them in at its import is
 imported where it is used. DEFERRED lists those modules, each with why; any other import
 inside a function (or lazy_module stand-in) fails below (import it at the top), and so does an entry of the list that
 brings in none of them or that nothing defers.
@@ -188,7 +188,7 @@ def test_no_import_cycle() -> None:
 def test_no_import_runs_back_up_a_layer() -> None:
     found = imports()
     problems = upward(found)
-    assert not problems, ("imports running back up the layers (tests/host/test_controller_imports.py LAYERS; "
+    assert not problems, ("imports running back up the layers (tests/host/controller/test_imports.py LAYERS; "
                           "move the code down to where its importers can reach it):\n  " + "\n  ".join(problems))
 
 

@@ -43,7 +43,7 @@ def runner_obj() -> Path:
 def module_obj(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """core/engine.o of the module, built with the tree's flags (retpolines, return thunks) by
     the bed's own build (scripts/vm: `make module W=1` into build/<release>/ under the build lock).
-    check-build (test_build.py, before this file) and scripts/vm leave it up to date: make only
+    check-build (make/test_build.py) and scripts/vm leave it up to date: make only
     checks it then, it does not compile it again. A copy is judged, so a later build cannot change
     it under the test."""
     if request.param == "none":

@@ -1,5 +1,5 @@
 """Every file of the repository README.md and docs/*.md cite exists: a path under one of the
-repository's source directories (`core/check.c`, `scripts/vm`, `tests/host/test_engine.py`), a
+repository's source directories (`core/check.c`, `scripts/vm`, `tests/host/core/test_engine.py`), a
 module of the controller cited by its path in the package (`plots/style.py`, `pmemlab/cxl.py`, as
 docs/controller.md names them), and a C file cited by its name alone (`check.c`, `safety.c`: one of
 core/, kmod/ or userspace/runner/). A file renamed or moved without its docs fails here, naming
