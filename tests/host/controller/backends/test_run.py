@@ -284,15 +284,15 @@ def test_load_hints_name_the_built_module(tmp_path, fake):
     assert "module:" in makefile and "$(TOP)/build/$(KVER)/pmemlab.ko" in makefile
     rel = platform.release()
     assert module_path() == str(TOP / "build" / rel / "pmemlab.ko")
-    assert load_hint("dram") == (f"make -C {top} module KDIR=/lib/modules/{rel}/build && "
-                                 f"sudo insmod {top}/build/{rel}/pmemlab.ko target=dram")
+    assert load_hint("dram") == (f"make -C {TOP} module KDIR=/lib/modules/{rel}/build && "
+                                 f"sudo insmod {TOP}/build/{rel}/pmemlab.ko target=dram")
     with pytest.raises(ModuleNotLoaded) as ei:
         Module(tmp_path / "nothing").require_loaded()
     line = ei.value.one_line()
-    assert f"fix: build and load it: make -C {top} module" in line and f"build/{rel}/pmemlab.ko target=/dev/pmem0" in line
+    assert f"fix: build and load it: make -C {TOP} module" in line and f"build/{rel}/pmemlab.ko target=/dev/pmem0" in line
     with pytest.raises(WrongTarget) as ei:
         fake.module().check_target("/dev/pmem1")
-    assert ei.value.fix == f"sudo rmmod pmemlab && sudo insmod {top}/build/{rel}/pmemlab.ko target=/dev/pmem1"
+    assert ei.value.fix == f"sudo rmmod pmemlab && sudo insmod {TOP}/build/{rel}/pmemlab.ko target=/dev/pmem1"
     (fake.root / "version").unlink()
     with pytest.raises(ModuleAccessError) as ei:
         fake.module().read("version")
