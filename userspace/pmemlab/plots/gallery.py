@@ -1,6 +1,6 @@
 """The gallery (docs/gallery, shown by the README): the figures of `make demo`, rendered by
 `pmemlab plot-all --gallery` only from results recorded at the clean commit the tree is at, with a
-gallery.json naming that commit and each PNG's SHA-256 (tests/host/controller/plots/test_gallery.py)."""
+gallery.json naming that commit and each PNG's SHA-256 (tests/host/test_gallery.py)."""
 
 from __future__ import annotations
 
