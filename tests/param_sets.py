@@ -1,4 +1,4 @@
-"""Random run-parameter sets for the differential tests (tests/host/test_params_diff.py: runner
+"""Random run-parameter sets for the differential tests (tests/host/core/test_params_diff.py: runner
 against controller; tests/guest/test_params_three_ways.py: module against runner against controller).
 
 A set is a dict name -> text in table order: the text the module's sysfs file is written with.
@@ -192,7 +192,7 @@ class RunnerJudge:
 
 
 # ---- runnable sets: valid runs to execute, for the fuzz of the engine -------------------------------
-# (tests/host/test_engine_fuzz.py through the guarded runner, tests/guest/test_fuzz.py through sysfs)
+# (tests/host/core/test_engine_fuzz.py through the guarded runner, tests/guest/test_fuzz.py through sysfs)
 #
 # Every parameter comes from the table (its range, multiple and names, libplcore.so): a value the
 # table gains is drawn too. Three kinds of bound are the fuzz's own: what a run may cost

@@ -11,6 +11,9 @@ from pathlib import Path
 from types import ModuleType
 
 TOP = Path(__file__).resolve().parent.parent
+# what the host tests share, whatever folder of tests/host they are in: the fake module, the sweep
+# configs, the recorded results (tests/host/conftest.py puts it on the import path)
+HOST_FIXTURES = TOP / "tests" / "host" / "fixtures"
 
 
 @cache

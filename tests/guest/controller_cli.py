@@ -3,8 +3,8 @@ the child runs pmemlab.cli.main(argv) as `python -m pmemlab` does (its __main__ 
 with the imports already done. Under TCG a fresh interpreter spends 15-30 s importing pandas
 and the rest before its first sysfs write; the tests judge what the controller does with the
 module, not the interpreter's start-up. The entry points themselves run on the host:
-`python -m pmemlab` in scripts/run-configs (tests/host/test_configs.py), the installed
-`pmemlab` script in tests/host/test_controller_package.py."""
+`python -m pmemlab` in scripts/run-configs (tests/host/controller/config/test_configs.py), the installed
+`pmemlab` script in tests/host/controller/test_package.py."""
 from __future__ import annotations
 
 import os

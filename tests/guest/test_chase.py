@@ -105,7 +105,7 @@ SMALL = 256 << 10  # the written chain's window: 4096 lines of 64 B
                                           ("raw", "pl_chase_raw_loop", "movnti+mov")])
 def test_a_writing_chase_writes_exactly_its_chains_lines(fresh: Module, pmem_dev: str, cw: str, loop: str,
                                                          insn: str) -> None:
-    """chase_write on the module (the byte oracle of tests/host/test_chase_write.py): the 8 bytes at
+    """chase_write on the module (the byte oracle of tests/host/runner/test_chase_write.py): the 8 bytes at
     offset 8 of every line of the chain hold odd store data, each line its own; every other byte of
     the device's first 4 MiB, the pointers written back among them, is as it was."""
     lines, batch = SMALL // 64, 64

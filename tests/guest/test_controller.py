@@ -124,7 +124,8 @@ def test_a_run_is_seen_done_at_the_modules_notification(loaded: Module) -> None:
     print(f"state reads for a 1 s run: {notified} notified, {scheduled} on the schedule")
     assert 2 <= notified <= 3, notified  # 2: the run ended before the wait began
     # how many looks fit in 1 s depends on how long a vCPU's 2 ms sleep really takes under TCG:
-    # the schedule's count is held on the host, on a clock of the test's own (test_controller_cost)
+    # the schedule's count is held on the host, on a clock of the test's own
+    # (tests/host/controller/backends/test_cost.py)
     assert scheduled >= 2, scheduled
     rows = [[dict(f.split("=", 1) for f in ln.split()) for ln in o.result.splitlines()] for o in (out_n, out_s)]
     assert [sorted(r) for r in rows[0]] == [sorted(r) for r in rows[1]]

@@ -6,7 +6,7 @@ bridge, regions made by the kernel's CXL stack, docs: README "On CXL memory"):
 - ram lane: the module's DRAM target on the CPU-less node a 2-way CXL ram region was onlined into,
   and the user backend on the devdax device of a second ram region;
 - advertised against what the kernel exposes, and for the HMAT what QEMU was told (PMEMLAB_HMAT);
-- per-device writes on a second, untouched namespace, whose bytes tests/host/test_cxl_backing.py
+- per-device writes on a second, untouched namespace, whose bytes tests/host/module/test_cxl_backing.py
   finds in the devices' backing files on the host after the guest exits (per-device.json).
 
 Runs are tiny (200 accesses a thread, a few MiB mapped): the CXL window is emulated MMIO under TCG
@@ -298,7 +298,7 @@ def test_advertised_is_what_qemu_was_told_and_what_the_kernel_exposes(module, cx
 
 
 # ---------------------------------------------------------------------------------------------
-# per-device writes, checked from outside (tests/host/test_cxl_backing.py)
+# per-device writes, checked from outside (tests/host/module/test_cxl_backing.py)
 # ---------------------------------------------------------------------------------------------
 WINDOW = 64 * KiB
 

@@ -234,7 +234,7 @@ def test_info_without_the_module_shows_cxl(cxl_node: int) -> None:
 def test_user_backend_takes_cxl_for_the_cxl_node(cxl_node: int, tmp_path: Path) -> None:
     """README's one-liners with no module: `cxl` is the CXL node on the user backend (with a small
     target: the runner fills its target, and the emulated CXL memory takes writes at a few MB/s;
-    loaded-latency's --probe-target cxl is the same resolution: tests/host/test_runner_backend.py)."""
+    loaded-latency's --probe-target cxl is the same resolution: tests/host/controller/backends/test_runner_backend.py)."""
     import pandas as pd
 
     rmmod()

@@ -71,7 +71,7 @@ def same_meaning(raw: dict[str, str]) -> dict[str, str]:
     """The set without a load_target that is a well-formed name: on the module it names a named
     target (none here: ENOENT), on the runner it is a target spec it opens (dram, dram:0), so their
     verdicts differ by design; each is judged against its own targets in test_targets.py and
-    tests/host/test_runner_load_target.py. Texts no name may be stay: all three refuse them."""
+    tests/host/runner/test_runner_load_target.py. Texts no name may be stay: all three refuse them."""
     text = raw.get("load_target", "")
     if text and text.isascii() and text.isprintable() and " " not in text and len(text) <= 255:
         return {k: v for k, v in raw.items() if k != "load_target"}

@@ -10,7 +10,7 @@ bandwidth figures show function, not performance):
   went where;
 - `pmemlab tier-bw` end to end on both backends: a target per ratio, the share of the bytes found
   on DRAM as asked, the best ratio of each mix marked, the CSV's rows with the placement (its
-  figure is drawn on the host from the same columns: tests/host/test_tiers.py).
+  figure is drawn on the host from the same columns: tests/host/controller/targets/test_tiers.py).
 
 The placement tests are marked two_nodes: make test's last guest (6.12, two nodes with CPUs) runs
 them too, where the module runs on 6.12 and the user backend has MPOL_WEIGHTED_INTERLEAVE (the

@@ -11,7 +11,9 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent / "fixtures"))
+from testlib import HOST_FIXTURES  # tests/conftest.py put tests/ on the path
+
+sys.path.insert(0, str(HOST_FIXTURES))
 
 # No per-example deadline for the property tests: beside CI's guests an example's wall time says
 # nothing about the code (one took over 250 ms there and failed the run); a test that means a speed

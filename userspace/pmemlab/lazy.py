@@ -1,5 +1,5 @@
 """A module imported on first attribute use (numpy, pandas and what needs them stay out of the
-start-up of commands that print no table: tests/host/test_controller_run.py)."""
+start-up of commands that print no table: tests/host/controller/backends/test_run.py)."""
 from __future__ import annotations
 
 import importlib

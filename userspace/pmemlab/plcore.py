@@ -9,7 +9,7 @@ The table itself (every parameter's name, kind, range, default and allowed value
 their flags, the CPU features) is the package's schema.json, which `make docs` writes from the
 library's `plc_schema()` (scripts/update-docs, `write_schema`): reading, plotting, comparing and
 reporting results need no compiler and no library. A library whose table is not the file's is
-refused when it is loaded (run `make docs`), and tests/host/test_params_schema.py fails.
+refused when it is loaded (run `make docs`), and tests/host/controller/test_params_schema.py fails.
 
 The library is looked for at $PMEMLAB_PLCORE, next to this package, and in the source tree's
 userspace/runner/; when it is not there the error says how to build it.

@@ -4,7 +4,7 @@ bandwidth-latency curves, and inference from measured curves for the device card
 granularity, interleave, tails).
 
 Its modules import nothing from plots/, report/ or cli/: the layers point down
-(tests/host/test_controller_imports.py)."""
+(tests/host/controller/test_imports.py)."""
 
 CARD_NAME = "card.json"
 PROBE_CSV = "probe.csv"  # a probe's measurements (docs/card.md): not a sweep's results

@@ -3,7 +3,7 @@
 A command's module has `add_parser(sub, name)` (its parser, added to the subparsers `sub` under
 `name`) and `run(args) -> int` (the command: its exit code, exitcodes.py). A module may hold a
 family (the one-liners: one module, a row each, their names from ONELINERS). `pmemlab --help` lists the commands in this
-order; `tests/host/test_cli_commands.py` fails when the parser and this list differ.
+order; `tests/host/controller/cli/test_cli_commands.py` fails when the parser and this list differ.
 Another command: a row here and its module."""
 
 from __future__ import annotations

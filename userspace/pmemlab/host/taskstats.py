@@ -39,7 +39,7 @@ TASKSTATS_TYPE_STATS = 3
 TASKSTATS_TYPE_AGGR_PID = 4
 
 # Offsets in struct taskstats (linux/taskstats.h; these fields have not moved since version 1 of
-# the record: fields are only ever appended). tests/host/test_conditions.py checks them against
+# the record: fields are only ever appended). tests/host/controller/host/test_conditions.py checks them against
 # offsetof() in the installed header.
 OFF_VERSION = 0
 OFF_COMM = 80
