@@ -104,19 +104,24 @@ def test_the_probe_alone_is_measured_before_and_after_the_family(family) -> None
         assert noted == (abs(ratio - 1) > cmd.DRIFT), (ratio, doc["notes"])
 
 
-def test_a_drift_of_the_probe_alone_is_noted(monkeypatch, capsys) -> None:
-    """Before 150 ns, after 200 ns: the JSON carries both and the ratio, the text and the notes say so."""
+def _curves_with_alone(monkeypatch, before: float, after: float) -> dict:
+    """A small user-backend curves run whose probe alone reads `before`, then `after` (ns): its JSON."""
     import contextlib
     import io
 
-    seen = iter([{"chase": 150.0}, {"chase": 200.0}])
+    seen = iter([{"chase": before}, {"chase": after}])
     monkeypatch.setattr(cmd, "unloaded", lambda setup, bed, args: next(seen))
     buf = io.StringIO()
     with contextlib.redirect_stdout(buf):
         assert cli.main(["curves", "--backend", "user", "--mixes", "100", "--points", "3", "--threads", "2",
                          "--duration-ms", "5", "--working-set", "4M", "--repeats", "1", "--max-repeats", "1",
                          "--max-delay", str(MAX_DELAY), "--json"]) == exitcodes.OK
-    doc = json.loads(buf.getvalue())
+    return json.loads(buf.getvalue())
+
+
+def test_a_drift_of_the_probe_alone_is_noted(monkeypatch, capsys) -> None:
+    """Before 150 ns, after 200 ns: the JSON carries both and the ratio, the text and the notes say so."""
+    doc = _curves_with_alone(monkeypatch, 150.0, 200.0)
     assert doc["unloaded_ns"] == {"chase": 150.0} and doc["unloaded_after_ns"] == {"chase": 200.0}
     assert doc["unloaded_drift"]["chase"] == pytest.approx(4 / 3)
     assert any("read 150 ns before the curves and 200 ns after" in n for n in doc["notes"])
@@ -126,17 +131,7 @@ def test_a_drift_of_the_probe_alone_is_noted(monkeypatch, capsys) -> None:
 def test_a_zero_median_alone_gives_no_ratio_but_a_note(monkeypatch) -> None:
     """Before 0 ns (a median can be 0: TCG's clock, a starved probe's clamped samples), after 150 ns:
     the drift is null, not left out and not divided, and a note says why."""
-    import contextlib
-    import io
-
-    seen = iter([{"chase": 0.0}, {"chase": 150.0}])
-    monkeypatch.setattr(cmd, "unloaded", lambda setup, bed, args: next(seen))
-    buf = io.StringIO()
-    with contextlib.redirect_stdout(buf):
-        assert cli.main(["curves", "--backend", "user", "--mixes", "100", "--points", "3", "--threads", "2",
-                         "--duration-ms", "5", "--working-set", "4M", "--repeats", "1", "--max-repeats", "1",
-                         "--max-delay", str(MAX_DELAY), "--json"]) == exitcodes.OK
-    doc = json.loads(buf.getvalue())
+    doc = _curves_with_alone(monkeypatch, 0.0, 150.0)
     assert doc["unloaded_drift"] == {"chase": None}
     assert any("read 0 ns before the curves and 150 ns after: no ratio" in n for n in doc["notes"]), doc["notes"]
 
