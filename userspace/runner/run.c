@@ -249,6 +249,16 @@ void plu_run(struct plu_run *r, const cpu_set_t *allowed, bool load)
 	int cpus[PL_MAX_THREADS], i, err;
 	struct sigaction sa;
 
+	/*
+	 * The stop is caught before the first buffer is mapped: a SIGTERM that
+	 * comes while the workers are set up ends the run as aborted, not the
+	 * process by the default action.
+	 */
+	signalled = r;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_signal;
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
 	pick_cpus(r, r->n, allowed, cpus);
 	atomic_store(&r->loaders, r->n - (r->c.probe ? 1 : 0));
 	setup = (struct pl_setup){ .p = &r->c, .f = &r->f, .target = r->t.addr,
@@ -272,11 +282,6 @@ void plu_run(struct plu_run *r, const cpu_set_t *allowed, bool load)
 
 		pl_ceil_reuse(r->ceil, &ts, r->c.prefetch, 0);
 	}
-	signalled = r;
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = on_signal;
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
 	fflush(stdout);
 	for (i = 0; i < (int)r->n; i++) {
 		err = pthread_create(&r->w[i].th, NULL, worker_fn, &r->w[i]);
