@@ -782,15 +782,29 @@ def _output_dir(path: str) -> Path:
     return d
 
 
-def page2m_size(meminfo: Path = Path("/proc/meminfo")) -> int:
+def page2m_size(meminfo: Path = Path("/proc/meminfo"), node_meminfo: Path | None = None) -> int:
     """The 2 MiB-page DRAM target's size: PAGE2M_DRAM, or 1/PAGE2M_SHARE of MemAvailable where
     that is less, in whole 2 MiB pages (at least PAGE2M_MIN): a probe must not push a small
-    machine (a 2.5 GiB guest) into reclaim or the OOM killer for its second target."""
-    m = re.search(r"^MemAvailable:\s+(\d+) kB", read_all(meminfo), re.M) if meminfo.exists() else None
-    if not m:
+    machine (a 2.5 GiB guest) into reclaim or the OOM killer for its second target. On one node
+    (`dram:NODE`, node_meminfo its /sys/.../nodeN/meminfo) the node's MemFree bounds it too: the
+    target's pages come from that node alone, however much the machine has."""
+    kib = []
+    if meminfo.exists():
+        m = re.search(r"^MemAvailable:\s+(\d+) kB", read_all(meminfo), re.M)
+        kib += [int(m.group(1))] if m else []
+    if node_meminfo is not None and node_meminfo.exists():
+        m = re.search(r"^Node \d+ MemFree:\s+(\d+) kB", read_all(node_meminfo), re.M)
+        kib += [int(m.group(1))] if m else []
+    if not kib:
         return PAGE2M_DRAM
-    share = int(m.group(1)) * 1024 // PAGE2M_SHARE // SLOT_2M * SLOT_2M
+    share = min(kib) * 1024 // PAGE2M_SHARE // SLOT_2M * SLOT_2M
     return max(PAGE2M_MIN, min(PAGE2M_DRAM, share))
+
+
+def node_meminfo_of(target: str) -> Path | None:
+    """The meminfo of the node a user-backend DRAM target names (`dram:NODE`), None for `dram`."""
+    _, _, node = str(target).partition(":")
+    return Path(f"/sys/devices/system/node/node{node}/meminfo") if node.isdigit() else None
 
 
 def page2m_plan(args: argparse.Namespace, target: str, bench: Bench, cond: Mapping[str, Any],
@@ -801,7 +815,7 @@ def page2m_plan(args: argparse.Namespace, target: str, bench: Bench, cond: Mappi
     stage begins; elsewhere (a DAX target, the module's) the probe's target where its pages are
     2 MiB, its half as the other chases."""
     if args.backend == "user" and str(target).split(":")[0] == "dram":
-        size = page2m_size()
+        size = page2m_size(node_meminfo=node_meminfo_of(target))
 
         def opener() -> Bench:
             be = BackendSpec("user", target=args.target or "dram",

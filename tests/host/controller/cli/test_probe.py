@@ -377,6 +377,19 @@ def test_the_2m_page_target_fits_the_memory_available(tmp_path):
     assert probe_cli.page2m_size(meminfo) == probe_cli.PAGE2M_DRAM
 
 
+def test_the_2m_page_target_on_one_node_fits_that_node(tmp_path):
+    """`dram:NODE`: the node's MemFree bounds the size as well as the machine's MemAvailable (a
+    CXL node of 512 MiB on a 24 GiB machine got the machine's 2 GiB before)."""
+    meminfo, node = tmp_path / "meminfo", tmp_path / "node2-meminfo"
+    meminfo.write_text("MemAvailable:   20000000 kB\n")
+    node.write_text("Node 2 MemTotal:       524288 kB\nNode 2 MemFree:        516000 kB\n")
+    assert probe_cli.page2m_size(meminfo) == 2 << 30
+    assert probe_cli.page2m_size(meminfo, node) == 516000 * 1024 // 4 // (2 << 20) * (2 << 20) == 124 << 20
+    assert probe_cli.page2m_size(meminfo, tmp_path / "absent") == 2 << 30
+    assert probe_cli.node_meminfo_of("dram:2") == Path("/sys/devices/system/node/node2/meminfo")
+    assert probe_cli.node_meminfo_of("dram") is None
+
+
 def _opened_options(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, str]]:
     """The options of every target the probe reads the facts of (Bench.probe: `pmemlab-run
     --facts` maps and faults it), recorded as they are opened."""
