@@ -721,8 +721,23 @@ def _draw_one(ax: Any, inf: Mapping[str, Any], doc: Mapping[str, Any], rows: Seq
         ax.set_xticks([0, 1], ["sequential", "random"])
         ax.set_xlim(-0.5, 1.5)
         ax.set_ylabel("64 B load latency p50 (ns)")
-    ax.set_yscale("log")
+    log_y_where_positive(ax)
     ax.legend(fontsize=7)
+
+
+def log_y_where_positive(ax: Any) -> None:
+    """A log y axis where every plotted value is above 0; symlog, linear below the smallest
+    positive one, where some are 0 (under TCG the clock steps by 10 ns, and a latency of 0 ns is
+    a fact of the clock, not to be dropped with a warning); linear where none is positive."""
+    import numpy as np
+    ys = [np.asarray(line.get_ydata(), dtype=float) for line in ax.get_lines()]
+    ys += [np.asarray(c.get_offsets(), dtype=float).reshape(-1, 2)[:, 1] for c in ax.collections]
+    y = np.concatenate(ys) if ys else np.array([])
+    y = y[np.isfinite(y)]
+    if y.size and (y > 0).all():
+        ax.set_yscale("log")
+    elif (y > 0).any():
+        ax.set_yscale("symlog", linthresh=float(y[y > 0].min()))
 
 
 def draw(doc: Mapping[str, Any], rows: Sequence[Mapping[str, Any]], directory: Path) -> list[Path]:

@@ -477,3 +477,21 @@ def test_card_json_is_what_json_prints(probed, tmp_path, monkeypatch, capsys):
     text = (tmp_path / "again" / "card.json").read_text()
     saved = json.loads(text, parse_constant=lambda c: pytest.fail(f"card.json holds {c}: not JSON"))
     assert saved == printed and saved["inferences"][0]["detail"]["odd"] == {"nan": None, "int64": 7}
+
+
+@pytest.mark.parametrize("ys,scale", [([3.0, 40.0, 900.0], "log"), ([0.0, 10.0, 20.0], "symlog"), ([0.0, 0.0], "linear")])
+def test_a_figure_keeps_its_zero_latencies_without_a_log_scale_warning(ys, scale):
+    """Under TCG a median latency can be 0 ns: the figure's axis says so instead of warning."""
+    import warnings
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    fig, ax = plt.subplots()
+    ax.plot(range(len(ys)), ys, "o-")
+    ax.scatter([0], [ys[0]])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        probe_cli.log_y_where_positive(ax)
+        fig.canvas.draw()
+    assert ax.get_yscale() == scale
+    plt.close(fig)
