@@ -6,7 +6,12 @@
   50/80/95 % of the peak read bandwidth (curves.latency_at, interpolated on the curve up to its
   peak). Confidence: the share of those three loads the curve reaches, times 1 - the peak's
   relative spread over the repeats (capped to 0..1). Uncertain without a read curve of 3 points.
-- rw_asymmetry: peak read bandwidth / peak write bandwidth (from the same curves).
+- rw_asymmetry: peak read bandwidth / peak write bandwidth (from the same curves). Uncertain where
+  a curve did not load the memory: the probe's median at the curve's peak less than LOADED_RISE x
+  its median at the lightest load. Such a peak is what the load threads can issue (a core's
+  outstanding misses for loads; ntstores need no read for ownership), not the memory's, and a
+  ratio of two such limits says nothing about the device. loaded_latency keeps its numbers and
+  says the same in its reason.
 - prefetch: the median latency of 64 B loads in sequence over the median of random ones, at a
   region past the last cache: well below 1 when the prefetchers bring the next lines ahead of the
   loads. Confidence from the repeats: 1 - the larger relative spread of the two medians."""
@@ -23,6 +28,7 @@ from pmemlab.analysis.inference import Inference
 
 LOADS = (0.5, 0.8, 0.95)
 MIN_CURVE = 3
+LOADED_RISE = 1.2  # the probe's median at a curve's peak over its lightest load's: below, the memory was not loaded
 PREFETCH_BELOW = 0.8  # sequential at most this share of random: the prefetchers hide latency
 LOADED_METHOD = ("a short `pmemlab curves` family (100 % and 0 % reads, throttled load threads, probe latency "
                  "beside them): peaks, the unloaded latency alone, p50 at 50/80/95 % of the read peak "
@@ -54,6 +60,27 @@ def _ev(points: Sequence[CV.CurvePoint]) -> list[dict[str, Any]]:
                     "p50_ns": p.p50_ns, "p999_ns": p.p999_ns}) for p in CV.by_load(points)]
 
 
+def rise(curve: Sequence[CV.CurvePoint]) -> float:
+    """The probe's median at the curve's peak bandwidth over its median at the lightest load (the
+    curve from the lightest load on, as CV.family gives it); NaN without both medians."""
+    top = max(curve, key=lambda p: p.bw_gbps)
+    base = next((p.p50_ns for p in curve if math.isfinite(p.p50_ns) and p.p50_ns > 0), math.nan)
+    return top.p50_ns / base if math.isfinite(base) and math.isfinite(top.p50_ns) else math.nan
+
+
+def unloaded_curves(fam: dict[int, list[CV.CurvePoint]]) -> list[str]:
+    """What the read (100 %) and write (0 %) curves of the family say of not having loaded the memory."""
+    out = []
+    for mix, what in ((100, "read"), (0, "write")):
+        curve = fam.get(mix, [])
+        r = rise(curve) if curve else math.nan
+        if math.isfinite(r) and r < LOADED_RISE:
+            peak = max(p.bw_gbps for p in curve)
+            out.append(f"the {what} curve did not load the memory (p50 x{r:.2f} at its peak of {peak:.3g} GB/s): "
+                       f"that peak is what the load threads can issue, not the memory's")
+    return out
+
+
 def loaded_inference(name: str, points: Sequence[CV.CurvePoint], unloaded_ns: float | None) -> Inference:
     fam = CV.family(points)
     read = fam.get(100, [])
@@ -72,7 +99,8 @@ def loaded_inference(name: str, points: Sequence[CV.CurvePoint], unloaded_ns: fl
     rel = top.bw_std / top.bw_gbps if top.bw_gbps > 0 else 1.0
     conf = max(0.0, min(1.0, reached * (1 - rel)))
     missing = [k for k, v in at.items() if math.isnan(v)]
-    reason = f"the read curve does not reach {', '.join(missing)}" if missing else ""
+    notes = ([f"the read curve does not reach {', '.join(missing)}"] if missing else []) + unloaded_curves(fam)
+    reason = "; ".join(notes)
     return Inference(name, value, "ns", conf, LOADED_METHOD, ev, False, reason,
                      {"read": _clean(rs.record()), "write": _clean(ws.record()) if ws else None})
 
@@ -89,8 +117,18 @@ def asymmetry_inference(name: str, points: Sequence[CV.CurvePoint]) -> Inference
         return Inference(name, None, "x", 0.0, ASYM_METHOD, ev, True, "the write curve moved no bytes")
     tr, tw = max(read, key=lambda p: p.bw_gbps), max(write, key=lambda p: p.bw_gbps)
     rel = math.hypot(tr.bw_std / r if r else 1.0, tw.bw_std / w)
+    detail = {"peak_read_gbps": r, "peak_write_gbps": w, "read_rise": _finite(rise(read)),
+              "write_rise": _finite(rise(write))}
+    idle = unloaded_curves(fam)
+    if idle:
+        return Inference(name, r / w, "x", 0.0, ASYM_METHOD, ev, True,
+                         f"read {r:.3g} GB/s, write {w:.3g} GB/s; " + "; ".join(idle), detail)
     return Inference(name, r / w, "x", max(0.0, min(1.0, 1 - rel)), ASYM_METHOD, ev, False,
-                     f"read {r:.3g} GB/s, write {w:.3g} GB/s", {"peak_read_gbps": r, "peak_write_gbps": w})
+                     f"read {r:.3g} GB/s, write {w:.3g} GB/s", detail)
+
+
+def _finite(v: float) -> float | None:
+    return v if math.isfinite(v) else None
 
 
 def prefetch_inference(name: str, seq_ns: Sequence[float], rand_ns: Sequence[float], region: int | None) -> Inference:

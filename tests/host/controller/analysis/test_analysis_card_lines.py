@@ -286,6 +286,26 @@ def test_loaded_latency_and_asymmetry(peak_r, peak_w, base):
         assert v[f"p50_at_{f}pct_ns"] == pytest.approx(base / (1 - 0.9 * f / 100), rel=0.05), f
     asym = loaded.asymmetry_inference("rw_asymmetry", pts)
     assert asym.value == pytest.approx(peak_r / peak_w)
+    assert not asym.uncertain, asym.reason  # both curves rise x10 at their peaks
+
+
+def test_asymmetry_of_a_curve_that_never_loaded_the_memory_is_uncertain():
+    """A read curve whose probe median stays flat up to its peak (one core's outstanding misses on a
+    2-CPU host: x1.03) held against a write curve that loaded the memory (x1.8): the ratio is kept,
+    the line uncertain, and both it and loaded_latency say why."""
+    pts = []
+    for i, (bw_r, lat_r, bw_w, lat_w) in enumerate([(0.1, 150, 0.1, 156), (1.0, 152, 4.0, 160),
+                                                    (4.6, 155, 27.9, 282)]):
+        for mix, bw, lat in ((100, bw_r, lat_r), (0, bw_w, lat_w)):
+            pts.append(CV.CurvePoint(mix=mix, delay_ticks=1000 * (3 - i), bw_gbps=bw, bw_std=0.0,
+                                     read_share=float(mix), p50_ns=lat, p90_ns=0.0, p99_ns=0.0,
+                                     p999_ns=2 * lat, max_ns=0.0))
+    asym = loaded.asymmetry_inference("rw_asymmetry", pts)
+    assert asym.uncertain and asym.confidence == 0.0 and asym.value == pytest.approx(4.6 / 27.9)
+    assert "the read curve did not load the memory" in asym.reason and "write curve" not in asym.reason
+    assert asym.detail["read_rise"] == pytest.approx(155 / 150) and asym.detail["write_rise"] == pytest.approx(282 / 156)
+    lat = loaded.loaded_inference("loaded_latency", pts, 150.0)
+    assert not lat.uncertain and "the read curve did not load the memory" in lat.reason
 
 
 def test_loaded_uncertain_with_too_short_a_curve():

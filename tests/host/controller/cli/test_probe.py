@@ -207,7 +207,10 @@ def test_the_loaded_stage_end_to_end(tmp_path):
     assert loaded["value"]["peak_read_gbps"] > 0 and loaded["value"]["peak_write_gbps"] > 0
     assert loaded["value"]["unloaded_ns"] > 0
     assert {e["mix_pct"] for e in loaded["evidence"]} == {0, 100} and len(loaded["evidence"]) >= 6
-    assert not infs["rw_asymmetry"]["uncertain"] and infs["rw_asymmetry"]["value"] > 0
+    # the ratio is kept; it is uncertain where a curve did not load the memory (one load thread on
+    # a 2-CPU host: its random loads stop at the core's outstanding misses), and then says so
+    asym = infs["rw_asymmetry"]
+    assert asym["value"] > 0 and (not asym["uncertain"] or "did not load the memory" in asym["reason"]), asym
     probe_cli.save_rows(prober.rows, tmp_path / "probe.csv")
     (tmp_path / "card.json").write_text(json.dumps(doc, default=str))
     rows, meta = probe_cli.load_rows(tmp_path)
@@ -427,7 +430,7 @@ def test_the_2m_plan_knows_its_size_before_it_opens(monkeypatch):
     the module's target is its own 2 MiB target (half of it laddered) or why not, nothing to open."""
     import argparse
 
-    monkeypatch.setattr(probe_cli, "page2m_size", lambda: 64 << 20)
+    monkeypatch.setattr(probe_cli, "page2m_size", lambda **_: 64 << 20)
     seen = _opened_options(monkeypatch)
     args = argparse.Namespace(backend="user", target="dram")
     plan = probe_cli.page2m_plan(args, "dram", None, {}, 1 << 30)
