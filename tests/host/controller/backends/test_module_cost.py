@@ -17,7 +17,7 @@ from sweep_toml import bandwidth_toml
 
 import pmemlab.cli as cli
 from pmemlab.backends.user import UserBackend
-from pmemlab.results import parse_result_text
+from pmemlab.results import parse_result, parse_result_text
 
 from testlib import TOP
 
@@ -132,6 +132,25 @@ def test_a_served_runner_reuses_the_fastest_of_its_first_ceilings(built) -> None
         measured = [_all(fresh.run(POINT, timeout_s=60)) for _ in range(2)]
         assert {m["ceiling_src"] for m in measured} == {"measured"}
         assert all(f["ceiling_mbps"] > 0 for f in first) and all(m["ceiling_mbps"] > 0 for m in measured)
+
+
+def test_a_starved_ceiling_outrun_is_dropped(built, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every ceiling the served runner measures taken as 10^6 times slower
+    (PMEMLAB_RUN_CEILING_SLOWDOWN: as measured on a starved CPU): the set is reused once credible, the
+    run that reuses it moves more than it and says reused-low (no engine_ceiling_gbps, no loop_bound
+    in the controller's row), and the next run measures again."""
+    monkeypatch.setenv("PMEMLAB_RUN_CEILING_SLOWDOWN", "1000000")
+    with UserBackend("dram", {"dram_size": "16M"}, persistent=True) as served:
+        outcomes = [served.run(POINT, timeout_s=60) for _ in range(TRUST + 2)]
+    got = [_all(o) for o in outcomes]
+    assert [g["ceiling_src"] for g in got] == ["measured"] * TRUST + ["reused-low", "measured"]
+    low = got[TRUST]
+    assert low["ceiling_mbps"] == max(g["ceiling_mbps"] for g in got[:TRUST]) < low["bw_mbps"]
+    rows = parse_result(outcomes[TRUST].result, None)
+    assert {r["ceiling_src"] for r in rows} == {"reused-low"}
+    assert not any("loop_bound" in r or "engine_ceiling_gbps" in r for r in rows), rows
+    # a measured ceiling, however low, is the run's own: the controller derives both from it
+    assert "loop_bound" in parse_result(outcomes[-1].result, None)[-1]
 
 
 def test_the_ceiling_key(built) -> None:
