@@ -76,11 +76,16 @@ static unsigned int pl_ceil_set_size(const struct pl_ceil_cache *c, u64 set)
 	return m;
 }
 
-bool pl_ceil_reuse(struct pl_ceil_cache *c, const struct pl_threads *ts, u64 prefetch, u64 others)
+/*
+ * The set every bandwidth thread of ts (m of them) finds its key in, when
+ * one set holds them all and nothing else; 0: none.
+ */
+static u64 pl_ceil_whole(struct pl_ceil_cache *c, const struct pl_threads *ts, u64 prefetch,
+			 u64 others, unsigned int m)
 {
-	struct pl_ceil_key k;
 	struct pl_ceil_ent *ent;
-	unsigned int i, m = 0;
+	struct pl_ceil_key k;
+	unsigned int i;
 	u64 set = 0;
 
 	for (i = 0; i < ts->n; i++) {
@@ -91,12 +96,28 @@ bool pl_ceil_reuse(struct pl_ceil_cache *c, const struct pl_threads *ts, u64 pre
 		pl_ceil_key(&k, t, ts->n, prefetch, others);
 		ent = pl_ceil_find(c, &k);
 		if (!ent || (set && ent->set != set))
-			return false;
+			return 0;
 		set = ent->set;
-		m++;
 	}
-	if (!m || pl_ceil_set_size(c, set) != m)
+	return set && pl_ceil_set_size(c, set) == m ? set : 0;
+}
+
+bool pl_ceil_reuse(struct pl_ceil_cache *c, const struct pl_threads *ts, u64 prefetch, u64 others)
+{
+	struct pl_ceil_key k;
+	struct pl_ceil_ent *ent;
+	unsigned int i, m = 0;
+	u64 set;
+
+	for (i = 0; i < ts->n; i++)
+		m += pl_ceil_bw(pl_threads_at(ts, i));
+	set = pl_ceil_whole(c, ts, prefetch, others, m);
+	if (!set)
 		return false;
+	/* credible only: a set of fewer measurements is still being measured */
+	for (i = 0; i < PL_CEIL_CACHE; i++)
+		if (c->e[i].set == set && c->e[i].count < PL_CEIL_TRUST)
+			return false;
 	/* a hit: the set is the newest now (the oldest leave first) */
 	c->sets++;
 	for (i = 0; i < ts->n; i++) {
@@ -139,24 +160,35 @@ static void pl_ceil_room(struct pl_ceil_cache *c, unsigned int m)
 	}
 }
 
-void pl_ceil_store(struct pl_ceil_cache *c, const struct pl_threads *ts, u64 prefetch, u64 others)
+bool pl_ceil_low(const struct pl_thread *t)
+{
+	const struct pl_eng *e = &t->e;
+
+	/* bytes / ticks > ceil_bytes / ceil_ticks */
+	return pl_ceil_bw(t) && t->ceil_reused && e->st.ticks && e->ceil_ticks &&
+	       (pl_u128)e->st.bytes * e->ceil_ticks > (pl_u128)e->ceil_bytes * e->st.ticks;
+}
+
+const char *pl_ceil_src_name(u64 src)
+{
+	switch (src) {
+	case PL_CEIL_REUSED:
+		return "reused";
+	case PL_CEIL_REUSED_LOW:
+		return "reused-low";
+	default:
+		return "measured";
+	}
+}
+
+/* what the cache holds of ts's keys leaves it */
+static void pl_ceil_drop(struct pl_ceil_cache *c, const struct pl_threads *ts, u64 prefetch,
+			 u64 others)
 {
 	struct pl_ceil_ent *ent;
 	struct pl_ceil_key k;
-	unsigned int i, j = 0, m = 0;
+	unsigned int i;
 
-	for (i = 0; i < ts->n; i++) {
-		const struct pl_thread *t = pl_threads_at(ts, i);
-
-		if (!pl_ceil_bw(t))
-			continue;
-		if (t->ceil_reused || !t->e.ceil_ticks)
-			return;
-		m++;
-	}
-	if (!m || m > PL_CEIL_CACHE)
-		return;
-	/* the same keys measured again replace what the cache held of them */
 	for (i = 0; i < ts->n; i++) {
 		const struct pl_thread *t = pl_threads_at(ts, i);
 
@@ -166,6 +198,69 @@ void pl_ceil_store(struct pl_ceil_cache *c, const struct pl_threads *ts, u64 pre
 		while ((ent = pl_ceil_find(c, &k)))
 			ent->set = 0;
 	}
+}
+
+/* a thread's measured ceiling into its entry, where the faster (a ceiling is the fastest window) */
+static void pl_ceil_best(struct pl_ceil_ent *ent, const struct pl_eng *e)
+{
+	if (ent->ticks &&
+	    (pl_u128)e->ceil_bytes * ent->ticks <= (pl_u128)ent->bytes * e->ceil_ticks)
+		return;
+	ent->bytes = e->ceil_bytes;
+	ent->ticks = e->ceil_ticks;
+	ent->ops = e->ceil_ops;
+	ent->loop = e->ceil_loop;
+}
+
+void pl_ceil_store(struct pl_ceil_cache *c, const struct pl_threads *ts, u64 prefetch, u64 others)
+{
+	struct pl_ceil_ent *ent;
+	struct pl_ceil_key k;
+	unsigned int i, j = 0, m = 0, reused = 0, low = 0;
+	u64 set;
+
+	for (i = 0; i < ts->n; i++) {
+		const struct pl_thread *t = pl_threads_at(ts, i);
+
+		if (!pl_ceil_bw(t))
+			continue;
+		m++;
+		reused += t->ceil_reused;
+		low += pl_ceil_low(t);
+		if (!t->ceil_reused && !t->e.ceil_ticks)
+			return;
+	}
+	if (!m || m > PL_CEIL_CACHE)
+		return;
+	if (reused) {
+		/* reused whole (pl_ceil_reuse); outrun, it is stale: the next run measures again */
+		if (low)
+			pl_ceil_drop(c, ts, prefetch, others);
+		return;
+	}
+	/* a set of these keys still being measured: each thread's fastest, one measurement more */
+	set = pl_ceil_whole(c, ts, prefetch, others, m);
+	if (set) {
+		c->sets++;
+		for (i = 0; i < PL_CEIL_CACHE; i++) {
+			if (c->e[i].set != set)
+				continue;
+			c->e[i].set = c->sets;
+			if (c->e[i].count < PL_CEIL_TRUST)
+				c->e[i].count++;
+		}
+		for (i = 0; i < ts->n; i++) {
+			const struct pl_thread *t = pl_threads_at(ts, i);
+
+			if (!pl_ceil_bw(t))
+				continue;
+			pl_ceil_key(&k, t, ts->n, prefetch, others);
+			pl_ceil_best(pl_ceil_find(c, &k), &t->e);
+		}
+		return;
+	}
+	/* the same keys measured in another set leave it: a new set of one measurement */
+	pl_ceil_drop(c, ts, prefetch, others);
 	pl_ceil_room(c, m);
 	c->sets++;
 	for (i = 0; i < ts->n; i++) {
@@ -178,9 +273,8 @@ void pl_ceil_store(struct pl_ceil_cache *c, const struct pl_threads *ts, u64 pre
 		ent = &c->e[j];
 		pl_ceil_key(&ent->k, t, ts->n, prefetch, others);
 		ent->set = c->sets;
-		ent->bytes = t->e.ceil_bytes;
-		ent->ticks = t->e.ceil_ticks;
-		ent->ops = t->e.ceil_ops;
-		ent->loop = t->e.ceil_loop;
+		ent->count = 1;
+		ent->ticks = 0;
+		pl_ceil_best(ent, &t->e);
 	}
 }

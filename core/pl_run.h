@@ -108,10 +108,13 @@ void pl_thread_end(struct pl_thread *t, u64 now);
  * the key.  A run reuses the ceilings of an earlier run only whole: when
  * every one of its bandwidth threads finds its key among the ceilings one
  * earlier run measured together, and that run had as many (the same CPUs,
- * so the same neighbours while they were measured).  The cache is the
- * owner's (the module: one per target; the served runner: one per
- * process); what the key omits (the target, the prefetchers' state, the
- * module) clears it: pl_ceil_clear().
+ * so the same neighbours while they were measured), and only once the set
+ * is credible: the best (per thread, the fastest) of PL_CEIL_TRUST
+ * measurements of it.  A run that outran a ceiling it reused (pl_ceil_low)
+ * proves that ceiling stale: its result says `reused-low`, and the set
+ * leaves the cache.  The cache is the owner's (the module: one per target;
+ * the served runner: one per process); what the key omits (the target,
+ * the prefetchers' state, the module) clears it: pl_ceil_clear().
  */
 struct pl_ceil_key {
 	int cpu;			/* the thread's */
@@ -128,12 +131,20 @@ struct pl_ceil_key {
 };
 
 #define PL_CEIL_CACHE	64		/* threads' ceilings a cache holds */
+/* measurements of a set combined (the fastest kept) before it is reused (docs/method.md) */
+#define PL_CEIL_TRUST	3
+
+/* where a result's ceiling came from (pl_scalars.ceil_src; the word: pl_ceil_src_name) */
+#define PL_CEIL_MEASURED	0	/* this run measured it */
+#define PL_CEIL_REUSED		1	/* an earlier run's, reused */
+#define PL_CEIL_REUSED_LOW	2	/* reused, and this run outran it: stale (pl_ceil_low) */
 
 struct pl_ceil_cache {
 	u64 sets;			/* the last set number given (0: none) */
 	struct pl_ceil_ent {
 		u64 set;		/* the run that measured it (renumbered when reused); 0: free */
 		struct pl_ceil_key k;
+		unsigned int count;	/* measurements combined into the set, at most PL_CEIL_TRUST */
 		u64 bytes, ticks, ops;
 		const char *loop;
 	} e[PL_CEIL_CACHE];
@@ -157,18 +168,32 @@ void pl_ceil_key(struct pl_ceil_key *k, const struct pl_thread *t, unsigned int 
 		 u64 others);
 /*
  * Before the run: true when every bandwidth thread of ts finds its ceiling
- * (then copied into its engine, ceil_reused set): its workers skip
- * pl_eng_ceiling.  False (and nothing set) otherwise, or with no
- * bandwidth thread.
+ * in one credible set (PL_CEIL_TRUST measurements; then copied into its
+ * engine, ceil_reused set): its workers skip pl_eng_ceiling.  False (and
+ * nothing set) otherwise, or with no bandwidth thread.
  */
 bool pl_ceil_reuse(struct pl_ceil_cache *c, const struct pl_threads *ts, u64 prefetch, u64 others);
 /*
- * After a run that ran to its end: the ceilings its bandwidth threads
- * measured (none reused) go into the cache as one set, the oldest sets
- * leaving to make room; a run of more bandwidth threads than the cache
- * holds, or one whose ceiling measured nothing, is not kept.
+ * After a run that ran to its end.  Measured (none reused): its bandwidth
+ * threads' ceilings are combined into the set these keys hold, each
+ * thread's fastest kept, while the set has fewer than PL_CEIL_TRUST
+ * measurements; else they go into the cache as a new set of one, the
+ * oldest sets leaving to make room (a run of more bandwidth threads than
+ * the cache holds, or one whose ceiling measured nothing, is not kept).
+ * Reused: a thread that outran its ceiling (pl_ceil_low) drops the set, so
+ * the next run measures again.
  */
 void pl_ceil_store(struct pl_ceil_cache *c, const struct pl_threads *ts, u64 prefetch, u64 others);
+/*
+ * A bandwidth thread whose reused ceiling its run outran: its bytes over
+ * its timed ticks above the ceiling's.  The ceiling is the fastest window
+ * of the same loop on a cache-resident buffer, so the ceiling is stale
+ * (measured while the thread was starved).  The one rule of ceiling_src's
+ * `reused-low` (resultfmt.c) and of dropping the set (pl_ceil_store).
+ */
+bool pl_ceil_low(const struct pl_thread *t);
+/* the word of a ceiling source PL_CEIL_* (`measured`, `reused`, `reused-low`) */
+const char *pl_ceil_src_name(u64 src);
 
 /* ---- resultfmt.c: the `result` and `histogram` text ---- */
 #define PL_NPCT			5	/* p50 p90 p99 p999 p9999 */
@@ -184,7 +209,7 @@ struct pl_scalars {
 	u64 irqoff_max;			/* the longest segment (all: of every thread, the probe's too) */
 	bool ceil;			/* ceil_milli is set (a bandwidth thread ran) */
 	u64 ceil_milli;			/* the engine's ceiling, MB/s x 1000 */
-	u64 ceil_reused;		/* 1: reused (ceil.c), 0: measured by this run */
+	u64 ceil_src;			/* PL_CEIL_*: measured, reused, or reused and outrun (ceil.c) */
 	/*
 	 * pl_report_times() given: the run's fixed cost.  setup: from `run`
 	 * to the first timed stamp; teardown: from the last timed stamp to
@@ -208,6 +233,7 @@ struct pl_sum {
 	u64 ceil_milli;			/* engine ceilings of the bandwidth threads */
 	bool ceil;			/* a bandwidth thread is among them */
 	unsigned int ceil_n, ceil_reused;	/* bandwidth threads, and those whose ceiling was reused */
+	unsigned int ceil_low;		/* those that outran the ceiling they reused (pl_ceil_low) */
 };
 
 /*

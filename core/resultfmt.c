@@ -43,6 +43,7 @@ static void pl_sum_add(struct pl_sum *s, const struct pl_thread *t, u64 tsc_khz)
 		s->ceil_milli += pl_bw_milli(t->e.ceil_bytes, t->e.ceil_ticks, tsc_khz);
 		s->ceil_n++;
 		s->ceil_reused += t->ceil_reused;
+		s->ceil_low += pl_ceil_low(t);
 	}
 }
 
@@ -100,8 +101,15 @@ static void pl_scalars(struct pl_scalars *sc, const struct pl_sum *s, const stru
 	sc->irqoff_max = s->irqoff_max;
 	sc->ceil = s->ceil;
 	sc->ceil_milli = s->ceil_milli;
-	/* ceil.c reuses a run's ceilings whole: reused on every bandwidth thread, or measured */
-	sc->ceil_reused = s->ceil_n && s->ceil_reused == s->ceil_n;
+	/*
+	 * ceil.c reuses a run's ceilings whole: reused on every bandwidth
+	 * thread, or measured; reused-low when a thread outran its reused
+	 * ceiling (the `all` row's sum holds that stale part too)
+	 */
+	if (!s->ceil_n || s->ceil_reused != s->ceil_n)
+		sc->ceil_src = PL_CEIL_MEASURED;
+	else
+		sc->ceil_src = s->ceil_low ? PL_CEIL_REUSED_LOW : PL_CEIL_REUSED;
 	pl_scalars_times(sc, s, r);
 	if (!h)
 		return;
@@ -139,7 +147,7 @@ static void pl_out_scalars(struct pl_buf *b, const struct pl_scalars *sc)
 	pl_out_milli(b, "bw_mbps", sc->bw_milli);
 	if (sc->ceil) {
 		pl_out_milli(b, "ceiling_mbps", sc->ceil_milli);
-		pl_out(b, " ceiling_src=%s", sc->ceil_reused ? "reused" : "measured");
+		pl_out(b, " ceiling_src=%s", pl_ceil_src_name(sc->ceil_src));
 	}
 	pl_out(b, " segments=%llu gap_ticks=%llu start_lag_ticks=%llu end_lag_ticks=%llu", sc->segments,
 	       sc->gap_ticks, sc->start_lag, sc->end_lag);

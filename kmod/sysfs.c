@@ -473,7 +473,7 @@ static ssize_t pl_rattr_show(struct kobject *k, struct kobj_attribute *a, char *
 	} else {
 		v = *(const u64 *)((const char *)&d->agg + ra->off);
 		if (ra->src)
-			n = sysfs_emit(b, "%s\n", v ? "reused" : "measured");
+			n = sysfs_emit(b, "%s\n", pl_ceil_src_name(v));
 		else if (ra->sgn && (s64)v < 0)
 			n = sysfs_emit(b, "-%llu.%03llu\n", -v / 1000, -v % 1000);
 		else if (ra->milli)
@@ -508,7 +508,7 @@ static struct pl_rattr pl_rattrs[] = {
 	R(bw_mbps, bw_milli, true, false),
 	RBW(ceiling_mbps, ceil_milli),
 	{ .attr = __ATTR(ceiling_src, 0444, pl_rattr_show, NULL),
-	  .off = offsetof(struct pl_scalars, ceil_reused), .bw = true, .src = true },
+	  .off = offsetof(struct pl_scalars, ceil_src), .bw = true, .src = true },
 	R(segments, segments, false, false),
 	R(gap_ticks, gap_ticks, false, false),
 	R(start_lag_ticks, start_lag, false, false),

@@ -8,6 +8,7 @@ import contextlib
 import errno
 import itertools
 import os
+import re
 import select
 import subprocess
 import threading
@@ -720,9 +721,15 @@ def test_setup_and_teardown_are_reported_and_add_up(module, pmem_dev: str) -> No
             assert int(total["setup_ticks"]) > 0 and int(total["teardown_ticks"]) > 0, total
 
 
+# measurements of a key combined (the fastest kept) before it is reused (core/pl_run.h)
+CEIL_TRUST = int(re.search(r"^#define PL_CEIL_TRUST\s+(\d+)",
+                           (Path(__file__).resolve().parents[2] / "core" / "pl_run.h").read_text(), re.M).group(1))
+
+
 def test_ceiling_is_reused_where_its_key_matches_and_measured_after_a_change(module, pmem_dev: str) -> None:
-    """A second identical run reuses the first's ceiling (its workers skip theirs); a change of
-    key (access size), another target (a named target, a reload) measures again."""
+    """Once CEIL_TRUST identical runs measured it, a run reuses the fastest of their ceilings (its
+    workers skip theirs); a change of key (access size), another target (a named target, a reload)
+    measures again."""
     point = {"mode": "bandwidth", "op": "load", "access_size": 256, "threads": 1, "cpus": "0",
              "duration_ms": 20, "count": 0, "working_set": 4 * MiB}
     with module(target="dram", dram_size="32M") as sysfs:
@@ -731,14 +738,18 @@ def test_ceiling_is_reused_where_its_key_matches_and_measured_after_a_change(mod
         def run(m: Module = mod, **change: object) -> dict[str, str]:
             return m.run(**{**point, **change}).total
 
-        first = run()
-        assert first["ceiling_src"] == "measured"
+        def settled(m: Module = mod, **change: object) -> list[dict[str, str]]:
+            got = [run(m, **change) for _ in range(CEIL_TRUST)]
+            assert [g["ceiling_src"] for g in got] == ["measured"] * CEIL_TRUST, got
+            return got
+
+        first = settled()
         again = run()
-        assert again["ceiling_src"] == "reused" and again["ceiling_mbps"] == first["ceiling_mbps"]
+        assert again["ceiling_src"] == "reused"
+        assert float(again["ceiling_mbps"]) == max(float(f["ceiling_mbps"]) for f in first)
         assert (sysfs / "results" / "ceiling_src").read_text().strip() == "reused"
         assert run(seed=9)["ceiling_src"] == "reused", "the seed is not in the key"
-        other = run(access_size=512)
-        assert other["ceiling_src"] == "measured"
+        settled(access_size=512)
         assert run(access_size=512)["ceiling_src"] == "reused"
         assert run()["ceiling_src"] == "reused", "the cache holds both keys"
         assert run(threads=2, cpus="0,1")["ceiling_src"] == "measured"
@@ -747,7 +758,7 @@ def test_ceiling_is_reused_where_its_key_matches_and_measured_after_a_change(mod
         # another target: its own cache
         Module(sysfs / "targets").write_raw("add", b"other dram dram_size=16M\n")
         named = Module(sysfs / "targets" / "other")
-        assert run(named)["ceiling_src"] == "measured"
+        settled(named)
         assert run(named)["ceiling_src"] == "reused"
         assert run()["ceiling_src"] == "reused"
         Module(sysfs / "targets").write_raw("remove", b"other\n")

@@ -23,8 +23,10 @@ Naming (all times exist in TSC ticks, converted with the module's `tsc_khz`):
   = ceiling_mbps / 1000 and `loop_bound` = bw_gbps >= LOOP_BOUND_FRACTION x
   engine_ceiling_gbps: the number is within 2x of what the tool itself can do, so it says
   more about the loop than about the memory (docs/method.md)
-- `ceiling_src` (with ceiling_mbps): `measured` by this run, or `reused` from an earlier run of the
-  same target whose ceiling key was this run's (docs/method.md)
+- `ceiling_src` (with ceiling_mbps): `measured` by this run, `reused` from an earlier run of the
+  same target whose ceiling key was this run's, or `reused-low`: reused, and this run outran it, so
+  it is stale (CEILING_OUTRUN: the row keeps ceiling_mbps as the run reported it, but gets no
+  engine_ceiling_gbps and no loop_bound; docs/method.md, "The ceiling, reused")
 - `setup_ticks`/`_ns`, `teardown_ticks`/`_ns`, `total_ticks`/`_ns`: the run's fixed cost, from
   `run` to its first timed stamp, from its last timed stamp to done, and from `run` to done
 """
@@ -38,6 +40,10 @@ LAT_STATS: tuple[str, ...] = ("min", "mean", "stddev", "p50", "p90", "p99", "p99
 
 # a bandwidth at or above this fraction of the engine's ceiling is marked loop_bound
 LOOP_BOUND_FRACTION = 0.5
+
+# ceiling_src of a reused ceiling the run outran (core/ceil.c, pl_ceil_low): stale, so neither
+# engine_ceiling_gbps nor loop_bound is derived from it
+CEILING_OUTRUN = "reused-low"
 
 # Known result columns in CSV order; unknown fields are appended after these.
 KNOWN_RESULT_COLUMNS: tuple[str, ...] = (
@@ -161,7 +167,7 @@ def columns_for(raw: dict[str, Any], tsc_khz: float | None, reserved: frozenset[
     elif isinstance(nbytes, (int, float)) and isinstance(ns, (int, float)) and ns > 0:
         out["bw_gbps"] = nbytes / ns
     ceiling = out.get("ceiling_mbps")
-    if isinstance(ceiling, (int, float)):
+    if isinstance(ceiling, (int, float)) and out.get("ceiling_src") != CEILING_OUTRUN:
         out["engine_ceiling_gbps"] = ceiling / 1000.0
         bw = out.get("bw_gbps")
         if isinstance(bw, (int, float)):

@@ -85,8 +85,9 @@ COLUMN_DOC: dict[str, str] = {
     "end_lag_ticks": "from the thread's last timed access to when it left its loop, at most to the run's end, TSC "
                      "ticks (a thread off its CPU when the end came, or stopped early; aggregate: the largest)",
     "end_lag_ns": "the same in ns",
-    "ceiling_src": "where ceiling_mbps came from: measured by this run, or reused from an earlier run of the same "
-                   "target with the same ceiling key (docs/method.md)",
+    "ceiling_src": "where ceiling_mbps came from: measured by this run, reused from an earlier run of the same "
+                   "target with the same ceiling key, or reused-low: reused and outrun by this run, so stale "
+                   "(no engine_ceiling_gbps, no loop_bound; docs/method.md)",
     "setup_ticks": "from `run` (the module's run write; the runner's run line) to the thread's first timed access, "
                    "TSC ticks (aggregate: to the first thread's)",
     "setup_ns": "the same in ns",

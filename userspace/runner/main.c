@@ -365,6 +365,26 @@ static void run_reset(void)
 	R.n = 0;
 }
 
+/*
+ * PMEMLAB_RUN_CEILING_SLOWDOWN=K, 1 to 10^9 (the tests of the ceiling's
+ * reuse, docs/method.md): every engine ceiling this process measures is
+ * taken as K times slower, as one measured while its CPU was starved.
+ */
+static u64 ceiling_slowdown(void)
+{
+	const char *env = getenv("PMEMLAB_RUN_CEILING_SLOWDOWN");
+	unsigned long long k;
+	char *end;
+
+	if (!env)
+		return 1;
+	errno = 0;
+	k = strtoull(env, &end, 10);
+	if (errno || end == env || *end || !k || k > 1000000000ULL)
+		refuse(EINVAL, "PMEMLAB_RUN_CEILING_SLOWDOWN: '%s' is not a whole number from 1 to 10^9", env);
+	return k;
+}
+
 /* --serve: a run per line of stdin on the target mapped once (see the top of this file) */
 static int serve(const cpu_set_t *allowed, bool writes, bool stores, const char *load_spec)
 {
@@ -498,6 +518,7 @@ int main(int argc, char **argv)
 			refuse(-v.err, "%s", v.why);
 	}
 	features = hide_features(detect_features());
+	R.ceil_slow = ceiling_slowdown();
 	R.tsc_khz = o.tsc_khz ? o.tsc_khz : read_tsc_khz();
 	if (sched_getaffinity(0, sizeof(allowed), &allowed))
 		refuse(EINVAL, "sched_getaffinity: %s", strerror(errno));

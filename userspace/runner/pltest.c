@@ -613,3 +613,85 @@ int pl_test_thread_data(u64 seed, unsigned int n, u64 count, u32 features, char 
 	}
 	return 0;
 }
+
+/* ---- the engine's ceilings kept for the runs after (ceil.c) ---- */
+
+#define PL_TEST_CEIL_THREADS	4
+
+/*
+ * runs runs of n (at most 4) bandwidth threads, op load, 64-byte seq
+ * accesses on CPUs 0..n-1, through one ceiling cache (empty at first) as
+ * both backends keep it: pl_ceil_reuse; thread j of run i that reused
+ * nothing "measures" its ceiling, ceil[i * n + j] bytes in 10^6 ticks
+ * (pl_eng_ceiling's result), and each "runs" bw[i * n + j] bytes in 10^6
+ * timed ticks; then the run's result lines (resultfmt.c, 10^6 ticks a
+ * millisecond: the bytes in 10^6 ticks are the MB/s x 1000 in the lines)
+ * are appended to line, and pl_ceil_store.  0, or -errno and why.
+ */
+int pl_test_ceil(unsigned int n, unsigned int runs, const u64 *ceil, const u64 *bw, char *line,
+		 size_t len, char *why, size_t wlen)
+{
+	static char buf[PL_TEST_CEIL_THREADS << 16] __attribute__((aligned(4096)));
+	static struct pl_thread t[PL_TEST_CEIL_THREADS];
+	static struct pl_ceil_cache cache;
+	static u64 buckets[PL_HIST_NB];
+	static int stop;
+	struct pl_facts f = { .known = PL_FACT_CPU };
+	struct pl_setup s = { .f = &f, .target = buf, .target_size = sizeof(buf), .n = n, .width = 8,
+			      .stop = &stop, .probe_stop = &stop };
+	struct pl_threads ts = { (char *)t, sizeof(t[0]), n };
+	struct pl_buf b = { .p = line, .cap = len }, h = { .cap = 0 };
+	const u64 ticks = 1000000;
+	struct pl_scalars all;
+	struct pl_report r;
+	struct pl_params p;
+	unsigned int i, j;
+	int err;
+
+	if (!n || n > PL_TEST_CEIL_THREADS) {
+		snprintf(why, wlen, "ceil: 1 to %d threads", PL_TEST_CEIL_THREADS);
+		return -EINVAL;
+	}
+	pl_params_defaults(&p);
+	p.mode = PL_MODE_BW;
+	p.ops[0] = PL_OP_LOAD;
+	p.threads = n;
+	p.access_size = 64;
+	p.pattern = PL_PAT_SEQ;
+	p.placement = PL_PLACE_THREAD;
+	s.p = &p;
+	pl_ceil_clear(&cache);
+	line[0] = 0;
+	for (i = 0; i < runs; i++) {
+		for (j = 0; j < n; j++) {
+			memset(&t[j], 0, sizeof(t[j]));
+			err = pl_thread_setup(&t[j], &s, j, j, why, wlen);
+			if (!err)
+				err = pl_thread_engine(&t[j], why, wlen);
+			if (err)
+				return err;
+		}
+		pl_ceil_reuse(&cache, &ts, p.prefetch, 0);
+		for (j = 0; j < n; j++) {
+			struct pl_eng *e = &t[j].e;
+
+			if (!t[j].ceil_reused) {
+				e->ceil_bytes = ceil[i * n + j];
+				e->ceil_ticks = ticks;
+				e->ceil_loop = e->loop_name;
+			}
+			e->st.bytes = bw[i * n + j];
+			e->st.ticks = ticks;
+			e->st.ops = bw[i * n + j] / 64;
+			t[j].segments = 1;
+			t[j].first_tsc = ticks;
+			t[j].last_tsc = 2 * ticks;
+		}
+		pl_report_begin(&r, buckets, ticks, 8);
+		for (j = 0; j < n; j++)
+			pl_report_thread(&b, &h, &r, &t[j]);
+		pl_report_all(&b, &h, &r, PL_MODE_BW, &all);
+		pl_ceil_store(&cache, &ts, p.prefetch, 0);
+	}
+	return 0;
+}

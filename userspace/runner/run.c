@@ -120,6 +120,7 @@ static void *worker_fn(void *arg)
 		if (!w->t.ceil_reused) {
 			memset(e->ceil_buf, 0x5a, w->t.ec.ceil_len);
 			pl_eng_ceiling(e, PL_CEILING_MS * r->tsc_khz);
+			e->ceil_ticks *= r->ceil_slow;
 		}
 		plu_guarded_free(e->ceil_buf, w->t.ec.ceil_len);
 		e->ceil_buf = NULL;

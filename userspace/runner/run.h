@@ -40,6 +40,7 @@ struct plu_run {
 	bool keep_chains;		/* --serve: a chase's chain stays for the next run (chains.c) */
 	u64 run_tsc, done_tsc;		/* the run asked for, its threads joined (setup, teardown) */
 	struct pl_ceil_cache *ceil;	/* --serve: the ceilings of earlier runs (core/ceil.c), else NULL */
+	u64 ceil_slow;			/* PMEMLAB_RUN_CEILING_SLOWDOWN (main.c): 1, or a starved ceiling */
 	struct plu_worker w[PL_MAX_THREADS];
 };
 

@@ -207,3 +207,18 @@ def test_loop_bound_is_half_the_ceiling() -> None:
         assert row["engine_ceiling_gbps"] == 20.0 and row["loop_bound"] is bound, bw
     row = parse_result("thread=all op=load mode=latency ops=1 bytes=64 ticks=1 bw_mbps=1.0", 2e6)[0]
     assert "loop_bound" not in row and "engine_ceiling_gbps" not in row
+
+
+def test_an_outrun_ceiling_gives_no_loop_bound() -> None:
+    """ceiling_src=reused-low (core/ceil.c: the run outran the ceiling it reused, so that ceiling is
+    stale): the row keeps what the run reported, but no engine_ceiling_gbps nor loop_bound is derived
+    from it (a stale-low ceiling would mark the point loop-bound falsely)."""
+    from pmemlab.results import parse_result
+    line = "thread=all cpu=-1 op=load width=64 mode=bandwidth ops=1 bytes=64 ticks=1 bw_mbps=7000.000 " \
+           "ceiling_mbps=5600.000 ceiling_src={src}"
+    row = parse_result(line.format(src="reused-low"), 2e6)[0]
+    assert row["ceiling_src"] == "reused-low" and row["ceiling_mbps"] == 5600.0
+    assert "engine_ceiling_gbps" not in row and "loop_bound" not in row
+    for src in ("measured", "reused"):
+        row = parse_result(line.format(src=src), 2e6)[0]
+        assert row["engine_ceiling_gbps"] == 5.6 and row["loop_bound"] is True, src
