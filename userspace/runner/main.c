@@ -382,6 +382,10 @@ static u64 ceiling_slowdown(void)
 	k = strtoull(env, &end, 10);
 	if (errno || end == env || *end || !k || k > 1000000000ULL)
 		refuse(EINVAL, "PMEMLAB_RUN_CEILING_SLOWDOWN: '%s' is not a whole number from 1 to 10^9", env);
+	/* a test's hook: never silent, as its ceilings (and loop_bound) are not the machine's */
+	if (k > 1)
+		fprintf(stderr, "pmemlab-run: PMEMLAB_RUN_CEILING_SLOWDOWN=%llu: every ceiling this process measures is taken %llu times slower (a test hook; its ceilings are not this machine's)\n",
+			k, k);
 	return k;
 }
 

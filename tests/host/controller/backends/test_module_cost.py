@@ -14,6 +14,7 @@ import pandas as pd
 import pytest
 
 from sweep_toml import bandwidth_toml
+from testlib import TOP
 
 import pmemlab.cli as cli
 from pmemlab.backends.user import UserBackend
@@ -151,6 +152,18 @@ def test_a_starved_ceiling_outrun_is_dropped(built, monkeypatch: pytest.MonkeyPa
     assert not any("loop_bound" in r or "engine_ceiling_gbps" in r for r in rows), rows
     # a measured ceiling, however low, is the run's own: the controller derives both from it
     assert "loop_bound" in parse_result(outcomes[-1].result, None)[-1]
+
+
+def test_the_ceiling_hook_is_never_silent(built) -> None:
+    """A run under PMEMLAB_RUN_CEILING_SLOWDOWN says so on stderr: its ceilings are not the machine's."""
+    runner = TOP / "userspace" / "runner" / "pmemlab-run"
+    args = [str(runner), "target=dram", "dram_size=4M", "mode=bandwidth", "op=load", "access_size=64", "count=1000"]
+    hooked = subprocess.run(args, capture_output=True, text=True, timeout=300,
+                            env={"PATH": "/usr/bin:/bin", "PMEMLAB_RUN_CEILING_SLOWDOWN": "1000"})
+    plain = subprocess.run(args, capture_output=True, text=True, timeout=300, env={"PATH": "/usr/bin:/bin"})
+    assert hooked.returncode == 0 and plain.returncode == 0, (hooked.stderr, plain.stderr)
+    assert "PMEMLAB_RUN_CEILING_SLOWDOWN=1000" in hooked.stderr and "test hook" in hooked.stderr
+    assert "PMEMLAB_RUN_CEILING_SLOWDOWN" not in plain.stderr
 
 
 def test_the_ceiling_key(built) -> None:
