@@ -175,14 +175,18 @@ def boot_twice(args, cmd: list[str], kernel: kernels.Kernel, ko_image: bytes | N
         try:
             return boot_in(tmp, args, cmd, kernel, ko_image, accel)
         except runner.BootStalled as stalled:
-            say(f"boot {attempt} of 2 of {kernel.release} stalled: the guest did not reach its script "
-                f"within {args.boot_timeout:.0f} s (no pmemlab code had run; console, last lines):\n{stalled}")
+            what = (f"stalled: the guest did not reach its script within {args.boot_timeout:.0f} s"
+                    if stalled.ended is None else
+                    f"ended: QEMU exited {stalled.ended:.0f} s in, before the guest reached its script")
+            say(f"boot {attempt} of 2 of {kernel.release} {what} (no pmemlab code had run; console, last "
+                f"lines):\n{stalled}")
         finally:
             if args.keep:
                 say(f"kept {tmp}")
             else:
                 shutil.rmtree(tmp, ignore_errors=True)
-    say(f"FAIL: the guest stalled before its script twice (--boot-timeout {args.boot_timeout:.0f} s)")
+    say(f"FAIL: the guest stalled before its script twice, or ended before it (--boot-timeout "
+        f"{args.boot_timeout:.0f} s)")
     return 99
 
 

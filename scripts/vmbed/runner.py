@@ -25,8 +25,13 @@ def kill_group(proc: subprocess.Popen) -> None:
 
 
 class BootStalled(Exception):
-    """The guest never reached its script: the kernel or QEMU stalled before any pmemlab code ran
-    (the module is loaded by the script, after its first stage mark)."""
+    """The guest never reached its script: the kernel or QEMU stalled, or QEMU ended, before any
+    pmemlab code ran (the module is loaded by the script, after its first stage mark). `ended`:
+    how long QEMU ran when it ended on its own (None: a stall, killed at --boot-timeout)."""
+
+    def __init__(self, console_tail: str, ended: float | None = None) -> None:
+        super().__init__(console_tail)
+        self.ended = ended
 
 
 def wait_guest(proc: subprocess.Popen, phases: Path, timeout: float, boot_timeout: float) -> str:
