@@ -96,8 +96,16 @@ def expect(cmd: str, before: set[str]) -> set[str]:
     return after
 
 
+def no_freeze() -> None:
+    """The docs' DRAM target on the CXL node has 2 MiB pages: on 6.12 that froze the whole guest of
+    scripts/vm --cxl (issue 33 item 7, not yet found); make test's CXL lanes run on 7.2."""
+    if os.uname().release.startswith("6.12."):
+        pytest.skip("a 2 MiB-page DRAM target on the CXL node freezes the 6.12 guest (issue 33 item 7): "
+                    "run the CXL lanes on 7.2 (scripts/vm --kernel 7.2.13+deb14-amd64 --cxl)")
+
 
 def run_doc(doc: str, heading: str, ko: Path, node: int, pmem: str) -> list[str]:
+    no_freeze()
     cmds = code_lines(DOCS / doc, heading)
     assert any(c.startswith("insmod") for c in cmds), f"{doc}: no insmod ... targets= line under {heading!r}"
     ran = []
