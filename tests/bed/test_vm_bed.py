@@ -120,15 +120,20 @@ def test_a_boot_that_never_reaches_the_script_is_told_from_a_slow_command(tmp_pa
     assert vm.wait_guest(qemu(0.2), tmp_path / "none", timeout=300, boot_timeout=300) == "exited"
 
 
-def test_a_stalled_boot_is_booted_once_more_then_fails(tmp_path, monkeypatch, capsys) -> None:
-    """main() boots a stalled guest a second time, in a fresh directory, saying so with the
-    console's last lines; two stalls in a row fail the bed (exit 99) without a third boot."""
-    monkeypatch.setattr(vm.kernels, "select_kernel", lambda release, tree: vm.Kernel("6.1-rt", tmp_path, tmp_path))
+def _bed_without_qemu(monkeypatch, tmp_path, release: str) -> None:
+    """main() up to boot(), with kernel `release`, no QEMU, no KVM probe, no guest lock."""
+    monkeypatch.setattr(vm.kernels, "select_kernel", lambda r, tree: vm.Kernel(release, tmp_path, tmp_path))
     monkeypatch.setattr(vm.qemu, "guest_qemu", lambda cxl: "qemu")
     monkeypatch.setattr(vm.runner, "choose_accel", lambda requested, kernel, timeout: "tcg")
     monkeypatch.setattr(vm.common, "VENV_BIN", tmp_path)
     (tmp_path / "vng").write_text("")
     monkeypatch.delenv("PMEMLAB_VM_LOCK", raising=False)
+
+
+def test_a_stalled_boot_is_booted_once_more_then_fails(tmp_path, monkeypatch, capsys) -> None:
+    """main() boots a stalled guest a second time, in a fresh directory, saying so with the
+    console's last lines; two stalls in a row fail the bed (exit 99) without a third boot."""
+    _bed_without_qemu(monkeypatch, tmp_path, "6.1-rt")
     dirs: list = []
 
     def boot(outcomes):
@@ -167,12 +172,7 @@ def test_a_guest_that_ends_before_its_script_is_booted_again(tmp_path, monkeypat
     assert vm._boot.verdict(args, tmp_path, "exited", 7.2, (10, 0)) == 1  # no exit status: a failure
     assert "guest ended without an exit status" in capsys.readouterr().err
 
-    monkeypatch.setattr(vm.kernels, "select_kernel", lambda release, tree: vm.Kernel("6.1", tmp_path, tmp_path))
-    monkeypatch.setattr(vm.qemu, "guest_qemu", lambda cxl: "qemu")
-    monkeypatch.setattr(vm.runner, "choose_accel", lambda requested, kernel, timeout: "tcg")
-    monkeypatch.setattr(vm.common, "VENV_BIN", tmp_path)
-    (tmp_path / "vng").write_text("")
-    monkeypatch.delenv("PMEMLAB_VM_LOCK", raising=False)
+    _bed_without_qemu(monkeypatch, tmp_path, "6.1")
     outcomes = ["ended", 0]
 
     def boot(args, cmd, kernel, ko, accel, tmp):
