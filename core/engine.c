@@ -913,7 +913,8 @@ PL_LOOP void pl_lat_##k##_##form(struct pl_eng *e, u64 until)			\
 	char *p, *q;								\
 	bool rd;								\
 										\
-	while (left && !READ_ONCE(*e->stop) && pl_rdtsc() < until) {		\
+	/* the first sample of a call runs even past until, as a batch does */ \
+	while (left && !READ_ONCE(*e->stop) && (!done || pl_rdtsc() < until)) { \
 		p = base + pl_walk_any(&g);					\
 		q = pl_is_copy(opf) ? p + delta : p;				\
 		pl_prep_lines(p, n, prep);					\
@@ -997,8 +998,11 @@ static __always_inline void pl_chase_run(struct pl_eng *e, u64 until, const int 
 	u64 left = e->left, done = 0, ns = e->nsamples, v = e->data, t0, t1, d, i, k;
 	u64 wpos = e->chase_wpos, reads = e->chase_reads;
 	char *p = e->chase_p, *a;
+	bool first = true;
 
-	while (left && !READ_ONCE(*e->stop) && pl_rdtsc() < until) {
+	/* the first step of a call (a batch, or a step of raw's write pass) runs even past until */
+	while (left && !READ_ONCE(*e->stop) && (first || pl_rdtsc() < until)) {
+		first = false;
 		if (cw == PL_CW_RAW && !reads) {
 			/* the round's write pass, one step of batch lines: untimed */
 			k = n - wpos < batch ? n : wpos + batch;

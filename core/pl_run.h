@@ -80,11 +80,13 @@ u64 pl_thread_begin(struct pl_thread *t, const struct pl_params *p, u64 go, u64 
 u64 pl_thread_until(struct pl_thread *t, u64 now);
 /*
  * Whether the loop runs another segment: before the end, and after it
- * until the timed run has one segment (a worker that got no CPU for the
- * whole window, or whose last warm-up segment ran past it, measures one
- * batch late instead of reporting 0 accesses as a rate of 0), and until a
- * split access in flight is done (one piece a segment past the end: an
- * access counts whole, as an unsplit one overran the end by its length).
+ * until the timed run has one segment and one access (a worker that got no
+ * CPU for the whole window, or whose last warm-up segment ran past it,
+ * measures one batch or sample late instead of reporting 0 accesses as a
+ * rate of 0 or a run without samples; every loop's call makes one step
+ * past its end), and until a split access in flight is done (one piece a
+ * segment past the end: an access counts whole, as an unsplit one overran
+ * the end by its length).
  */
 bool pl_thread_more(const struct pl_thread *t, u64 now);
 /*

@@ -143,9 +143,10 @@ u64 pl_thread_until(struct pl_thread *t, u64 now)
 	return now + t->seg_ticks < end ? now + t->seg_ticks : end;
 }
 
+/* pl_run.h; a late thread's one step may be of a raw chase's untimed write pass, hence ops */
 bool pl_thread_more(const struct pl_thread *t, u64 now)
 {
-	return now < t->end || !t->segments || t->e.part;
+	return now < t->end || !t->segments || !t->e.st.ops || t->e.part;
 }
 
 /*

@@ -500,6 +500,80 @@ int pl_test_warmup(char *buf, u64 span, int mode, u64 count, u64 nsamples, u64 d
 	return 0;
 }
 
+/*
+ * A worker that got no CPU for its whole window: the worker loop as
+ * worker_fn and pl_worker_loop run it, with the real engine and clock, its
+ * common start duration_ms + 1 ms in the past.  op PL_OP_LOAD: 8-byte
+ * loads over buf[0, span) in order, mode bandwidth (0) or latency (1); op
+ * PL_OP_CHASE: a chain over span's lines (place.c's per-thread slice of
+ * one worker), chase_write cw, batches of 16 hops, taken down after.  out:
+ * ops, segments, lat_n, nsamples; 0, or -errno and why.
+ */
+int pl_test_late(char *buf, u64 span, int op, int mode, int cw, u64 duration_ms, u64 tsc_khz, u64 *out,
+		 char *why, size_t len)
+{
+	static u64 hist[PL_HIST_NB], samples[64];
+	static int stop;
+	struct pl_params p = { .segment_ms = 1, .duration_ms = duration_ms };
+	struct pl_place in = { .target_size = span, .pattern = PL_PAT_RAND, .access = PL_LINE,
+			       .passes = 1, .seed = 3, .per_thread = 1, .n = 1 };
+	struct pl_thread t = { 0 };
+	struct pl_region reg;
+	struct pl_eng *e = &t.e;
+	u64 pos = 0, laid, *save = NULL;
+	int err;
+
+	t.ec = (struct pl_eng_cfg) {
+		.base = buf, .base_len = span,
+		.gen = { .pattern = PL_PAT_SEQ, .access = 8, .step = 8, .span = span, .passes = 1 },
+		.op = PL_OP_LOAD, .width = 8, .mode = mode, .access = 8, .stop = &stop, .hist_buckets = hist,
+		.samples = samples, .nsamples_max = 64,
+	};
+	if (op == PL_OP_CHASE) {
+		err = pl_place_worker(&in, &reg, why, len);
+		if (err)
+			return err;
+		t.ec.gen = reg.g;
+		t.ec.op = PL_OP_CHASE;
+		t.ec.mode = PL_MODE_LAT;
+		t.ec.access = PL_LINE;
+		t.ec.chase_batch = 16;
+		t.ec.chase_write = cw;
+		t.ec.chase_seed = 3;
+	}
+	err = pl_thread_engine(&t, why, len);
+	if (err)
+		return err;
+	if (op == PL_OP_CHASE) {
+		save = malloc(pl_chase_lines(e) * sizeof(u64));
+		if (!save) {
+			snprintf(why, len, "chase: no memory");
+			return -ENOMEM;
+		}
+		while (!pl_chase_build(e, save, &pos, 1000))
+			;
+	}
+	pl_thread_begin(&t, &p, pl_rdtsc() - (duration_ms + 1) * tsc_khz, tsc_khz);
+	while (e->left && pl_thread_more(&t, pl_rdtsc())) {
+		u64 until = pl_thread_until(&t, pl_rdtsc()), t0 = pl_rdtsc();
+
+		pl_eng_run(e, until);
+		pl_thread_segment(&t, t0, pl_rdtsc());
+	}
+	out[0] = e->st.ops;
+	out[1] = t.segments;
+	out[2] = e->hist.n;
+	out[3] = e->nsamples;
+	if (save) {
+		laid = pos;
+		pos = 0;
+		while (!pl_chase_restore(e, save, laid, &pos, 1000))
+			;
+		free(save);
+	}
+	return 0;
+}
+
 /* fences the bandwidth loop issues over n accesses of access bytes, one per fi bytes */
 u64 pl_test_fences(u64 access, u64 fi, u64 n)
 {

@@ -352,6 +352,39 @@ def test_a_run_has_a_timed_segment_even_when_its_window_passed_without_it(lib: c
     assert window(lib, 0, 10, [(0, 4000), (4000, 10000)]) == ([True, False], 2, 10000)
 
 
+CHASE_WRITE = {"none": 0, "raw": 1, "store": 2}  # enum pl_chase_write
+
+
+@pytest.mark.parametrize("op,mode,cw", [("load", 0, "none"), ("load", 1, "none"), ("chase", 1, "none"),
+                                        ("chase", 1, "raw"), ("chase", 1, "store")],
+                         ids=["bandwidth", "latency", "chase", "chase-raw", "chase-store"])
+def test_a_worker_that_got_no_cpu_for_its_window_measures_one_step_late(lib: ctypes.CDLL, op: str, mode: int,
+                                                                         cw: str) -> None:
+    """The worker loop with the real engine and clock, its start 11 ms after a 10 ms window's: it
+    runs late until it has one access (bandwidth: one batch; latency: one sample; the chase: one
+    batch of hops, after the raw chase's write pass, one step a segment), never 0 accesses as a
+    result. Before, the latency loops looked at the clock before their first sample: a probe
+    stage's chase on a loaded host came out with ops 0 and status ok (fresh make test, 6.1 guest,
+    test_the_2m_stage_on_the_user_backend)."""
+    span = 1 << 16  # 1024 lines: the raw chase's write pass is 64 steps of 16
+    buf = aligned(span)
+    out = (ctypes.c_uint64 * 4)()
+    why = ctypes.create_string_buffer(256)
+    rc = lib.pl_test_late(ctypes.c_void_p(buf.ctypes.data), ctypes.c_uint64(span), ctypes.c_int(OP_INDEX[op]),
+                          ctypes.c_int(mode), ctypes.c_int(CHASE_WRITE[cw]), ctypes.c_uint64(10),
+                          ctypes.c_uint64(2_000_000), out, why, ctypes.c_size_t(256))
+    assert rc == 0, why.value
+    ops, segments, lat_n, nsamples = out
+    step = 16 if op == "chase" else 1
+    if mode == 0:
+        assert ops >= 1 and segments == 1 and lat_n == 0, list(out)
+        return
+    # one sample (a batch of 16 hops for the chase), taken in the first segment that could take one
+    assert ops == step and lat_n == 1 and nsamples == 1, list(out)
+    # raw: one write step a segment, the last one with the pass's mfence and the first timed batch
+    assert segments == (span // 64 // 16 if cw == "raw" else 1), list(out)
+
+
 @pytest.mark.parametrize("count", [0, 10])
 def test_a_worker_off_its_cpu_across_the_warm_up_end_resets_before_it_counts(lib: ctypes.CDLL, count: int) -> None:
     """Warm-up 5 ms: the worker is off its CPU from 3 ms to 6 ms, so no segment reaches the
