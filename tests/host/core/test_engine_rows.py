@@ -64,8 +64,25 @@ def dimm_target(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return f
 
 
+# A traced run that took longer than its one segment (200 ms at the largest tsc_khz: about 7 s of
+# a real TSC) enters the loop twice, and the second entry's fixed cost would not cancel out in
+# per_access. Single-stepped at nice 19 beside three TCG guests, a run once did (fresh make test):
+# the run is taken again then, the counts of a one-call run being exact whatever the host's load.
+TRACED_TRIES = 4
+
+
 def counted(tracer: Path, code: tuple[dict, dict], loop: str, args: list[str], tmp: Path) -> tuple[int, int]:
-    """(instructions, taken branches) the run's calls of loop executed (the ceiling's excluded)."""
+    """(instructions, taken branches) the run's one call of loop executed (the ceiling's excluded)."""
+    calls = 0
+    for _ in range(TRACED_TRIES):
+        insns, taken, calls = traced(tracer, code, loop, args, tmp)
+        if calls == 1:
+            return insns, taken
+    raise AssertionError(f"{loop}: {calls} calls of the loop in each of {TRACED_TRIES} runs (one segment expected)")
+
+
+def traced(tracer: Path, code: tuple[dict, dict], loop: str, args: list[str], tmp: Path) -> tuple[int, int, int]:
+    """(instructions, taken branches, calls) of the run's calls of loop."""
     syms, nxt = code
     out = tmp / f"{loop}.txt"
     ceiling = syms["pl_eng_ceiling"]
@@ -86,8 +103,7 @@ def counted(tracer: Path, code: tuple[dict, dict], loop: str, args: list[str], t
             taken += n if nxt.get(src) != dst and src != dst else 0
         else:
             insns += int(parts[1])
-    assert calls == 1, f"{loop}: {calls} calls of the loop (one segment expected)"
-    return insns, taken
+    return insns, taken, calls
 
 
 def per_access(tracer: Path, code: tuple[dict, dict], loop: str, args: list[str], tmp: Path,
