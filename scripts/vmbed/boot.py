@@ -100,6 +100,11 @@ def vng_command(args, kernel: Kernel, lay: Layout, accel: str, tmp: Path, opts: 
         vng.append(f"--rwdir={cxl_dir}")
     if args.qemu:
         vng += ["--qemu", args.qemu]
+    if cxl_dir:
+        # QEMU emulates CXL memory as I/O and shares only RAM with vhost-user's virtiofsd: a file
+        # buffer on the CXL node made it panic (FindMemoryRegion) and every file access of the guest
+        # hang (issue 33 item 7). QEMU's own 9p reaches such buffers through its address space.
+        vng.append("--force-9p")
     vng += topology.numa_options(args.numa_nodes, lay.mem_mb, args.cpus, lay.node1_mb, explicit=args.hmat,
                                  generic_port=lay.generic_port)
     if accel == "tcg":
@@ -198,8 +203,9 @@ def verdict(args, tmp: Path, outcome: str, elapsed: float, qemu_ver: tuple[int, 
     rc = guest_rc(tmp)
     say(f"times: {logscan.phase_times(tmp / 'phases', elapsed)}")
     rootfs = read(tmp / "rootfs", "unknown").strip()
-    say(f"root file system {rootfs}" + ("" if rootfs == "virtiofs" else
-        " (virtio-fs needs the Rust virtiofsd: scripts/install-deps unpacks it; 9p is slower)"))
+    why_9p = (" (a CXL guest: virtiofsd cannot reach buffers on the emulated CXL node)" if args.cxl else
+              " (virtio-fs needs the Rust virtiofsd: scripts/install-deps unpacks it; 9p is slower)")
+    say(f"root file system {rootfs}" + ("" if rootfs == "virtiofs" else why_9p))
     if args.verdict:
         args.verdict.write_text("".join(p + "\n" for p in problems))
     if problems:

@@ -1,6 +1,7 @@
 """scripts/vm builds the same guest for every lane of make test as the single-file bed it was split
 from (commit 109d0b2, before scripts/vmbed): the same virtme-ng command line, environment, guest
-script, backing files, CXL device map, lines on stderr and exit status, with QEMU mocked (no boot).
+script, backing files, CXL device map, lines on stderr and exit status, with QEMU mocked (no boot),
+but for the changes made on purpose since (since_the_split names them).
 
 The lanes are scripts/run-tests' (its vm_args, cpuless_args, smt_args and the matrix's node and CXL
 options), each with a kernel tree of its own name; the CXL lane also on QEMU 7.2 (no volatile CXL
@@ -163,6 +164,26 @@ def old_bed(tmp: Path) -> ModuleType | None:
     return module
 
 
+def since_the_split(lane: str, want: dict) -> dict:
+    """The old bed's lane with the changes made on purpose after the split, each with its reason:
+    a CXL guest shares the host's files over 9p (issue 33 item 7: virtiofsd panicked on a file
+    buffer on the emulated CXL node, which QEMU never shares with it)."""
+    want = json.loads(json.dumps(want))
+    if "--cxl" in LANES[lane][1] and "argv" in want:
+        at = want["argv"].index("--numa") if "--numa" in want["argv"] else len(want["argv"])
+        want["argv"].insert(at, "--force-9p")
+    return want
+
+
+@pytest.mark.parametrize("lane", LANES)
+def test_a_cxl_guest_and_only_it_shares_the_files_over_9p(lane, tmp_path, monkeypatch, capsys) -> None:
+    vm = load_vm_script()
+    got = capture_lane(vm, lambda fake: monkeypatch.setattr(vm.build, "build_module", fake), lane,
+                       tmp_path / "new", monkeypatch, capsys)
+    if "argv" in got:
+        assert ("--force-9p" in got["argv"]) == ("--cxl" in LANES[lane][1]), got["argv"]
+
+
 @pytest.mark.parametrize("lane", LANES)
 def test_the_split_bed_boots_every_lane_as_the_old_one(lane, tmp_path, monkeypatch, capsys) -> None:
     vm = load_vm_script()
@@ -176,7 +197,7 @@ def test_the_split_bed_boots_every_lane_as_the_old_one(lane, tmp_path, monkeypat
         recorded = json.loads(FIXTURE.read_text()) if FIXTURE.exists() else {}
         recorded[lane] = want
         FIXTURE.write_text(json.dumps(recorded, indent=1, sort_keys=True) + "\n")
-    want = json.loads(FIXTURE.read_text())[lane]
+    want = since_the_split(lane, json.loads(FIXTURE.read_text())[lane])
     if lane.startswith("refused-"):
         assert got["rc"] == 2 and "argv" not in got and got["stderr"], got  # no boot
     else:

@@ -96,20 +96,7 @@ def expect(cmd: str, before: set[str]) -> set[str]:
     return after
 
 
-def no_freeze() -> None:
-    """The docs' DRAM target on the CXL node has 2 MiB pages. On 6.12 that "froze" the guest of
-    scripts/vm --cxl (issue 33 item 7). It is the bed: virtiofsd panics (FindMemoryRegion) once a
-    file-system buffer lies on the CXL node, which QEMU emulates as I/O and never shares with it,
-    and every file access of the guest hangs (README, "The test bed"). make test's CXL lanes run on
-    7.2, where this load leaves no such buffer."""
-    if os.uname().release.startswith("6.12."):
-        pytest.skip("on 6.12 a 2 MiB-page DRAM target on the CXL node leads the guest to put a file buffer "
-                    "there, which kills the bed's virtiofsd (issue 33 item 7): run the CXL lanes on 7.2 "
-                    "(scripts/vm --kernel 7.2.13+deb14-amd64 --cxl)")
-
-
 def run_doc(doc: str, heading: str, ko: Path, node: int, pmem: str) -> list[str]:
-    no_freeze()
     cmds = code_lines(DOCS / doc, heading)
     assert any(c.startswith("insmod") for c in cmds), f"{doc}: no insmod ... targets= line under {heading!r}"
     ran = []
