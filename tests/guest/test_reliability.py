@@ -120,8 +120,17 @@ def test_hundred_load_run_unload_cycles_leak_nothing(ko: Path, pmem_dev: str) ->
         if key in before:
             assert after[key] - before[key] < limit, f"{key} grew by {after[key] - before[key]} bytes over 100 cycles"
     # large kmalloc/kvmalloc buffers (histograms, results) come from the page allocator and show
-    # only here
-    assert avail_before - avail_after < 16 * MiB
+    # only here. A leak grows with the cycles; the free-memory figure also moves by tens of MiB
+    # on its own (6.12, fresh make test: 24 MB "lost" while MemAvailable rose by 8 MB, the
+    # per-CPU lists and boosts having shrunk by 32 MB): a loss over the limit must come again
+    # in 100 more cycles to count as a leak.
+    lost = avail_before - avail_after
+    if lost >= 16 * MiB:
+        for i in range(100):
+            cycle(i)
+        again = avail_after - available()
+        print(f"over 100 more cycles: {again:+d} B")
+        assert again < 16 * MiB, f"{lost} B lost over 100 cycles, {again} B over 100 more: a leak"
 
 
 def test_killed_controller_leaves_a_usable_module(module, pmem_dev: str, tmp_path: Path) -> None:
